@@ -1,0 +1,197 @@
+import { z } from "zod";
+import pkg from "../../package.json" with { type: "json" };
+import { ERROR_CODES } from "./problem.ts";
+import {
+  CreateRunRequestSchema,
+  CreateRunResponseSchema,
+  EventsQuerySchema,
+  EventsResponseSchema,
+  FollowupRequestSchema,
+  FollowupResponseSchema,
+  ListRunsQuerySchema,
+  ListRunsResponseSchema,
+  ProblemSchema,
+  RunItemSchema,
+} from "./schemas.ts";
+
+type Json = Record<string, unknown>;
+
+const ref = (schema: z.ZodType) => {
+  const id = z.globalRegistry.get(schema)?.id;
+  if (!id) throw new Error("schema has no id");
+  return { $ref: `#/components/schemas/${id}` };
+};
+
+const json = (schema: z.ZodType) => ({ "application/json": { schema: ref(schema) } });
+
+function problems(...codes: Array<keyof typeof ERROR_CODES>): Json {
+  const out: Json = {};
+  for (const code of codes) {
+    const { status, title } = ERROR_CODES[code];
+    const existing = out[String(status)] as { description: string } | undefined;
+    out[String(status)] = {
+      description: existing ? `${existing.description}; ${title}` : `${title} (${code})`,
+      content: { "application/problem+json": { schema: ref(ProblemSchema) } },
+    };
+  }
+  return out;
+}
+
+/** Query parameters, generated from the schema the server parses the query string with. */
+function queryParameters(schema: z.ZodObject): Json[] {
+  return Object.entries(schema.shape).map(([name, field]) => {
+    const fieldSchema = z.toJSONSchema(field as z.ZodType, { io: "input", unrepresentable: "any" }) as Json;
+    delete fieldSchema.$schema;
+    return { name, in: "query", required: false, schema: fieldSchema };
+  });
+}
+
+const runIdParam = { name: "runId", in: "path", required: true, schema: { type: "string" } };
+const idempotencyHeader = {
+  name: "Idempotency-Key",
+  in: "header",
+  required: false,
+  schema: { type: "string", maxLength: 255 },
+  description: "Same key and equal body within 24 h returns the original response and creates nothing.",
+};
+const common = problems(
+  "authentication_required",
+  "not_authorized",
+  "rate_limited",
+  "internal_error",
+  "resource_unavailable",
+);
+
+/** The OpenAPI 3.1 document of API v1, built from the zod schemas the server validates with. */
+export function buildOpenApiDocument(): Json {
+  const { schemas } = z.toJSONSchema(z.globalRegistry, {
+    io: "input",
+    target: "draft-2020-12",
+    uri: (id) => `#/components/schemas/${id}`,
+    unrepresentable: "any",
+  }) as { schemas: Record<string, Json> };
+  for (const schema of Object.values(schemas)) delete schema.$schema;
+
+  const createRun = {
+    tags: ["runs"],
+    summary: "Create a run",
+    parameters: [idempotencyHeader],
+    requestBody: { required: true, content: json(CreateRunRequestSchema) },
+    responses: {
+      "200": { description: "The run is queued (and durable).", content: json(CreateRunResponseSchema) },
+      ...problems(
+        "invalid_request",
+        "conflict",
+        "payload_too_large",
+        "unsupported_media_type",
+        "idempotency_key_reused",
+      ),
+      ...common,
+    },
+  };
+
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "Dispatch API",
+      version: pkg.version,
+      description:
+        "Agent runs: create, list, get, follow up, cancel and stream transcripts. Compatible with the Oz Agent API v1.",
+    },
+    servers: [{ url: "/api/v1" }],
+    security: [{ bearerAuth: [] }],
+    paths: {
+      "/agent/runs": {
+        post: { ...createRun, operationId: "createRun" },
+        get: {
+          operationId: "listRuns",
+          tags: ["runs"],
+          summary: "List runs (keyset pagination)",
+          parameters: queryParameters(ListRunsQuerySchema),
+          responses: {
+            "200": { description: "A page of runs.", content: json(ListRunsResponseSchema) },
+            ...problems("invalid_request"),
+            ...common,
+          },
+        },
+      },
+      "/agent/run": {
+        post: { ...createRun, operationId: "createRunAlias", summary: "Create a run (alias)" },
+      },
+      "/agent/runs/{runId}": {
+        get: {
+          operationId: "getRun",
+          tags: ["runs"],
+          summary: "Get a run",
+          parameters: [runIdParam],
+          responses: {
+            "200": { description: "The run.", content: json(RunItemSchema) },
+            ...problems("resource_not_found"),
+            ...common,
+          },
+        },
+      },
+      "/agent/runs/{runId}/followups": {
+        post: {
+          operationId: "followupRun",
+          tags: ["runs"],
+          summary: "Send a follow-up to a run",
+          parameters: [runIdParam, idempotencyHeader],
+          requestBody: { required: true, content: json(FollowupRequestSchema) },
+          responses: {
+            "200": { description: "Where the follow-up went.", content: json(FollowupResponseSchema) },
+            ...problems(
+              "invalid_request",
+              "resource_not_found",
+              "conflict",
+              "idempotency_key_reused",
+              "payload_too_large",
+            ),
+            ...common,
+          },
+        },
+      },
+      "/agent/runs/{runId}/cancel": {
+        post: {
+          operationId: "cancelRun",
+          tags: ["runs"],
+          summary: "Cancel a queued or running run",
+          parameters: [runIdParam],
+          responses: {
+            "200": {
+              description: "The run id, as a JSON string.",
+              content: { "application/json": { schema: { type: "string" } } },
+            },
+            ...problems("invalid_request", "resource_not_found", "conflict"),
+            ...common,
+          },
+        },
+      },
+      "/agent/runs/{runId}/events": {
+        get: {
+          operationId: "listRunEvents",
+          tags: ["runs"],
+          summary: "The run's transcript (JSON page, or an SSE stream with Accept: text/event-stream)",
+          parameters: [
+            runIdParam,
+            ...queryParameters(EventsQuerySchema),
+            { name: "Last-Event-ID", in: "header", required: false, schema: { type: "string" } },
+          ],
+          responses: {
+            "200": {
+              description:
+                "Events after `after`; as SSE, each message has `id: <seq>` and the event as JSON data.",
+              content: { ...json(EventsResponseSchema), "text/event-stream": { schema: { type: "string" } } },
+            },
+            ...problems("invalid_request", "resource_not_found"),
+            ...common,
+          },
+        },
+      },
+    },
+    components: {
+      securitySchemes: { bearerAuth: { type: "http", scheme: "bearer", description: "dsp_ API key" } },
+      schemas,
+    },
+  };
+}

@@ -1,0 +1,70 @@
+/**
+ * API.md errors: every non-2xx response is application/problem+json with a stable error_code.
+ */
+export const ERROR_CODES = {
+  invalid_request: { status: 400, title: "Invalid request" },
+  authentication_required: { status: 401, title: "Authentication required" },
+  not_authorized: { status: 403, title: "Not authorized" },
+  resource_not_found: { status: 404, title: "Not found" },
+  method_not_allowed: { status: 405, title: "Method not allowed" },
+  conflict: { status: 409, title: "Conflict" },
+  payload_too_large: { status: 413, title: "Payload too large" },
+  unsupported_media_type: { status: 415, title: "Unsupported media type" },
+  idempotency_key_reused: { status: 422, title: "Idempotency key reused" },
+  rate_limited: { status: 429, title: "Rate limited" },
+  internal_error: { status: 500, title: "Internal error" },
+  resource_unavailable: { status: 503, title: "Service unavailable" },
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+const RETRYABLE = new Set([409, 429, 500, 503]);
+
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly detail: string | undefined;
+  readonly headers: Record<string, string>;
+
+  constructor(code: ErrorCode, detail?: string, headers: Record<string, string> = {}) {
+    super(detail ?? ERROR_CODES[code].title);
+    this.code = code;
+    this.status = ERROR_CODES[code].status;
+    this.detail = detail;
+    this.headers = headers;
+  }
+}
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail?: string;
+  error: string;
+  error_code: ErrorCode;
+  retryable: boolean;
+  instance: string;
+  trace_id?: string;
+}
+
+export function problemBody(code: ErrorCode, instance: string, detail?: string, traceId?: string): Problem {
+  const { status, title } = ERROR_CODES[code];
+  return {
+    type: `https://dispatch.dev/problems/${code.replaceAll("_", "-")}`,
+    title,
+    status,
+    ...(detail ? { detail } : {}),
+    error: detail ? `${title} (${detail})` : title,
+    error_code: code,
+    retryable: RETRYABLE.has(status),
+    instance,
+    ...(traceId ? { trace_id: traceId } : {}),
+  };
+}
+
+/** The error code for a status that a framework produced (body parsing, routing). */
+export function codeForStatus(status: number): ErrorCode {
+  const match = Object.entries(ERROR_CODES).find(([, v]) => v.status === status);
+  if (match) return match[0] as ErrorCode;
+  return status >= 500 ? "internal_error" : "invalid_request";
+}

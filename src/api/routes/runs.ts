@@ -1,0 +1,137 @@
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { z } from "zod";
+import { toRunItem } from "../../runs/run-item.ts";
+import type { RunState } from "../../runs/state-machine.ts";
+import { RUN_STATES } from "../../runs/state-machine.ts";
+import { streamRunEvents } from "../event-stream.ts";
+import { ApiError } from "../problem.ts";
+import {
+  CreateRunRequestSchema,
+  describeIssues,
+  EventsQuerySchema,
+  FollowupRequestSchema,
+  LIMITS,
+  ListRunsQuerySchema,
+} from "../schemas.ts";
+import type { ServerDeps } from "../server.ts";
+
+const LIST_PROMPT_LIMIT = 2000;
+
+function parse<S extends z.ZodType>(schema: S, value: unknown, where: "body" | "query"): z.output<S> {
+  if (
+    where === "body" &&
+    (value === undefined || value === null || typeof value !== "object" || Array.isArray(value))
+  ) {
+    throw new ApiError("invalid_request", "body: expected a JSON object");
+  }
+  const result = schema.safeParse(value ?? {});
+  if (!result.success) throw new ApiError("invalid_request", describeIssues(result.error));
+  return result.data;
+}
+
+function idempotencyKey(req: FastifyRequest): string | undefined {
+  const raw = req.headers["idempotency-key"];
+  if (raw === undefined) return undefined;
+  if (typeof raw !== "string" || raw.length === 0 || raw.length > LIMITS.idempotencyKeyChars) {
+    throw new ApiError(
+      "invalid_request",
+      `Idempotency-Key: must be 1 to ${LIMITS.idempotencyKeyChars} characters`,
+    );
+  }
+  return raw;
+}
+
+export function registerRunRoutes(app: FastifyInstance, deps: ServerDeps): void {
+  const { runService } = deps;
+  const auth = { config: { auth: true } };
+
+  const create = async (req: FastifyRequest) => {
+    const body = parse(CreateRunRequestSchema, req.body, "body");
+    return runService.create(
+      { caller: req.caller!, idempotencyKey: idempotencyKey(req), rawBody: req.body },
+      body as Parameters<typeof runService.create>[1],
+    );
+  };
+  app.post("/api/v1/agent/runs", auth, create);
+  app.post("/api/v1/agent/run", auth, create);
+
+  app.get("/api/v1/agent/runs", auth, async (req) => {
+    const q = parse(ListRunsQuerySchema, req.query, "query");
+    const requested = q.state === undefined ? undefined : Array.isArray(q.state) ? q.state : [q.state];
+    const states = requested?.filter((s): s is RunState => (RUN_STATES as readonly string[]).includes(s));
+    const page = await runService.list(req.caller!, {
+      limit: q.limit ?? LIMITS.listDefault,
+      sortBy: q.sort_by ?? "updated_at",
+      sortOrder: q.sort_order ?? "desc",
+      ...(q.cursor ? { cursor: q.cursor } : {}),
+      ...(states ? { states } : {}),
+      ...defined({
+        name: q.name ?? q.config_name,
+        modelId: q.model_id,
+        creator: q.creator,
+        source: q.source,
+        environmentId: q.environment_id,
+        skillSpec: q.skill_spec,
+        createdAfter: q.created_after,
+        createdBefore: q.created_before,
+        updatedAfter: q.updated_after,
+        q: q.q,
+      }),
+    });
+    const publicUrl = deps.publicUrl();
+    return {
+      runs: page.runs.map((r) => toRunItem(r, publicUrl, { promptLimit: LIST_PROMPT_LIMIT })),
+      page_info: {
+        has_next_page: page.nextCursor !== undefined,
+        ...(page.nextCursor ? { next_cursor: page.nextCursor } : {}),
+      },
+    };
+  });
+
+  app.get<{ Params: { runId: string } }>("/api/v1/agent/runs/:runId", auth, async (req) => {
+    return toRunItem(await runService.get(req.caller!, req.params.runId), deps.publicUrl());
+  });
+
+  app.post<{ Params: { runId: string } }>("/api/v1/agent/runs/:runId/followups", auth, async (req) => {
+    const body = parse(FollowupRequestSchema, req.body, "body");
+    return runService.followup(
+      { caller: req.caller!, idempotencyKey: idempotencyKey(req), rawBody: req.body },
+      req.params.runId,
+      body,
+    );
+  });
+
+  app.post<{ Params: { runId: string } }>("/api/v1/agent/runs/:runId/cancel", auth, async (req, reply) => {
+    const run = await runService.cancel({ caller: req.caller! }, req.params.runId);
+    return reply.type("application/json").send(JSON.stringify(run.id));
+  });
+
+  app.get<{ Params: { runId: string } }>("/api/v1/agent/runs/:runId/events", auth, async (req, reply) => {
+    const q = parse(EventsQuerySchema, req.query, "query");
+    const run = await runService.get(req.caller!, req.params.runId);
+    if (wantsEventStream(req)) {
+      return streamRunEvents(req, reply, runService.store, run.id, resumeAfter(req) ?? q.after ?? 0);
+    }
+    const after = q.after ?? 0;
+    const events = await runService.store.listEvents(run.id, after, q.limit ?? LIMITS.eventsDefault);
+    return { events, next_after: events.at(-1)?.seq ?? after };
+  });
+}
+
+export function wantsEventStream(req: FastifyRequest): boolean {
+  return (req.headers.accept ?? "").includes("text/event-stream");
+}
+
+/** `Last-Event-ID` from a reconnecting EventSource; a malformed one is a client error, not ignored. */
+export function resumeAfter(req: FastifyRequest): number | undefined {
+  const raw = req.headers["last-event-id"];
+  if (raw === undefined || raw === "") return undefined;
+  if (typeof raw !== "string" || !/^\d{1,15}$/.test(raw)) {
+    throw new ApiError("invalid_request", "Last-Event-ID: must be the id of an event this stream sent");
+  }
+  return Number(raw);
+}
+
+function defined<T extends Record<string, unknown>>(obj: T): Partial<T> {
+  return Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

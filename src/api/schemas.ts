@@ -1,0 +1,257 @@
+import { z } from "zod";
+import { FOREIGN_RUN_STATES, RUN_STATES } from "../runs/state-machine.ts";
+
+/**
+ * The wire schemas of API v1. The server validates requests with these and the OpenAPI document is
+ * generated from them, so the two cannot disagree.
+ */
+
+export const LIMITS = {
+  bodyBytes: 1024 * 1024,
+  promptChars: 100_000,
+  titleChars: 300,
+  metadataKeys: 20,
+  metadataValueBytes: 256,
+  idempotencyKeyChars: 255,
+  listDefault: 20,
+  listMax: 500,
+  eventsDefault: 100,
+  eventsMax: 1000,
+} as const;
+
+const codePoints = (s: string) => [...s].length;
+
+const boundedText = (max: number, what: string) =>
+  z.string().refine((s) => codePoints(s) <= max, { message: `${what} must be at most ${max} characters` });
+
+export const McpServerConfigSchema = z
+  .object({
+    command: z.string().min(1).optional(),
+    args: z.array(z.string()).optional(),
+    env: z.record(z.string(), z.string()).optional(),
+    url: z.url().optional(),
+    headers: z.record(z.string(), z.string()).optional(),
+  })
+  .refine((s) => (s.command === undefined) !== (s.url === undefined), {
+    message: "give exactly one of command (stdio) or url (HTTP)",
+  })
+  .meta({ id: "MCPServerConfig" });
+
+export const AgentConfigSchema = z
+  .object({
+    name: z.string().min(1).max(200).nullish(),
+    model_id: z.string().min(1).max(200).nullish(),
+    base_prompt: boundedText(LIMITS.promptChars, "base_prompt").nullish(),
+    environment_id: z.string().min(1).max(200).nullish(),
+    skill_spec: z.string().min(1).max(500).nullish(),
+    mcp_servers: z.record(z.string().min(1).max(100), McpServerConfigSchema).nullish(),
+    harness: z.object({ type: z.string().min(1).max(100) }).nullish(),
+    idle_timeout_minutes: z.number().int().min(1).max(10_080).nullish(),
+    max_run_minutes: z.number().int().min(1).max(10_080).nullish(),
+  })
+  .meta({ id: "AgentConfig" });
+
+export const MetadataSchema = z
+  .record(
+    z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, "metadata keys must match [A-Za-z0-9._-]{1,64}"),
+    z.string().refine((v) => Buffer.byteLength(v) <= LIMITS.metadataValueBytes, {
+      message: `metadata values must be at most ${LIMITS.metadataValueBytes} bytes`,
+    }),
+  )
+  .refine((m) => Object.keys(m).length <= LIMITS.metadataKeys, {
+    message: `metadata may have at most ${LIMITS.metadataKeys} keys`,
+  });
+
+export const CreateRunRequestSchema = z
+  .object({
+    prompt: boundedText(LIMITS.promptChars, "prompt").nullish(),
+    title: boundedText(LIMITS.titleChars, "title").nullish(),
+    config: AgentConfigSchema.nullish(),
+    skill: z.string().min(1).max(500).nullish(),
+    metadata: MetadataSchema.nullish(),
+  })
+  .refine(
+    (b) => (b.prompt != null && b.prompt.trim() !== "") || b.skill != null || b.config?.skill_spec != null,
+    {
+      message: "prompt is required unless a skill is given",
+      path: ["prompt"],
+    },
+  )
+  .meta({ id: "CreateRunRequest" });
+
+export const CreateRunResponseSchema = z
+  .object({
+    run_id: z.string(),
+    task_id: z.string(),
+    state: z.literal("QUEUED"),
+    at_capacity: z.boolean(),
+  })
+  .meta({ id: "CreateRunResponse" });
+
+export const RunStateSchema = z.enum(RUN_STATES).meta({ id: "RunState" });
+
+const Timestamp = z.string().meta({ format: "date-time" });
+
+export const RunItemSchema = z
+  .object({
+    run_id: z.string(),
+    task_id: z.string(),
+    title: z.string(),
+    prompt: z.string(),
+    state: RunStateSchema,
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    started_at: Timestamp.nullable(),
+    finished_at: Timestamp.nullable(),
+    run_time: z.string(),
+    session_id: z.string(),
+    session_link: z.string(),
+    trigger_url: z.string().optional(),
+    source: z.string(),
+    creator: z.object({
+      type: z.enum(["user", "service_account"]),
+      uid: z.string(),
+      display_name: z.string(),
+      email: z.string().optional(),
+    }),
+    agent_config: AgentConfigSchema,
+    agent_skill: z
+      .object({ name: z.string(), description: z.string().optional(), full_path: z.string() })
+      .optional(),
+    status_message: z
+      .object({ message: z.string(), error_code: z.string().optional(), retryable: z.boolean().optional() })
+      .optional(),
+    artifacts: z.array(
+      z.object({ artifact_type: z.string(), created_at: Timestamp, data: z.record(z.string(), z.unknown()) }),
+    ),
+    request_usage: z.object({
+      input_tokens: z.number(),
+      output_tokens: z.number(),
+      total_tokens: z.number(),
+      inference_cost: z.number().optional(),
+    }),
+    is_sandbox_running: z.boolean(),
+    scope: z.object({ type: z.literal("Team"), uid: z.string() }),
+    metadata: z.record(z.string(), z.string()),
+  })
+  .meta({ id: "RunItem" });
+
+export const ListRunsResponseSchema = z
+  .object({
+    runs: z.array(RunItemSchema),
+    page_info: z.object({ has_next_page: z.boolean(), next_cursor: z.string().optional() }),
+  })
+  .meta({ id: "ListRunsResponse" });
+
+const timestampParam = (name: string) =>
+  z
+    .string()
+    .refine(
+      (s) =>
+        /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(s) &&
+        !Number.isNaN(Date.parse(s)),
+      {
+        message: `${name} must be an RFC 3339 timestamp such as 2026-11-21T05:20:11.123Z`,
+      },
+    )
+    .transform((s) => new Date(s).toISOString());
+
+export const ListRunsQuerySchema = z
+  .object({
+    limit: z
+      .string()
+      .regex(/^\d+$/, "limit must be a whole number from 1 to 500")
+      .transform(Number)
+      .pipe(
+        z.number().int().min(1, "limit must be at least 1").max(LIMITS.listMax, "limit must be at most 500"),
+      )
+      .optional(),
+    cursor: z.string().min(1).max(1000).optional(),
+    sort_by: z.enum(["updated_at", "created_at", "title"]).optional(),
+    sort_order: z.enum(["asc", "desc"]).optional(),
+    state: z
+      .union([
+        z.enum([...RUN_STATES, ...FOREIGN_RUN_STATES]),
+        z.array(z.enum([...RUN_STATES, ...FOREIGN_RUN_STATES])),
+      ])
+      .optional(),
+    name: z.string().min(1).max(200).optional(),
+    config_name: z.string().min(1).max(200).optional(),
+    model_id: z.string().min(1).max(200).optional(),
+    creator: z.string().min(1).max(300).optional(),
+    source: z.string().min(1).max(100).optional(),
+    environment_id: z.string().min(1).max(200).optional(),
+    skill_spec: z.string().min(1).max(500).optional(),
+    created_after: timestampParam("created_after").optional(),
+    created_before: timestampParam("created_before").optional(),
+    updated_after: timestampParam("updated_after").optional(),
+    q: z.string().min(1).max(1000).optional(),
+  })
+  .refine((q) => q.name === undefined || q.config_name === undefined || q.name === q.config_name, {
+    message: "name and config_name were both given with different values; give one",
+    path: ["config_name"],
+  });
+
+export const FollowupRequestSchema = z
+  .object({
+    message: boundedText(LIMITS.promptChars, "message").refine((s) => s.trim() !== "", {
+      message: "message must not be empty",
+    }),
+    mode: z.enum(["normal"]).nullish(),
+  })
+  .meta({ id: "FollowupRequest" });
+
+export const FollowupResponseSchema = z
+  .object({
+    followup_id: z.string(),
+    outcome: z.enum(["queued_prompt", "live_session", "handoff_execution"]),
+  })
+  .meta({ id: "FollowupResponse" });
+
+export const EventsQuerySchema = z.object({
+  after: z.string().regex(/^\d+$/, "after must be a whole number").transform(Number).optional(),
+  limit: z
+    .string()
+    .regex(/^\d+$/, "limit must be a whole number from 1 to 1000")
+    .transform(Number)
+    .pipe(z.number().int().min(1).max(LIMITS.eventsMax, "limit must be at most 1000"))
+    .optional(),
+});
+
+export const RunEventSchema = z
+  .object({
+    seq: z.number().int(),
+    at: Timestamp,
+    type: z.string(),
+    data: z.record(z.string(), z.unknown()),
+  })
+  .meta({ id: "RunEvent" });
+
+export const EventsResponseSchema = z
+  .object({ events: z.array(RunEventSchema), next_after: z.number().int() })
+  .meta({ id: "RunEventsResponse" });
+
+export const ProblemSchema = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string().optional(),
+    error: z.string(),
+    error_code: z.string(),
+    retryable: z.boolean(),
+    instance: z.string(),
+    trace_id: z.string().optional(),
+  })
+  .meta({ id: "Problem" });
+
+/** "config.model_id: Invalid input: expected string" — names the field, as API.md asks. */
+export function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((i) => {
+      const path = i.path.join(".");
+      return path ? `${path}: ${i.message}` : i.message;
+    })
+    .join("; ");
+}

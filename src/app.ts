@@ -1,0 +1,94 @@
+import type { FastifyInstance } from "fastify";
+import type { Logger } from "pino";
+import { Metrics } from "./api/metrics.ts";
+import { buildServer } from "./api/server.ts";
+import { ensureAdminKey } from "./auth/bootstrap.ts";
+import type { Config } from "./config.ts";
+import { Executor } from "./executor/executor.ts";
+import { HarnessRegistry } from "./executor/harness.ts";
+import { ScriptedHarness } from "./executor/harnesses/scripted.ts";
+import { RunService } from "./runs/run-service.ts";
+import { SqliteStore } from "./store/sqlite/sqlite-store.ts";
+import type { Store } from "./store/store.ts";
+
+const IDEMPOTENCY_PRUNE_MS = 60 * 60 * 1000;
+
+export interface Dispatch {
+  url: string;
+  config: Config;
+  store: Store;
+  runService: RunService;
+  executor: Executor | undefined;
+  server: FastifyInstance;
+  /** The admin key generated at this start, if one was (printed once by `dispatch serve`). */
+  generatedAdminKey: string | undefined;
+  stop(): Promise<void>;
+}
+
+/** Wires the whole service from a configuration: store, run service, HTTP server and executor. */
+export async function startDispatch(config: Config, log: Logger): Promise<Dispatch> {
+  const store = new SqliteStore(config.databasePath);
+  await store.migrate();
+  const generatedAdminKey = await ensureAdminKey(store, config.adminApiKey);
+  const runService = new RunService(store, {
+    capacity: config.maxConcurrentRuns,
+    ...(config.defaultModel ? { defaultModel: config.defaultModel } : {}),
+  });
+  const harnesses = new HarnessRegistry().register(new ScriptedHarness());
+
+  let accepting = true;
+  let publicUrl = config.publicUrl ?? "";
+  const server = buildServer({
+    runService,
+    metrics: new Metrics(store),
+    logger: log,
+    rateLimit: { perMinute: config.rateLimitPerMinute, burst: config.rateLimitBurst },
+    publicUrl: () => publicUrl,
+    isAccepting: () => accepting,
+  });
+  await server.listen({ host: config.host, port: config.port });
+  const address = server.server.address();
+  const port = typeof address === "object" && address ? address.port : config.port;
+  const host = config.host.includes(":") ? `[${config.host}]` : config.host;
+  const url = `http://${host}:${port}`;
+  publicUrl ||= url;
+
+  let executor: Executor | undefined;
+  if (config.maxConcurrentRuns > 0) {
+    executor = new Executor({
+      store,
+      harnesses,
+      dataDir: config.dataDir,
+      slots: config.maxConcurrentRuns,
+      leaseMs: config.leaseMs,
+      pollIntervalMs: config.pollIntervalMs,
+      log,
+    });
+    await executor.start();
+  }
+  const prune = setInterval(() => {
+    void store.pruneIdempotencyKeys(new Date(Date.now() - 24 * 3600_000).toISOString());
+  }, IDEMPOTENCY_PRUNE_MS);
+  prune.unref();
+
+  let stopping: Promise<void> | undefined;
+  return {
+    url,
+    config,
+    store,
+    runService,
+    executor,
+    server,
+    generatedAdminKey,
+    stop() {
+      stopping ??= (async () => {
+        accepting = false;
+        clearInterval(prune);
+        await executor?.stop(config.shutdownGraceMs);
+        await server.close();
+        await store.close();
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,136 @@
+import { hostname } from "node:os";
+import type { Logger } from "pino";
+import { v7 as uuidv7 } from "uuid";
+import type { Store } from "../store/store.ts";
+import type { HarnessRegistry } from "./harness.ts";
+import { RunExecution } from "./run-execution.ts";
+
+export interface ExecutorOptions {
+  store: Store;
+  harnesses: HarnessRegistry;
+  dataDir: string;
+  slots: number;
+  leaseMs: number;
+  pollIntervalMs: number;
+  log: Logger;
+}
+
+/**
+ * Claims QUEUED runs into a fixed number of slots. It wakes at once when the store signals a queued run
+ * or a freed slot, with a polling backstop for runs queued elsewhere; the same tick recovers runs whose
+ * lease expired (any node may do it).
+ */
+export class Executor {
+  readonly workerId = `${hostname()}:${process.pid}:${uuidv7().slice(-8)}`;
+  private readonly opts: ExecutorOptions;
+  private readonly active = new Map<string, RunExecution>();
+  private running = false;
+  private filling = false;
+  private fillAgain = false;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(opts: ExecutorOptions) {
+    this.opts = opts;
+  }
+
+  get activeRuns(): number {
+    return this.active.size;
+  }
+
+  async start(): Promise<void> {
+    this.running = true;
+    await this.recover();
+    this.opts.store.signals.on("run_queued", this.onQueued);
+    this.timer = setInterval(() => {
+      void this.recover().then(() => this.fill());
+    }, this.opts.pollIntervalMs);
+    void this.fill();
+  }
+
+  /**
+   * Stops claiming, gives running executions `graceMs` to finish, then stops them and records ERROR
+   * (retryable) so no run is left INPROGRESS on a worker that is gone.
+   */
+  async stop(graceMs: number): Promise<void> {
+    this.running = false;
+    clearInterval(this.timer);
+    this.opts.store.signals.off("run_queued", this.onQueued);
+    const all = () => Promise.all([...this.active.values()].map((e) => e.done));
+    let timeout: NodeJS.Timeout | undefined;
+    const graceOver = await Promise.race([
+      all().then(() => false),
+      new Promise<boolean>((resolve) => {
+        timeout = setTimeout(() => resolve(true), graceMs);
+      }),
+    ]);
+    clearTimeout(timeout);
+    if (!graceOver) return;
+    const left = [...this.active.values()];
+    for (const execution of left) execution.stop("shutdown");
+    await all();
+    for (const execution of left) {
+      await this.opts.store.transition(
+        execution.run.id,
+        "error",
+        {
+          statusMessage: {
+            message: "Dispatch shut down while this run was in progress; send a follow-up to continue it.",
+            error_code: "worker_shutdown",
+            retryable: true,
+          },
+        },
+        { workerId: this.workerId },
+      );
+    }
+  }
+
+  private readonly onQueued = () => {
+    void this.fill();
+  };
+
+  private async recover(): Promise<void> {
+    try {
+      const changed = await this.opts.store.recoverExpiredLeases();
+      for (const run of changed) {
+        this.opts.log.warn({ runId: run.id, state: run.state }, "recovered a run whose worker lease expired");
+      }
+    } catch (err) {
+      this.opts.log.error({ err }, "lease recovery failed");
+    }
+  }
+
+  private async fill(): Promise<void> {
+    if (this.filling) {
+      this.fillAgain = true;
+      return;
+    }
+    this.filling = true;
+    try {
+      do {
+        this.fillAgain = false;
+        while (this.running && this.active.size < this.opts.slots) {
+          const run = await this.opts.store.claimNextRun(this.workerId, this.opts.leaseMs);
+          if (!run) break;
+          const execution = new RunExecution(run, {
+            store: this.opts.store,
+            harnesses: this.opts.harnesses,
+            dataDir: this.opts.dataDir,
+            workerId: this.workerId,
+            leaseMs: this.opts.leaseMs,
+            heartbeatMs: Math.min(this.opts.pollIntervalMs, Math.floor(this.opts.leaseMs / 3)),
+            log: this.opts.log,
+          });
+          this.active.set(run.id, execution);
+          void execution.done.then(() => {
+            this.active.delete(run.id);
+            void this.fill();
+          });
+        }
+      } while (this.fillAgain && this.running);
+    } catch (err) {
+      this.opts.log.error({ err }, "claiming runs failed; retrying at the next tick");
+    } finally {
+      this.filling = false;
+    }
+  }
+}

@@ -1,0 +1,165 @@
+import type { Logger } from "pino";
+import type { RunRecord } from "../runs/types.ts";
+import type { RunPatch, Store } from "../store/store.ts";
+import type { HarnessOutcome, HarnessRegistry } from "./harness.ts";
+import { prepareWorkspace } from "./workspace.ts";
+
+export interface ExecutionDeps {
+  store: Store;
+  harnesses: HarnessRegistry;
+  dataDir: string;
+  workerId: string;
+  leaseMs: number;
+  /** How often the lease is renewed and ownership re-checked (the backstop for missed signals). */
+  heartbeatMs: number;
+  log: Logger;
+}
+
+export type StopReason = "cancelled" | "lease_lost" | "shutdown";
+
+/**
+ * One claimed run, from workspace to recorded outcome: renews the lease, hands follow-ups to the
+ * harness, stops it when the run is cancelled or the lease is lost, and ends the execution with a
+ * compare-and-set so that a cancel written first always wins.
+ */
+export class RunExecution {
+  readonly run: RunRecord;
+  readonly done: Promise<void>;
+  private readonly controller = new AbortController();
+  private readonly deps: ExecutionDeps;
+  private followupHint = true;
+
+  constructor(run: RunRecord, deps: ExecutionDeps) {
+    this.run = run;
+    this.deps = deps;
+    this.done = this.execute().catch((err) => {
+      deps.log.error({ err, runId: run.id }, "execution crashed");
+    });
+  }
+
+  stop(reason: StopReason): void {
+    if (!this.controller.signal.aborted) this.controller.abort(reason);
+  }
+
+  get stopReason(): StopReason | undefined {
+    return this.controller.signal.aborted ? (this.controller.signal.reason as StopReason) : undefined;
+  }
+
+  private async execute(): Promise<void> {
+    const { store, workerId, log } = this.deps;
+    const run = this.run;
+    const signal = this.controller.signal;
+
+    const onChange = (id: string) => {
+      if (id === run.id) void this.checkOwnership();
+    };
+    const onFollowup = (id: string) => {
+      if (id === run.id) this.followupHint = true;
+    };
+    store.signals.on("run_changed", onChange);
+    store.signals.on("followup_added", onFollowup);
+    const heartbeat = setInterval(() => void this.heartbeat(), this.deps.heartbeatMs);
+    try {
+      const workspace = await prepareWorkspace(this.deps.dataDir, run.id);
+      const type = run.agentConfig.harness?.type ?? "scripted";
+      const harness = this.deps.harnesses.get(type);
+      if (!harness) {
+        await this.finish({
+          status: "failed",
+          message: `harness "${type}" is not available on this server (available: ${this.deps.harnesses.types().join(", ")}); create the run with config.harness.type set to one of them`,
+          errorCode: "harness_unavailable",
+        });
+        return;
+      }
+      const waiting = await store.startAgent(run.id, workerId);
+      if (!waiting) return;
+      let input = [
+        ...(run.execution === 1 && run.prompt ? [run.prompt] : []),
+        ...waiting.map((f) => f.message),
+      ];
+      if (run.execution === 1 && run.prompt) await this.emit("message", { role: "user", text: run.prompt });
+
+      for (;;) {
+        let outcome: HarnessOutcome;
+        try {
+          outcome = await harness.run({
+            run,
+            workspace,
+            input,
+            signal,
+            emit: (type, data) => this.emit(type, data),
+            takeFollowups: () => this.takeFollowups(),
+            log: log.child({ runId: run.id }),
+          });
+        } catch (err) {
+          if (signal.aborted) return;
+          log.error({ err, runId: run.id }, "harness failed");
+          await this.finish(undefined, err);
+          return;
+        }
+        if (signal.aborted) return;
+        const pending = await this.finish(outcome);
+        if (pending.length === 0) return;
+        // Follow-ups arrived as the agent finished: the same execution continues with them.
+        input = pending;
+      }
+    } finally {
+      clearInterval(heartbeat);
+      store.signals.off("run_changed", onChange);
+      store.signals.off("followup_added", onFollowup);
+    }
+  }
+
+  private async emit(
+    type: Parameters<Store["appendEvent"]>[1],
+    data: Record<string, unknown>,
+  ): Promise<void> {
+    await this.deps.store.appendEvent(this.run.id, type, data);
+  }
+
+  private async takeFollowups(): Promise<string[]> {
+    if (!this.followupHint) return [];
+    this.followupHint = false;
+    const taken = await this.deps.store.takePendingFollowups(this.run.id, this.run.execution);
+    return taken.map((f) => f.message);
+  }
+
+  /** Records the outcome unless follow-ups are waiting; returns those follow-ups' messages. */
+  private async finish(outcome: HarnessOutcome | undefined, fault?: unknown): Promise<string[]> {
+    const patch: RunPatch = {};
+    let trigger: "succeed" | "fail" | "error";
+    if (!outcome) {
+      trigger = "error";
+      patch.statusMessage = {
+        message: `Internal fault while running the agent: ${fault instanceof Error ? fault.message : String(fault)}`,
+        error_code: "internal_error",
+        retryable: true,
+      };
+    } else if (outcome.status === "succeeded") {
+      trigger = "succeed";
+    } else {
+      trigger = "fail";
+      patch.statusMessage = {
+        message: outcome.message,
+        error_code: outcome.errorCode ?? "agent_failed",
+        retryable: false,
+      };
+    }
+    if (outcome?.usage) patch.requestUsage = outcome.usage;
+    const result = await this.deps.store.finishExecution(this.run.id, this.deps.workerId, trigger, patch);
+    return result.pending.map((f) => f.message);
+  }
+
+  private async heartbeat(): Promise<void> {
+    this.followupHint = true;
+    const owned = await this.deps.store.renewLease(this.run.id, this.deps.workerId, this.deps.leaseMs);
+    if (!owned) await this.checkOwnership();
+  }
+
+  private async checkOwnership(): Promise<void> {
+    if (this.controller.signal.aborted) return;
+    const current = await this.deps.store.getRun(this.run.teamId, this.run.id);
+    if (!current || (current.state === "INPROGRESS" && current.workerId === this.deps.workerId)) return;
+    this.stop(current.state === "CANCELLED" ? "cancelled" : "lease_lost");
+  }
+}

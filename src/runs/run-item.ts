@@ -1,0 +1,57 @@
+import type { RunRecord } from "./types.ts";
+
+/** The RunItem of API.md, as GET responses carry it. */
+export function toRunItem(run: RunRecord, publicUrl: string, opts: { promptLimit?: number } = {}) {
+  const prompt =
+    opts.promptLimit !== undefined && run.prompt.length > opts.promptLimit
+      ? run.prompt.slice(0, opts.promptLimit)
+      : run.prompt;
+  return {
+    run_id: run.id,
+    task_id: run.id,
+    title: run.title,
+    prompt,
+    state: run.state,
+    created_at: run.createdAt,
+    updated_at: run.updatedAt,
+    started_at: run.startedAt,
+    finished_at: run.finishedAt,
+    run_time: isoDuration(runTimeMs(run)),
+    session_id: run.sessionId,
+    session_link: `${publicUrl}/sessions/${run.sessionId}`,
+    ...(run.triggerUrl ? { trigger_url: run.triggerUrl } : {}),
+    source: run.source,
+    creator: run.creator,
+    agent_config: run.agentConfig,
+    ...(run.agentSkill ? { agent_skill: run.agentSkill } : {}),
+    ...(run.statusMessage ? { status_message: run.statusMessage } : {}),
+    artifacts: run.artifacts,
+    request_usage: run.requestUsage,
+    is_sandbox_running: run.state === "INPROGRESS",
+    scope: { type: "Team" as const, uid: run.teamId },
+    metadata: run.metadata,
+  };
+}
+
+export type RunItem = ReturnType<typeof toRunItem>;
+
+/** Time spent in all executions so far, including the one under way. */
+export function runTimeMs(run: RunRecord, now = Date.now()): number {
+  const current = run.executionStartedAt ? Math.max(0, now - Date.parse(run.executionStartedAt)) : 0;
+  return run.runTimeMs + current;
+}
+
+/** ISO-8601 duration: 150500 ms → "PT2M30.5S". */
+export function isoDuration(ms: number): string {
+  const totalSeconds = Math.floor(ms / 1000);
+  const h = Math.floor(totalSeconds / 3600);
+  const m = Math.floor((totalSeconds % 3600) / 60);
+  const s = totalSeconds % 60;
+  const frac = ms % 1000;
+  let out = "PT";
+  if (h) out += `${h}H`;
+  if (m) out += `${m}M`;
+  if (s || frac || (!h && !m))
+    out += frac ? `${s}.${String(frac).padStart(3, "0").replace(/0+$/, "")}S` : `${s}S`;
+  return out;
+}

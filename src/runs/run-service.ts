@@ -1,0 +1,280 @@
+import { createHash, randomBytes } from "node:crypto";
+import { v7 as uuidv7 } from "uuid";
+import { ApiError } from "../api/problem.ts";
+import type { IdempotencyClaim, RunListQuery, SortBy, SortOrder, Store } from "../store/store.ts";
+import { isTerminal } from "./state-machine.ts";
+import type { AgentConfig, Caller, Creator, FollowupOutcome, RunRecord } from "./types.ts";
+
+const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+
+export interface CreateRunInput {
+  prompt?: string | null;
+  title?: string | null;
+  config?: Record<string, unknown> | null;
+  skill?: string | null;
+  metadata?: Record<string, string> | null;
+}
+
+/** Who asks, and on whose behalf: integrations create runs for a Slack or GitHub user. */
+export interface RequestContext {
+  caller: Caller;
+  creator?: Creator;
+  source?: string;
+  triggerUrl?: string;
+  idempotencyKey?: string;
+  /** The request as parsed JSON; equal bodies under one idempotency key are one request. */
+  rawBody?: unknown;
+}
+
+export interface ListInput extends Omit<RunListQuery, "after"> {
+  cursor?: string;
+}
+
+export interface RunServiceOptions {
+  defaultModel?: string;
+  /** Executor slots across the deployment; `at_capacity` says a new run will wait for one. */
+  capacity: number;
+}
+
+/**
+ * The run lifecycle behind every surface (HTTP API, Slack, GitHub, CLI). It validates nothing about
+ * HTTP; it decides titles, defaults, idempotency and routing, and leaves atomicity to the store.
+ */
+export class RunService {
+  readonly store: Store;
+  private readonly options: RunServiceOptions;
+
+  constructor(store: Store, options: RunServiceOptions) {
+    this.store = store;
+    this.options = options;
+  }
+
+  async create(
+    ctx: RequestContext,
+    input: CreateRunInput,
+  ): Promise<{ run_id: string; task_id: string; state: "QUEUED"; at_capacity: boolean }> {
+    const now = new Date().toISOString();
+    const agentConfig = this.resolveConfig(input);
+    const skillName = agentConfig.skill_spec ? skillNameOf(agentConfig.skill_spec) : undefined;
+    const prompt = input.prompt ?? "";
+    const run: RunRecord = {
+      id: uuidv7(),
+      teamId: ctx.caller.team.id,
+      title: input.title ?? deriveTitle(prompt, skillName),
+      prompt,
+      state: "QUEUED",
+      createdAt: now,
+      updatedAt: now,
+      startedAt: null,
+      finishedAt: null,
+      runTimeMs: 0,
+      executionStartedAt: null,
+      execution: 1,
+      sessionId: randomBytes(24).toString("base64url"),
+      triggerUrl: ctx.triggerUrl ?? null,
+      source: ctx.source ?? "API",
+      creator: ctx.creator ?? creatorOf(ctx.caller),
+      agentConfig,
+      agentSkill: null,
+      statusMessage: null,
+      artifacts: [],
+      requestUsage: { input_tokens: 0, output_tokens: 0, total_tokens: 0 },
+      metadata: input.metadata ?? {},
+      workerId: null,
+      leaseExpiresAt: null,
+      agentStarted: false,
+      requeueCount: 0,
+    };
+    const atCapacity = (await this.store.countActiveRuns()) >= this.options.capacity;
+    const respond = (created: unknown) => {
+      const r = created as RunRecord;
+      return { run_id: r.id, task_id: r.id, state: "QUEUED" as const, at_capacity: atCapacity };
+    };
+    const result = await this.store.createRun(run, this.idempotency(ctx, "create", respond));
+    return this.unwrap(result, () => respond(run)) as ReturnType<typeof respond>;
+  }
+
+  async get(caller: Caller, runId: string): Promise<RunRecord> {
+    const run = await this.store.getRun(caller.team.id, runId);
+    if (!run) throw notFound(runId);
+    return run;
+  }
+
+  async list(caller: Caller, input: ListInput): Promise<{ runs: RunRecord[]; nextCursor?: string }> {
+    const { cursor, ...query } = input;
+    const after = cursor ? decodeCursor(cursor, query.sortBy, query.sortOrder) : undefined;
+    const { runs, hasMore } = await this.store.listRuns(caller.team.id, {
+      ...query,
+      ...(after ? { after } : {}),
+    });
+    const last = runs.at(-1);
+    return {
+      runs,
+      ...(hasMore && last ? { nextCursor: encodeCursor(query.sortBy, query.sortOrder, last) } : {}),
+    };
+  }
+
+  async followup(
+    ctx: RequestContext,
+    runId: string,
+    input: { message: string; mode?: string | null },
+  ): Promise<{ followup_id: string; outcome: FollowupOutcome }> {
+    const respond = (value: unknown) => {
+      const { followup } = value as { followup: { id: string; outcome: FollowupOutcome } };
+      return { followup_id: followup.id, outcome: followup.outcome };
+    };
+    const result = await this.store.addFollowup(
+      ctx.caller.team.id,
+      runId,
+      { id: uuidv7(), message: input.message, mode: input.mode ?? "normal" },
+      this.idempotency(ctx, `followup:${runId}`, respond),
+    );
+    if (!result) throw notFound(runId);
+    return this.unwrap(result, () =>
+      result.kind === "created" ? respond(result.value) : undefined,
+    ) as ReturnType<typeof respond>;
+  }
+
+  /** Cancels a QUEUED or INPROGRESS run; the executor sees the change and stops its processes. */
+  async cancel(ctx: RequestContext, runId: string): Promise<RunRecord> {
+    const run = await this.get(ctx.caller, runId);
+    const who = ctx.creator?.display_name ?? ctx.caller.principal.displayName;
+    if (!isTerminal(run.state)) {
+      const cancelled = await this.store.transition(runId, "cancel", {
+        statusMessage: { message: `Cancelled by ${who}`, error_code: "cancelled", retryable: false },
+        eventData: { cancelled_by: who },
+      });
+      if (cancelled) return cancelled;
+    }
+    const now = await this.get(ctx.caller, runId);
+    throw new ApiError("invalid_request", `run ${runId} is already ${now.state} and cannot be cancelled`);
+  }
+
+  private resolveConfig(input: CreateRunInput): AgentConfig {
+    const given = Object.fromEntries(
+      Object.entries(input.config ?? {}).filter(([, v]) => v !== null && v !== undefined),
+    ) as AgentConfig;
+    const skillSpec = given.skill_spec ?? input.skill ?? undefined;
+    const modelId = given.model_id ?? this.options.defaultModel;
+    const config: AgentConfig = { ...given };
+    if (skillSpec) config.skill_spec = skillSpec;
+    if (modelId) config.model_id = modelId;
+    if (!config.name && skillSpec) config.name = skillNameOf(skillSpec);
+    config.harness = given.harness ?? { type: modelId ? "builtin" : "scripted" };
+    return config;
+  }
+
+  private idempotency(
+    ctx: RequestContext,
+    endpoint: string,
+    respond: (value: unknown) => unknown,
+  ): IdempotencyClaim | undefined {
+    if (!ctx.idempotencyKey) return undefined;
+    return {
+      principalId: ctx.caller.principal.id,
+      key: ctx.idempotencyKey,
+      requestHash: createHash("sha256")
+        .update(`${endpoint}\n${canonicalJson(ctx.rawBody ?? null)}`)
+        .digest("hex"),
+      respond,
+      notBefore: new Date(Date.now() - IDEMPOTENCY_WINDOW_MS).toISOString(),
+    };
+  }
+
+  private unwrap(
+    result:
+      | { kind: "created"; response: unknown }
+      | { kind: "replayed"; response: unknown }
+      | { kind: "key_reused" },
+    fresh: () => unknown,
+  ): unknown {
+    if (result.kind === "key_reused") {
+      throw new ApiError(
+        "idempotency_key_reused",
+        "this Idempotency-Key was already used with a different request; use a new key for a new request",
+      );
+    }
+    return result.response ?? fresh();
+  }
+}
+
+export function creatorOf(caller: Caller): Creator {
+  return {
+    type: caller.principal.type,
+    uid: caller.principal.id,
+    display_name: caller.principal.displayName,
+    ...(caller.principal.email ? { email: caller.principal.email } : {}),
+  };
+}
+
+function notFound(runId: string): ApiError {
+  return new ApiError("resource_not_found", `no run ${runId}`);
+}
+
+/** The prompt's first non-empty line, trimmed, cut to 80 characters with "…"; a skill-only run's skill name. */
+export function deriveTitle(prompt: string, skillName?: string): string {
+  const line = prompt
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .find((l) => l !== "");
+  if (!line) return skillName ?? "Untitled run";
+  const chars = [...line];
+  return chars.length <= 80 ? line : `${chars.slice(0, 79).join("")}…`;
+}
+
+/** `owner/repo:name` → name; `owner/repo:path/to/name/SKILL.md` → name. */
+export function skillNameOf(spec: string): string {
+  const path = spec.includes(":") ? spec.slice(spec.indexOf(":") + 1) : spec;
+  const parts = path.split("/").filter(Boolean);
+  if (parts.at(-1)?.toUpperCase() === "SKILL.MD") parts.pop();
+  return parts.at(-1) ?? spec;
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) =>
+      a < b ? -1 : a > b ? 1 : 0,
+    );
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+interface Cursor {
+  s: SortBy;
+  o: SortOrder;
+  v: string;
+  i: string;
+}
+
+function encodeCursor(sortBy: SortBy, sortOrder: SortOrder, last: RunRecord): string {
+  const value = sortBy === "title" ? last.title : sortBy === "created_at" ? last.createdAt : last.updatedAt;
+  const cursor: Cursor = { s: sortBy, o: sortOrder, v: value, i: last.id };
+  return Buffer.from(JSON.stringify(cursor)).toString("base64url");
+}
+
+function decodeCursor(raw: string, sortBy: SortBy, sortOrder: SortOrder): { value: string; id: string } {
+  let cursor: Partial<Cursor>;
+  try {
+    cursor = JSON.parse(Buffer.from(raw, "base64url").toString("utf8"));
+  } catch {
+    throw new ApiError(
+      "invalid_request",
+      "cursor: not a cursor returned by this API; start again without it",
+    );
+  }
+  if (typeof cursor?.v !== "string" || typeof cursor.i !== "string") {
+    throw new ApiError(
+      "invalid_request",
+      "cursor: not a cursor returned by this API; start again without it",
+    );
+  }
+  if (cursor.s !== sortBy || cursor.o !== sortOrder) {
+    throw new ApiError(
+      "invalid_request",
+      `cursor: it was issued for sort_by=${cursor.s}&sort_order=${cursor.o}; repeat the first request's sorting with it`,
+    );
+  }
+  return { value: cursor.v, id: cursor.i };
+}

@@ -1,0 +1,50 @@
+/**
+ * The run lifecycle of API.md. Every state change in Dispatch goes through one of these triggers, and
+ * the store applies it as a compare-and-set on the current state, so a refused transition never happens
+ * even when two actors race (cancel vs finish, two workers claiming).
+ */
+export const RUN_STATES = ["QUEUED", "INPROGRESS", "SUCCEEDED", "FAILED", "ERROR", "CANCELLED"] as const;
+export type RunState = (typeof RUN_STATES)[number];
+
+/** States the Oz API names that Dispatch never emits; list filters accept them and match nothing. */
+export const FOREIGN_RUN_STATES = ["PENDING", "CLAIMED", "BLOCKED"] as const;
+
+export const TERMINAL_STATES: readonly RunState[] = ["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"];
+
+export function isTerminal(state: RunState): boolean {
+  return TERMINAL_STATES.includes(state);
+}
+
+export const TRANSITIONS = {
+  /** A worker claims a queued run. */
+  claim: { from: ["QUEUED"], to: "INPROGRESS" },
+  succeed: { from: ["INPROGRESS"], to: "SUCCEEDED" },
+  /** The agent or its setup failed: a user-side cause. */
+  fail: { from: ["INPROGRESS"], to: "FAILED" },
+  /** The platform failed: worker lost, internal fault. */
+  error: { from: ["INPROGRESS"], to: "ERROR" },
+  cancel: { from: ["QUEUED", "INPROGRESS"], to: "CANCELLED" },
+  /** A follow-up to a finished run starts a new execution of the same run. */
+  handoff: { from: ["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"], to: "QUEUED" },
+  /** DESIGN.md recovery: a lease expired before the agent started, so the run is queued again (once). */
+  requeue: { from: ["INPROGRESS"], to: "QUEUED" },
+} as const satisfies Record<string, { from: readonly RunState[]; to: RunState }>;
+
+export type Trigger = keyof typeof TRANSITIONS;
+
+export function transitionFor(trigger: Trigger): { from: readonly RunState[]; to: RunState } {
+  return TRANSITIONS[trigger];
+}
+
+/** Whether `trigger` may move a run that is in `state`. */
+export function canApply(trigger: Trigger, state: RunState): boolean {
+  return (TRANSITIONS[trigger].from as readonly RunState[]).includes(state);
+}
+
+/** Every (from, to) pair the lifecycle allows, whatever the trigger. */
+export function isAllowedTransition(from: RunState | null, to: RunState): boolean {
+  if (from === null) return to === "QUEUED";
+  return Object.values(TRANSITIONS).some(
+    (t) => t.to === to && (t.from as readonly RunState[]).includes(from),
+  );
+}

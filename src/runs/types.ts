@@ -1,0 +1,154 @@
+import type { RunState } from "./state-machine.ts";
+
+export type PrincipalType = "user" | "service_account";
+
+export interface Creator {
+  type: PrincipalType;
+  uid: string;
+  display_name: string;
+  email?: string;
+}
+
+export interface StatusMessage {
+  message: string;
+  error_code?: string;
+  retryable?: boolean;
+}
+
+export interface McpServerConfig {
+  command?: string;
+  args?: string[];
+  env?: Record<string, string>;
+  url?: string;
+  headers?: Record<string, string>;
+}
+
+export interface AgentConfig {
+  name?: string;
+  model_id?: string;
+  base_prompt?: string;
+  environment_id?: string;
+  skill_spec?: string;
+  mcp_servers?: Record<string, McpServerConfig>;
+  harness?: { type: string };
+  idle_timeout_minutes?: number;
+  max_run_minutes?: number;
+}
+
+export interface Artifact {
+  artifact_type: string;
+  created_at: string;
+  data: Record<string, unknown>;
+}
+
+export interface RequestUsage {
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens: number;
+  inference_cost?: number;
+}
+
+/** A run as the store keeps it. Timestamps are RFC 3339 UTC strings with milliseconds. */
+export interface RunRecord {
+  id: string;
+  teamId: string;
+  title: string;
+  prompt: string;
+  state: RunState;
+  createdAt: string;
+  updatedAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  /** Milliseconds spent in executions that have ended. */
+  runTimeMs: number;
+  /** Start of the execution under way, if any. */
+  executionStartedAt: string | null;
+  /** 1 for the first execution; each follow-up handoff adds one. */
+  execution: number;
+  sessionId: string;
+  triggerUrl: string | null;
+  source: string;
+  creator: Creator;
+  agentConfig: AgentConfig;
+  agentSkill: { name: string; description?: string; full_path: string } | null;
+  statusMessage: StatusMessage | null;
+  artifacts: Artifact[];
+  requestUsage: RequestUsage;
+  metadata: Record<string, string>;
+  workerId: string | null;
+  leaseExpiresAt: string | null;
+  /** Whether the current execution's agent has started (decides recovery after a lost lease). */
+  agentStarted: boolean;
+  requeueCount: number;
+}
+
+export interface FollowupRecord {
+  id: string;
+  runId: string;
+  message: string;
+  mode: string;
+  outcome: FollowupOutcome;
+  createdAt: string;
+  deliveredAt: string | null;
+  /** The execution that received it, once delivered. */
+  deliveredExecution: number | null;
+}
+
+export type FollowupOutcome = "queued_prompt" | "live_session" | "handoff_execution";
+
+export const EVENT_TYPES = [
+  "state",
+  "message",
+  "tool_call",
+  "tool_result",
+  "followup",
+  "artifact",
+  "usage",
+  "error",
+  "log",
+] as const;
+export type RunEventType = (typeof EVENT_TYPES)[number];
+
+export interface RunEvent {
+  seq: number;
+  at: string;
+  type: RunEventType;
+  data: Record<string, unknown>;
+}
+
+export interface Team {
+  id: string;
+  name: string;
+}
+
+export interface Principal {
+  id: string;
+  teamId: string;
+  type: PrincipalType;
+  displayName: string;
+  email: string | null;
+}
+
+export type ApiKeyRole = "admin" | "member" | "read";
+
+export interface ApiKeyRecord {
+  id: string;
+  principalId: string;
+  name: string;
+  role: ApiKeyRole;
+  /** First characters of the key, safe to show in listings. */
+  prefix: string;
+  createdAt: string;
+  revokedAt: string | null;
+}
+
+/** What an API key authenticates as. */
+export interface Caller {
+  key: ApiKeyRecord;
+  principal: Principal;
+  team: Team;
+}
+
+export function nowIso(): string {
+  return new Date().toISOString();
+}

@@ -1,0 +1,26 @@
+import { EventEmitter } from "node:events";
+
+/**
+ * Change notifications published by a store after a commit. On SQLite (one process) an in-process
+ * emitter carries them; a networked backend publishes them across replicas (PostgreSQL LISTEN/NOTIFY).
+ * Listeners must treat a signal as a hint to re-read the store, never as the data itself, and every
+ * waiter keeps a polling backstop.
+ */
+export interface StoreSignalMap {
+  /** A run entered QUEUED (created, handed off, re-queued). */
+  run_queued: [runId: string];
+  /** A run's row changed (state, follow-up, artifact). */
+  run_changed: [runId: string];
+  /** A transcript event was appended. */
+  event_appended: [runId: string, seq: number];
+  /** A follow-up was accepted for the run. */
+  followup_added: [runId: string];
+}
+
+export class StoreSignals extends EventEmitter<StoreSignalMap> {
+  constructor() {
+    super();
+    // Every open event stream and running execution listens; the default cap of 10 is far too low.
+    this.setMaxListeners(0);
+  }
+}

@@ -1,0 +1,731 @@
+import { mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { dirname } from "node:path";
+import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
+import { fileURLToPath } from "node:url";
+import { canApply, RUN_STATES, type RunState, type Trigger } from "../../runs/state-machine.ts";
+import type {
+  ApiKeyRecord,
+  Caller,
+  FollowupOutcome,
+  FollowupRecord,
+  Principal,
+  RunEvent,
+  RunEventType,
+  RunRecord,
+  Team,
+} from "../../runs/types.ts";
+import { StoreSignals } from "../signals.ts";
+import type {
+  IdempotencyClaim,
+  IdempotentResult,
+  NewApiKey,
+  RunListQuery,
+  RunPatch,
+  Store,
+} from "../store.ts";
+
+const MIGRATIONS_DIR = fileURLToPath(new URL("./migrations/", import.meta.url));
+
+type Row = Record<string, SQLInputValue>;
+
+/**
+ * The embedded backend: SQLite through node:sqlite in WAL mode. node:sqlite is synchronous, so each
+ * method body runs to completion without interleaving inside this process; BEGIN IMMEDIATE plus a busy
+ * timeout serialises writers across processes (the admin CLI next to a running server).
+ */
+export class SqliteStore implements Store {
+  readonly kind = "sqlite";
+  readonly signals = new StoreSignals();
+  private readonly db: DatabaseSync;
+  private readonly statements = new Map<string, StatementSync>();
+
+  constructor(path: string) {
+    if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+    this.db = new DatabaseSync(path);
+    this.db.exec("PRAGMA journal_mode = WAL");
+    // FULL: a run is on disk, not only in the WAL buffer, before its creation is acknowledged.
+    this.db.exec("PRAGMA synchronous = FULL");
+    this.db.exec("PRAGMA busy_timeout = 5000");
+    this.db.exec("PRAGMA foreign_keys = ON");
+  }
+
+  async migrate(): Promise<void> {
+    this.db.exec(
+      "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
+    );
+    const files = readdirSync(MIGRATIONS_DIR)
+      .filter((f) => /^\d+_.*\.sql$/.test(f))
+      .sort();
+    for (const file of files) {
+      const version = Number.parseInt(file, 10);
+      this.tx(() => {
+        if (this.sql("SELECT 1 FROM schema_migrations WHERE version = ?").get(version)) return;
+        this.db.exec(readFileSync(MIGRATIONS_DIR + file, "utf8"));
+        this.sql("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)").run(
+          version,
+          file,
+          new Date().toISOString(),
+        );
+      });
+    }
+  }
+
+  async ping(): Promise<void> {
+    this.sql("SELECT 1").get();
+  }
+
+  async close(): Promise<void> {
+    if (this.db.isOpen) this.db.close();
+  }
+
+  // --- teams, principals, keys -------------------------------------------------------------------
+
+  async ensureTeam(team: Team): Promise<Team> {
+    this.sql("INSERT INTO teams (id, name, created_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING").run(
+      team.id,
+      team.name,
+      new Date().toISOString(),
+    );
+    const row = this.sql("SELECT id, name FROM teams WHERE id = ?").get(team.id) as Row;
+    return { id: String(row.id), name: String(row.name) };
+  }
+
+  async ensurePrincipal(p: Principal): Promise<Principal> {
+    this.sql(
+      `INSERT INTO principals (id, team_id, type, display_name, email, created_at) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (id) DO NOTHING`,
+    ).run(p.id, p.teamId, p.type, p.displayName, p.email, new Date().toISOString());
+    return toPrincipal(this.sql("SELECT * FROM principals WHERE id = ?").get(p.id) as Row);
+  }
+
+  async insertApiKey(k: NewApiKey): Promise<ApiKeyRecord> {
+    this.sql(
+      "INSERT INTO api_keys (id, principal_id, name, role, hash, prefix, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    ).run(k.id, k.principalId, k.name, k.role, k.hash, k.prefix, k.createdAt);
+    return toApiKey(this.sql("SELECT * FROM api_keys WHERE id = ?").get(k.id) as Row);
+  }
+
+  async findCallerByKeyHash(hash: string): Promise<Caller | undefined> {
+    const row = this.sql(
+      `SELECT k.*, p.team_id AS p_team_id, p.type AS p_type, p.display_name AS p_display_name, p.email AS p_email,
+              t.name AS t_name
+         FROM api_keys k JOIN principals p ON p.id = k.principal_id JOIN teams t ON t.id = p.team_id
+        WHERE k.hash = ? AND k.revoked_at IS NULL`,
+    ).get(hash) as Row | undefined;
+    if (!row) return undefined;
+    return {
+      key: toApiKey(row),
+      principal: {
+        id: String(row.principal_id),
+        teamId: String(row.p_team_id),
+        type: row.p_type as Principal["type"],
+        displayName: String(row.p_display_name),
+        email: (row.p_email as string | null) ?? null,
+      },
+      team: { id: String(row.p_team_id), name: String(row.t_name) },
+    };
+  }
+
+  async listApiKeys(): Promise<Array<ApiKeyRecord & { principal: Principal }>> {
+    const rows = this.sql(
+      `SELECT k.*, p.id AS p_id, p.team_id, p.type, p.display_name, p.email
+         FROM api_keys k JOIN principals p ON p.id = k.principal_id ORDER BY k.created_at, k.id`,
+    ).all() as Row[];
+    return rows.map((row) => ({
+      ...toApiKey(row),
+      principal: toPrincipal({ ...row, id: row.p_id ?? null }),
+    }));
+  }
+
+  async revokeApiKey(idOrPrefix: string, at: string): Promise<ApiKeyRecord | undefined> {
+    return this.tx(() => {
+      const rows = this.sql("SELECT * FROM api_keys WHERE id = ? OR prefix = ?").all(
+        idOrPrefix,
+        idOrPrefix,
+      ) as Row[];
+      if (rows.length !== 1) return undefined;
+      const id = String(rows[0]!.id);
+      this.sql("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?").run(at, id);
+      return toApiKey(this.sql("SELECT * FROM api_keys WHERE id = ?").get(id) as Row);
+    });
+  }
+
+  async countActiveApiKeys(): Promise<number> {
+    const row = this.sql("SELECT COUNT(*) AS n FROM api_keys WHERE revoked_at IS NULL").get() as Row;
+    return Number(row.n);
+  }
+
+  // --- runs ------------------------------------------------------------------------------------
+
+  async createRun(run: RunRecord, idem?: IdempotencyClaim): Promise<IdempotentResult<RunRecord>> {
+    const result = this.tx((): IdempotentResult<RunRecord> => {
+      if (idem) {
+        const seen = this.checkIdempotency(idem);
+        if (seen) return seen;
+      }
+      this.sql(
+        `INSERT INTO runs (id, team_id, title, prompt, state, created_at, updated_at, queued_at, started_at, finished_at,
+           run_time_ms, execution_started_at, execution, session_id, trigger_url, source, creator_uid, creator,
+           config_name, model_id, environment_id, skill_spec, agent_config, agent_skill, status_message, artifacts,
+           request_usage, metadata)
+         VALUES (?, ?, ?, ?, 'QUEUED', ?, ?, ?, NULL, NULL, 0, NULL, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, '[]', ?, ?)`,
+      ).run(
+        run.id,
+        run.teamId,
+        run.title,
+        run.prompt,
+        run.createdAt,
+        run.updatedAt,
+        run.createdAt,
+        run.sessionId,
+        run.triggerUrl,
+        run.source,
+        run.creator.uid,
+        JSON.stringify(run.creator),
+        run.agentConfig.name ?? null,
+        run.agentConfig.model_id ?? null,
+        run.agentConfig.environment_id ?? null,
+        run.agentConfig.skill_spec ?? null,
+        JSON.stringify(run.agentConfig),
+        run.agentSkill ? JSON.stringify(run.agentSkill) : null,
+        JSON.stringify(run.requestUsage),
+        JSON.stringify(run.metadata),
+      );
+      this.insertEvent(run.id, "state", { state: "QUEUED", previous: null }, run.createdAt);
+      const created = this.readRun(run.id)!;
+      const response = idem ? this.rememberResponse(idem, created) : undefined;
+      return { kind: "created", value: created, response };
+    });
+    if (result.kind === "created") {
+      this.signals.emit("run_changed", run.id);
+      this.signals.emit("run_queued", run.id);
+    }
+    return result;
+  }
+
+  async getRun(teamId: string, runId: string): Promise<RunRecord | undefined> {
+    const row = this.sql("SELECT * FROM runs WHERE id = ? AND team_id = ?").get(runId, teamId) as
+      | Row
+      | undefined;
+    return row ? toRun(row) : undefined;
+  }
+
+  async getRunBySession(sessionId: string): Promise<RunRecord | undefined> {
+    const row = this.sql("SELECT * FROM runs WHERE session_id = ?").get(sessionId) as Row | undefined;
+    return row ? toRun(row) : undefined;
+  }
+
+  async listRuns(teamId: string, q: RunListQuery): Promise<{ runs: RunRecord[]; hasMore: boolean }> {
+    const where: string[] = ["team_id = ?"];
+    const params: SQLInputValue[] = [teamId];
+    const column = { updated_at: "updated_at", created_at: "created_at", title: "title" }[q.sortBy];
+    const dir = q.sortOrder === "asc" ? "ASC" : "DESC";
+    if (q.states) {
+      if (q.states.length === 0) return { runs: [], hasMore: false };
+      where.push(`state IN (${q.states.map(() => "?").join(", ")})`);
+      params.push(...q.states);
+    }
+    const equal: Array<[string, string | undefined]> = [
+      ["config_name", q.name],
+      ["model_id", q.modelId],
+      ["creator_uid", q.creator],
+      ["source", q.source],
+      ["environment_id", q.environmentId],
+      ["skill_spec", q.skillSpec],
+    ];
+    for (const [col, value] of equal) {
+      if (value !== undefined) {
+        where.push(`${col} = ?`);
+        params.push(value);
+      }
+    }
+    const ranges: Array<[string, string | undefined]> = [
+      ["created_at >", q.createdAfter],
+      ["created_at <", q.createdBefore],
+      ["updated_at >", q.updatedAfter],
+    ];
+    for (const [condition, value] of ranges) {
+      if (value !== undefined) {
+        where.push(`${condition} ?`);
+        params.push(value);
+      }
+    }
+    if (q.q) {
+      where.push("(instr(lower(title), ?) > 0 OR instr(lower(prompt), ?) > 0)");
+      const needle = q.q.toLowerCase();
+      params.push(needle, needle);
+    }
+    if (q.after) {
+      where.push(`(${column}, id) ${dir === "ASC" ? ">" : "<"} (?, ?)`);
+      params.push(q.after.value, q.after.id);
+    }
+    const rows = this.db
+      .prepare(
+        `SELECT * FROM runs WHERE ${where.join(" AND ")} ORDER BY ${column} ${dir}, id ${dir} LIMIT ${q.limit + 1}`,
+      )
+      .all(...params) as Row[];
+    const hasMore = rows.length > q.limit;
+    return { runs: rows.slice(0, q.limit).map(toRun), hasMore };
+  }
+
+  async countRunsByState(): Promise<Record<RunState, number>> {
+    const counts = Object.fromEntries(RUN_STATES.map((s) => [s, 0])) as Record<RunState, number>;
+    for (const row of this.sql("SELECT state, COUNT(*) AS n FROM runs GROUP BY state").all() as Row[]) {
+      counts[row.state as RunState] = Number(row.n);
+    }
+    return counts;
+  }
+
+  async countActiveRuns(): Promise<number> {
+    const row = this.sql(
+      "SELECT COUNT(*) AS n FROM runs WHERE state IN ('QUEUED', 'INPROGRESS')",
+    ).get() as Row;
+    return Number(row.n);
+  }
+
+  async transition(
+    runId: string,
+    trigger: Trigger,
+    patch: RunPatch = {},
+    opts: { workerId?: string } = {},
+  ): Promise<RunRecord | undefined> {
+    const run = this.tx(() => this.applyTransition(runId, trigger, patch, opts.workerId));
+    if (run) this.announce(run);
+    return run;
+  }
+
+  // --- executor --------------------------------------------------------------------------------
+
+  async claimNextRun(workerId: string, leaseMs: number): Promise<RunRecord | undefined> {
+    const run = this.tx(() => {
+      const row = this.sql(
+        "SELECT id FROM runs WHERE state = 'QUEUED' ORDER BY queued_at, id LIMIT 1",
+      ).get() as Row | undefined;
+      if (!row) return undefined;
+      const now = Date.now();
+      this.sql(
+        `UPDATE runs SET state = 'INPROGRESS', worker_id = ?, lease_expires_at = ?, updated_at = ?,
+            started_at = COALESCE(started_at, ?), execution_started_at = ?, agent_started = 0
+          WHERE id = ? AND state = 'QUEUED'`,
+      ).run(workerId, iso(now + leaseMs), iso(now), iso(now), iso(now), String(row.id));
+      this.insertEvent(String(row.id), "state", { state: "INPROGRESS", previous: "QUEUED" }, iso(now));
+      return this.readRun(String(row.id));
+    });
+    if (run) this.announce(run);
+    return run;
+  }
+
+  async renewLease(runId: string, workerId: string, leaseMs: number): Promise<boolean> {
+    const res = this.sql(
+      "UPDATE runs SET lease_expires_at = ? WHERE id = ? AND worker_id = ? AND state = 'INPROGRESS'",
+    ).run(iso(Date.now() + leaseMs), runId, workerId);
+    return Number(res.changes) === 1;
+  }
+
+  async startAgent(runId: string, workerId: string): Promise<FollowupRecord[] | undefined> {
+    return this.tx(() => {
+      const row = this.sql(
+        "UPDATE runs SET agent_started = 1 WHERE id = ? AND worker_id = ? AND state = 'INPROGRESS' RETURNING execution",
+      ).get(runId, workerId) as Row | undefined;
+      return row ? this.takePending(runId, Number(row.execution)) : undefined;
+    });
+  }
+
+  async finishExecution(
+    runId: string,
+    workerId: string,
+    trigger: "succeed" | "fail" | "error",
+    patch: RunPatch,
+  ): Promise<{ run?: RunRecord; pending: FollowupRecord[] }> {
+    const result = this.tx(() => {
+      const owner = this.sql(
+        "SELECT execution FROM runs WHERE id = ? AND worker_id = ? AND state = 'INPROGRESS'",
+      ).get(runId, workerId) as Row | undefined;
+      if (!owner) return { pending: [] };
+      const pending = this.takePending(runId, Number(owner.execution));
+      if (pending.length > 0) return { pending };
+      return { run: this.applyTransition(runId, trigger, patch, workerId), pending };
+    });
+    if (result.run) this.announce(result.run);
+    return result;
+  }
+
+  async recoverExpiredLeases(): Promise<RunRecord[]> {
+    const changed = this.tx(() => {
+      const now = iso(Date.now());
+      const expired = this.sql(
+        "SELECT id, agent_started, requeue_count FROM runs WHERE state = 'INPROGRESS' AND lease_expires_at < ?",
+      ).all(now) as Row[];
+      const out: RunRecord[] = [];
+      for (const row of expired) {
+        const id = String(row.id);
+        if (Number(row.agent_started) === 0 && Number(row.requeue_count) === 0) {
+          out.push(
+            this.applyTransition(id, "requeue", {
+              eventData: { reason: "lease expired before the agent started" },
+            })!,
+          );
+          continue;
+        }
+        let run = this.applyTransition(id, "error", {
+          statusMessage: {
+            message: "The worker running this run was lost (its lease expired).",
+            error_code: "worker_lost",
+            retryable: true,
+          },
+        })!;
+        // Follow-ups the lost worker never took are not dropped: they start the next execution now.
+        const waiting = this.sql(
+          "SELECT 1 FROM followups WHERE run_id = ? AND delivered_at IS NULL LIMIT 1",
+        ).get(id);
+        if (waiting)
+          run = this.applyTransition(id, "handoff", { eventData: { reason: "undelivered follow-up" } })!;
+        out.push(run);
+      }
+      return out;
+    });
+    for (const run of changed) this.announce(run);
+    return changed;
+  }
+
+  // --- follow-ups ------------------------------------------------------------------------------
+
+  async addFollowup(
+    teamId: string,
+    runId: string,
+    f: { id: string; message: string; mode: string },
+    idem?: IdempotencyClaim,
+  ): Promise<IdempotentResult<{ followup: FollowupRecord; run: RunRecord }> | undefined> {
+    const result = this.tx((): IdempotentResult<{ followup: FollowupRecord; run: RunRecord }> | undefined => {
+      const current = this.sql("SELECT state FROM runs WHERE id = ? AND team_id = ?").get(runId, teamId) as
+        | Row
+        | undefined;
+      if (!current) return undefined;
+      if (idem) {
+        const seen = this.checkIdempotency(idem);
+        if (seen) return seen;
+      }
+      const state = current.state as RunState;
+      const outcome: FollowupOutcome =
+        state === "QUEUED" ? "queued_prompt" : state === "INPROGRESS" ? "live_session" : "handoff_execution";
+      const now = iso(Date.now());
+      this.sql(
+        "INSERT INTO followups (id, run_id, message, mode, outcome, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+      ).run(f.id, runId, f.message, f.mode, outcome, now);
+      this.insertEvent(
+        runId,
+        "followup",
+        { followup_id: f.id, message: f.message, mode: f.mode, outcome },
+        now,
+      );
+      const run =
+        outcome === "handoff_execution"
+          ? this.applyTransition(runId, "handoff", { eventData: { followup_id: f.id } })!
+          : this.touch(runId, now);
+      const followup = toFollowup(this.sql("SELECT * FROM followups WHERE id = ?").get(f.id) as Row);
+      const value = { followup, run };
+      const response = idem ? this.rememberResponse(idem, value) : undefined;
+      return { kind: "created", value, response };
+    });
+    if (result?.kind === "created") {
+      this.announce(result.value.run);
+      this.signals.emit("followup_added", runId);
+    }
+    return result;
+  }
+
+  async takePendingFollowups(runId: string, execution: number): Promise<FollowupRecord[]> {
+    return this.tx(() => this.takePending(runId, execution));
+  }
+
+  // --- transcript ------------------------------------------------------------------------------
+
+  async appendEvent(runId: string, type: RunEventType, data: Record<string, unknown>): Promise<RunEvent> {
+    const event = this.tx(() => this.insertEvent(runId, type, data, iso(Date.now())));
+    this.signals.emit("event_appended", runId, event.seq);
+    return event;
+  }
+
+  async listEvents(runId: string, after: number, limit: number): Promise<RunEvent[]> {
+    const rows = this.sql(
+      "SELECT seq, at, type, data FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+    ).all(runId, after, limit) as Row[];
+    return rows.map((r) => ({
+      seq: Number(r.seq),
+      at: String(r.at),
+      type: r.type as RunEventType,
+      data: JSON.parse(String(r.data)),
+    }));
+  }
+
+  async pruneIdempotencyKeys(olderThan: string): Promise<number> {
+    return Number(this.sql("DELETE FROM idempotency_keys WHERE created_at < ?").run(olderThan).changes);
+  }
+
+  // --- internals -------------------------------------------------------------------------------
+
+  private sql(text: string): StatementSync {
+    let stmt = this.statements.get(text);
+    if (!stmt) {
+      stmt = this.db.prepare(text);
+      this.statements.set(text, stmt);
+    }
+    return stmt;
+  }
+
+  private tx<T>(fn: () => T): T {
+    if (this.db.isTransaction) return fn();
+    this.db.exec("BEGIN IMMEDIATE");
+    try {
+      const out = fn();
+      this.db.exec("COMMIT");
+      return out;
+    } catch (err) {
+      this.db.exec("ROLLBACK");
+      throw err;
+    }
+  }
+
+  private readRun(id: string): RunRecord | undefined {
+    const row = this.sql("SELECT * FROM runs WHERE id = ?").get(id) as Row | undefined;
+    return row ? toRun(row) : undefined;
+  }
+
+  /** The compare-and-set at the heart of the lifecycle; must run inside a transaction. */
+  private applyTransition(
+    runId: string,
+    trigger: Trigger,
+    patch: RunPatch,
+    workerId?: string,
+  ): RunRecord | undefined {
+    const run = this.readRun(runId);
+    if (!run || !canApply(trigger, run.state)) return undefined;
+    if (workerId !== undefined && run.workerId !== workerId) return undefined;
+    const now = Date.now();
+    const nowIso = iso(now);
+    const executionMs = run.executionStartedAt ? Math.max(0, now - Date.parse(run.executionStartedAt)) : 0;
+    let sets: Record<string, SQLInputValue>;
+    switch (trigger) {
+      case "succeed":
+      case "fail":
+      case "error":
+      case "cancel":
+        sets = {
+          state:
+            trigger === "cancel"
+              ? "CANCELLED"
+              : trigger === "succeed"
+                ? "SUCCEEDED"
+                : trigger === "fail"
+                  ? "FAILED"
+                  : "ERROR",
+          finished_at: nowIso,
+          run_time_ms: run.runTimeMs + executionMs,
+          execution_started_at: null,
+          worker_id: null,
+          lease_expires_at: null,
+        };
+        break;
+      case "handoff":
+        sets = {
+          state: "QUEUED",
+          finished_at: null,
+          status_message: null,
+          queued_at: nowIso,
+          execution: run.execution + 1,
+          requeue_count: 0,
+          agent_started: 0,
+        };
+        break;
+      case "requeue":
+        sets = {
+          state: "QUEUED",
+          worker_id: null,
+          lease_expires_at: null,
+          execution_started_at: null,
+          requeue_count: run.requeueCount + 1,
+        };
+        break;
+      case "claim":
+        throw new Error("claims go through claimNextRun");
+    }
+    sets.updated_at = nowIso;
+    if (patch.statusMessage !== undefined) sets.status_message = json(patch.statusMessage);
+    if (patch.requestUsage !== undefined) sets.request_usage = json(patch.requestUsage);
+    if (patch.artifacts !== undefined) sets.artifacts = json(patch.artifacts);
+    const columns = Object.keys(sets);
+    const res = this.db
+      .prepare(`UPDATE runs SET ${columns.map((c) => `${c} = ?`).join(", ")} WHERE id = ? AND state = ?`)
+      .run(...columns.map((c) => sets[c]!), runId, run.state);
+    if (Number(res.changes) !== 1) return undefined;
+    const updated = this.readRun(runId)!;
+    this.insertEvent(
+      runId,
+      "state",
+      {
+        state: updated.state,
+        previous: run.state,
+        ...(updated.statusMessage ? { status_message: updated.statusMessage } : {}),
+        ...patch.eventData,
+      },
+      nowIso,
+    );
+    return updated;
+  }
+
+  private touch(runId: string, at: string): RunRecord {
+    this.sql("UPDATE runs SET updated_at = ? WHERE id = ?").run(at, runId);
+    return this.readRun(runId)!;
+  }
+
+  private takePending(runId: string, execution: number): FollowupRecord[] {
+    const rows = this.sql(
+      "SELECT * FROM followups WHERE run_id = ? AND delivered_at IS NULL ORDER BY created_at, id",
+    ).all(runId) as Row[];
+    const now = iso(Date.now());
+    for (const row of rows) {
+      this.sql("UPDATE followups SET delivered_at = ?, delivered_execution = ? WHERE id = ?").run(
+        now,
+        execution,
+        row.id!,
+      );
+    }
+    return rows.map((r) => toFollowup({ ...r, delivered_at: now, delivered_execution: execution }));
+  }
+
+  private insertEvent(
+    runId: string,
+    type: RunEventType,
+    data: Record<string, unknown>,
+    at: string,
+  ): RunEvent {
+    const row = this.sql(
+      "UPDATE runs SET last_event_seq = last_event_seq + 1 WHERE id = ? RETURNING last_event_seq",
+    ).get(runId) as Row | undefined;
+    if (!row) throw new Error(`run ${runId} does not exist`);
+    const seq = Number(row.last_event_seq);
+    this.sql("INSERT INTO run_events (run_id, seq, at, type, data) VALUES (?, ?, ?, ?, ?)").run(
+      runId,
+      seq,
+      at,
+      type,
+      JSON.stringify(data),
+    );
+    return { seq, at, type, data };
+  }
+
+  private checkIdempotency(
+    idem: IdempotencyClaim,
+  ): { kind: "replayed"; response: unknown } | { kind: "key_reused" } | undefined {
+    const row = this.sql(
+      "SELECT request_hash, response, created_at FROM idempotency_keys WHERE principal_id = ? AND key = ?",
+    ).get(idem.principalId, idem.key) as Row | undefined;
+    if (!row) return undefined;
+    if (String(row.created_at) < idem.notBefore) {
+      this.sql("DELETE FROM idempotency_keys WHERE principal_id = ? AND key = ?").run(
+        idem.principalId,
+        idem.key,
+      );
+      return undefined;
+    }
+    if (row.request_hash !== idem.requestHash) return { kind: "key_reused" };
+    return { kind: "replayed", response: JSON.parse(String(row.response)) };
+  }
+
+  private rememberResponse(idem: IdempotencyClaim, value: unknown): unknown {
+    const response = idem.respond(value);
+    this.sql(
+      "INSERT INTO idempotency_keys (principal_id, key, request_hash, response, created_at) VALUES (?, ?, ?, ?, ?)",
+    ).run(idem.principalId, idem.key, idem.requestHash, JSON.stringify(response), iso(Date.now()));
+    return response;
+  }
+
+  /** Signals go out after the transaction committed, so listeners re-reading the store see the change. */
+  private announce(run: RunRecord): void {
+    this.signals.emit("run_changed", run.id);
+    if (run.state === "QUEUED") this.signals.emit("run_queued", run.id);
+    this.signals.emit("event_appended", run.id, -1);
+  }
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+function json(value: unknown): string | null {
+  return value === null ? null : JSON.stringify(value);
+}
+
+function parseJson<T>(value: SQLInputValue | undefined, fallback: T): T {
+  return typeof value === "string" ? (JSON.parse(value) as T) : fallback;
+}
+
+function str(value: SQLInputValue | undefined): string | null {
+  return value === null || value === undefined ? null : String(value);
+}
+
+function toRun(row: Row): RunRecord {
+  return {
+    id: String(row.id),
+    teamId: String(row.team_id),
+    title: String(row.title),
+    prompt: String(row.prompt),
+    state: row.state as RunState,
+    createdAt: String(row.created_at),
+    updatedAt: String(row.updated_at),
+    startedAt: str(row.started_at),
+    finishedAt: str(row.finished_at),
+    runTimeMs: Number(row.run_time_ms),
+    executionStartedAt: str(row.execution_started_at),
+    execution: Number(row.execution),
+    sessionId: String(row.session_id),
+    triggerUrl: str(row.trigger_url),
+    source: String(row.source),
+    creator: parseJson(row.creator, { type: "user", uid: "", display_name: "" }),
+    agentConfig: parseJson(row.agent_config, {}),
+    agentSkill: parseJson(row.agent_skill, null),
+    statusMessage: parseJson(row.status_message, null),
+    artifacts: parseJson(row.artifacts, []),
+    requestUsage: parseJson(row.request_usage, { input_tokens: 0, output_tokens: 0, total_tokens: 0 }),
+    metadata: parseJson(row.metadata, {}),
+    workerId: str(row.worker_id),
+    leaseExpiresAt: str(row.lease_expires_at),
+    agentStarted: Number(row.agent_started) === 1,
+    requeueCount: Number(row.requeue_count),
+  };
+}
+
+function toFollowup(row: Row): FollowupRecord {
+  return {
+    id: String(row.id),
+    runId: String(row.run_id),
+    message: String(row.message),
+    mode: String(row.mode),
+    outcome: row.outcome as FollowupOutcome,
+    createdAt: String(row.created_at),
+    deliveredAt: str(row.delivered_at),
+    deliveredExecution: row.delivered_execution == null ? null : Number(row.delivered_execution),
+  };
+}
+
+function toPrincipal(row: Row): Principal {
+  return {
+    id: String(row.id),
+    teamId: String(row.team_id),
+    type: row.type as Principal["type"],
+    displayName: String(row.display_name),
+    email: str(row.email),
+  };
+}
+
+function toApiKey(row: Row): ApiKeyRecord {
+  return {
+    id: String(row.id),
+    principalId: String(row.principal_id),
+    name: String(row.name),
+    role: row.role as ApiKeyRecord["role"],
+    prefix: String(row.prefix),
+    createdAt: String(row.created_at),
+    revokedAt: str(row.revoked_at),
+  };
+}

@@ -1,0 +1,161 @@
+import type { RunState, Trigger } from "../runs/state-machine.ts";
+import type {
+  ApiKeyRecord,
+  ApiKeyRole,
+  Caller,
+  FollowupOutcome,
+  FollowupRecord,
+  Principal,
+  PrincipalType,
+  RunEvent,
+  RunEventType,
+  RunRecord,
+  Team,
+} from "../runs/types.ts";
+import type { StoreSignals } from "./signals.ts";
+
+/**
+ * Persistence for Dispatch. Every method that changes a run is atomic: the backend applies it as one
+ * transaction (or one compare-and-set statement), so callers never see half of a change. Methods are
+ * async so that networked backends (PostgreSQL) implement the same interface as the embedded SQLite one.
+ */
+export interface Store {
+  readonly kind: string;
+  /** Published after a change commits; the executor and event streams wait on these instead of polling. */
+  readonly signals: StoreSignals;
+  migrate(): Promise<void>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+
+  // Teams, principals, API keys
+  ensureTeam(team: Team): Promise<Team>;
+  ensurePrincipal(principal: Principal): Promise<Principal>;
+  insertApiKey(key: NewApiKey): Promise<ApiKeyRecord>;
+  findCallerByKeyHash(hash: string): Promise<Caller | undefined>;
+  listApiKeys(): Promise<Array<ApiKeyRecord & { principal: Principal }>>;
+  revokeApiKey(idOrPrefix: string, at: string): Promise<ApiKeyRecord | undefined>;
+  countActiveApiKeys(): Promise<number>;
+
+  // Runs
+  /** Inserts a QUEUED run, or with `idempotency` returns the remembered response of an earlier equal request. */
+  createRun(run: RunRecord, idempotency?: IdempotencyClaim): Promise<IdempotentResult<RunRecord>>;
+  getRun(teamId: string, runId: string): Promise<RunRecord | undefined>;
+  getRunBySession(sessionId: string): Promise<RunRecord | undefined>;
+  listRuns(teamId: string, query: RunListQuery): Promise<{ runs: RunRecord[]; hasMore: boolean }>;
+  countRunsByState(): Promise<Record<RunState, number>>;
+  /** QUEUED plus INPROGRESS runs, across teams (what the executors have to do). */
+  countActiveRuns(): Promise<number>;
+  /**
+   * Applies `trigger` if the run's state allows it (and, with `workerId`, only while that worker holds
+   * the lease), sets `patch`, bumps updated_at and appends a `state` event, all at once. Returns the
+   * updated run, or undefined when the compare-and-set lost.
+   */
+  transition(
+    runId: string,
+    trigger: Trigger,
+    patch?: RunPatch,
+    opts?: { workerId?: string },
+  ): Promise<RunRecord | undefined>;
+
+  // Executor
+  /** Marks the oldest QUEUED run INPROGRESS for this worker with a lease. */
+  claimNextRun(workerId: string, leaseMs: number): Promise<RunRecord | undefined>;
+  /** Extends the lease; false when the worker no longer owns the run (cancelled, recovered). */
+  renewLease(runId: string, workerId: string, leaseMs: number): Promise<boolean>;
+  /**
+   * Marks the execution's agent as started and hands it every follow-up waiting so far, in one step:
+   * undefined when the worker no longer owns the run.
+   */
+  startAgent(runId: string, workerId: string): Promise<FollowupRecord[] | undefined>;
+  /**
+   * Ends the current execution with `trigger` unless live follow-ups are still waiting: then nothing
+   * changes and they are returned (marked delivered) so the agent continues with them. This closes the
+   * race in which a follow-up accepted as `live_session` would otherwise be lost by a finishing worker.
+   */
+  finishExecution(
+    runId: string,
+    workerId: string,
+    trigger: "succeed" | "fail" | "error",
+    patch: RunPatch,
+  ): Promise<{ run?: RunRecord; pending: FollowupRecord[] }>;
+  /** Runs whose lease has expired, handled per DESIGN.md; returns the runs it changed. */
+  recoverExpiredLeases(): Promise<RunRecord[]>;
+
+  // Follow-ups
+  /** Records a follow-up and routes it by the run's state in the same transaction (API.md). */
+  addFollowup(
+    teamId: string,
+    runId: string,
+    followup: { id: string; message: string; mode: string },
+    idempotency?: IdempotencyClaim,
+  ): Promise<IdempotentResult<{ followup: FollowupRecord; run: RunRecord }> | undefined>;
+  /** Marks every undelivered follow-up of the run delivered to `execution` and returns them, oldest first. */
+  takePendingFollowups(runId: string, execution: number): Promise<FollowupRecord[]>;
+
+  // Transcript
+  appendEvent(runId: string, type: RunEventType, data: Record<string, unknown>): Promise<RunEvent>;
+  listEvents(runId: string, after: number, limit: number): Promise<RunEvent[]>;
+
+  /** Drops idempotency records older than the retention window. */
+  pruneIdempotencyKeys(olderThan: string): Promise<number>;
+}
+
+export interface NewApiKey {
+  id: string;
+  principalId: string;
+  name: string;
+  role: ApiKeyRole;
+  hash: string;
+  prefix: string;
+  createdAt: string;
+}
+
+export type { PrincipalType };
+
+export interface RunPatch {
+  statusMessage?: RunRecord["statusMessage"];
+  requestUsage?: RunRecord["requestUsage"];
+  artifacts?: RunRecord["artifacts"];
+  /** Extra data carried by the `state` event (e.g. who cancelled). */
+  eventData?: Record<string, unknown>;
+}
+
+export interface IdempotencyClaim {
+  principalId: string;
+  key: string;
+  /** Hash of the request (endpoint and canonical body); another hash under the same key is a reuse. */
+  requestHash: string;
+  /** The response to remember, built from the stored result. */
+  respond: (result: unknown) => unknown;
+  /** Records older than this are forgotten. */
+  notBefore: string;
+}
+
+export type IdempotentResult<T> =
+  | { kind: "created"; value: T; response: unknown }
+  | { kind: "replayed"; response: unknown }
+  | { kind: "key_reused" };
+
+export type SortBy = "updated_at" | "created_at" | "title";
+export type SortOrder = "asc" | "desc";
+
+export interface RunListQuery {
+  limit: number;
+  sortBy: SortBy;
+  sortOrder: SortOrder;
+  /** Keyset position: the sort value and id of the last run of the previous page. */
+  after?: { value: string; id: string };
+  states?: RunState[];
+  name?: string;
+  modelId?: string;
+  creator?: string;
+  source?: string;
+  environmentId?: string;
+  skillSpec?: string;
+  createdAfter?: string;
+  createdBefore?: string;
+  updatedAfter?: string;
+  q?: string;
+}
+
+export type { FollowupOutcome };

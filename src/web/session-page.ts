@@ -1,0 +1,187 @@
+import { randomBytes } from "node:crypto";
+import type { FastifyInstance } from "fastify";
+import { streamRunEvents } from "../api/event-stream.ts";
+import { resumeAfter } from "../api/routes/runs.ts";
+import type { ServerDeps } from "../api/server.ts";
+import { isoDuration, runTimeMs } from "../runs/run-item.ts";
+import type { RunEvent, RunRecord } from "../runs/types.ts";
+
+const STATE_WORDS: Record<string, string> = {
+  QUEUED: "Queued",
+  INPROGRESS: "In progress",
+  SUCCEEDED: "Succeeded",
+  FAILED: "Failed",
+  ERROR: "Failed",
+  CANCELLED: "Cancelled",
+};
+const TRANSCRIPT_LIMIT = 5000;
+
+/**
+ * The live session page. The unguessable session id is the capability to view (never to act). What
+ * exists is rendered on the server, so the page reads without JavaScript; a small script then follows
+ * the transcript over SSE. Everything from prompts and tool output is escaped.
+ */
+export function registerSessionPage(app: FastifyInstance, deps: ServerDeps): void {
+  const store = deps.runService.store;
+
+  app.get<{ Params: { sessionId: string } }>("/sessions/:sessionId", async (req, reply) => {
+    const run = await store.getRunBySession(req.params.sessionId);
+    reply.header("cache-control", "no-store").header("referrer-policy", "no-referrer");
+    if (!run) {
+      return reply
+        .code(404)
+        .type("text/html; charset=utf-8")
+        .send(page("Session not found", "", "<p>No session here.</p>"));
+    }
+    const events = await store.listEvents(run.id, 0, TRANSCRIPT_LIMIT);
+    const nonce = randomBytes(16).toString("base64");
+    reply.header(
+      "content-security-policy",
+      `default-src 'none'; style-src 'unsafe-inline'; script-src 'nonce-${nonce}'; connect-src 'self'; base-uri 'none'; form-action 'none'`,
+    );
+    return reply.type("text/html; charset=utf-8").send(renderSession(run, events, nonce));
+  });
+
+  app.get<{ Params: { sessionId: string } }>("/sessions/:sessionId/events", async (req, reply) => {
+    const run = await store.getRunBySession(req.params.sessionId);
+    if (!run) return reply.code(404).type("text/plain").send("no such session");
+    const q = req.query as { after?: string };
+    const after = resumeAfter(req) ?? (q.after && /^\d{1,15}$/.test(q.after) ? Number(q.after) : 0);
+    return streamRunEvents(req, reply, store, run.id, after);
+  });
+}
+
+export function escapeHtml(text: string): string {
+  return text
+    .replaceAll("&", "&amp;")
+    .replaceAll("<", "&lt;")
+    .replaceAll(">", "&gt;")
+    .replaceAll('"', "&quot;")
+    .replaceAll("'", "&#39;");
+}
+
+function safeHref(url: string): string | undefined {
+  return /^https?:\/\//i.test(url) ? escapeHtml(url) : undefined;
+}
+
+/** One transcript entry as text; the client script renders streamed events with the same rules. */
+export function describeEvent(event: Pick<RunEvent, "type" | "data">): { label: string; text: string } {
+  const d = event.data as Record<string, unknown>;
+  switch (event.type) {
+    case "state": {
+      const msg = (d.status_message as { message?: string } | undefined)?.message;
+      return {
+        label: "state",
+        text: `${STATE_WORDS[String(d.state)] ?? String(d.state)}${msg ? ` — ${msg}` : ""}`,
+      };
+    }
+    case "message":
+      return { label: String(d.role ?? "message"), text: String(d.text ?? "") };
+    case "tool_call":
+      return {
+        label: `tool call · ${String(d.tool ?? "")}`,
+        text: String(d.command ?? JSON.stringify(d.input ?? d)),
+      };
+    case "tool_result":
+      return {
+        label: `tool result${d.exit_code !== undefined ? ` · exit ${String(d.exit_code)}` : ""}`,
+        text: String(d.output ?? JSON.stringify(d)),
+      };
+    case "followup":
+      return { label: "follow-up", text: String(d.message ?? "") };
+    default:
+      return { label: event.type, text: String(d.text ?? d.message ?? JSON.stringify(d)) };
+  }
+}
+
+function renderEvent(event: RunEvent): string {
+  const { label, text } = describeEvent(event);
+  return `<li class="ev ev-${escapeHtml(event.type)}" data-seq="${event.seq}"><span class="label">${escapeHtml(label)}</span><pre>${escapeHtml(text)}</pre></li>`;
+}
+
+function renderSession(run: RunRecord, events: RunEvent[], nonce: string): string {
+  const links: string[] = [];
+  if (run.triggerUrl && safeHref(run.triggerUrl))
+    links.push(`<a href="${safeHref(run.triggerUrl)}">Where it started</a>`);
+  for (const artifact of run.artifacts) {
+    const url = typeof artifact.data.url === "string" ? safeHref(artifact.data.url) : undefined;
+    if (url)
+      links.push(
+        `<a href="${url}">${escapeHtml(artifact.artifact_type === "PULL_REQUEST" ? "Pull request" : artifact.artifact_type)}</a>`,
+      );
+  }
+  const lastSeq = events.at(-1)?.seq ?? 0;
+  const body = `
+<header>
+  <h1>${escapeHtml(run.title)}</h1>
+  <p><span id="state" class="state state-${run.state}" data-state="${run.state}">${STATE_WORDS[run.state]}</span>
+  <span class="muted">· ${escapeHtml(run.creator.display_name)} · created ${escapeHtml(run.createdAt)} · run time ${isoDuration(runTimeMs(run))}</span></p>
+  <p id="status-message">${run.statusMessage ? escapeHtml(run.statusMessage.message) : ""}</p>
+  ${links.length ? `<p class="links">${links.join(" · ")}</p>` : ""}
+</header>
+<section><h2>Prompt</h2><pre class="prompt">${escapeHtml(run.prompt)}</pre></section>
+<section><h2>Transcript</h2><ol id="transcript" data-last-seq="${lastSeq}">${events.map(renderEvent).join("")}</ol></section>
+<script nonce="${nonce}">${CLIENT_SCRIPT}</script>`;
+  return page(run.title, "", body);
+}
+
+const CLIENT_SCRIPT = `
+(() => {
+  const words = ${JSON.stringify(STATE_WORDS)};
+  const list = document.getElementById("transcript");
+  const stateEl = document.getElementById("state");
+  const statusEl = document.getElementById("status-message");
+  let last = Number(list.dataset.lastSeq || 0);
+  const describe = (e) => {
+    const d = e.data || {};
+    switch (e.type) {
+      case "state": return ["state", (words[d.state] || d.state) + (d.status_message ? " — " + d.status_message.message : "")];
+      case "message": return [String(d.role || "message"), String(d.text || "")];
+      case "tool_call": return ["tool call · " + (d.tool || ""), String(d.command || JSON.stringify(d.input || d))];
+      case "tool_result": return ["tool result" + (d.exit_code !== undefined ? " · exit " + d.exit_code : ""), String(d.output || JSON.stringify(d))];
+      case "followup": return ["follow-up", String(d.message || "")];
+      default: return [e.type, String(d.text || d.message || JSON.stringify(d))];
+    }
+  };
+  const source = new EventSource(location.pathname.replace(/\\/$/, "") + "/events?after=" + last);
+  source.onmessage = (msg) => {
+    const e = JSON.parse(msg.data);
+    if (e.seq <= last) return;
+    last = e.seq;
+    const [label, text] = describe(e);
+    const li = document.createElement("li");
+    li.className = "ev ev-" + e.type;
+    li.dataset.seq = String(e.seq);
+    const span = document.createElement("span");
+    span.className = "label";
+    span.textContent = label;
+    const pre = document.createElement("pre");
+    pre.textContent = text;
+    li.append(span, pre);
+    list.append(li);
+    if (e.type === "state") {
+      stateEl.textContent = words[e.data.state] || e.data.state;
+      stateEl.dataset.state = e.data.state;
+      stateEl.className = "state state-" + e.data.state;
+      statusEl.textContent = e.data.status_message ? e.data.status_message.message : "";
+    }
+  };
+})();
+`;
+
+function page(title: string, head: string, body: string): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)} · Dispatch</title>${head}
+<style>
+body{font:15px/1.5 system-ui,sans-serif;max-width:960px;margin:2rem auto;padding:0 1rem;color:#1f2328}
+h1{font-size:1.4rem;margin:0 0 .3rem} h2{font-size:1rem;margin:1.5rem 0 .5rem}
+pre{white-space:pre-wrap;word-break:break-word;margin:.2rem 0;font:13px/1.4 ui-monospace,monospace}
+.prompt{background:#f6f8fa;padding:.75rem;border-radius:6px}
+.state{font-weight:600;padding:.1rem .5rem;border-radius:1rem;background:#eaeef2}
+.state-SUCCEEDED{background:#dafbe1}.state-FAILED,.state-ERROR{background:#ffebe9}.state-INPROGRESS{background:#ddf4ff}
+.muted{color:#59636e} ol{padding-left:0;list-style:none} .ev{border-left:3px solid #d1d9e0;padding:.2rem .75rem;margin:.4rem 0}
+.label{font-size:12px;color:#59636e;text-transform:uppercase;letter-spacing:.03em}
+.ev-tool_call,.ev-tool_result{border-color:#8c959f}.ev-state{border-color:#0969da}
+</style></head><body>${body}</body></html>`;
+}
