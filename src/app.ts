@@ -27,7 +27,7 @@ export interface Dispatch {
 
 /** Wires the whole service from a configuration: store, run service, HTTP server and executor. */
 export async function startDispatch(config: Config, log: Logger): Promise<Dispatch> {
-  const store = new SqliteStore(config.databasePath);
+  const store = new SqliteStore(config.databasePath, { busyTimeoutMs: config.sqliteBusyTimeoutMs });
   await store.migrate();
   const generatedAdminKey = await ensureAdminKey(store, config.adminApiKey);
   const runService = new RunService(store, {

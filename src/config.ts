@@ -29,6 +29,7 @@ const EnvSchema = z.object({
   DISPATCH_RATE_LIMIT_PER_MINUTE: intFrom(1, 10_000_000).default(1200),
   DISPATCH_RATE_LIMIT_BURST: intFrom(1, 10_000_000).default(200),
   DISPATCH_DEFAULT_MODEL: z.string().min(1).optional(),
+  DISPATCH_SQLITE_BUSY_TIMEOUT_MS: intFrom(0, 60_000).default(2000),
   DISPATCH_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 
@@ -47,6 +48,7 @@ export interface Config {
   rateLimitPerMinute: number;
   rateLimitBurst: number;
   defaultModel: string | undefined;
+  sqliteBusyTimeoutMs: number;
   logLevel: string;
 }
 
@@ -81,6 +83,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitPerMinute: e.DISPATCH_RATE_LIMIT_PER_MINUTE,
     rateLimitBurst: e.DISPATCH_RATE_LIMIT_BURST,
     defaultModel: e.DISPATCH_DEFAULT_MODEL,
+    sqliteBusyTimeoutMs: e.DISPATCH_SQLITE_BUSY_TIMEOUT_MS,
     logLevel: e.DISPATCH_LOG_LEVEL,
   };
 }

@@ -42,12 +42,22 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       return typeof given === "string" && /^[A-Za-z0-9._-]{1,128}$/.test(given) ? given : randomUUID();
     },
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
-    frameworkErrors: (err, req, reply) => {
-      sendProblem(reply, req, new ApiError("invalid_request", err.message));
+    frameworkErrors: (_err, req, reply) => {
+      sendProblem(
+        reply,
+        req,
+        new ApiError(
+          "invalid_request",
+          "the URL is not valid: bad percent-encoding or a path segment over 500 characters",
+        ),
+      );
     },
     // Event streams never go idle; closing must not wait for their clients to hang up.
     forceCloseConnections: true,
   }) as unknown as FastifyInstance;
+
+  // Only JSON bodies are accepted on the API (415 for anything else); Fastify also parses text/plain by default.
+  app.removeContentTypeParser("text/plain");
 
   const routes: Array<{ method: string; pattern: RegExp }> = [];
   app.addHook("onRoute", (route) => {
@@ -107,6 +117,20 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
             ? `the body is over ${LIMITS.bodyBytes} bytes`
             : `body: ${e.message ?? "malformed request"}`;
       return sendProblem(reply, req, new ApiError(code, detail));
+    }
+    const storeFault = deps.runService.store.classifyError(err);
+    if (storeFault === "conflict") {
+      return sendProblem(reply, req, new ApiError("conflict", "a concurrent change won; retry the request"));
+    }
+    if (storeFault === "unavailable") {
+      req.log.error({ err, trace_id: req.id }, "database unavailable");
+      return sendProblem(
+        reply,
+        req,
+        new ApiError("resource_unavailable", "the database is unavailable; retry shortly", {
+          "retry-after": "5",
+        }),
+      );
     }
     req.log.error({ err, trace_id: req.id }, "unhandled error");
     return sendProblem(reply, req, new ApiError("internal_error", "an unexpected error; it has been logged"));

@@ -25,6 +25,11 @@ export interface Store {
   readonly signals: StoreSignals;
   migrate(): Promise<void>;
   ping(): Promise<void>;
+  /**
+   * Whether an error thrown by this store means a concurrent change won (safe to retry: 409) or the
+   * database cannot be reached (503), rather than a bug.
+   */
+  classifyError(err: unknown): "conflict" | "unavailable" | undefined;
   close(): Promise<void>;
 
   // Teams, principals, API keys

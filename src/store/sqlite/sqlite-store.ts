@@ -39,13 +39,14 @@ export class SqliteStore implements Store {
   private readonly db: DatabaseSync;
   private readonly statements = new Map<string, StatementSync>();
 
-  constructor(path: string) {
+  constructor(path: string, opts: { busyTimeoutMs?: number } = {}) {
     if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
     this.db = new DatabaseSync(path);
     this.db.exec("PRAGMA journal_mode = WAL");
     // FULL: a run is on disk, not only in the WAL buffer, before its creation is acknowledged.
     this.db.exec("PRAGMA synchronous = FULL");
-    this.db.exec("PRAGMA busy_timeout = 5000");
+    // node:sqlite waits synchronously: keep this short, another process holds the lock only briefly.
+    this.db.exec(`PRAGMA busy_timeout = ${Math.trunc(opts.busyTimeoutMs ?? 2000)}`);
     this.db.exec("PRAGMA foreign_keys = ON");
   }
 
@@ -68,6 +69,17 @@ export class SqliteStore implements Store {
         );
       });
     }
+  }
+
+  classifyError(err: unknown): "conflict" | "unavailable" | undefined {
+    const e = err as { code?: string; errcode?: number };
+    if (e?.code === "ERR_INVALID_STATE") return "unavailable"; // the database was closed
+    if (e?.code !== "ERR_SQLITE_ERROR" || typeof e.errcode !== "number") return undefined;
+    const primary = e.errcode & 0xff;
+    if (primary === 5 || primary === 6) return "conflict"; // SQLITE_BUSY, SQLITE_LOCKED: another writer
+    // SQLITE_CORRUPT, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN, SQLITE_READONLY, SQLITE_NOTADB
+    if ([8, 10, 11, 13, 14, 26].includes(primary)) return "unavailable";
+    return undefined;
   }
 
   async ping(): Promise<void> {

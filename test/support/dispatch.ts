@@ -1,0 +1,114 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type Dispatch, startDispatch } from "../../src/app.ts";
+import { createApiKey } from "../../src/auth/bootstrap.ts";
+import { loadConfig } from "../../src/config.ts";
+import { createLogger } from "../../src/log.ts";
+
+export interface TestDispatch {
+  dispatch: Dispatch;
+  url: string;
+  /** An admin key of the default team. */
+  key: string;
+  dataDir: string;
+  /** Calls the API with the default key unless `headers.authorization` is given. */
+  api(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse>;
+  /** A new key in `team` (a new principal each time). */
+  newKey(team: string, opts?: { role?: "member" | "read" | "admin"; displayName?: string }): Promise<string>;
+  stop(): Promise<void>;
+}
+
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  // biome-ignore lint/suspicious/noExplicitAny: test responses are asserted field by field
+  body: any;
+  text: string;
+}
+
+/** A real Dispatch on 127.0.0.1 with a fresh SQLite store in a temporary directory. */
+export async function startTestDispatch(env: Record<string, string> = {}): Promise<TestDispatch> {
+  const dataDir = await mkdtemp(join(tmpdir(), "dispatch-test-"));
+  const config = loadConfig({
+    DISPATCH_DATA_DIR: dataDir,
+    DISPATCH_PORT: "0",
+    DISPATCH_POLL_INTERVAL_MS: "200",
+    DISPATCH_SHUTDOWN_GRACE_MS: "0",
+    ...env,
+  });
+  const dispatch = await startDispatch(config, createLogger(process.env.TEST_LOG_LEVEL ?? "silent"));
+  const key = dispatch.generatedAdminKey!;
+  const api = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const res = await fetch(dispatch.url + path, {
+      method,
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(body !== undefined && typeof body !== "string" ? { "content-type": "application/json" } : {}),
+        ...headers,
+      },
+      ...(body !== undefined ? { body: typeof body === "string" ? body : JSON.stringify(body) } : {}),
+    });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: res.status, headers: res.headers, body: parsed, text };
+  };
+  return {
+    dispatch,
+    url: dispatch.url,
+    key,
+    dataDir,
+    api,
+    async newKey(team, opts = {}) {
+      const created = await createApiKey(dispatch.store, {
+        team,
+        principalType: "user",
+        ...(opts.displayName ? { displayName: opts.displayName } : {}),
+        role: opts.role ?? "member",
+      });
+      return created.key;
+    },
+    async stop() {
+      await dispatch.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Polls `check` until it returns a truthy value or the deadline passes; never a fixed sleep. */
+export async function waitFor<T>(
+  check: () => T | Promise<T>,
+  opts: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
+): Promise<NonNullable<T>> {
+  const deadline = Date.now() + (opts.timeoutMs ?? 10_000);
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value) return value as NonNullable<T>;
+      last = value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting for ${opts.what ?? "condition"} (last: ${String(last)})`);
+    }
+    await new Promise((r) => setTimeout(r, opts.intervalMs ?? 20));
+  }
+}
+
+/** Waits until the run reaches one of `states` and returns it. */
+export async function waitForState(t: TestDispatch, runId: string, states: string[], timeoutMs = 10_000) {
+  return waitFor(
+    async () => {
+      const res = await t.api("GET", `/api/v1/agent/runs/${runId}`);
+      return states.includes(res.body.state) ? res.body : undefined;
+    },
+    { timeoutMs, what: `run ${runId} to reach ${states.join("/")}` },
+  );
+}

@@ -1,0 +1,323 @@
+import { existsSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+/** How long the page may take to show a change the server already has. */
+const LIVE_DEADLINE_MS = 10_000;
+
+const haveChromium = existsSync(CHROMIUM);
+// In CI a missing browser is a failure (the browser suite runs and its beforeAll throws); on a
+// developer machine the browser tests are skipped with a message saying how to enable them.
+const runBrowserTests = haveChromium || Boolean(process.env.CI);
+if (!runBrowserTests) {
+  console.warn(
+    `session page browser tests SKIPPED: ${CHROMIUM} not found (apt-get install -y chromium); they fail instead when CI is set`,
+  );
+}
+
+let t: TestDispatch;
+
+beforeAll(async () => {
+  t = await startTestDispatch();
+});
+
+afterAll(async () => {
+  await t?.stop();
+});
+
+/** Creates a run and returns its RunItem as GET returns it (with session_link). */
+async function createRun(prompt: string) {
+  const created = await t.api("POST", "/api/v1/agent/runs", { prompt });
+  expect(created.status, created.text).toBe(200);
+  const runId: string = created.body.run_id;
+  expect(runId).toBeTruthy();
+  const run = await t.api("GET", `/api/v1/agent/runs/${runId}`);
+  expect(run.status).toBe(200);
+  return run.body as { run_id: string; title: string; session_id: string; session_link: string };
+}
+
+async function fetchHtml(url: string): Promise<{ status: number; html: string; type: string | null }> {
+  const res = await fetch(url);
+  return { status: res.status, html: await res.text(), type: res.headers.get("content-type") };
+}
+
+/** The server-rendered transcript list, so assertions do not match the prompt section by accident. */
+function transcriptOf(html: string): string {
+  const match = /<ol id="transcript"[^>]*>([\s\S]*?)<\/ol>/.exec(html);
+  expect(match, "the page has a transcript list").not.toBeNull();
+  return match![1]!;
+}
+
+/** The rendered `<li>` entries of one event type, each as its inner HTML. */
+function entries(transcript: string, type: string): string[] {
+  const re = new RegExp(`<li class="ev ev-${type}"[^>]*>([\\s\\S]*?)</li>`, "g");
+  return [...transcript.matchAll(re)].map((m) => m[1]!);
+}
+
+describe("session page HTML (no JavaScript)", () => {
+  it("renders a finished run's state and transcript on the server", async () => {
+    // The output (out-42) differs from the command text, so the output assertion cannot be met by the command.
+    const run = await createRun("Hello from the transcript test\n$ printf 'out-%s' 42");
+    const done = await waitForState(t, run.run_id, ["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"]);
+    expect(done.state).toBe("SUCCEEDED");
+
+    const { status, html, type } = await fetchHtml(run.session_link);
+    expect(status).toBe(200);
+    expect(type).toMatch(/^text\/html/);
+    expect(html).toContain(`<h1>${run.title}</h1>`);
+    expect(html).toMatch(/<span id="state" [^>]*data-state="SUCCEEDED">Succeeded<\/span>/);
+
+    const transcript = transcriptOf(html);
+    const calls = entries(transcript, "tool_call");
+    expect(calls).toHaveLength(1);
+    expect(calls[0]).toContain("<pre>printf &#39;out-%s&#39; 42</pre>");
+    const results = entries(transcript, "tool_result");
+    expect(results).toHaveLength(1);
+    expect(results[0]).toContain("exit 0");
+    expect(results[0]).toContain("<pre>out-42</pre>");
+    const replies = entries(transcript, "message").filter((e) =>
+      e.startsWith('<span class="label">assistant</span>'),
+    );
+    expect(replies).toHaveLength(1);
+    expect(replies[0]).toContain("<pre>Hello from the transcript test\n\nRan 1 command:");
+    const states = entries(transcript, "state").map((e) => /<pre>([^<]*)<\/pre>/.exec(e)?.[1]);
+    expect(states).toEqual(["Queued", "In progress", "Succeeded"]);
+  });
+
+  it("escapes the prompt and tool output", async () => {
+    const run = await createRun("<script>alert(1)</script>\n$ printf '<img src=x onerror=alert(2)>'");
+    const done = await waitForState(t, run.run_id, ["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"]);
+    expect(done.state).toBe("SUCCEEDED");
+
+    const { status, html } = await fetchHtml(run.session_link);
+    expect(status).toBe(200);
+    expect(html).not.toMatch(/<script>alert/i);
+    expect(html).not.toMatch(/<img/i);
+    // Title, heading and prompt all carry the escaped script tag.
+    expect(html).toContain("<title>&lt;script&gt;alert(1)&lt;/script&gt; · Dispatch</title>");
+    expect(html).toContain("<h1>&lt;script&gt;alert(1)&lt;/script&gt;</h1>");
+    expect(html).toContain(
+      `<pre class="prompt">&lt;script&gt;alert(1)&lt;/script&gt;\n$ printf &#39;&lt;img src=x onerror=alert(2)&gt;&#39;</pre>`,
+    );
+    // The command's output, in the transcript.
+    const results = entries(transcriptOf(html), "tool_result");
+    expect(results).toHaveLength(1);
+    expect(results[0]).toContain("<pre>&lt;img src=x onerror=alert(2)&gt;</pre>");
+    // The only script element is the page's own, nonce-bound one.
+    expect(html.match(/<script\b/g)).toHaveLength(1);
+    expect(html).toMatch(/<script nonce="[A-Za-z0-9+/=]+">/);
+  });
+
+  it("answers 404 for an unknown session id", async () => {
+    const unknown = `${t.url}/sessions/${"0".repeat(32)}`;
+    const page = await fetchHtml(unknown);
+    expect(page.status).toBe(404);
+    expect(page.html).toContain("Session not found");
+    const events = await fetch(`${unknown}/events`);
+    expect(events.status).toBe(404);
+    await events.body?.cancel();
+  });
+});
+
+describe.runIf(runBrowserTests)("session page in headless Chromium", () => {
+  let browser: Browser;
+
+  beforeAll(async () => {
+    if (!haveChromium) {
+      throw new Error(
+        `${CHROMIUM} is missing: CI must install it (apt-get install -y --no-install-recommends chromium)`,
+      );
+    }
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  });
+
+  afterAll(async () => {
+    // Close the browser first: its open event streams would otherwise hold the server's stop.
+    await browser?.close();
+  });
+
+  /** A fresh page that records every dialog (dismissing it) and every navigation of its main frame. */
+  async function openPage(url: string, opts: { javaScriptEnabled?: boolean } = {}) {
+    const context = await browser.newContext({ javaScriptEnabled: opts.javaScriptEnabled ?? true });
+    const page = await context.newPage();
+    const dialogs: string[] = [];
+    const navigations: string[] = [];
+    const consoleErrors: string[] = [];
+    page.on("dialog", (dialog) => {
+      dialogs.push(dialog.message());
+      void dialog.dismiss();
+    });
+    page.on("framenavigated", (frame) => {
+      if (frame === page.mainFrame()) navigations.push(frame.url());
+    });
+    page.on("console", (msg) => {
+      if (msg.type() === "error") consoleErrors.push(msg.text());
+    });
+    const response = await page.goto(url);
+    expect(response?.status()).toBe(200);
+    return { page, context, dialogs, navigations, consoleErrors };
+  }
+
+  const stateText = (page: Page) => page.locator("#state").textContent();
+
+  it("follows a run live: cancelling it updates the state and appends a transcript entry", async () => {
+    const run = await createRun("$ sleep 30");
+    await waitForState(t, run.run_id, ["INPROGRESS"]);
+    const { page, context, navigations, consoleErrors } = await openPage(run.session_link);
+    try {
+      await page.screenshot({ path: "/tmp/session-page-inprogress.png", fullPage: true });
+      expect(await page.locator("h1").textContent()).toBe(run.title);
+      expect(await page.title()).toBe(`${run.title} · Dispatch`);
+      expect(await stateText(page)).toBe("In progress");
+      expect(await page.locator("#state").getAttribute("data-state")).toBe("INPROGRESS");
+      const stateEntriesBefore = await page.locator("#transcript li.ev-state").count();
+      const lastSeqBefore = Number(await page.locator("#transcript").getAttribute("data-last-seq"));
+      expect(lastSeqBefore).toBeGreaterThan(0);
+      // A marker that a reload would wipe out.
+      await page.evaluate(() => {
+        (window as unknown as { __sameDocument: boolean }).__sameDocument = true;
+      });
+
+      const cancelled = await t.api("POST", `/api/v1/agent/runs/${run.run_id}/cancel`);
+      expect(cancelled.status, cancelled.text).toBeLessThan(300);
+
+      await page.waitForFunction(
+        () => document.getElementById("state")?.textContent === "Cancelled",
+        undefined,
+        {
+          timeout: LIVE_DEADLINE_MS,
+        },
+      );
+      expect(await page.locator("#state").getAttribute("data-state")).toBe("CANCELLED");
+      await page
+        .locator("#status-message", { hasText: /^Cancelled by / })
+        .waitFor({ timeout: LIVE_DEADLINE_MS });
+
+      const stateEntries = page.locator("#transcript li.ev-state");
+      expect(await stateEntries.count()).toBe(stateEntriesBefore + 1);
+      const appended = stateEntries.last();
+      expect(Number(await appended.getAttribute("data-seq"))).toBeGreaterThan(lastSeqBefore);
+      expect(await appended.locator("pre").textContent()).toMatch(/^Cancelled — Cancelled by /);
+      await page.screenshot({ path: "/tmp/session-page-cancelled.png", fullPage: true });
+
+      // Same document: no navigation after the first load, and the marker survived.
+      expect(navigations).toHaveLength(1);
+      expect(
+        await page.evaluate(() => (window as unknown as { __sameDocument?: boolean }).__sameDocument),
+      ).toBe(true);
+      expect(consoleErrors).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it("shows hostile prompt and streamed tool output as text, and runs none of it", async () => {
+    // The run waits at a gate so that the hostile output reaches the page over the live stream.
+    const gate = join(t.dataDir, `gate-${Date.now()}`);
+    const run = await createRun(
+      `<script>alert(1)</script>\n$ until [ -e '${gate}' ]; do sleep 0.02; done\n$ printf '<img src=x onerror=alert(2)>'`,
+    );
+    await waitForState(t, run.run_id, ["INPROGRESS"]);
+    const { page, context, dialogs, consoleErrors } = await openPage(run.session_link);
+    try {
+      expect(await page.locator("h1").textContent()).toBe("<script>alert(1)</script>");
+      expect(await page.title()).toBe("<script>alert(1)</script> · Dispatch");
+      expect(await page.locator("pre.prompt").textContent()).toContain("<script>alert(1)</script>");
+
+      await writeFile(gate, "");
+      const output = page.locator("#transcript li.ev-tool_result pre", {
+        hasText: "<img src=x onerror=alert(2)>",
+      });
+      await output.waitFor({ timeout: LIVE_DEADLINE_MS });
+      expect(await output.textContent()).toBe("<img src=x onerror=alert(2)>");
+      expect(await output.isVisible()).toBe(true);
+      await page.waitForFunction(
+        () => document.getElementById("state")?.textContent === "Succeeded",
+        undefined,
+        {
+          timeout: LIVE_DEADLINE_MS,
+        },
+      );
+      await assertNothingInjected(page);
+      const streamed = await transcriptEntries(page);
+
+      // The server-rendered path: the same run loaded afresh once finished.
+      await page.reload();
+      // The script renders streamed events exactly as the server renders stored ones.
+      expect(await transcriptEntries(page)).toEqual(streamed);
+      expect(await page.locator("#state").textContent()).toBe("Succeeded");
+      expect(await page.locator("#transcript li.ev-tool_result pre").last().textContent()).toBe(
+        "<img src=x onerror=alert(2)>",
+      );
+      await assertNothingInjected(page);
+
+      expect(dialogs).toEqual([]);
+      // No CSP refusal either (an unescaped onerror would be blocked by CSP and logged here).
+      expect(consoleErrors).toEqual([]);
+      // The detector itself works: a real alert is seen.
+      await page.evaluate(() => alert("probe"));
+      expect(dialogs).toEqual(["probe"]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it("reads without JavaScript", async () => {
+    const run = await createRun("Read me without a script\n$ printf 'plain-%s' 7");
+    await waitForState(t, run.run_id, ["SUCCEEDED"]);
+    const { page, context } = await openPage(run.session_link, { javaScriptEnabled: false });
+    try {
+      expect(await page.locator("#state").textContent()).toBe("Succeeded");
+      await expectVisibleText(page, "#transcript li.ev-tool_call pre", "printf 'plain-%s' 7");
+      await expectVisibleText(page, "#transcript li.ev-tool_result pre", "plain-7");
+      await expectVisibleText(
+        page,
+        '#transcript li.ev-message:has(span.label:text-is("assistant")) pre',
+        /^Read me without a script\n\nRan 1 command:/,
+      );
+    } finally {
+      await context.close();
+    }
+  });
+});
+
+/** Every transcript entry as the reader sees it: seq, type, label and text. */
+function transcriptEntries(page: Page) {
+  return page.locator("#transcript li").evaluateAll((items) =>
+    items.map((li) => ({
+      seq: (li as HTMLElement).dataset.seq,
+      type: li.className,
+      label: li.querySelector(".label")?.textContent,
+      text: li.querySelector("pre")?.textContent,
+    })),
+  );
+}
+
+async function assertNothingInjected(page: Page): Promise<void> {
+  expect(await page.locator("img").count()).toBe(0);
+  // Only the page's own script element exists.
+  expect(await page.locator("script").count()).toBe(1);
+}
+
+async function expectVisibleText(page: Page, selector: string, text: string | RegExp): Promise<void> {
+  const el = page.locator(selector);
+  expect(await el.count()).toBe(1);
+  expect(await el.isVisible()).toBe(true);
+  const content = await el.textContent();
+  if (typeof text === "string") expect(content).toBe(text);
+  else expect(content).toMatch(text);
+}
