@@ -132,15 +132,19 @@ const CLIENT_SCRIPT = `
   const stateEl = document.getElementById("state");
   const statusEl = document.getElementById("status-message");
   let last = Number(list.dataset.lastSeq || 0);
+  // Mirrors describeEvent (same rules, same ?? fallbacks) so a streamed entry reads like a rendered one.
   const describe = (e) => {
-    const d = e.data || {};
+    const d = e.data ?? {};
     switch (e.type) {
-      case "state": return ["state", (words[d.state] || d.state) + (d.status_message ? " — " + d.status_message.message : "")];
-      case "message": return [String(d.role || "message"), String(d.text || "")];
-      case "tool_call": return ["tool call · " + (d.tool || ""), String(d.command || JSON.stringify(d.input || d))];
-      case "tool_result": return ["tool result" + (d.exit_code !== undefined ? " · exit " + d.exit_code : ""), String(d.output || JSON.stringify(d))];
-      case "followup": return ["follow-up", String(d.message || "")];
-      default: return [e.type, String(d.text || d.message || JSON.stringify(d))];
+      case "state": {
+        const msg = d.status_message?.message;
+        return ["state", String(words[String(d.state)] ?? d.state) + (msg ? " — " + msg : "")];
+      }
+      case "message": return [String(d.role ?? "message"), String(d.text ?? "")];
+      case "tool_call": return ["tool call · " + String(d.tool ?? ""), String(d.command ?? JSON.stringify(d.input ?? d))];
+      case "tool_result": return ["tool result" + (d.exit_code !== undefined ? " · exit " + String(d.exit_code) : ""), String(d.output ?? JSON.stringify(d))];
+      case "followup": return ["follow-up", String(d.message ?? "")];
+      default: return [e.type, String(d.text ?? d.message ?? JSON.stringify(d))];
     }
   };
   const source = new EventSource(location.pathname.replace(/\\/$/, "") + "/events?after=" + last);

@@ -34,7 +34,7 @@ function expectProblem(
 async function raw(
   method: string,
   path: string,
-  init: { headers?: Record<string, string>; body?: string | Buffer } = {},
+  init: { headers?: Record<string, string>; body?: string | Uint8Array<ArrayBuffer> } = {},
 ) {
   const res = await fetch(t.url + path, {
     method,
@@ -198,7 +198,7 @@ describe("every error code of API.md", () => {
 });
 
 describe("no input of any shape yields a 5xx", () => {
-  const bodies: Array<[string, string]> = [
+  const bodies: Array<[string, string | Uint8Array<ArrayBuffer>]> = [
     ["malformed JSON", "{"],
     ["a JSON string", '"hello"'],
     ["a JSON array", "[1,2]"],
@@ -230,7 +230,7 @@ describe("no input of any shape yields a 5xx", () => {
     ["metadata value not a string", '{"prompt":"x","metadata":{"k":1}}'],
     ["prototype pollution", '{"prompt":"x","__proto__":{"admin":true}}'],
     ["deep nesting", `${"[".repeat(5000)}${"]".repeat(5000)}`],
-    ["invalid UTF-8", "\xff\xfe{}"],
+    ["invalid UTF-8", new Uint8Array([0xff, 0xfe, 0x7b, 0x7d])],
   ];
   for (const [what, body] of bodies) {
     it(`create with ${what} → 400`, async () => {
