@@ -1,5 +1,17 @@
 import pino, { type Logger } from "pino";
 
+/**
+ * Token shapes scrubbed from every log line, whatever field or error message carries them: Dispatch API
+ * keys, Slack tokens, GitHub tokens and provider keys.
+ */
+const SECRET_PATTERNS =
+  /\b(dsp_[A-Za-z0-9]{40}|xox[abposr]-[A-Za-z0-9-]{10,}|xapp-[A-Za-z0-9-]{10,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9_-]{16,})/g;
+
+export function scrubSecrets(text: string): string {
+  // Keep the first four characters: enough to tell which kind of secret it was.
+  return text.replace(SECRET_PATTERNS, (m) => `${m.slice(0, 4)}[redacted]`);
+}
+
 /** JSON logs; anything that can carry a secret is redacted wherever it appears. */
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   return pino(
@@ -25,6 +37,7 @@ export function createLogger(level: string, destination?: pino.DestinationStream
         censor: "[redacted]",
       },
       serializers: { err: pino.stdSerializers.err },
+      hooks: { streamWrite: scrubSecrets },
     },
     destination,
   );
