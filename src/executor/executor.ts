@@ -69,18 +69,11 @@ export class Executor {
     for (const execution of left) execution.stop("shutdown");
     await all();
     for (const execution of left) {
-      await this.opts.store.transition(
-        execution.run.id,
-        "error",
-        {
-          statusMessage: {
-            message: "Dispatch shut down while this run was in progress; send a follow-up to continue it.",
-            error_code: "worker_shutdown",
-            retryable: true,
-          },
-        },
-        { workerId: this.workerId },
-      );
+      await this.opts.store.abandonRun(execution.run.id, this.workerId, {
+        message: "Dispatch shut down while this run was in progress; send a follow-up to continue it.",
+        error_code: "worker_shutdown",
+        retryable: true,
+      });
     }
   }
 

@@ -64,11 +64,19 @@ export class RunExecution {
       const type = run.agentConfig.harness?.type ?? "scripted";
       const harness = this.deps.harnesses.get(type);
       if (!harness) {
-        await this.finish({
-          status: "failed",
-          message: `harness "${type}" is not available on this server (available: ${this.deps.harnesses.types().join(", ")}); create the run with config.harness.type set to one of them`,
-          errorCode: "harness_unavailable",
-        });
+        const available = this.deps.harnesses.types().join(", ");
+        await store.transition(
+          run.id,
+          "fail",
+          {
+            statusMessage: {
+              message: `harness "${type}" is not available on this server (available: ${available}); create the run with config.harness.type set to one of them`,
+              error_code: "harness_unavailable",
+              retryable: false,
+            },
+          },
+          { workerId },
+        );
         return;
       }
       const waiting = await store.startAgent(run.id, workerId);

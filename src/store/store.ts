@@ -83,7 +83,19 @@ export interface Store {
     trigger: "succeed" | "fail" | "error",
     patch: RunPatch,
   ): Promise<{ run?: RunRecord; pending: FollowupRecord[] }>;
-  /** Runs whose lease has expired, handled per DESIGN.md; returns the runs it changed. */
+  /**
+   * ERROR for a run this worker can no longer finish (shutting down). Follow-ups it never took are not
+   * dropped: they start the next execution at once. Undefined when the worker no longer owns the run.
+   */
+  abandonRun(
+    runId: string,
+    workerId: string,
+    statusMessage: NonNullable<RunRecord["statusMessage"]>,
+  ): Promise<RunRecord | undefined>;
+  /**
+   * Runs whose lease has expired, handled per DESIGN.md: re-queued once if the agent had not started,
+   * else abandoned as "worker lost". Returns the runs it changed.
+   */
   recoverExpiredLeases(): Promise<RunRecord[]>;
 
   // Follow-ups

@@ -51,14 +51,19 @@ afterEach(async () => {
   // Even after a failure: no server, no orphaned agent process (they run in their own process groups
   // and outlive a SIGKILLed server), no temporary directory is left behind.
   for (const fixture of fixtures.splice(0)) {
-    for (const server of fixture.servers) await stopServerProcess(server);
-    await killAgentProcesses(fixture.dataDir);
-    await rm(fixture.dataDir, { recursive: true, force: true });
+    try {
+      for (const server of fixture.servers) await stopServerProcess(server);
+      await killAgentProcesses(fixture.dataDir);
+    } finally {
+      await rm(fixture.dataDir, { recursive: true, force: true });
+    }
   }
   for (const t of inProcess.splice(0)) {
-    const dataDir = t.dataDir;
-    await t.stop();
-    await killAgentProcesses(dataDir);
+    try {
+      await t.stop();
+    } finally {
+      await killAgentProcesses(t.dataDir);
+    }
   }
 });
 
@@ -216,6 +221,13 @@ describe("faults: the real server process", () => {
     const runId = await createRun(first, "$ sleep 30");
     const pids = await waitForCommand(runId);
     expect((await getRun(first, runId)).state).toBe("INPROGRESS");
+    // A second run holds a follow-up its agent has not taken yet when the shutdown comes.
+    const steered = await createRun(first, "$ sleep 30");
+    await waitForCommand(steered);
+    const pending = await first.api("POST", `/api/v1/agent/runs/${steered}/followups`, {
+      message: "$ echo steered > steered.txt",
+    });
+    expect(pending.body.outcome).toBe("live_session");
 
     const signalledAt = Date.now();
     first.child.kill("SIGTERM");
@@ -238,6 +250,13 @@ describe("faults: the real server process", () => {
     expect(stopped.state).toBe("ERROR");
     expect(stopped.status_message).toMatchObject({ error_code: "worker_shutdown", retryable: true });
     expect(stopped.finished_at).toEqual(expect.any(String));
+    // The undelivered follow-up is not lost: it starts the next execution by itself.
+    const resumed = await waitForRun(second, steered, TERMINAL);
+    expect(resumed.state).toBe("SUCCEEDED");
+    // (The interrupted `sleep 30` has no result: it was killed by the shutdown.)
+    expect(commandsRun(await events(second, steered))).toEqual([
+      { command: "echo steered > steered.txt", exit_code: 0 },
+    ]);
 
     const followup = await second.api("POST", `/api/v1/agent/runs/${runId}/followups`, {
       message: "$ echo resumed > resumed.txt",

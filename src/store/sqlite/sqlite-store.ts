@@ -379,25 +379,27 @@ export class SqliteStore implements Store {
           );
           continue;
         }
-        let run = this.applyTransition(id, "error", {
-          statusMessage: {
-            message: "The worker running this run was lost (its lease expired).",
-            error_code: "worker_lost",
-            retryable: true,
-          },
+        const run = this.abandon(id, undefined, {
+          message: "The worker running this run was lost (its lease expired).",
+          error_code: "worker_lost",
+          retryable: true,
         })!;
-        // Follow-ups the lost worker never took are not dropped: they start the next execution now.
-        const waiting = this.sql(
-          "SELECT 1 FROM followups WHERE run_id = ? AND delivered_at IS NULL LIMIT 1",
-        ).get(id);
-        if (waiting)
-          run = this.applyTransition(id, "handoff", { eventData: { reason: "undelivered follow-up" } })!;
         out.push(run);
       }
       return out;
     });
     for (const run of changed) this.announce(run);
     return changed;
+  }
+
+  async abandonRun(
+    runId: string,
+    workerId: string,
+    statusMessage: NonNullable<RunRecord["statusMessage"]>,
+  ): Promise<RunRecord | undefined> {
+    const run = this.tx(() => this.abandon(runId, workerId, statusMessage));
+    if (run) this.announce(run);
+    return run;
   }
 
   // --- follow-ups ------------------------------------------------------------------------------
@@ -583,6 +585,21 @@ export class SqliteStore implements Store {
       nowIso,
     );
     return updated;
+  }
+
+  /** ERROR for a run its worker can no longer finish; follow-ups it never took start the next execution. */
+  private abandon(
+    runId: string,
+    workerId: string | undefined,
+    statusMessage: NonNullable<RunRecord["statusMessage"]>,
+  ): RunRecord | undefined {
+    const errored = this.applyTransition(runId, "error", { statusMessage }, workerId);
+    if (!errored) return undefined;
+    const waiting = this.sql("SELECT 1 FROM followups WHERE run_id = ? AND delivered_at IS NULL LIMIT 1").get(
+      runId,
+    );
+    if (!waiting) return errored;
+    return this.applyTransition(runId, "handoff", { eventData: { reason: "undelivered follow-up" } });
   }
 
   private touch(runId: string, at: string): RunRecord {
