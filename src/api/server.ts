@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import type { RunService } from "../runs/run-service.ts";
 import type { Caller } from "../runs/types.ts";
 import { registerSessionPage } from "../web/session-page.ts";
-import { authenticate } from "./auth.ts";
+import { Authenticator } from "./auth.ts";
 import type { Metrics } from "./metrics.ts";
 import { ApiError, codeForStatus, problemBody } from "./problem.ts";
 import { RateLimiter } from "./rate-limit.ts";
@@ -67,6 +67,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   });
 
   const limiter = new RateLimiter(deps.rateLimit.perMinute, deps.rateLimit.burst);
+  const authenticator = new Authenticator(deps.runService.store);
   app.addHook("onRequest", async (req, reply) => {
     reply.header("x-request-id", req.id);
     if (!req.routeOptions.config.auth) return;
@@ -75,7 +76,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
         "retry-after": "5",
       });
     }
-    req.caller = await authenticate(req, deps.runService.store);
+    req.caller = await authenticator.authenticate(req);
     const wait = limiter.take(req.caller.key.id);
     if (wait > 0) {
       throw new ApiError("rate_limited", `over this key's rate limit; retry in ${wait} s`, {

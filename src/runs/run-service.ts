@@ -85,7 +85,8 @@ export class RunService {
       agentStarted: false,
       requeueCount: 0,
     };
-    const atCapacity = (await this.store.countActiveRuns()) >= this.options.capacity;
+    const capacity = this.options.capacity;
+    const atCapacity = (await this.store.countActiveRuns(capacity)) >= capacity;
     const respond = (created: unknown) => {
       const r = created as RunRecord;
       return { run_id: r.id, task_id: r.id, state: "QUEUED" as const, at_capacity: atCapacity };

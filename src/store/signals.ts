@@ -15,6 +15,8 @@ export interface StoreSignalMap {
   event_appended: [runId: string, seq: number];
   /** A follow-up was accepted for the run. */
   followup_added: [runId: string];
+  /** An API key was revoked (caches of callers must forget it). */
+  api_key_revoked: [keyId: string];
 }
 
 export class StoreSignals extends EventEmitter<StoreSignalMap> {

@@ -48,8 +48,8 @@ export interface Store {
   getRunBySession(sessionId: string): Promise<RunRecord | undefined>;
   listRuns(teamId: string, query: RunListQuery): Promise<{ runs: RunRecord[]; hasMore: boolean }>;
   countRunsByState(): Promise<Record<RunState, number>>;
-  /** QUEUED plus INPROGRESS runs, across teams (what the executors have to do). */
-  countActiveRuns(): Promise<number>;
+  /** QUEUED plus INPROGRESS runs across teams (what the executors have to do), counted up to `upTo`. */
+  countActiveRuns(upTo: number): Promise<number>;
   /**
    * Applies `trigger` if the run's state allows it (and, with `workerId`, only while that worker holds
    * the lease), sets `patch`, bumps updated_at and appends a `state` event, all at once. Returns the

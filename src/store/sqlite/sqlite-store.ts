@@ -38,6 +38,11 @@ export class SqliteStore implements Store {
   readonly signals = new StoreSignals();
   private readonly db: DatabaseSync;
   private readonly statements = new Map<string, StatementSync>();
+  private pending: Array<{
+    work: () => unknown;
+    resolve: (value: unknown) => void;
+    reject: (err: unknown) => void;
+  }> = [];
 
   constructor(path: string, opts: { busyTimeoutMs?: number } = {}) {
     if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
@@ -150,7 +155,7 @@ export class SqliteStore implements Store {
   }
 
   async revokeApiKey(idOrPrefix: string, at: string): Promise<ApiKeyRecord | undefined> {
-    return this.tx(() => {
+    const revoked = this.tx(() => {
       const rows = this.sql("SELECT * FROM api_keys WHERE id = ? OR prefix = ?").all(
         idOrPrefix,
         idOrPrefix,
@@ -160,6 +165,8 @@ export class SqliteStore implements Store {
       this.sql("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?").run(at, id);
       return toApiKey(this.sql("SELECT * FROM api_keys WHERE id = ?").get(id) as Row);
     });
+    if (revoked) this.signals.emit("api_key_revoked", revoked.id);
+    return revoked;
   }
 
   async countActiveApiKeys(): Promise<number> {
@@ -170,7 +177,7 @@ export class SqliteStore implements Store {
   // --- runs ------------------------------------------------------------------------------------
 
   async createRun(run: RunRecord, idem?: IdempotencyClaim): Promise<IdempotentResult<RunRecord>> {
-    const result = this.tx((): IdempotentResult<RunRecord> => {
+    const result = await this.grouped((): IdempotentResult<RunRecord> => {
       if (idem) {
         const seen = this.checkIdempotency(idem);
         if (seen) return seen;
@@ -271,11 +278,10 @@ export class SqliteStore implements Store {
       where.push(`(${column}, id) ${dir === "ASC" ? ">" : "<"} (?, ?)`);
       params.push(q.after.value, q.after.id);
     }
-    const rows = this.db
-      .prepare(
-        `SELECT * FROM runs WHERE ${where.join(" AND ")} ORDER BY ${column} ${dir}, id ${dir} LIMIT ${q.limit + 1}`,
-      )
-      .all(...params) as Row[];
+    // One cached statement per combination of filters in use: a bounded set, since values are bound.
+    const rows = this.sql(
+      `SELECT * FROM runs WHERE ${where.join(" AND ")} ORDER BY ${column} ${dir}, id ${dir} LIMIT ?`,
+    ).all(...params, q.limit + 1) as Row[];
     const hasMore = rows.length > q.limit;
     return { runs: rows.slice(0, q.limit).map(toRun), hasMore };
   }
@@ -301,7 +307,7 @@ export class SqliteStore implements Store {
     patch: RunPatch = {},
     opts: { workerId?: string } = {},
   ): Promise<RunRecord | undefined> {
-    const run = this.tx(() => this.applyTransition(runId, trigger, patch, opts.workerId));
+    const run = await this.grouped(() => this.applyTransition(runId, trigger, patch, opts.workerId));
     if (run) this.announce(run);
     return run;
   }
@@ -309,7 +315,7 @@ export class SqliteStore implements Store {
   // --- executor --------------------------------------------------------------------------------
 
   async claimNextRun(workerId: string, leaseMs: number): Promise<RunRecord | undefined> {
-    const run = this.tx(() => {
+    const run = await this.grouped(() => {
       const row = this.sql(
         "SELECT id FROM runs WHERE state = 'QUEUED' ORDER BY queued_at, id LIMIT 1",
       ).get() as Row | undefined;
@@ -328,14 +334,16 @@ export class SqliteStore implements Store {
   }
 
   async renewLease(runId: string, workerId: string, leaseMs: number): Promise<boolean> {
-    const res = this.sql(
-      "UPDATE runs SET lease_expires_at = ? WHERE id = ? AND worker_id = ? AND state = 'INPROGRESS'",
-    ).run(iso(Date.now() + leaseMs), runId, workerId);
-    return Number(res.changes) === 1;
+    return this.grouped(() => {
+      const res = this.sql(
+        "UPDATE runs SET lease_expires_at = ? WHERE id = ? AND worker_id = ? AND state = 'INPROGRESS'",
+      ).run(iso(Date.now() + leaseMs), runId, workerId);
+      return Number(res.changes) === 1;
+    });
   }
 
   async startAgent(runId: string, workerId: string): Promise<FollowupRecord[] | undefined> {
-    return this.tx(() => {
+    return this.grouped(() => {
       const row = this.sql(
         "UPDATE runs SET agent_started = 1 WHERE id = ? AND worker_id = ? AND state = 'INPROGRESS' RETURNING execution",
       ).get(runId, workerId) as Row | undefined;
@@ -349,7 +357,7 @@ export class SqliteStore implements Store {
     trigger: "succeed" | "fail" | "error",
     patch: RunPatch,
   ): Promise<{ run?: RunRecord; pending: FollowupRecord[] }> {
-    const result = this.tx(() => {
+    const result = await this.grouped(() => {
       const owner = this.sql(
         "SELECT execution FROM runs WHERE id = ? AND worker_id = ? AND state = 'INPROGRESS'",
       ).get(runId, workerId) as Row | undefined;
@@ -363,7 +371,7 @@ export class SqliteStore implements Store {
   }
 
   async recoverExpiredLeases(): Promise<RunRecord[]> {
-    const changed = this.tx(() => {
+    const changed = await this.grouped(() => {
       const now = iso(Date.now());
       const expired = this.sql(
         "SELECT id, agent_started, requeue_count FROM runs WHERE state = 'INPROGRESS' AND lease_expires_at < ?",
@@ -397,7 +405,7 @@ export class SqliteStore implements Store {
     workerId: string,
     statusMessage: NonNullable<RunRecord["statusMessage"]>,
   ): Promise<RunRecord | undefined> {
-    const run = this.tx(() => this.abandon(runId, workerId, statusMessage));
+    const run = await this.grouped(() => this.abandon(runId, workerId, statusMessage));
     if (run) this.announce(run);
     return run;
   }
@@ -410,37 +418,43 @@ export class SqliteStore implements Store {
     f: { id: string; message: string; mode: string },
     idem?: IdempotencyClaim,
   ): Promise<IdempotentResult<{ followup: FollowupRecord; run: RunRecord }> | undefined> {
-    const result = this.tx((): IdempotentResult<{ followup: FollowupRecord; run: RunRecord }> | undefined => {
-      const current = this.sql("SELECT state FROM runs WHERE id = ? AND team_id = ?").get(runId, teamId) as
-        | Row
-        | undefined;
-      if (!current) return undefined;
-      if (idem) {
-        const seen = this.checkIdempotency(idem);
-        if (seen) return seen;
-      }
-      const state = current.state as RunState;
-      const outcome: FollowupOutcome =
-        state === "QUEUED" ? "queued_prompt" : state === "INPROGRESS" ? "live_session" : "handoff_execution";
-      const now = iso(Date.now());
-      this.sql(
-        "INSERT INTO followups (id, run_id, message, mode, outcome, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-      ).run(f.id, runId, f.message, f.mode, outcome, now);
-      this.insertEvent(
-        runId,
-        "followup",
-        { followup_id: f.id, message: f.message, mode: f.mode, outcome },
-        now,
-      );
-      const run =
-        outcome === "handoff_execution"
-          ? this.applyTransition(runId, "handoff", { eventData: { followup_id: f.id } })!
-          : this.touch(runId, now);
-      const followup = toFollowup(this.sql("SELECT * FROM followups WHERE id = ?").get(f.id) as Row);
-      const value = { followup, run };
-      const response = idem ? this.rememberResponse(idem, value) : undefined;
-      return { kind: "created", value, response };
-    });
+    const result = await this.grouped(
+      (): IdempotentResult<{ followup: FollowupRecord; run: RunRecord }> | undefined => {
+        const current = this.sql("SELECT state FROM runs WHERE id = ? AND team_id = ?").get(runId, teamId) as
+          | Row
+          | undefined;
+        if (!current) return undefined;
+        if (idem) {
+          const seen = this.checkIdempotency(idem);
+          if (seen) return seen;
+        }
+        const state = current.state as RunState;
+        const outcome: FollowupOutcome =
+          state === "QUEUED"
+            ? "queued_prompt"
+            : state === "INPROGRESS"
+              ? "live_session"
+              : "handoff_execution";
+        const now = iso(Date.now());
+        this.sql(
+          "INSERT INTO followups (id, run_id, message, mode, outcome, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+        ).run(f.id, runId, f.message, f.mode, outcome, now);
+        this.insertEvent(
+          runId,
+          "followup",
+          { followup_id: f.id, message: f.message, mode: f.mode, outcome },
+          now,
+        );
+        const run =
+          outcome === "handoff_execution"
+            ? this.applyTransition(runId, "handoff", { eventData: { followup_id: f.id } })!
+            : this.touch(runId, now);
+        const followup = toFollowup(this.sql("SELECT * FROM followups WHERE id = ?").get(f.id) as Row);
+        const value = { followup, run };
+        const response = idem ? this.rememberResponse(idem, value) : undefined;
+        return { kind: "created", value, response };
+      },
+    );
     if (result?.kind === "created") {
       this.announce(result.value.run);
       this.signals.emit("followup_added", runId);
@@ -449,13 +463,13 @@ export class SqliteStore implements Store {
   }
 
   async takePendingFollowups(runId: string, execution: number): Promise<FollowupRecord[]> {
-    return this.tx(() => this.takePending(runId, execution));
+    return this.grouped(() => this.takePending(runId, execution));
   }
 
   // --- transcript ------------------------------------------------------------------------------
 
   async appendEvent(runId: string, type: RunEventType, data: Record<string, unknown>): Promise<RunEvent> {
-    const event = this.tx(() => this.insertEvent(runId, type, data, iso(Date.now())));
+    const event = await this.grouped(() => this.insertEvent(runId, type, data, iso(Date.now())));
     this.signals.emit("event_appended", runId, event.seq);
     return event;
   }
@@ -485,6 +499,53 @@ export class SqliteStore implements Store {
       this.statements.set(text, stmt);
     }
     return stmt;
+  }
+
+  /**
+   * Group commit: writes that arrive in the same event-loop turn share one transaction and so one fsync
+   * (synchronous=FULL makes each COMMIT wait for the disk). Each write runs in its own savepoint, so one
+   * failing write does not undo the others; every caller is answered only after the COMMIT.
+   */
+  private grouped<T>(work: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.pending.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      if (this.pending.length === 1) setImmediate(() => this.flush());
+    });
+  }
+
+  private flush(): void {
+    const batch = this.pending;
+    this.pending = [];
+    const results: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+    try {
+      this.db.exec("BEGIN IMMEDIATE");
+    } catch (error) {
+      for (const item of batch) item.reject(error);
+      return;
+    }
+    for (const item of batch) {
+      this.db.exec("SAVEPOINT write");
+      try {
+        results.push({ ok: true, value: item.work() });
+        this.db.exec("RELEASE write");
+      } catch (error) {
+        this.db.exec("ROLLBACK TO write");
+        this.db.exec("RELEASE write");
+        results.push({ ok: false, error });
+      }
+    }
+    try {
+      this.db.exec("COMMIT");
+    } catch (error) {
+      if (this.db.isTransaction) this.db.exec("ROLLBACK");
+      for (const item of batch) item.reject(error);
+      return;
+    }
+    batch.forEach((item, i) => {
+      const result = results[i]!;
+      if (result.ok) item.resolve(result.value);
+      else item.reject(result.error);
+    });
   }
 
   private tx<T>(fn: () => T): T {
