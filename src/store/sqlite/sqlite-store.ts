@@ -294,10 +294,10 @@ export class SqliteStore implements Store {
     return counts;
   }
 
-  async countActiveRuns(): Promise<number> {
+  async countActiveRuns(upTo: number): Promise<number> {
     const row = this.sql(
-      "SELECT COUNT(*) AS n FROM runs WHERE state IN ('QUEUED', 'INPROGRESS')",
-    ).get() as Row;
+      "SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE state IN ('QUEUED', 'INPROGRESS') LIMIT ?)",
+    ).get(upTo) as Row;
     return Number(row.n);
   }
 

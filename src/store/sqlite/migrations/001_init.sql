@@ -65,7 +65,11 @@ CREATE TABLE runs (
 CREATE INDEX runs_team_updated ON runs (team_id, updated_at, id);
 CREATE INDEX runs_team_created ON runs (team_id, created_at, id);
 CREATE INDEX runs_team_title ON runs (team_id, title, id);
-CREATE INDEX runs_active ON runs (state, queued_at) WHERE state IN ('QUEUED', 'INPROGRESS');
+-- The queue (claim the oldest QUEUED run), the leases to recover, and the count of active runs: each
+-- partial index holds only the few rows that are not finished, however many runs are stored.
+CREATE INDEX runs_queued ON runs (queued_at, id) WHERE state = 'QUEUED';
+CREATE INDEX runs_leases ON runs (lease_expires_at) WHERE state = 'INPROGRESS';
+CREATE INDEX runs_active ON runs (state) WHERE state IN ('QUEUED', 'INPROGRESS');
 
 CREATE TABLE run_events (
   run_id TEXT NOT NULL,

@@ -1,0 +1,3 @@
+from .runs import AsyncRuns, AsyncRunsWithRawResponse, Runs, RunsWithRawResponse
+
+__all__ = ["Runs", "AsyncRuns", "RunsWithRawResponse", "AsyncRunsWithRawResponse"]
