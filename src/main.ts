@@ -1,6 +1,5 @@
 #!/usr/bin/env node
-import { keys } from "./cli/keys.ts";
-import { serve } from "./cli/serve.ts";
+import { isRunCommand, RUNS_USAGE } from "./cli/run-commands.ts";
 import { ConfigError } from "./config.ts";
 
 const USAGE = `Dispatch: hand work to coding agents from Slack, GitHub and HTTP.
@@ -8,16 +7,21 @@ const USAGE = `Dispatch: hand work to coding agents from Slack, GitHub and HTTP.
 Usage:
   dispatch serve                 start the API, workers and integrations (npm start)
   dispatch keys create|list|revoke   manage API keys on this machine's store
+
+Runs (over the HTTP API):
+${RUNS_USAGE}
 `;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (isRunCommand(command)) return (await import("./cli/runs.ts")).runCommand(command, rest);
   switch (command) {
     case "serve":
-      await serve();
+      // Loaded on demand: the run commands should not pay for the server's modules at start-up.
+      await (await import("./cli/serve.ts")).serve();
       return -1;
     case "keys":
-      return keys(rest);
+      return (await import("./cli/keys.ts")).keys(rest);
     case undefined:
     case "help":
     case "--help":

@@ -1,0 +1,325 @@
+import { parseArgs } from "node:util";
+import {
+  APIConnectionError,
+  APIError,
+  type CreateRunRequest,
+  Dispatch,
+  DispatchError,
+  isTerminalState,
+  type ListRunsQuery,
+  type RunEvent,
+  type RunItem,
+} from "../client/index.ts";
+import { RUNS_USAGE, type RunCommand } from "./run-commands.ts";
+import { renderEvent, StatusLine, stylesFor } from "./transcript.ts";
+
+const EXIT_OK = 0;
+const EXIT_FAILED = 1;
+const EXIT_USAGE = 2;
+const EXIT_INTERRUPTED = 130;
+
+class UsageError extends Error {}
+
+/** The run commands: the API over HTTP through the TypeScript client, from any machine. */
+export async function runCommand(command: RunCommand, argv: string[]): Promise<number> {
+  if (argv.includes("--help") || argv.includes("-h")) {
+    process.stdout.write(`Usage:\n${RUNS_USAGE}\n`);
+    return EXIT_OK;
+  }
+  try {
+    switch (command) {
+      case "run":
+        return await create(argv);
+      case "list":
+        return await list(argv);
+      case "get":
+        return await get(argv);
+      case "followup":
+        return await followup(argv);
+      case "cancel":
+        return await cancel(argv);
+      case "logs":
+        return await logs(argv);
+    }
+  } catch (err) {
+    return reportError(err);
+  }
+}
+
+function client(): Dispatch {
+  return new Dispatch({
+    apiKey: process.env.DISPATCH_API_KEY || process.env.DISPATCH_ADMIN_API_KEY || undefined,
+  });
+}
+
+async function create(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      name: { type: "string" },
+      model: { type: "string" },
+      env: { type: "string" },
+      skill: { type: "string" },
+      title: { type: "string" },
+      follow: { type: "boolean", short: "f" },
+      json: { type: "boolean" },
+    },
+  });
+  let prompt = positionals.join(" ");
+  if (prompt === "-") prompt = await readStdin();
+  if (prompt.trim() === "" && !values.skill) throw new UsageError("give a prompt (or --skill)");
+  const config: NonNullable<CreateRunRequest["config"]> = {
+    ...(values.name ? { name: values.name } : {}),
+    ...(values.model ? { model_id: values.model } : {}),
+    ...(values.env ? { environment_id: values.env } : {}),
+  };
+  const body: CreateRunRequest = {
+    ...(prompt.trim() !== "" ? { prompt } : {}),
+    ...(values.title ? { title: values.title } : {}),
+    ...(values.skill ? { skill: values.skill } : {}),
+    ...(Object.keys(config).length ? { config } : {}),
+  };
+  const dispatch = client();
+  const created = await dispatch.runs.create(body);
+  if (!values.follow) {
+    if (values.json) printJSON(created);
+    else {
+      process.stdout.write(`${created.run_id}\n`);
+      process.stderr.write(`Queued. Follow it with: dispatch logs ${created.run_id} --follow\n`);
+    }
+    return EXIT_OK;
+  }
+  if (!values.json) process.stderr.write(`Run ${created.run_id} queued.\n`);
+  return follow(dispatch, created.run_id, { json: Boolean(values.json) });
+}
+
+async function list(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      state: { type: "string", multiple: true },
+      name: { type: "string" },
+      limit: { type: "string" },
+      json: { type: "boolean" },
+    },
+  });
+  const limit = values.limit === undefined ? 20 : Number(values.limit);
+  if (!Number.isInteger(limit) || limit < 1) throw new UsageError("--limit must be a whole number ≥ 1");
+  const states = (values.state ?? []).flatMap((s) => s.split(",")).map((s) => s.trim().toUpperCase());
+  const query: ListRunsQuery = {
+    limit: Math.min(limit, 500),
+    ...(states.length ? { state: states as NonNullable<ListRunsQuery["state"]> } : {}),
+    ...(values.name ? { name: values.name } : {}),
+  };
+  const runs: RunItem[] = [];
+  for await (const run of client().runs.list(query)) {
+    runs.push(run);
+    if (runs.length >= limit) break;
+  }
+  if (values.json) {
+    printJSON(runs);
+    return EXIT_OK;
+  }
+  const rows = runs.map((r) => [r.run_id, r.state, r.updated_at, r.title.replace(/\s+/g, " ")]);
+  process.stdout.write(table([["RUN ID", "STATE", "UPDATED", "TITLE"], ...rows]));
+  return EXIT_OK;
+}
+
+async function get(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { json: { type: "boolean" } },
+  });
+  const run = await client().runs.retrieve(runIdFrom(positionals));
+  if (values.json) {
+    printJSON(run);
+    return EXIT_OK;
+  }
+  const s = stylesFor(process.stdout);
+  const fields: Array<[string, string | undefined]> = [
+    ["run", run.run_id],
+    ["title", run.title],
+    ["state", run.status_message ? `${run.state}: ${run.status_message.message}` : run.state],
+    ["created", run.created_at],
+    ["updated", run.updated_at],
+    ["started", run.started_at ?? undefined],
+    ["finished", run.finished_at ?? undefined],
+    ["run time", run.run_time],
+    ["name", run.agent_config.name ?? undefined],
+    ["model", run.agent_config.model_id ?? undefined],
+    ["harness", run.agent_config.harness?.type],
+    ["creator", run.creator.display_name],
+    ["session", run.session_link],
+    ...run.artifacts.map((a): [string, string] => [
+      "artifact",
+      `${a.artifact_type} ${String(a.data.url ?? "")}`,
+    ]),
+  ];
+  const width = Math.max(...fields.map(([k]) => k.length));
+  for (const [key, value] of fields) {
+    if (value) process.stdout.write(`${s.dim(key.padEnd(width))}  ${value}\n`);
+  }
+  process.stdout.write(`\n${run.prompt}\n`);
+  return EXIT_OK;
+}
+
+async function followup(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { json: { type: "boolean" } },
+  });
+  const runId = runIdFrom(positionals);
+  let message = positionals.slice(1).join(" ");
+  if (message === "-") message = await readStdin();
+  if (message.trim() === "") throw new UsageError("give the follow-up message");
+  const sent = await client().runs.followup(runId, { message });
+  if (values.json) printJSON(sent);
+  else {
+    const where = {
+      queued_prompt: "the run has not started; the agent receives it when it does",
+      live_session: "delivered to the running agent at its next step",
+      handoff_execution: "the run is queued again to continue the conversation",
+    }[sent.outcome];
+    process.stdout.write(`${sent.followup_id}\n`);
+    process.stderr.write(`Sent (${sent.outcome}): ${where ?? sent.outcome}.\n`);
+  }
+  return EXIT_OK;
+}
+
+async function cancel(argv: string[]): Promise<number> {
+  const { positionals } = parseArgs({ args: argv, allowPositionals: true, options: {} });
+  const id = await client().runs.cancel(runIdFrom(positionals));
+  process.stdout.write(`Cancelled ${id}\n`);
+  return EXIT_OK;
+}
+
+async function logs(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      follow: { type: "boolean", short: "f" },
+      json: { type: "boolean" },
+    },
+  });
+  const runId = runIdFrom(positionals);
+  const dispatch = client();
+  if (values.follow) return follow(dispatch, runId, { json: Boolean(values.json) });
+  const s = stylesFor(process.stdout);
+  let after = 0;
+  for (;;) {
+    const page = await dispatch.runs.listEvents(runId, { after, limit: 1000 });
+    for (const event of page.events) printEvent(event, Boolean(values.json), s);
+    if (page.events.length === 0 || page.next_after === after) break;
+    after = page.next_after;
+  }
+  return EXIT_OK;
+}
+
+/**
+ * Streams the transcript until the run is terminal with nothing after that state change (a finished
+ * run that was followed up continues), then returns the exit status for its final state.
+ */
+async function follow(dispatch: Dispatch, runId: string, opts: { json: boolean }): Promise<number> {
+  const s = stylesFor(process.stdout);
+  const status = new StatusLine(process.stderr, Boolean(process.stderr.isTTY) && !opts.json);
+  const interrupt = new AbortController();
+  const onSigint = () => interrupt.abort();
+  process.once("SIGINT", onSigint);
+  status.start("connecting");
+  try {
+    for await (const event of dispatch.runs.events(runId, {}, { signal: interrupt.signal })) {
+      if (event.type === "state") status.state = String(event.data.state);
+      status.above(() => printEvent(event, opts.json, s));
+      if (event.type !== "state") continue;
+      const state = String(event.data.state);
+      if (!isTerminalState(state)) continue;
+      const later = await dispatch.runs.listEvents(runId, { after: event.seq, limit: 1 });
+      if (later.events.length > 0) continue;
+      status.stop();
+      if (!opts.json) {
+        const line = `Run ${runId} ${state}.`;
+        const e = stylesFor(process.stderr);
+        process.stderr.write(`${state === "SUCCEEDED" ? e.green(line) : e.red(line)}\n`);
+      }
+      return state === "SUCCEEDED" ? EXIT_OK : EXIT_FAILED;
+    }
+    return EXIT_FAILED; // the stream cannot end on its own; reaching here means it was cut off
+  } catch (err) {
+    if (interrupt.signal.aborted) {
+      status.stop();
+      process.stderr.write(`\nStopped following; the run goes on (dispatch logs ${runId} --follow).\n`);
+      return EXIT_INTERRUPTED;
+    }
+    throw err;
+  } finally {
+    status.stop();
+    process.off("SIGINT", onSigint);
+  }
+}
+
+function printEvent(event: RunEvent, json: boolean, s: ReturnType<typeof stylesFor>): void {
+  if (json) {
+    process.stdout.write(`${JSON.stringify(event)}\n`);
+    return;
+  }
+  const text = renderEvent(event, s);
+  if (text !== undefined) process.stdout.write(`${text}\n`);
+}
+
+/** API errors print the problem's message (not a stack) and exit 1; usage errors exit 2. */
+function reportError(err: unknown): number {
+  if (err instanceof UsageError || (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+    process.stderr.write(`${(err as Error).message}\n\nUsage:\n${RUNS_USAGE}\n`);
+    return EXIT_USAGE;
+  }
+  if (err instanceof APIConnectionError) {
+    const base = process.env.DISPATCH_BASE_URL || "http://127.0.0.1:8080";
+    process.stderr.write(`dispatch: ${err.message} Is the server at ${base} up? (DISPATCH_BASE_URL)\n`);
+    return EXIT_FAILED;
+  }
+  if (err instanceof APIError) {
+    const message = err.problem?.error ?? err.message;
+    const code = err.code ? ` ${err.code}` : "";
+    process.stderr.write(`dispatch: ${message} (HTTP ${err.status ?? "?"}${code})\n`);
+    return EXIT_FAILED;
+  }
+  if (err instanceof DispatchError) {
+    process.stderr.write(`dispatch: ${err.message}\n`);
+    return EXIT_FAILED;
+  }
+  throw err;
+}
+
+function runIdFrom(positionals: string[]): string {
+  const id = positionals[0];
+  if (!id) throw new UsageError("give the run id (see dispatch list)");
+  return id;
+}
+
+function printJSON(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
+  return rows
+    .map((r) =>
+      r
+        .map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!)))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n")
+    .concat("\n");
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}

@@ -1,0 +1,181 @@
+// Generated from openapi.json by test/client/support/openapi-codegen.ts; do not edit by hand.
+// Regenerate with `node test/client/support/openapi-codegen.ts --write` after `npm run openapi`;
+// test/client/api-types.test.ts fails while this file and openapi.json disagree.
+
+export interface MCPServerConfig {
+  command?: string;
+  args?: string[];
+  env?: Record<string, string>;
+  url?: string;
+  headers?: Record<string, string>;
+}
+
+export interface AgentConfig {
+  name?: string | null;
+  model_id?: string | null;
+  base_prompt?: string | null;
+  environment_id?: string | null;
+  skill_spec?: string | null;
+  mcp_servers?: Record<string, MCPServerConfig> | null;
+  harness?: {
+    type: string;
+  } | null;
+  idle_timeout_minutes?: number | null;
+  max_run_minutes?: number | null;
+}
+
+export interface CreateRunRequest {
+  prompt?: string | null;
+  title?: string | null;
+  config?: AgentConfig | null;
+  skill?: string | null;
+  metadata?: Record<string, string> | null;
+}
+
+export interface CreateRunResponse {
+  run_id: string;
+  task_id: string;
+  state: "QUEUED";
+  at_capacity: boolean;
+}
+
+export type RunState = "QUEUED" | "INPROGRESS" | "SUCCEEDED" | "FAILED" | "ERROR" | "CANCELLED";
+
+export interface RunItem {
+  run_id: string;
+  task_id: string;
+  title: string;
+  prompt: string;
+  state: RunState;
+  created_at: string;
+  updated_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  run_time: string;
+  session_id: string;
+  session_link: string;
+  trigger_url?: string;
+  source: string;
+  creator: {
+    type: "user" | "service_account";
+    uid: string;
+    display_name: string;
+    email?: string;
+  };
+  agent_config: AgentConfig;
+  agent_skill?: {
+    name: string;
+    description?: string;
+    full_path: string;
+  };
+  status_message?: {
+    message: string;
+    error_code?: string;
+    retryable?: boolean;
+  };
+  artifacts: Array<{
+    artifact_type: string;
+    created_at: string;
+    data: Record<string, unknown>;
+  }>;
+  request_usage: {
+    input_tokens: number;
+    output_tokens: number;
+    total_tokens: number;
+    inference_cost?: number;
+  };
+  is_sandbox_running: boolean;
+  scope: {
+    type: "Team";
+    uid: string;
+  };
+  metadata: Record<string, string>;
+}
+
+export interface ListRunsResponse {
+  runs: RunItem[];
+  page_info: {
+    has_next_page: boolean;
+    next_cursor?: string;
+  };
+}
+
+export interface FollowupRequest {
+  message: string;
+  mode?: "normal" | null;
+}
+
+export interface FollowupResponse {
+  followup_id: string;
+  outcome: "queued_prompt" | "live_session" | "handoff_execution";
+}
+
+export interface RunEvent {
+  seq: number;
+  at: string;
+  type: string;
+  data: Record<string, unknown>;
+}
+
+export interface RunEventsResponse {
+  events: RunEvent[];
+  next_after: number;
+}
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail?: string;
+  error: string;
+  error_code: string;
+  retryable: boolean;
+  instance: string;
+  trace_id?: string;
+}
+
+/** Query parameters of listRuns; whole numbers travel as strings but are given as numbers. */
+export interface ListRunsQuery {
+  limit?: number;
+  cursor?: string;
+  sort_by?: "updated_at" | "created_at" | "title";
+  sort_order?: "asc" | "desc";
+  state?:
+    | "QUEUED"
+    | "INPROGRESS"
+    | "SUCCEEDED"
+    | "FAILED"
+    | "ERROR"
+    | "CANCELLED"
+    | "PENDING"
+    | "CLAIMED"
+    | "BLOCKED"
+    | Array<
+        | "QUEUED"
+        | "INPROGRESS"
+        | "SUCCEEDED"
+        | "FAILED"
+        | "ERROR"
+        | "CANCELLED"
+        | "PENDING"
+        | "CLAIMED"
+        | "BLOCKED"
+      >;
+  name?: string;
+  config_name?: string;
+  model_id?: string;
+  creator?: string;
+  source?: string;
+  environment_id?: string;
+  skill_spec?: string;
+  created_after?: string;
+  created_before?: string;
+  updated_after?: string;
+  q?: string;
+}
+
+/** Query parameters of listRunEvents; whole numbers travel as strings but are given as numbers. */
+export interface ListRunEventsQuery {
+  after?: number;
+  limit?: number;
+}

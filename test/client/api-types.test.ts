@@ -1,0 +1,74 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import openapi from "../../openapi.json" with { type: "json" };
+import type * as Api from "../../src/client/api-types.ts";
+import { readOpenApi, renderApiTypes, TYPES_PATH } from "./support/openapi-codegen.ts";
+
+// Type level: the client's declared field names are the committed document's, for every schema.
+// A field added to or removed from openapi.json fails `tsc --noEmit` until the types are regenerated.
+type Schemas = typeof openapi.components.schemas;
+type FieldsOf<S> = S extends { properties: infer P } ? keyof P : never;
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const fieldNamesMatch: {
+  [K in keyof ApiTypes]: K extends keyof Schemas ? Same<keyof ApiTypes[K], FieldsOf<Schemas[K]>> : false;
+} = {
+  MCPServerConfig: true,
+  AgentConfig: true,
+  CreateRunRequest: true,
+  CreateRunResponse: true,
+  RunItem: true,
+  ListRunsResponse: true,
+  FollowupRequest: true,
+  FollowupResponse: true,
+  RunEvent: true,
+  RunEventsResponse: true,
+  Problem: true,
+};
+type ApiTypes = {
+  MCPServerConfig: Api.MCPServerConfig;
+  AgentConfig: Api.AgentConfig;
+  CreateRunRequest: Api.CreateRunRequest;
+  CreateRunResponse: Api.CreateRunResponse;
+  RunItem: Api.RunItem;
+  ListRunsResponse: Api.ListRunsResponse;
+  FollowupRequest: Api.FollowupRequest;
+  FollowupResponse: Api.FollowupResponse;
+  RunEvent: Api.RunEvent;
+  RunEventsResponse: Api.RunEventsResponse;
+  Problem: Api.Problem;
+};
+
+describe("client wire types", () => {
+  it("are what openapi.json generates (regenerate: node test/client/support/openapi-codegen.ts --write)", () => {
+    expect(readFileSync(TYPES_PATH, "utf8")).toBe(renderApiTypes(readOpenApi()));
+  });
+
+  it("name every field of every schema in the document", () => {
+    expect(Object.keys(fieldNamesMatch).sort()).toEqual(
+      Object.entries(openapi.components.schemas)
+        .filter(([, s]) => "properties" in s)
+        .map(([name]) => name)
+        .sort(),
+    );
+  });
+});
+
+describe("the client package", () => {
+  const root = resolve(dirname(fileURLToPath(import.meta.url)), "../../src/client");
+  const files = readdirSync(root, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".ts"));
+
+  it("has no runtime dependencies: every import is a file of src/client", () => {
+    expect(files.length).toBeGreaterThan(5);
+    for (const file of files) {
+      const source = readFileSync(join(root, file), "utf8");
+      for (const [, specifier] of source.matchAll(/(?:import|export)[^"';]*?from\s+"([^"]+)"/g)) {
+        expect(specifier, `${file} imports ${specifier}`).toMatch(/^\.\.?\//);
+        const target = resolve(root, dirname(file), specifier!);
+        expect(relative(root, target).startsWith(".."), `${file} imports ${specifier}`).toBe(false);
+      }
+      expect(source, `${file} must not need Node's globals`).not.toMatch(/\bBuffer\b|\brequire\(/);
+    }
+  });
+});
