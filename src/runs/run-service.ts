@@ -2,7 +2,6 @@ import { createHash, randomBytes } from "node:crypto";
 import { v7 as uuidv7 } from "uuid";
 import { ApiError } from "../api/problem.ts";
 import type { IdempotencyClaim, RunListQuery, SortBy, SortOrder, Store } from "../store/store.ts";
-import { isTerminal } from "./state-machine.ts";
 import type { AgentConfig, Caller, Creator, FollowupOutcome, RunRecord } from "./types.ts";
 
 const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -136,19 +135,32 @@ export class RunService {
     ) as ReturnType<typeof respond>;
   }
 
-  /** Cancels a QUEUED or INPROGRESS run; the executor sees the change and stops its processes. */
-  async cancel(ctx: RequestContext, runId: string): Promise<RunRecord> {
-    const run = await this.get(ctx.caller, runId);
+  /**
+   * Cancels a QUEUED or INPROGRESS run; the executor sees the change and stops its processes. With an
+   * Idempotency-Key a retried cancel whose first response was lost gets that response again, not a 400.
+   */
+  async cancel(ctx: RequestContext, runId: string): Promise<string> {
     const who = ctx.creator?.display_name ?? ctx.caller.principal.displayName;
-    if (!isTerminal(run.state)) {
-      const cancelled = await this.store.transition(runId, "cancel", {
+    const respond = (value: unknown) => (value as RunRecord).id;
+    const result = await this.store.cancelRun(
+      ctx.caller.team.id,
+      runId,
+      {
         statusMessage: { message: `Cancelled by ${who}`, error_code: "cancelled", retryable: false },
         eventData: { cancelled_by: who },
-      });
-      if (cancelled) return cancelled;
+      },
+      this.idempotency(ctx, `cancel:${runId}`, respond),
+    );
+    if (!result) throw notFound(runId);
+    if (result.kind === "refused") {
+      throw new ApiError(
+        "invalid_request",
+        `run ${runId} is already ${result.state} and cannot be cancelled`,
+      );
     }
-    const now = await this.get(ctx.caller, runId);
-    throw new ApiError("invalid_request", `run ${runId} is already ${now.state} and cannot be cancelled`);
+    return this.unwrap(result, () =>
+      result.kind === "created" ? respond(result.value) : undefined,
+    ) as string;
   }
 
   private resolveConfig(input: CreateRunInput): AgentConfig {

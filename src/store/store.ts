@@ -62,6 +62,17 @@ export interface Store {
     opts?: { workerId?: string },
   ): Promise<RunRecord | undefined>;
 
+  /**
+   * Cancels the team's run if it is QUEUED or INPROGRESS (a `transition("cancel")` that also honours an
+   * idempotency claim). Undefined when the team has no such run; `refused` with the state it is in.
+   */
+  cancelRun(
+    teamId: string,
+    runId: string,
+    patch: RunPatch,
+    idempotency?: IdempotencyClaim,
+  ): Promise<IdempotentResult<RunRecord> | { kind: "refused"; state: RunState } | undefined>;
+
   // Executor
   /** Marks the oldest QUEUED run INPROGRESS for this worker with a lease. */
   claimNextRun(workerId: string, leaseMs: number): Promise<RunRecord | undefined>;

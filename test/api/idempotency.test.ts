@@ -84,4 +84,18 @@ describe("Idempotency-Key", () => {
       422,
     );
   });
+
+  it("cancel: a retry with the same key gets the original 200, without a key it is a 400", async () => {
+    const id = (await t.api("POST", "/api/v1/agent/runs", { prompt: "x" })).body.run_id;
+    const h = { "idempotency-key": "cancel-1" };
+    const first = await t.api("POST", `/api/v1/agent/runs/${id}/cancel`, undefined, h);
+    const retried = await t.api("POST", `/api/v1/agent/runs/${id}/cancel`, undefined, h);
+    expect([first.status, retried.status]).toEqual([200, 200]);
+    expect(retried.body).toBe(id);
+    expect((await t.api("POST", `/api/v1/agent/runs/${id}/cancel`)).status).toBe(400);
+    const states = (await t.api("GET", `/api/v1/agent/runs/${id}/events`)).body.events.filter(
+      (e: { type: string }) => e.type === "state",
+    );
+    expect(states.map((e: { data: { state: string } }) => e.data.state)).toEqual(["QUEUED", "CANCELLED"]);
+  });
 });

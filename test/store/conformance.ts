@@ -174,6 +174,17 @@ export function storeConformance(
       expect(first?.leaseExpiresAt).not.toBeNull();
     });
 
+    it("cancelRun cancels the team's active run once, refuses a finished one, and ignores other teams", async () => {
+      const run = await create();
+      expect(await store.cancelRun("t2", run.id, {})).toBeUndefined();
+      const first = await store.cancelRun("t1", run.id, { statusMessage: { message: "stop" } });
+      expect(first?.kind === "created" && first.value).toMatchObject({
+        state: "CANCELLED",
+        statusMessage: { message: "stop" },
+      });
+      expect(await store.cancelRun("t1", run.id, {})).toEqual({ kind: "refused", state: "CANCELLED" });
+    });
+
     it("renewing a lease fails once the run is cancelled", async () => {
       const run = await runIn("INPROGRESS");
       expect(await store.renewLease(run.id, W, 60_000)).toBe(true);

@@ -102,8 +102,11 @@ export function registerRunRoutes(app: FastifyInstance, deps: ServerDeps): void 
   });
 
   app.post<{ Params: { runId: string } }>("/api/v1/agent/runs/:runId/cancel", auth, async (req, reply) => {
-    const run = await runService.cancel({ caller: req.caller! }, req.params.runId);
-    return reply.type("application/json").send(JSON.stringify(run.id));
+    const runId = await runService.cancel(
+      { caller: req.caller!, idempotencyKey: idempotencyKey(req), rawBody: req.body },
+      req.params.runId,
+    );
+    return reply.type("application/json").send(JSON.stringify(runId));
   });
 
   app.get<{ Params: { runId: string } }>("/api/v1/agent/runs/:runId/events", auth, async (req, reply) => {

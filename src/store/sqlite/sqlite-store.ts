@@ -314,6 +314,31 @@ export class SqliteStore implements Store {
     return run;
   }
 
+  async cancelRun(
+    teamId: string,
+    runId: string,
+    patch: RunPatch,
+    idem?: IdempotencyClaim,
+  ): Promise<IdempotentResult<RunRecord> | { kind: "refused"; state: RunState } | undefined> {
+    const result = await this.grouped(
+      (): IdempotentResult<RunRecord> | { kind: "refused"; state: RunState } | undefined => {
+        const current = this.sql("SELECT state FROM runs WHERE id = ? AND team_id = ?").get(runId, teamId) as
+          | Row
+          | undefined;
+        if (!current) return undefined;
+        if (idem) {
+          const seen = this.checkIdempotency(idem);
+          if (seen) return seen;
+        }
+        const run = this.applyTransition(runId, "cancel", patch);
+        if (!run) return { kind: "refused", state: current.state as RunState };
+        return { kind: "created", value: run, response: idem ? this.rememberResponse(idem, run) : undefined };
+      },
+    );
+    if (result?.kind === "created") this.announce(result.value);
+    return result;
+  }
+
   // --- executor --------------------------------------------------------------------------------
 
   async claimNextRun(workerId: string, leaseMs: number): Promise<RunRecord | undefined> {
