@@ -156,7 +156,7 @@ export function buildOpenApiDocument(): Json {
           operationId: "cancelRun",
           tags: ["runs"],
           summary: "Cancel a queued or running run",
-          parameters: [runIdParam],
+          parameters: [runIdParam, idempotencyHeader],
           responses: {
             "200": {
               description: "The run id, as a JSON string.",
