@@ -124,8 +124,39 @@ export interface Store {
   appendEvent(runId: string, type: RunEventType, data: Record<string, unknown>): Promise<RunEvent>;
   listEvents(runId: string, after: number, limit: number): Promise<RunEvent[]>;
 
+  // Integrations
+  /**
+   * Records an inbound delivery key; true the first time, false for a duplicate. With `windowMs`, a key
+   * older than the window counts as new again (a command retyped a minute later is a new request).
+   */
+  claimInbound(key: string, source: string, windowMs?: number): Promise<boolean>;
+  bindThread(binding: ThreadBinding): Promise<void>;
+  getThreadBinding(runId: string): Promise<ThreadBinding | undefined>;
+  /** The binding of the latest run started in a thread (Slack) or on an issue (GitHub). */
+  findLatestBinding(
+    where: Pick<ThreadBinding, "platform" | "workspace" | "channel"> & { thread: string | null },
+  ): Promise<ThreadBinding | undefined>;
+  /** Sets the thread of a binding that had none (a slash command's status card became its root). */
+  setBindingThread(runId: string, thread: string): Promise<void>;
+
   /** Drops idempotency records older than the retention window. */
   pruneIdempotencyKeys(olderThan: string): Promise<number>;
+}
+
+export interface ThreadBinding {
+  runId: string;
+  platform: "slack" | "github";
+  /** Slack team id, or GitHub "owner/repo". */
+  workspace: string;
+  /** Slack channel id, or GitHub issue/PR number. */
+  channel: string;
+  /** Slack thread ts; null until a slash command's status card is posted, and on GitHub. */
+  thread: string | null;
+  /** The message ts or comment id that asked for the run; null for slash commands. */
+  triggerRef: string | null;
+  /** Slack user id or GitHub login. */
+  requester: string;
+  createdAt: string;
 }
 
 export interface NewApiKey {

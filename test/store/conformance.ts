@@ -329,6 +329,61 @@ export function storeConformance(
       });
     });
 
+    describe("integrations", () => {
+      it("claims an inbound key once; with a window, an old key counts as new again", async () => {
+        const results = await Promise.all(
+          Array.from({ length: 5 }, () => store.claimInbound("slack:event:E1", "slack")),
+        );
+        expect(results.filter(Boolean)).toHaveLength(1);
+        expect(await store.claimInbound("slack:event:E1", "slack")).toBe(false);
+        expect(await store.claimInbound("slack:cmd:x", "slack", 60_000)).toBe(true);
+        expect(await store.claimInbound("slack:cmd:x", "slack", 60_000)).toBe(false);
+        await waitPast(5);
+        expect(await store.claimInbound("slack:cmd:x", "slack", 1)).toBe(true);
+      });
+
+      it("binds runs to threads and finds a thread's latest run", async () => {
+        const a = await create();
+        const b = await create();
+        const base = {
+          platform: "slack" as const,
+          workspace: "T1",
+          channel: "C1",
+          triggerRef: null,
+          requester: "U1",
+        };
+        await store.bindThread({
+          ...base,
+          runId: a.id,
+          thread: "111.1",
+          createdAt: "2026-01-01T00:00:00.000Z",
+        });
+        await store.bindThread({ ...base, runId: b.id, thread: null, createdAt: "2026-01-01T00:00:01.000Z" });
+        expect(
+          await store.findLatestBinding({
+            platform: "slack",
+            workspace: "T1",
+            channel: "C1",
+            thread: "111.1",
+          }),
+        ).toMatchObject({ runId: a.id });
+        await store.setBindingThread(b.id, "111.1");
+        expect(
+          await store.findLatestBinding({
+            platform: "slack",
+            workspace: "T1",
+            channel: "C1",
+            thread: "111.1",
+          }),
+        ).toMatchObject({ runId: b.id });
+        await store.setBindingThread(b.id, "999.9"); // only a binding without a thread gets one
+        expect((await store.getThreadBinding(b.id))?.thread).toBe("111.1");
+        expect(
+          await store.findLatestBinding({ platform: "github", workspace: "T1", channel: "C1", thread: null }),
+        ).toBeUndefined();
+      });
+    });
+
     it("appends transcript events with consecutive sequence numbers", async () => {
       const run = await create();
       await Promise.all(Array.from({ length: 20 }, (_, i) => store.appendEvent(run.id, "log", { i })));

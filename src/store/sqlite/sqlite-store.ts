@@ -22,6 +22,7 @@ import type {
   RunListQuery,
   RunPatch,
   Store,
+  ThreadBinding,
 } from "../store.ts";
 
 const MIGRATIONS_DIR = fileURLToPath(new URL("./migrations/", import.meta.url));
@@ -513,6 +514,54 @@ export class SqliteStore implements Store {
     }));
   }
 
+  // --- integrations ----------------------------------------------------------------------------
+
+  async claimInbound(key: string, source: string, windowMs?: number): Promise<boolean> {
+    return this.grouped(() => {
+      const now = Date.now();
+      const seen = this.sql("SELECT received_at FROM inbox WHERE key = ?").get(key) as Row | undefined;
+      if (seen && (windowMs === undefined || now - Date.parse(String(seen.received_at)) < windowMs))
+        return false;
+      this.sql(
+        "INSERT INTO inbox (key, source, received_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET received_at = excluded.received_at",
+      ).run(key, source, iso(now));
+      return true;
+    });
+  }
+
+  async bindThread(b: ThreadBinding): Promise<void> {
+    await this.grouped(() =>
+      this.sql(
+        `INSERT INTO thread_bindings (run_id, platform, workspace, channel, thread, trigger_ref, requester, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING`,
+      ).run(b.runId, b.platform, b.workspace, b.channel, b.thread, b.triggerRef, b.requester, b.createdAt),
+    );
+  }
+
+  async getThreadBinding(runId: string): Promise<ThreadBinding | undefined> {
+    const row = this.sql("SELECT * FROM thread_bindings WHERE run_id = ?").get(runId) as Row | undefined;
+    return row ? toBinding(row) : undefined;
+  }
+
+  async findLatestBinding(
+    where: Pick<ThreadBinding, "platform" | "workspace" | "channel"> & { thread: string | null },
+  ): Promise<ThreadBinding | undefined> {
+    const row = this.sql(
+      `SELECT * FROM thread_bindings WHERE platform = ? AND workspace = ? AND channel = ? AND thread IS ?
+        ORDER BY created_at DESC, run_id DESC LIMIT 1`,
+    ).get(where.platform, where.workspace, where.channel, where.thread) as Row | undefined;
+    return row ? toBinding(row) : undefined;
+  }
+
+  async setBindingThread(runId: string, thread: string): Promise<void> {
+    await this.grouped(() =>
+      this.sql("UPDATE thread_bindings SET thread = ? WHERE run_id = ? AND thread IS NULL").run(
+        thread,
+        runId,
+      ),
+    );
+  }
+
   async pruneIdempotencyKeys(olderThan: string): Promise<number> {
     return Number(this.sql("DELETE FROM idempotency_keys WHERE created_at < ?").run(olderThan).changes);
   }
@@ -809,6 +858,19 @@ function toRun(row: Row): RunRecord {
     leaseExpiresAt: str(row.lease_expires_at),
     agentStarted: Number(row.agent_started) === 1,
     requeueCount: Number(row.requeue_count),
+  };
+}
+
+function toBinding(row: Row): ThreadBinding {
+  return {
+    runId: String(row.run_id),
+    platform: row.platform as ThreadBinding["platform"],
+    workspace: String(row.workspace),
+    channel: String(row.channel),
+    thread: str(row.thread),
+    triggerRef: str(row.trigger_ref),
+    requester: String(row.requester),
+    createdAt: String(row.created_at),
   };
 }
 

@@ -1,0 +1,124 @@
+import { type RunItem, toRunItem } from "./run-item.ts";
+import type { ListInput, RunService } from "./run-service.ts";
+import type { Caller, Creator, FollowupOutcome } from "./types.ts";
+
+/**
+ * What the integrations (Slack, GitHub) and the notifier use to reach runs: the five operations of the
+ * HTTP API, in its wire shapes. The in-process implementation calls the run service directly; an HTTP
+ * one (the TypeScript client) lets the bot front a remote Dispatch. Integrations never touch the store.
+ */
+export interface RunsApi {
+  create(
+    input: RunsApiCreate,
+    opts?: RunsApiCallOptions,
+  ): Promise<{ run_id: string; state: string; at_capacity: boolean }>;
+  get(runId: string): Promise<RunItem>;
+  list(query: RunsApiListQuery): Promise<{ runs: RunItem[]; next_cursor?: string }>;
+  followup(
+    runId: string,
+    message: string,
+    opts?: RunsApiCallOptions,
+  ): Promise<{ followup_id: string; outcome: FollowupOutcome }>;
+  cancel(runId: string, opts?: RunsApiCallOptions & { by?: Creator }): Promise<void>;
+}
+
+export interface RunsApiCreate {
+  prompt?: string;
+  title?: string;
+  config?: Record<string, unknown>;
+  skill?: string;
+  metadata?: Record<string, string>;
+  /** On whose behalf (a Slack or GitHub user); the API key's principal when absent. */
+  creator?: Creator;
+  /** `SLACK`, `GITHUB_WEBHOOK`, …; `API` when absent. */
+  source?: string;
+  /** Where the run was started: a Slack thread permalink, a GitHub comment URL. */
+  trigger_url?: string;
+}
+
+export interface RunsApiCallOptions {
+  /** Makes a retried call (a redelivered webhook, a retyped command) land once. */
+  idempotencyKey?: string;
+}
+
+export interface RunsApiListQuery {
+  limit?: number;
+  cursor?: string;
+  sort_by?: "updated_at" | "created_at" | "title";
+  sort_order?: "asc" | "desc";
+  updated_after?: string;
+  state?: string[];
+  source?: string;
+}
+
+/** RunsApi over the run service of this process, acting as `caller` (the integration's service account). */
+export class InProcessRunsApi implements RunsApi {
+  private readonly service: RunService;
+  private readonly caller: Caller;
+  private readonly publicUrl: () => string;
+
+  constructor(service: RunService, caller: Caller, publicUrl: () => string) {
+    this.service = service;
+    this.caller = caller;
+    this.publicUrl = publicUrl;
+  }
+
+  async create(input: RunsApiCreate, opts: RunsApiCallOptions = {}) {
+    const { creator, source, trigger_url, ...body } = input;
+    const created = await this.service.create(
+      {
+        caller: this.caller,
+        ...(creator ? { creator } : {}),
+        ...(source ? { source } : {}),
+        ...(trigger_url ? { triggerUrl: trigger_url } : {}),
+        ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey, rawBody: input } : {}),
+      },
+      body,
+    );
+    return { run_id: created.run_id, state: created.state, at_capacity: created.at_capacity };
+  }
+
+  async get(runId: string): Promise<RunItem> {
+    return toRunItem(await this.service.get(this.caller, runId), this.publicUrl());
+  }
+
+  async list(query: RunsApiListQuery) {
+    const states = query.state?.filter((s) => s !== "") as ListInput["states"];
+    const page = await this.service.list(this.caller, {
+      limit: query.limit ?? 100,
+      sortBy: query.sort_by ?? "updated_at",
+      sortOrder: query.sort_order ?? "desc",
+      ...(query.cursor ? { cursor: query.cursor } : {}),
+      ...(query.updated_after ? { updatedAfter: query.updated_after } : {}),
+      ...(states ? { states } : {}),
+      ...(query.source ? { source: query.source } : {}),
+    });
+    const publicUrl = this.publicUrl();
+    return {
+      runs: page.runs.map((r) => toRunItem(r, publicUrl)),
+      ...(page.nextCursor ? { next_cursor: page.nextCursor } : {}),
+    };
+  }
+
+  async followup(runId: string, message: string, opts: RunsApiCallOptions = {}) {
+    return this.service.followup(
+      {
+        caller: this.caller,
+        ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey, rawBody: { runId, message } } : {}),
+      },
+      runId,
+      { message },
+    );
+  }
+
+  async cancel(runId: string, opts: RunsApiCallOptions & { by?: Creator } = {}): Promise<void> {
+    await this.service.cancel(
+      {
+        caller: this.caller,
+        ...(opts.by ? { creator: opts.by } : {}),
+        ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {}),
+      },
+      runId,
+    );
+  }
+}

@@ -1,0 +1,163 @@
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+
+/**
+ * A loopback fake of the Slack Web API (https://slack.com/api/<method>) speaking its wire format:
+ * form-encoded or JSON bodies, `Authorization: Bearer <token>`, `{ok: true, …}` answers, HTTP 429 with
+ * `Retry-After` when rate limited. Point code at it with SLACK_API_URL = `fake.url` (ends in /api/).
+ */
+export interface SlackCall {
+  method: string;
+  token: string | undefined;
+  args: Record<string, unknown>;
+  at: number;
+}
+
+export type ScriptedFailure = { status: 429; retryAfter: number } | { status: 500 } | { error: string };
+
+export class FakeSlack {
+  readonly calls: SlackCall[] = [];
+  url = "";
+  private server: Server | undefined;
+  private readonly failures = new Map<string, ScriptedFailure[]>();
+  private ts = 1_700_000_000;
+  private readonly messages = new Map<string, Record<string, unknown>>();
+
+  readonly token: string;
+
+  constructor(token = "xoxb-fake-bot-token") {
+    this.token = token;
+  }
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => {
+      void this.handle(req).then(({ status, headers, body }) => {
+        res.writeHead(status, { "content-type": "application/json; charset=utf-8", ...headers });
+        res.end(JSON.stringify(body));
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, "127.0.0.1", resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/api/`;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+
+  /** The next calls of `method` fail in this order, then it answers normally again. */
+  failNext(method: string, ...failures: ScriptedFailure[]): void {
+    this.failures.set(method, [...(this.failures.get(method) ?? []), ...failures]);
+  }
+
+  /** Successful calls of `method` (failed attempts are in `calls` but not here). */
+  succeeded(method: string): SlackCall[] {
+    return this.calls.filter((c) => c.method === method && (c as SlackCall & { ok?: boolean }).ok);
+  }
+
+  /** The current text and blocks of a message posted through the fake, after every update. */
+  message(channel: string, ts: string): Record<string, unknown> | undefined {
+    return this.messages.get(`${channel}/${ts}`);
+  }
+
+  private async handle(req: IncomingMessage) {
+    const method = (req.url ?? "").replace(/^\/api\//, "").split("?")[0]!;
+    const raw = await new Promise<string>((resolve) => {
+      let data = "";
+      req.setEncoding("utf8");
+      req.on("data", (c) => (data += c));
+      req.on("end", () => resolve(data));
+    });
+    const args = parseBody(req.headers["content-type"] ?? "", raw);
+    const auth = req.headers.authorization;
+    const token = auth?.startsWith("Bearer ") ? auth.slice(7) : (args.token as string | undefined);
+    const call: SlackCall & { ok?: boolean } = { method, token, args, at: Date.now() };
+    this.calls.push(call);
+    if (token !== this.token) return { status: 200, headers: {}, body: { ok: false, error: "invalid_auth" } };
+    const failure = this.failures.get(method)?.shift();
+    if (failure) {
+      if ("error" in failure) return { status: 200, headers: {}, body: { ok: false, error: failure.error } };
+      if (failure.status === 429) {
+        return {
+          status: 429,
+          headers: { "retry-after": String(failure.retryAfter) },
+          body: { ok: false, error: "ratelimited" },
+        };
+      }
+      return { status: 500, headers: {}, body: { ok: false, error: "internal_error" } };
+    }
+    call.ok = true;
+    return { status: 200, headers: {}, body: this.answer(method, args) };
+  }
+
+  private answer(method: string, args: Record<string, unknown>): Record<string, unknown> {
+    const channel = String(args.channel ?? "");
+    switch (method) {
+      case "auth.test":
+        return {
+          ok: true,
+          url: "https://fake.slack.com/",
+          team: "Fake",
+          user: "dispatch",
+          team_id: "T0FAKE",
+          user_id: "UBOT",
+          bot_id: "BBOT",
+        };
+      case "chat.postMessage": {
+        const ts = `${++this.ts}.000100`;
+        const message = { text: args.text, blocks: args.blocks, thread_ts: args.thread_ts, ts };
+        this.messages.set(`${channel}/${ts}`, message);
+        return { ok: true, channel, ts, message };
+      }
+      case "chat.update": {
+        const key = `${channel}/${String(args.ts)}`;
+        if (!this.messages.has(key)) return { ok: false, error: "message_not_found" };
+        this.messages.set(key, { ...this.messages.get(key), text: args.text, blocks: args.blocks });
+        return { ok: true, channel, ts: args.ts, text: args.text };
+      }
+      case "chat.postEphemeral":
+        return { ok: true, message_ts: `${++this.ts}.000200` };
+      case "chat.getPermalink":
+        return {
+          ok: true,
+          channel,
+          permalink: `https://fake.slack.com/archives/${channel}/p${String(args.message_ts).replace(".", "")}`,
+        };
+      case "reactions.add":
+      case "reactions.remove":
+        return { ok: true };
+      case "users.info":
+        return {
+          ok: true,
+          user: {
+            id: args.user,
+            name: `user-${String(args.user)}`,
+            real_name: `User ${String(args.user)}`,
+            profile: { display_name: `user-${String(args.user)}` },
+          },
+        };
+      default:
+        return { ok: true };
+    }
+  }
+}
+
+function parseBody(contentType: string, raw: string): Record<string, unknown> {
+  if (contentType.includes("application/json"))
+    return raw ? (JSON.parse(raw) as Record<string, unknown>) : {};
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of new URLSearchParams(raw)) {
+    // The Web API client form-encodes nested values (blocks, attachments) as JSON strings.
+    out[k] = /^[[{]/.test(v) ? safeJson(v) : v;
+  }
+  return out;
+}
+
+function safeJson(v: string): unknown {
+  try {
+    return JSON.parse(v);
+  } catch {
+    return v;
+  }
+}
