@@ -323,16 +323,12 @@ export class SqliteStore implements Store {
   ): Promise<IdempotentResult<RunRecord> | { kind: "refused"; state: RunState } | undefined> {
     const result = await this.grouped(
       (): IdempotentResult<RunRecord> | { kind: "refused"; state: RunState } | undefined => {
-        const current = this.sql("SELECT state FROM runs WHERE id = ? AND team_id = ?").get(runId, teamId) as
-          | Row
-          | undefined;
-        if (!current) return undefined;
-        if (idem) {
-          const seen = this.checkIdempotency(idem);
-          if (seen) return seen;
-        }
+        const state = this.teamRunState(teamId, runId);
+        if (!state) return undefined;
+        const seen = idem && this.checkIdempotency(idem);
+        if (seen) return seen;
         const run = this.applyTransition(runId, "cancel", patch);
-        if (!run) return { kind: "refused", state: current.state as RunState };
+        if (!run) return { kind: "refused", state };
         return { kind: "created", value: run, response: idem ? this.rememberResponse(idem, run) : undefined };
       },
     );
@@ -448,15 +444,10 @@ export class SqliteStore implements Store {
   ): Promise<IdempotentResult<{ followup: FollowupRecord; run: RunRecord }> | undefined> {
     const result = await this.grouped(
       (): IdempotentResult<{ followup: FollowupRecord; run: RunRecord }> | undefined => {
-        const current = this.sql("SELECT state FROM runs WHERE id = ? AND team_id = ?").get(runId, teamId) as
-          | Row
-          | undefined;
-        if (!current) return undefined;
-        if (idem) {
-          const seen = this.checkIdempotency(idem);
-          if (seen) return seen;
-        }
-        const state = current.state as RunState;
+        const state = this.teamRunState(teamId, runId);
+        if (!state) return undefined;
+        const seen = idem && this.checkIdempotency(idem);
+        if (seen) return seen;
         const outcome: FollowupOutcome =
           state === "QUEUED"
             ? "queued_prompt"
@@ -635,6 +626,14 @@ export class SqliteStore implements Store {
       this.db.exec("ROLLBACK");
       throw err;
     }
+  }
+
+  /** The state of the team's run, or undefined when the team has no such run. */
+  private teamRunState(teamId: string, runId: string): RunState | undefined {
+    const row = this.sql("SELECT state FROM runs WHERE id = ? AND team_id = ?").get(runId, teamId) as
+      | Row
+      | undefined;
+    return row?.state as RunState | undefined;
   }
 
   private readRun(id: string): RunRecord | undefined {
