@@ -117,7 +117,12 @@ describe("GET /agent/runs filters", () => {
       (await t.api("POST", "/api/v1/agent/runs", body, h)).body.run_id as string;
     const a = await mk({
       prompt: "Deploy the WIDGET service",
-      config: { name: "deploys", model_id: "openai/gpt-5" },
+      config: {
+        name: "deploys",
+        model_id: "openai/gpt-5",
+        environment_id: "prod-env",
+        skill_spec: "acme/ops:deploy",
+      },
     });
     const b = await mk({ prompt: "something else", config: { name: "other" } });
     await t.api("POST", `/api/v1/agent/runs/${b}/cancel`, undefined, h);
@@ -133,6 +138,8 @@ describe("GET /agent/runs filters", () => {
     expect(await ids("name=deploys&config_name=deploys")).toEqual([a]);
     expect(await ids("model_id=openai%2Fgpt-5")).toEqual([a]);
     expect(await ids("q=widget")).toEqual([a]);
+    expect(await ids("environment_id=prod-env")).toEqual([a]);
+    expect(await ids("skill_spec=acme%2Fops%3Adeploy")).toEqual([a]);
     expect(await ids("source=API")).toHaveLength(2);
     expect(await ids("source=SLACK")).toEqual([]);
     const creator = (await t.api("GET", `/api/v1/agent/runs/${a}`, undefined, h)).body.creator.uid;
