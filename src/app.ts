@@ -7,6 +7,9 @@ import type { Config } from "./config.ts";
 import { Executor } from "./executor/executor.ts";
 import { HarnessRegistry } from "./executor/harness.ts";
 import { ScriptedHarness } from "./executor/harnesses/scripted.ts";
+import { createSlackIntegration, type SlackIntegration } from "./integrations/slack/index.ts";
+import { createSlackNotifier, type NotifierOptions, type SlackNotifier } from "./notifier/index.ts";
+import { renderStatusCard } from "./notifier/status-card.ts";
 import { RunService } from "./runs/run-service.ts";
 import { SqliteStore } from "./store/sqlite/sqlite-store.ts";
 import type { Store } from "./store/store.ts";
@@ -20,13 +23,21 @@ export interface Dispatch {
   runService: RunService;
   executor: Executor | undefined;
   server: FastifyInstance;
+  /** The Slack app (deliverable of the Slack integration), when SLACK_BOT_TOKEN is configured. */
+  slack: SlackIntegration | undefined;
+  /** The Slack notifier (status cards, terminal replies), when SLACK_BOT_TOKEN is configured. */
+  notifier: SlackNotifier | undefined;
   /** The admin key generated at this start, if one was (printed once by `dispatch serve`). */
   generatedAdminKey: string | undefined;
   stop(): Promise<void>;
 }
 
 /** Wires the whole service from a configuration: store, run service, HTTP server and executor. */
-export async function startDispatch(config: Config, log: Logger): Promise<Dispatch> {
+export async function startDispatch(
+  config: Config,
+  log: Logger,
+  opts: { notifier?: Partial<NotifierOptions> } = {},
+): Promise<Dispatch> {
   const store = new SqliteStore(config.databasePath, { busyTimeoutMs: config.sqliteBusyTimeoutMs });
   await store.migrate();
   const generatedAdminKey = await ensureAdminKey(store, config.adminApiKey);
@@ -38,14 +49,30 @@ export async function startDispatch(config: Config, log: Logger): Promise<Dispat
 
   let accepting = true;
   let publicUrl = config.publicUrl ?? "";
+  const metrics = new Metrics(store);
   const server = buildServer({
     runService,
-    metrics: new Metrics(store),
+    metrics,
     logger: log,
     rateLimit: { perMinute: config.rateLimitPerMinute, burst: config.rateLimitBurst },
     publicUrl: () => publicUrl,
     isAccepting: () => accepting,
   });
+  // --- Slack app: POST /slack/events (or Socket Mode) -------------------------------------------------
+  const slack = config.slack
+    ? await createSlackIntegration({
+        config: config.slack,
+        settings: config.settings.slack,
+        store,
+        runService,
+        publicUrl: () => publicUrl,
+        log,
+        renderStatus: (run, binding) => renderStatusCard(run, binding ?? null, Date.now()),
+      })
+    : undefined;
+  slack?.register(server); // routes must exist before the server listens
+  // --- end Slack app -----------------------------------------------------------------------------------
+
   await server.listen({ host: config.host, port: config.port });
   const address = server.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
@@ -66,6 +93,30 @@ export async function startDispatch(config: Config, log: Logger): Promise<Dispat
     });
     await executor.start();
   }
+  await slack?.start(); // Slack app: connects in Socket Mode; nothing to do over HTTP
+  // --- Notifier: run changes → Slack status cards, terminal replies, reactions (src/notifier) ---------
+  const notifier = config.slack
+    ? await createSlackNotifier({
+        botToken: config.slack.botToken,
+        apiUrl: config.slackApiUrl,
+        store,
+        runService,
+        publicUrl: () => publicUrl,
+        log,
+        ...(opts.notifier ? { options: opts.notifier } : {}),
+        onDelivery: (kind, outcome) => metrics.notifierDeliveries.inc({ kind, outcome }),
+      })
+    : undefined;
+  const pokeNotifier = () => notifier?.poke();
+  if (notifier) {
+    store.signals.on("run_changed", pokeNotifier);
+    notifier.start();
+  }
+  const pruneOutbox = setInterval(() => {
+    void store.pruneOutbox(new Date(Date.now() - 7 * 24 * 3600_000).toISOString()).catch(() => {});
+  }, IDEMPOTENCY_PRUNE_MS);
+  pruneOutbox.unref();
+  // --- end notifier --------------------------------------------------------------------------------------
   const prune = setInterval(() => {
     void store.pruneIdempotencyKeys(new Date(Date.now() - 24 * 3600_000).toISOString());
   }, IDEMPOTENCY_PRUNE_MS);
@@ -79,11 +130,17 @@ export async function startDispatch(config: Config, log: Logger): Promise<Dispat
     runService,
     executor,
     server,
+    slack,
+    notifier,
     generatedAdminKey,
     stop() {
       stopping ??= (async () => {
         accepting = false;
         clearInterval(prune);
+        await slack?.stop(); // Slack app: lets acknowledged requests finish
+        clearInterval(pruneOutbox); // notifier
+        store.signals.off("run_changed", pokeNotifier); // notifier
+        await notifier?.stop(); // notifier: hands claimed outbox rows back
         await executor?.stop(config.shutdownGraceMs);
         await server.close();
         await store.close();

@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import { z } from "zod";
+import { loadSettings, type Settings, SettingsError } from "./config-file.ts";
 
 /**
  * Configuration from environment variables (DESIGN.md). Validated once at start-up: a bad value stops
@@ -31,6 +32,24 @@ const EnvSchema = z.object({
   DISPATCH_DEFAULT_MODEL: z.string().min(1).optional(),
   DISPATCH_SQLITE_BUSY_TIMEOUT_MS: intFrom(0, 60_000).default(2000),
   DISPATCH_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  DISPATCH_CONFIG_FILE: z.string().min(1).optional(),
+  SLACK_BOT_TOKEN: z
+    .string()
+    .regex(/^xox[a-z]-/, "must be a bot token (xoxb-…)")
+    .optional(),
+  SLACK_SIGNING_SECRET: z.string().min(8).optional(),
+  SLACK_APP_TOKEN: z
+    .string()
+    .regex(/^xapp-/, "must be an app-level token (xapp-…)")
+    .optional(),
+  SLACK_API_URL: z
+    .url()
+    .default("https://slack.com/api/")
+    .transform((u) => (u.endsWith("/") ? u : `${u}/`)),
+  SLACK_COMMAND: z
+    .string()
+    .regex(/^\/[a-z0-9_-]{1,31}$/, "must be a slash command such as /agent")
+    .default("/agent"),
 });
 
 export interface Config {
@@ -50,6 +69,22 @@ export interface Config {
   defaultModel: string | undefined;
   sqliteBusyTimeoutMs: number;
   logLevel: string;
+  /** The Slack app, when SLACK_BOT_TOKEN is set with a way to receive events. */
+  slack: SlackConfig | undefined;
+  /** The Slack Web API base (SLACK_API_URL, ends in /); also used by the notifier. */
+  slackApiUrl: string;
+  /** dispatch.config.yaml (or its defaults). */
+  settings: Settings;
+}
+
+export interface SlackConfig {
+  botToken: string;
+  /** Verifies requests to POST /slack/events; absent in Socket Mode only installs. */
+  signingSecret: string | undefined;
+  /** Socket Mode (no public URL needed) when set. */
+  appToken: string | undefined;
+  apiUrl: string;
+  command: string;
 }
 
 export class ConfigError extends Error {}
@@ -69,6 +104,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     );
   }
   const dataDir = resolve(e.DISPATCH_DATA_DIR);
+  let settings: Settings;
+  try {
+    settings = loadSettings(e.DISPATCH_CONFIG_FILE);
+  } catch (err) {
+    if (err instanceof SettingsError) throw new ConfigError(err.message);
+    throw err;
+  }
+  if (e.SLACK_BOT_TOKEN && !e.SLACK_SIGNING_SECRET && !e.SLACK_APP_TOKEN) {
+    throw new ConfigError(
+      "Invalid configuration:\n  SLACK_SIGNING_SECRET: required with SLACK_BOT_TOKEN (or set SLACK_APP_TOKEN for Socket Mode)",
+    );
+  }
+  if (!e.SLACK_BOT_TOKEN && (e.SLACK_SIGNING_SECRET || e.SLACK_APP_TOKEN)) {
+    throw new ConfigError("Invalid configuration:\n  SLACK_BOT_TOKEN: required to enable the Slack app");
+  }
   return {
     host: e.DISPATCH_HOST,
     port: e.DISPATCH_PORT,
@@ -85,5 +135,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     defaultModel: e.DISPATCH_DEFAULT_MODEL,
     sqliteBusyTimeoutMs: e.DISPATCH_SQLITE_BUSY_TIMEOUT_MS,
     logLevel: e.DISPATCH_LOG_LEVEL,
+    slack: e.SLACK_BOT_TOKEN
+      ? {
+          botToken: e.SLACK_BOT_TOKEN,
+          signingSecret: e.SLACK_SIGNING_SECRET,
+          appToken: e.SLACK_APP_TOKEN,
+          apiUrl: e.SLACK_API_URL,
+          command: e.SLACK_COMMAND,
+        }
+      : undefined,
+    slackApiUrl: e.SLACK_API_URL,
+    settings,
   };
 }

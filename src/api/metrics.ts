@@ -1,12 +1,14 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { RUN_STATES } from "../runs/state-machine.ts";
-import type { Store } from "../store/store.ts";
+import { OUTBOX_STATES, type Store } from "../store/store.ts";
 
 /** Prometheus metrics served at /metrics. Run gauges are read from the store at scrape time. */
 export class Metrics {
   readonly registry = new Registry();
   readonly httpRequests: Counter<"method" | "route" | "status">;
   readonly httpDuration: Histogram<"method" | "route">;
+  /** Notifier deliveries by message kind and outcome (sent, retry, rate_limited, dead). */
+  readonly notifierDeliveries: Counter<"kind" | "outcome">;
 
   constructor(store: Store) {
     this.httpRequests = new Counter({
@@ -33,6 +35,22 @@ export class Metrics {
       },
     });
     void byState;
+    this.notifierDeliveries = new Counter({
+      name: "dispatch_notifier_deliveries_total",
+      help: "Notifier outbox delivery attempts by message kind and outcome (sent, retry, rate_limited, dead).",
+      labelNames: ["kind", "outcome"],
+      registers: [this.registry],
+    });
+    new Gauge({
+      name: "dispatch_outbox_messages",
+      help: "Notifier outbox messages by state; dead = dead-lettered after the bounded attempts.",
+      labelNames: ["state"],
+      registers: [this.registry],
+      async collect() {
+        const counts = await store.countOutboxByState();
+        for (const state of OUTBOX_STATES) this.set({ state }, counts[state]);
+      },
+    });
     new Gauge({
       name: "dispatch_queue_depth",
       help: "Runs waiting for a worker (QUEUED).",

@@ -17,6 +17,8 @@ export interface StoreSignalMap {
   followup_added: [runId: string];
   /** An API key was revoked (caches of callers must forget it). */
   api_key_revoked: [keyId: string];
+  /** The notifier enqueued outbox messages for the run (deliverers wake up). */
+  outbox_enqueued: [runId: string];
 }
 
 export class StoreSignals extends EventEmitter<StoreSignalMap> {

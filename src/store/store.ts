@@ -141,6 +141,94 @@ export interface Store {
 
   /** Drops idempotency records older than the retention window. */
   pruneIdempotencyKeys(olderThan: string): Promise<number>;
+
+  // Notifier: read position, status cards, outbox (DESIGN.md "notifier")
+  getNotifierCursor(name: string): Promise<NotifierCursor | undefined>;
+  setNotifierCursor(name: string, cursor: NotifierCursor): Promise<void>;
+  /** The thread binding and card state of each of these runs, in one read (runs without either are absent). */
+  loadNotifierState(runIds: string[]): Promise<Map<string, { binding?: ThreadBinding; card?: CardState }>>;
+  getCardState(runId: string): Promise<CardState | undefined>;
+  /**
+   * Records what a run's card now shows and enqueues its messages, atomically and only if the card is still
+   * at `expectedVersion` (0: no card yet); false when another notifier got there first. A new card message
+   * supersedes the card's pending (unclaimed) one and is due no sooner than `editIntervalMs` after the
+   * previous card message. Messages whose dedupe key exists already are skipped.
+   */
+  recordCardChange(change: CardChange): Promise<boolean>;
+  /**
+   * Claims due outbox rows for `owner` with a lease: pending rows (and rows whose lease expired) that are
+   * first in their stream, skipping `excludeTargets`. A thread message waits until its run's card exists.
+   */
+  claimOutbox(
+    owner: string,
+    opts: { limit: number; leaseMs: number; excludeTargets?: string[] },
+  ): Promise<OutboxRow[]>;
+  /** Counts an attempt and renews the lease; the attempt number, or undefined when `owner` lost the row. */
+  beginOutboxAttempt(id: number, owner: string, leaseMs: number): Promise<number | undefined>;
+  /** Marks the row sent; with `cardTs`, stores the card's message (and makes it the thread of a binding that has none). */
+  completeOutbox(id: number, owner: string, result?: { cardTs?: string }): Promise<boolean>;
+  /** Back to pending, due at `notBefore` (also used to hand a row back on shutdown). */
+  retryOutbox(id: number, owner: string, notBefore: string, error: string | null): Promise<boolean>;
+  deadLetterOutbox(id: number, owner: string, error: string): Promise<boolean>;
+  countOutboxByState(): Promise<Record<OutboxState, number>>;
+  listOutbox(runId: string): Promise<OutboxRow[]>;
+  /** Drops sent and superseded rows older than `olderThan`. */
+  pruneOutbox(olderThan: string): Promise<number>;
+}
+
+export interface NotifierCursor {
+  updatedAt: string;
+  runId: string;
+}
+
+export interface CardState {
+  runId: string;
+  version: number;
+  /** What the card shows, without the elapsed time. */
+  fingerprint: string;
+  /** updated_at of the run version this was computed from. */
+  runUpdatedAt: string;
+  lastCardAt: string | null;
+  /** finished_at of the last terminal state that got its reply. */
+  lastFinal: string | null;
+  /** The card message, once posted. */
+  cardTs: string | null;
+}
+
+export const OUTBOX_STATES = ["pending", "sending", "sent", "dead", "superseded"] as const;
+export type OutboxState = (typeof OUTBOX_STATES)[number];
+export type OutboxKind = "card" | "reply" | "reaction";
+
+export interface OutboxMessage {
+  dedupeKey: string;
+  kind: OutboxKind;
+  /** Rows of a stream go out in order. */
+  stream: string;
+  /** Rate limits apply per target (e.g. "slack:T1:C1"). */
+  target: string;
+  payload: Record<string, unknown>;
+}
+
+export interface OutboxRow extends OutboxMessage {
+  id: number;
+  runId: string;
+  state: OutboxState;
+  attempts: number;
+  notBefore: string;
+  lastError: string | null;
+  createdAt: string;
+}
+
+export interface CardChange {
+  runId: string;
+  expectedVersion: number;
+  fingerprint: string;
+  runUpdatedAt: string;
+  lastFinal: string | null;
+  /** A new card message to send (post or update, decided at delivery). */
+  card?: { stream: string; target: string; payload: Record<string, unknown>; editIntervalMs: number };
+  messages: OutboxMessage[];
+  now: string;
 }
 
 export interface ThreadBinding {

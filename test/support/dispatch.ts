@@ -28,7 +28,10 @@ export interface ApiResponse {
 }
 
 /** A real Dispatch on 127.0.0.1 with a fresh SQLite store in a temporary directory. */
-export async function startTestDispatch(env: Record<string, string> = {}): Promise<TestDispatch> {
+export async function startTestDispatch(
+  env: Record<string, string> = {},
+  opts: Parameters<typeof startDispatch>[2] = {},
+): Promise<TestDispatch> {
   const dataDir = await mkdtemp(join(tmpdir(), "dispatch-test-"));
   const config = loadConfig({
     DISPATCH_DATA_DIR: dataDir,
@@ -37,7 +40,7 @@ export async function startTestDispatch(env: Record<string, string> = {}): Promi
     DISPATCH_SHUTDOWN_GRACE_MS: "0",
     ...env,
   });
-  const dispatch = await startDispatch(config, createLogger(process.env.TEST_LOG_LEVEL ?? "silent"));
+  const dispatch = await startDispatch(config, createLogger(process.env.TEST_LOG_LEVEL ?? "silent"), opts);
   const key = dispatch.generatedAdminKey!;
   const api = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
     const res = await fetch(dispatch.url + path, {

@@ -1,0 +1,95 @@
+import type { RunItem } from "../../runs/run-item.ts";
+import type { FollowupOutcome } from "../../runs/types.ts";
+import { describeOptions, OPTION_KEYS, optionsFromAgentConfig } from "../grammar.ts";
+
+/** What Slack users read: help, refusals, short run summaries (the status card is the notifier's). */
+
+export const STATE_WORDS: Record<string, { emoji: string; word: string }> = {
+  QUEUED: { emoji: ":hourglass_flowing_sand:", word: "Queued" },
+  INPROGRESS: { emoji: ":gear:", word: "In progress" },
+  SUCCEEDED: { emoji: ":white_check_mark:", word: "Succeeded" },
+  FAILED: { emoji: ":x:", word: "Failed" },
+  ERROR: { emoji: ":x:", word: "Failed" },
+  CANCELLED: { emoji: ":no_entry_sign:", word: "Cancelled" },
+};
+
+export function stateWord(state: string): string {
+  return STATE_WORDS[state]?.word ?? state;
+}
+
+/** Slack's three control characters in text people wrote (titles, prompts). */
+export function escapeText(text: string): string {
+  return text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
+}
+
+/**
+ * Slack's markup in what people typed, turned back into plain text: `<url|label>` and `<url>` links
+ * become the URL, `<#C1|name>` becomes #name, and &amp; &lt; &gt; are decoded. User mentions stay.
+ */
+export function plainText(text: string): string {
+  return text
+    .replace(/<#[A-Z0-9]+\|([^>]*)>/g, "#$1")
+    .replace(/<((?:https?|mailto):[^|>]+)(?:\|[^>]*)?>/g, "$1")
+    .replaceAll("&lt;", "<")
+    .replaceAll("&gt;", ">")
+    .replaceAll("&amp;", "&");
+}
+
+export function helpText(command: string): string {
+  return [
+    "*Dispatch* hands work to a coding agent. Each request becomes a run reported in a thread.",
+    "",
+    `• \`${command} <prompt> [options]\` start a run; a status card is posted in this channel`,
+    `• \`${command} status [run]\` · \`${command} list\` · \`${command} cancel <run>\``,
+    `• \`${command} followup <run> <message>\` send the run more instructions`,
+    "• `@Dispatch <prompt>` in a channel starts a run in a thread under your message; in that thread,",
+    "  `@Dispatch <text>` is a follow-up, `@Dispatch cancel`, `@Dispatch status`, `@Dispatch new <prompt>`",
+    "",
+    `Options: \`key=value\` anywhere or \`[key=value, key="two words"]\`; keys: ${OPTION_KEYS.join(", ")}`,
+    "(`env` is the environment). Text in `code` or ```code blocks``` is never read as options.",
+  ].join("\n");
+}
+
+export function grammarErrorText(message: string, command: string): string {
+  return `:warning: ${message}\nSee \`${command} help\`.`;
+}
+
+export function followupText(outcome: FollowupOutcome): string {
+  switch (outcome) {
+    case "queued_prompt":
+      return "Follow-up added: the run has not started yet, the agent gets it when it starts.";
+    case "live_session":
+      return "Follow-up sent to the running agent.";
+    case "handoff_execution":
+      return "The run had finished; it continues with your follow-up.";
+  }
+}
+
+/** One line per run: state, title, options, session link. */
+export function runLine(run: RunItem): string {
+  const { emoji, word } = STATE_WORDS[run.state] ?? { emoji: ":grey_question:", word: run.state };
+  const options = describeOptions(optionsFromAgentConfig(run.agent_config ?? {}));
+  return [
+    `${emoji} *${escapeText(run.title)}* — ${word}`,
+    options ? ` · ${escapeText(options)}` : "",
+    ` · <${run.session_link}|Open session> · \`${run.run_id}\``,
+  ].join("");
+}
+
+/** The short status used when the notifier's card renderer is not available. */
+export function statusText(run: RunItem): string {
+  const lines = [runLine(run)];
+  if (run.status_message && run.state !== "SUCCEEDED")
+    lines.push(`> ${escapeText(run.status_message.message)}`);
+  for (const artifact of run.artifacts ?? []) {
+    const url = (artifact.data as { url?: unknown }).url;
+    if (artifact.artifact_type === "PULL_REQUEST" && typeof url === "string")
+      lines.push(`Pull request: ${url}`);
+  }
+  return lines.join("\n");
+}
+
+export function listText(runs: RunItem[], heading: string): string {
+  if (runs.length === 0) return `${heading}: none yet.`;
+  return [`${heading}:`, ...runs.map(runLine)].join("\n");
+}

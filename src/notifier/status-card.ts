@@ -1,0 +1,269 @@
+import { createHash } from "node:crypto";
+import type { ActionsBlock, Button, ContextBlock, KnownBlock, SectionBlock } from "@slack/types";
+import type { RunItem } from "../runs/run-item.ts";
+import type { ThreadBinding } from "../store/store.ts";
+
+/**
+ * The Slack status card of a run (INTEGRATIONS.md): one message per run, edited in place. Pure functions
+ * of the run as RunsApi returns it, so the Slack app reuses them for `/agent status`.
+ */
+
+/** Slack's limits: message text, one section's text, blocks per message. */
+export const SLACK_LIMITS = { text: 40_000, section: 3_000, blocks: 50 } as const;
+
+export const ACTION_OPEN_SESSION = "dispatch_open_session";
+export const ACTION_CANCEL = "dispatch_cancel";
+
+export interface SlackMessage {
+  /** Plain-text fallback (notifications, screen readers, clients without blocks). */
+  text: string;
+  blocks: KnownBlock[];
+}
+
+const TERMINAL = new Set(["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"]);
+
+export function isTerminal(state: string): boolean {
+  return TERMINAL.has(state);
+}
+
+/** The reaction for a terminal state on the triggering mention (👀 is added by the Slack app). */
+export function outcomeReaction(state: string): string | undefined {
+  if (state === "SUCCEEDED") return "white_check_mark";
+  if (state === "FAILED" || state === "ERROR") return "x";
+  if (state === "CANCELLED") return "no_entry_sign";
+  return undefined;
+}
+
+export function stateEmoji(state: string): string {
+  switch (state) {
+    case "QUEUED":
+      return ":hourglass_flowing_sand:";
+    case "INPROGRESS":
+      return ":arrows_counterclockwise:";
+    case "SUCCEEDED":
+      return ":white_check_mark:";
+    case "FAILED":
+    case "ERROR":
+      return ":x:";
+    case "CANCELLED":
+      return ":no_entry_sign:";
+    default:
+      return ":grey_question:";
+  }
+}
+
+/** The words people see for a state (INTEGRATIONS.md "State words"). */
+export function stateWords(run: Pick<RunItem, "state" | "status_message">): string {
+  switch (run.state) {
+    case "QUEUED":
+      return "Queued";
+    case "INPROGRESS":
+      return "In progress";
+    case "SUCCEEDED":
+      return "Succeeded";
+    case "FAILED":
+    case "ERROR":
+      return "Failed";
+    case "CANCELLED": {
+      const message = run.status_message?.message ?? "";
+      return /^cancelled by /i.test(message)
+        ? `Cancelled by ${message.slice("cancelled by ".length)}`
+        : "Cancelled";
+    }
+    default:
+      return run.state;
+  }
+}
+
+/** `model=… · env=… · name=…`: the resolved options the run actually uses. */
+export function resolvedOptions(run: Pick<RunItem, "agent_config">): string {
+  const c = run.agent_config ?? {};
+  const parts: string[] = [];
+  if (c.model_id) parts.push(`model=${c.model_id}`);
+  if (c.harness?.type && (!c.model_id || c.harness.type !== "builtin"))
+    parts.push(`harness=${c.harness.type}`);
+  if (c.environment_id) parts.push(`env=${c.environment_id}`);
+  if (c.name) parts.push(`name=${c.name}`);
+  if (c.skill_spec) parts.push(`skill=${c.skill_spec}`);
+  return parts.join(" · ");
+}
+
+/** 150500 → "2m 30s"; 0 → "0s". */
+export function formatDuration(ms: number): string {
+  const total = Math.max(0, Math.floor(ms / 1000));
+  const h = Math.floor(total / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const s = total % 60;
+  if (h) return `${h}h ${m}m`;
+  if (m) return `${m}m ${s}s`;
+  return `${s}s`;
+}
+
+/** ISO-8601 duration (`PT2M30.5S`) → milliseconds. */
+export function parseIsoDuration(value: string | undefined): number {
+  const m = /^PT(?:(\d+)H)?(?:(\d+)M)?(?:([\d.]+)S)?$/.exec(value ?? "");
+  if (!m) return 0;
+  return (Number(m[1] ?? 0) * 3600 + Number(m[2] ?? 0) * 60 + Number(m[3] ?? 0)) * 1000;
+}
+
+/** Time shown on the card: run time once running or finished, time waiting while queued. */
+export function elapsedText(run: RunItem, now: number | Date): string {
+  const nowMs = typeof now === "number" ? now : now.getTime();
+  if (run.state === "QUEUED") return `waiting ${formatDuration(nowMs - Date.parse(run.updated_at))}`;
+  return formatDuration(parseIsoDuration(run.run_time));
+}
+
+/** Escapes the three characters Slack's mrkdwn reserves. */
+export function escapeMrkdwn(text: string): string {
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+/** A block quote in mrkdwn, every line of it. */
+function quote(text: string): string {
+  return escapeMrkdwn(text)
+    .split(/\r?\n/)
+    .map((line) => `> ${line}`)
+    .join("\n");
+}
+
+/** Cuts text to `max` characters (code points), ending with "…" when cut. */
+export function truncate(text: string, max: number): string {
+  const chars = [...text];
+  return chars.length <= max ? text : `${chars.slice(0, max - 1).join("")}…`;
+}
+
+const MAX_PR_LINKS = 10;
+
+function pullRequests(run: RunItem): Array<{ url: string; label: string }> {
+  return (run.artifacts ?? [])
+    .filter((a) => a.artifact_type === "PULL_REQUEST" && typeof a.data?.url === "string")
+    .map((a) => {
+      const url = String(a.data.url);
+      const number = /\/pull\/(\d+)/.exec(url)?.[1];
+      return { url, label: number ? `PR #${number}` : "Pull request" };
+    });
+}
+
+function link(url: string, label: string): string {
+  // A URL cannot carry `|` or `>` inside Slack's <url|label> syntax.
+  return `<${url.replace(/[|>]/g, encodeURIComponent)}|${escapeMrkdwn(label)}>`;
+}
+
+function buildCard(run: RunItem, elapsed: string | null): SlackMessage {
+  const terminal = isTerminal(run.state);
+  const words = stateWords(run);
+  const title = run.title || "Untitled run";
+  const failed = run.state === "FAILED" || run.state === "ERROR";
+  const statusMessage = failed ? run.status_message?.message : undefined;
+
+  const blocks: KnownBlock[] = [];
+  const headline: SectionBlock = {
+    type: "section",
+    text: {
+      type: "mrkdwn",
+      text: truncate(
+        `${stateEmoji(run.state)} *${escapeMrkdwn(words)}* · ${escapeMrkdwn(title)}`,
+        SLACK_LIMITS.section,
+      ),
+    },
+  };
+  blocks.push(headline);
+
+  const facts = [resolvedOptions(run), elapsed === null ? "" : `elapsed ${elapsed}`].filter(Boolean);
+  if (facts.length > 0) {
+    const context: ContextBlock = {
+      type: "context",
+      elements: [{ type: "mrkdwn", text: truncate(escapeMrkdwn(facts.join(" · ")), SLACK_LIMITS.section) }],
+    };
+    blocks.push(context);
+  }
+
+  if (statusMessage) {
+    blocks.push({
+      type: "section",
+      text: { type: "mrkdwn", text: truncate(quote(statusMessage), SLACK_LIMITS.section) },
+    });
+  }
+
+  const prs = pullRequests(run);
+  const links = [
+    link(run.session_link, "Session"),
+    ...prs.slice(0, MAX_PR_LINKS).map((p) => link(p.url, p.label)),
+  ];
+  if (prs.length > MAX_PR_LINKS) links.push(`and ${prs.length - MAX_PR_LINKS} more`);
+  blocks.push({
+    type: "section",
+    text: { type: "mrkdwn", text: truncate(links.join(" · "), SLACK_LIMITS.section) },
+  });
+
+  const buttons: Button[] = [
+    {
+      type: "button",
+      action_id: ACTION_OPEN_SESSION,
+      text: { type: "plain_text", text: "Open session" },
+      url: run.session_link,
+    },
+  ];
+  if (!terminal) {
+    buttons.push({
+      type: "button",
+      action_id: ACTION_CANCEL,
+      text: { type: "plain_text", text: "Cancel" },
+      value: run.run_id,
+      style: "danger",
+      confirm: {
+        title: { type: "plain_text", text: "Cancel this run?" },
+        text: {
+          type: "mrkdwn",
+          text: truncate(`The agent working on *${escapeMrkdwn(title)}* will be stopped.`, 300),
+        },
+        confirm: { type: "plain_text", text: "Cancel run" },
+        deny: { type: "plain_text", text: "Keep running" },
+        style: "danger",
+      },
+    });
+  }
+  const actions: ActionsBlock = { type: "actions", block_id: "dispatch_run_actions", elements: buttons };
+  blocks.push(actions);
+
+  const textParts = [`${words}: ${title}`];
+  if (statusMessage) textParts.push(statusMessage);
+  textParts.push(run.session_link);
+  return {
+    text: truncate(textParts.join("\n"), SLACK_LIMITS.text),
+    blocks: blocks.slice(0, SLACK_LIMITS.blocks),
+  };
+}
+
+/**
+ * The status card: state emoji and words, title, resolved options, elapsed time, links (session, pull
+ * requests), the status message on failure, `Open session` and (until terminal) `Cancel` buttons.
+ */
+export function renderStatusCard(
+  run: RunItem,
+  _binding?: Pick<ThreadBinding, "requester"> | null,
+  now: number | Date = Date.now(),
+): SlackMessage {
+  return buildCard(run, elapsedText(run, now));
+}
+
+/**
+ * What the card shows, minus the elapsed time of a run still under way: equal fingerprints mean an edit
+ * would change nothing a person cares about, so the notifier does not send one.
+ */
+export function cardFingerprint(run: RunItem): string {
+  const card = buildCard(run, isTerminal(run.state) ? elapsedText(run, 0) : null);
+  return createHash("sha256").update(JSON.stringify(card)).digest("base64url").slice(0, 22);
+}
+
+/** The thread reply at a terminal state: mentions the requester once, with the outcome and status message. */
+export function renderFinalReply(run: RunItem, binding: Pick<ThreadBinding, "requester">): SlackMessage {
+  const words = stateWords(run);
+  const failed = run.state === "FAILED" || run.state === "ERROR";
+  const mention = /^[UW][A-Z0-9]+$/.test(binding.requester) ? `<@${binding.requester}> ` : "";
+  let text = `${mention}${stateEmoji(run.state)} *${escapeMrkdwn(words)}* · ${escapeMrkdwn(run.title || "Untitled run")}`;
+  if (failed && run.status_message?.message) text += `\n${quote(run.status_message.message)}`;
+  text += `\n${link(run.session_link, "Open session")}`;
+  text = truncate(text, SLACK_LIMITS.section);
+  return { text, blocks: [{ type: "section", text: { type: "mrkdwn", text } }] };
+}
