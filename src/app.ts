@@ -14,7 +14,8 @@ import { RunService } from "./runs/run-service.ts";
 import { SqliteStore } from "./store/sqlite/sqlite-store.ts";
 import type { Store } from "./store/store.ts";
 
-const IDEMPOTENCY_PRUNE_MS = 60 * 60 * 1000;
+const HOUSEKEEPING_MS = 60 * 60 * 1000;
+const DAY_MS = 24 * 3600_000;
 
 export interface Dispatch {
   url: string;
@@ -23,7 +24,7 @@ export interface Dispatch {
   runService: RunService;
   executor: Executor | undefined;
   server: FastifyInstance;
-  /** The Slack app (deliverable of the Slack integration), when SLACK_BOT_TOKEN is configured. */
+  /** The Slack app, when SLACK_BOT_TOKEN is configured. */
   slack: SlackIntegration | undefined;
   /** The Slack notifier (status cards, terminal replies), when SLACK_BOT_TOKEN is configured. */
   notifier: SlackNotifier | undefined;
@@ -58,7 +59,7 @@ export async function startDispatch(
     publicUrl: () => publicUrl,
     isAccepting: () => accepting,
   });
-  // --- Slack app: POST /slack/events (or Socket Mode) -------------------------------------------------
+  // Slack: the app answers POST /slack/events (or connects in Socket Mode); the notifier reports back.
   const slack = config.slack
     ? await createSlackIntegration({
         config: config.slack,
@@ -71,7 +72,6 @@ export async function startDispatch(
       })
     : undefined;
   slack?.register(server); // routes must exist before the server listens
-  // --- end Slack app -----------------------------------------------------------------------------------
 
   await server.listen({ host: config.host, port: config.port });
   const address = server.server.address();
@@ -93,8 +93,7 @@ export async function startDispatch(
     });
     await executor.start();
   }
-  await slack?.start(); // Slack app: connects in Socket Mode; nothing to do over HTTP
-  // --- Notifier: run changes → Slack status cards, terminal replies, reactions (src/notifier) ---------
+  await slack?.start(); // connects in Socket Mode; nothing to do over HTTP
   const notifier = config.slack
     ? await createSlackNotifier({
         botToken: config.slack.botToken,
@@ -107,20 +106,17 @@ export async function startDispatch(
         onDelivery: (kind, outcome) => metrics.notifierDeliveries.inc({ kind, outcome }),
       })
     : undefined;
-  const pokeNotifier = () => notifier?.poke();
-  if (notifier) {
-    store.signals.on("run_changed", pokeNotifier);
-    notifier.start();
-  }
-  const pruneOutbox = setInterval(() => {
-    void store.pruneOutbox(new Date(Date.now() - 7 * 24 * 3600_000).toISOString()).catch(() => {});
-  }, IDEMPOTENCY_PRUNE_MS);
-  pruneOutbox.unref();
-  // --- end notifier --------------------------------------------------------------------------------------
-  const prune = setInterval(() => {
-    void store.pruneIdempotencyKeys(new Date(Date.now() - 24 * 3600_000).toISOString());
-  }, IDEMPOTENCY_PRUNE_MS);
-  prune.unref();
+  notifier?.start();
+  // Housekeeping: idempotency keys live 24 h (API.md); inbound dedupe keys and delivered outbox rows a week.
+  const housekeeping = setInterval(() => {
+    const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
+    Promise.all([
+      store.pruneIdempotencyKeys(ago(DAY_MS)),
+      store.pruneInbox(ago(7 * DAY_MS)),
+      store.pruneOutbox(ago(7 * DAY_MS)),
+    ]).catch((err) => log.warn({ err }, "housekeeping failed; retrying at the next interval"));
+  }, HOUSEKEEPING_MS);
+  housekeeping.unref();
 
   let stopping: Promise<void> | undefined;
   return {
@@ -136,11 +132,9 @@ export async function startDispatch(
     stop() {
       stopping ??= (async () => {
         accepting = false;
-        clearInterval(prune);
-        await slack?.stop(); // Slack app: lets acknowledged requests finish
-        clearInterval(pruneOutbox); // notifier
-        store.signals.off("run_changed", pokeNotifier); // notifier
-        await notifier?.stop(); // notifier: hands claimed outbox rows back
+        clearInterval(housekeeping);
+        await slack?.stop(); // lets acknowledged requests finish
+        await notifier?.stop(); // hands claimed outbox rows back
         await executor?.stop(config.shutdownGraceMs);
         await server.close();
         await store.close();

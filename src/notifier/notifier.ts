@@ -85,9 +85,13 @@ export class SlackNotifier {
   start(): void {
     if (this.running) return;
     this.running = true;
+    // A hint to tick now; the interval remains the backstop (and the only clock with a remote RunsApi).
+    this.store.signals.on("run_changed", this.onRunChanged);
     this.outbox.start();
     this.loop = this.run();
   }
+
+  private readonly onRunChanged = () => this.poke();
 
   /** A run changed or a thread was bound: tick soon instead of at the next interval. */
   poke(): void {
@@ -97,6 +101,7 @@ export class SlackNotifier {
 
   async stop(): Promise<void> {
     this.running = false;
+    this.store.signals.off("run_changed", this.onRunChanged);
     this.wakeUp?.();
     await this.loop;
     await this.outbox.stop();
@@ -105,6 +110,7 @@ export class SlackNotifier {
   /** Stops as a crash would: claimed outbox rows stay leased until their lease expires. */
   async kill(): Promise<void> {
     this.running = false;
+    this.store.signals.off("run_changed", this.onRunChanged);
     this.wakeUp?.();
     await this.outbox.kill();
     await this.loop;
@@ -230,7 +236,6 @@ export class SlackNotifier {
       now: new Date(now).toISOString(),
     });
     if (recorded) {
-      this.outbox.poke();
       this.log.debug(
         { run_id: run.run_id, state: run.state, card: cardChanged, final: needFinal },
         "card change",

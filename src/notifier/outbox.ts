@@ -73,8 +73,12 @@ export class OutboxDeliverer {
   start(): void {
     if (this.running) return;
     this.running = true;
+    // The store announces enqueues (in this process now; across replicas once a backend publishes them).
+    this.store.signals.on("outbox_enqueued", this.onEnqueued);
     this.loop = this.run();
   }
+
+  private readonly onEnqueued = () => this.poke();
 
   /** Something was enqueued or finished: look for due rows now. */
   poke(): void {
@@ -85,6 +89,7 @@ export class OutboxDeliverer {
   /** Graceful: stop claiming, let attempts under way end, hand rows waiting for a retry back at once. */
   async stop(): Promise<void> {
     this.running = false;
+    this.store.signals.off("outbox_enqueued", this.onEnqueued);
     this.abort.abort(new Error("outbox stopping"));
     this.poke();
     await this.loop;

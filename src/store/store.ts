@@ -141,6 +141,8 @@ export interface Store {
 
   /** Drops idempotency records older than the retention window. */
   pruneIdempotencyKeys(olderThan: string): Promise<number>;
+  /** Drops inbound delivery keys older than the retention window. */
+  pruneInbox(olderThan: string): Promise<number>;
 
   // Notifier: read position, status cards, outbox (DESIGN.md "notifier")
   getNotifierCursor(name: string): Promise<NotifierCursor | undefined>;

@@ -305,7 +305,11 @@ export class SlackIntegration {
     command: Command & { verb: "run" },
     where: { thread: string | null; triggerRef: string | null; permalinkOf?: string; idempotencyKey: string },
   ): Promise<void> {
-    const triggerUrl = where.permalinkOf ? await this.permalink(actor.channel, where.permalinkOf) : undefined;
+    // A slash command has no message of its own (its status card, posted later, becomes the thread):
+    // the run links to the channel it was typed in.
+    const triggerUrl = where.permalinkOf
+      ? await this.permalink(actor.channel, where.permalinkOf)
+      : `https://slack.com/app_redirect?team=${encodeURIComponent(actor.team)}&channel=${encodeURIComponent(actor.channel)}`;
     let created: { run_id: string };
     try {
       created = await this.deps.runs.create(

@@ -534,6 +534,8 @@ export class SqliteStore implements Store {
          VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING`,
       ).run(b.runId, b.platform, b.workspace, b.channel, b.thread, b.triggerRef, b.requester, b.createdAt),
     );
+    // Where the run reports to is part of its reporting state: the notifier can act on it now.
+    this.signals.emit("run_changed", b.runId);
   }
 
   async getThreadBinding(runId: string): Promise<ThreadBinding | undefined> {
@@ -557,6 +559,12 @@ export class SqliteStore implements Store {
         thread,
         runId,
       ),
+    );
+  }
+
+  async pruneInbox(olderThan: string): Promise<number> {
+    return this.grouped(() =>
+      Number(this.sql("DELETE FROM inbox WHERE received_at < ?").run(olderThan).changes),
     );
   }
 

@@ -97,6 +97,8 @@ describe("slash command", () => {
       source: "SLACK",
       creator: { type: "user", uid: `slack:${TEAM}:U7`, display_name: "user-U7" },
       agent_config: { model_id: "acme/m1", name: "docs", environment_id: "web" },
+      // A slash command has no message of its own: the run links to the channel it was typed in.
+      trigger_url: `https://slack.com/app_redirect?team=${TEAM}&channel=${CHANNEL}`,
     });
     expect(await s.t.dispatch.store.getThreadBinding(run.run_id)).toMatchObject({
       platform: "slack",
