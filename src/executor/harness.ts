@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { RequestUsage, RunEventType, RunRecord } from "../runs/types.ts";
+import type { Sandbox } from "./sandbox.ts";
 
 /**
  * What runs an agent. The executor owns the run's lifecycle (lease, state, follow-up bookkeeping); a
@@ -14,6 +15,8 @@ export interface HarnessContext {
   run: RunRecord;
   /** The run's own directory; the agent works here and nowhere else. */
   workspace: string;
+  /** Runs the agent's commands (and resolves its file paths) confined to the workspace. */
+  sandbox: Sandbox;
   /** What the agent receives for this turn: the prompt on a run's first execution, then follow-ups. */
   input: string[];
   /** Aborted when the run is cancelled, loses its lease or the worker shuts down. */

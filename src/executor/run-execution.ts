@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { RunRecord } from "../runs/types.ts";
 import type { RunPatch, Store } from "../store/store.ts";
 import type { HarnessOutcome, HarnessRegistry } from "./harness.ts";
+import { PlainSandbox } from "./sandbox.ts";
 import { prepareWorkspace } from "./workspace.ts";
 
 export interface ExecutionDeps {
@@ -61,6 +62,7 @@ export class RunExecution {
     const heartbeat = setInterval(() => void this.heartbeat(), this.deps.heartbeatMs);
     try {
       const workspace = await prepareWorkspace(this.deps.dataDir, run.id);
+      const sandbox = new PlainSandbox(workspace, run.id);
       const type = run.agentConfig.harness?.type ?? "scripted";
       const harness = this.deps.harnesses.get(type);
       if (!harness) {
@@ -93,6 +95,7 @@ export class RunExecution {
           outcome = await harness.run({
             run,
             workspace,
+            sandbox,
             input,
             signal,
             emit: (type, data) => this.emit(type, data),

@@ -1,6 +1,4 @@
 import type { Harness, HarnessContext, HarnessOutcome } from "../harness.ts";
-import { runInProcessGroup } from "../process-group.ts";
-import { sandboxEnv } from "../workspace.ts";
 
 const COMMAND_TIMEOUT_MS = 10 * 60 * 1000;
 
@@ -38,9 +36,7 @@ export class ScriptedHarness implements Harness {
       const command = line.slice(2).trim();
       if (command === "") continue;
       await ctx.emit("tool_call", { tool: "shell", command });
-      const result = await runInProcessGroup(command, {
-        cwd: ctx.workspace,
-        env: sandboxEnv(ctx.workspace, ctx.run.id),
+      const result = await ctx.sandbox.exec(command, {
         timeoutMs: this.commandTimeoutMs,
         signal: ctx.signal,
       });

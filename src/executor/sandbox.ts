@@ -1,0 +1,83 @@
+import { realpath } from "node:fs/promises";
+import { isAbsolute, relative, resolve } from "node:path";
+import { type CommandResult, runInProcessGroup } from "./process-group.ts";
+import { sandboxEnv } from "./workspace.ts";
+
+export interface SandboxExecOptions {
+  timeoutMs: number;
+  signal: AbortSignal;
+  /** Bytes of output kept (the tail); the result says when it was cut. */
+  outputLimit?: number;
+  /** Setup steps may need the network (git clone, package installs); the agent's commands get none. */
+  network?: boolean;
+}
+
+/**
+ * Where a run's processes execute: its workspace, an environment built from nothing (no provider keys,
+ * no Dispatch secrets), its own process group killed on cancel or timeout. Every harness and tool runs
+ * commands through this, never by spawning directly.
+ */
+export interface Sandbox {
+  /** "bwrap" when processes are isolated, "none" for a plain subprocess in the workspace. */
+  readonly kind: string;
+  readonly workspace: string;
+  exec(command: string, opts: SandboxExecOptions): Promise<CommandResult>;
+  /**
+   * The absolute path of `path` (relative to the workspace, or absolute inside it) for the file tools;
+   * throws when it resolves outside the workspace, following symlinks.
+   */
+  resolvePath(path: string): Promise<string>;
+}
+
+/** A plain subprocess in the workspace: the fallback where bubblewrap is not available. */
+export class PlainSandbox implements Sandbox {
+  readonly kind: string = "none";
+  readonly workspace: string;
+  private readonly runId: string;
+
+  constructor(workspace: string, runId: string) {
+    this.workspace = workspace;
+    this.runId = runId;
+  }
+
+  exec(command: string, opts: SandboxExecOptions): Promise<CommandResult> {
+    return runInProcessGroup(command, {
+      cwd: this.workspace,
+      env: sandboxEnv(this.workspace, this.runId),
+      timeoutMs: opts.timeoutMs,
+      signal: opts.signal,
+      ...(opts.outputLimit !== undefined ? { outputLimit: opts.outputLimit } : {}),
+    });
+  }
+
+  async resolvePath(path: string): Promise<string> {
+    return resolveInside(this.workspace, path);
+  }
+}
+
+export class PathOutsideWorkspaceError extends Error {}
+
+/** Resolves `path` against `root`, refusing anything (including a symlink's target) outside it. */
+export async function resolveInside(root: string, path: string): Promise<string> {
+  const realRoot = await realpath(root);
+  const target = resolve(realRoot, path);
+  // The deepest existing ancestor decides where a not-yet-existing file would land.
+  let existing = target;
+  for (;;) {
+    try {
+      existing = await realpath(existing);
+      break;
+    } catch {
+      const parent = resolve(existing, "..");
+      if (parent === existing) break;
+      existing = parent;
+    }
+  }
+  for (const candidate of [target, existing]) {
+    const rel = relative(realRoot, candidate);
+    if (rel.startsWith("..") || isAbsolute(rel)) {
+      throw new PathOutsideWorkspaceError(`${path} is outside the workspace`);
+    }
+  }
+  return target;
+}
