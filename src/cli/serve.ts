@@ -1,5 +1,6 @@
 import { startDispatch } from "../app.ts";
 import { loadConfig } from "../config.ts";
+import { describeDefaultModel } from "../executor/harnesses/builtin/models.ts";
 import { createLogger } from "../log.ts";
 
 /** `dispatch serve`: the whole service on one machine with embedded defaults. */
@@ -7,15 +8,20 @@ export async function serve(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config.logLevel);
   const dispatch = await startDispatch(config, log);
+  // Runs without a model_id use the builtin harness with DISPATCH_DEFAULT_MODEL, else the scripted one.
+  const defaultModel = describeDefaultModel(config.models);
+  if (!defaultModel.ok) {
+    log.warn(
+      `DISPATCH_DEFAULT_MODEL cannot be used, runs without a model_id will fail: ${defaultModel.text}`,
+    );
+  }
   log.info(
     {
       url: dispatch.url,
       publicUrl: config.publicUrl ?? dispatch.url,
       store: `sqlite:${config.databasePath}`,
       executorSlots: config.maxConcurrentRuns,
-      harness: config.defaultModel
-        ? `builtin (${config.defaultModel})`
-        : "scripted (no model configured: a deterministic stand-in, not an LLM)",
+      harness: defaultModel.text,
     },
     `Dispatch listening on ${dispatch.url}`,
   );

@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import { v7 as uuidv7 } from "uuid";
 import type { Store } from "../store/store.ts";
 import type { HarnessRegistry } from "./harness.ts";
-import { RunExecution } from "./run-execution.ts";
+import { type ExecutionDeps, RunExecution } from "./run-execution.ts";
 
 export interface ExecutorOptions {
   store: Store;
@@ -13,6 +13,12 @@ export interface ExecutorOptions {
   leaseMs: number;
   pollIntervalMs: number;
   log: Logger;
+  /** The sandbox every run's commands go through; a plain subprocess when absent. */
+  sandboxes?: ExecutionDeps["sandboxes"];
+  /** Configured environments by id (dispatch.config.yaml). */
+  environments?: ExecutionDeps["environments"];
+  /** Resolves skills left for execution time (remote repos). */
+  skills?: ExecutionDeps["skills"];
 }
 
 /**
@@ -112,6 +118,9 @@ export class Executor {
             leaseMs: this.opts.leaseMs,
             heartbeatMs: Math.min(this.opts.pollIntervalMs, Math.floor(this.opts.leaseMs / 3)),
             log: this.opts.log,
+            ...(this.opts.sandboxes ? { sandboxes: this.opts.sandboxes } : {}),
+            ...(this.opts.environments ? { environments: this.opts.environments } : {}),
+            ...(this.opts.skills ? { skills: this.opts.skills } : {}),
           });
           this.active.set(run.id, execution);
           void execution.done.then(() => {

@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { RequestUsage, RunEventType, RunRecord } from "../runs/types.ts";
+import type { RequestUsage, RunEvent, RunEventType, RunRecord } from "../runs/types.ts";
 import type { Sandbox } from "./sandbox.ts";
 
 /**
@@ -25,6 +25,11 @@ export interface HarnessContext {
   emit(type: RunEventType, data: Record<string, unknown>): Promise<void>;
   /** Follow-ups that arrived while running; call at every step boundary to steer the agent. */
   takeFollowups(): Promise<string[]>;
+  /**
+   * The run's whole transcript so far (every execution), oldest first: lets a harness rebuild the
+   * conversation for a follow-up execution. Optional so that hand-built contexts in tests need not supply it.
+   */
+  transcript?(): Promise<RunEvent[]>;
   log: Logger;
 }
 

@@ -26,9 +26,19 @@ const KILL_GRACE_MS = 500;
  * after a normal exit, so background children cannot outlive their command.
  */
 export function runInProcessGroup(command: string, opts: CommandOptions): Promise<CommandResult> {
+  return runArgvInProcessGroup(["bash", "-c", command], opts);
+}
+
+/**
+ * The same for any program: `argv[0]` (looked up on the env's PATH when not absolute) with its arguments,
+ * no shell. Sandboxes use it to put `bwrap …` (and a cgroup entry step) in front of `bash -c`.
+ */
+export function runArgvInProcessGroup(argv: string[], opts: CommandOptions): Promise<CommandResult> {
   const limit = opts.outputLimit ?? 64 * 1024;
+  const [program, ...args] = argv;
+  if (program === undefined) throw new Error("runArgvInProcessGroup: empty argv");
   return new Promise((resolve) => {
-    const child = spawn("bash", ["-c", command], {
+    const child = spawn(program, args, {
       cwd: opts.cwd,
       env: opts.env,
       detached: true,

@@ -1,8 +1,12 @@
 import type { Logger } from "pino";
-import type { RunRecord } from "../runs/types.ts";
+import type { EnvironmentSettings } from "../config-file.ts";
+import type { RunEvent, RunRecord } from "../runs/types.ts";
 import type { RunPatch, Store } from "../store/store.ts";
+import type { SandboxProvider } from "./bwrap-sandbox.ts";
+import { prepareEnvironment } from "./environments.ts";
 import type { HarnessOutcome, HarnessRegistry } from "./harness.ts";
-import { PlainSandbox } from "./sandbox.ts";
+import { PlainSandbox, type Sandbox } from "./sandbox.ts";
+import { joinBasePrompt, type SkillResolver } from "./skills.ts";
 import { prepareWorkspace } from "./workspace.ts";
 
 export interface ExecutionDeps {
@@ -14,6 +18,12 @@ export interface ExecutionDeps {
   /** How often the lease is renewed and ownership re-checked (the backstop for missed signals). */
   heartbeatMs: number;
   log: Logger;
+  /** Where the run's commands execute (bubblewrap or a plain subprocess); plain when absent. */
+  sandboxes?: SandboxProvider;
+  /** Configured environments (dispatch.config.yaml `environments`), by id. */
+  environments?: Record<string, EnvironmentSettings>;
+  /** Resolves skills that could not be resolved when the run was created (remote repos). */
+  skills?: SkillResolver;
 }
 
 export type StopReason = "cancelled" | "lease_lost" | "shutdown";
@@ -60,9 +70,9 @@ export class RunExecution {
     store.signals.on("run_changed", onChange);
     store.signals.on("followup_added", onFollowup);
     const heartbeat = setInterval(() => void this.heartbeat(), this.deps.heartbeatMs);
+    let sandbox: Sandbox | undefined;
     try {
       const workspace = await prepareWorkspace(this.deps.dataDir, run.id);
-      const sandbox = new PlainSandbox(workspace, run.id);
       const type = run.agentConfig.harness?.type ?? "scripted";
       const harness = this.deps.harnesses.get(type);
       if (!harness) {
@@ -81,6 +91,42 @@ export class RunExecution {
         );
         return;
       }
+      const environmentId = run.agentConfig.environment_id;
+      const environment = environmentId ? this.deps.environments?.[environmentId] : undefined;
+      if (environmentId && !environment) {
+        await this.failBeforeStart(
+          `environment "${environmentId}" is not configured on this server (any more); configure it in dispatch.config.yaml or create the run without config.environment_id`,
+          "environment_unavailable",
+        );
+        return;
+      }
+      sandbox = this.deps.sandboxes
+        ? await this.deps.sandboxes.create({
+            workspace,
+            runId: run.id,
+            agentNetwork: environment?.agent_network ?? false,
+          })
+        : new PlainSandbox(workspace, run.id);
+      if (this.deps.sandboxes?.warning) {
+        await this.emit("log", { level: "warn", phase: "sandbox", message: this.deps.sandboxes.warning });
+      }
+      if (environmentId && environment && run.execution === 1) {
+        const prepared = await prepareEnvironment({
+          id: environmentId,
+          environment,
+          workspace: sandbox.workspace,
+          sandbox,
+          signal,
+          emit: (type, data) => this.emit(type, data),
+          log: log.child({ runId: run.id }),
+        });
+        if (!prepared.ok) {
+          if (!prepared.aborted) await this.failBeforeStart(prepared.message, prepared.errorCode);
+          return;
+        }
+      }
+      const agentRun = await this.withSkill(run, signal);
+      if (!agentRun) return;
       const waiting = await store.startAgent(run.id, workerId);
       if (!waiting) return;
       let input = [
@@ -93,13 +139,14 @@ export class RunExecution {
         let outcome: HarnessOutcome;
         try {
           outcome = await harness.run({
-            run,
+            run: agentRun,
             workspace,
             sandbox,
             input,
             signal,
             emit: (type, data) => this.emit(type, data),
             takeFollowups: () => this.takeFollowups(),
+            transcript: () => this.transcript(),
             log: log.child({ runId: run.id }),
           });
         } catch (err) {
@@ -115,10 +162,59 @@ export class RunExecution {
         input = pending;
       }
     } finally {
+      await sandbox
+        ?.close?.()
+        .catch((err) => log.warn({ err, runId: run.id }, "releasing the sandbox failed"));
       clearInterval(heartbeat);
       store.signals.off("run_changed", onChange);
       store.signals.off("followup_added", onFollowup);
     }
+  }
+
+  /** FAILED before the agent started (environment or skill problems); a cancel written first wins. */
+  private async failBeforeStart(message: string, errorCode: string): Promise<void> {
+    await this.deps.store.transition(
+      this.run.id,
+      "fail",
+      { statusMessage: { message, error_code: errorCode, retryable: false } },
+      { workerId: this.deps.workerId },
+    );
+  }
+
+  /**
+   * The run as the harness sees it: a skill that could only be fetched now (a remote repo) becomes its
+   * base prompt and name. Undefined when the skill cannot be found (the run has FAILED) or on abort.
+   */
+  private async withSkill(run: RunRecord, signal: AbortSignal): Promise<RunRecord | undefined> {
+    const spec = run.agentConfig.skill_spec;
+    if (!spec || run.agentSkill || !this.deps.skills) return run;
+    const found = await this.deps.skills.resolve(spec, signal);
+    if (signal.aborted) return undefined;
+    if (found.kind !== "found") {
+      await this.failBeforeStart(
+        found.kind === "not_found" ? found.message : `skill "${spec}" could not be resolved`,
+        "skill_not_found",
+      );
+      return undefined;
+    }
+    const { skill } = found;
+    await this.emit("log", {
+      level: "info",
+      phase: "skill",
+      message: `Skill "${skill.name}" loaded from ${skill.fullPath}`,
+    });
+    return {
+      ...run,
+      agentConfig: {
+        ...run.agentConfig,
+        base_prompt: joinBasePrompt(skill.body, run.agentConfig.base_prompt),
+      },
+      agentSkill: {
+        name: skill.name,
+        ...(skill.description ? { description: skill.description } : {}),
+        full_path: skill.fullPath,
+      },
+    };
   }
 
   private async emit(
@@ -126,6 +222,15 @@ export class RunExecution {
     data: Record<string, unknown>,
   ): Promise<void> {
     await this.deps.store.appendEvent(this.run.id, type, data);
+  }
+
+  private async transcript(): Promise<RunEvent[]> {
+    const events: RunEvent[] = [];
+    for (;;) {
+      const page = await this.deps.store.listEvents(this.run.id, events.at(-1)?.seq ?? 0, 1000);
+      events.push(...page);
+      if (page.length < 1000) return events;
+    }
   }
 
   private async takeFollowups(): Promise<string[]> {

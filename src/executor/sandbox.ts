@@ -1,6 +1,7 @@
 import { realpath } from "node:fs/promises";
 import { isAbsolute, relative, resolve } from "node:path";
-import { type CommandResult, runInProcessGroup } from "./process-group.ts";
+import type { RunCgroup } from "./cgroups.ts";
+import { type CommandResult, runArgvInProcessGroup } from "./process-group.ts";
 import { sandboxEnv } from "./workspace.ts";
 
 export interface SandboxExecOptions {
@@ -27,6 +28,8 @@ export interface Sandbox {
    * throws when it resolves outside the workspace, following symlinks.
    */
   resolvePath(path: string): Promise<string>;
+  /** Releases what the sandbox holds (its cgroup) once the execution is over; exec must not follow. */
+  close?(): Promise<void>;
 }
 
 /** A plain subprocess in the workspace: the fallback where bubblewrap is not available. */
@@ -34,14 +37,16 @@ export class PlainSandbox implements Sandbox {
   readonly kind: string = "none";
   readonly workspace: string;
   private readonly runId: string;
+  private readonly cgroup: RunCgroup | undefined;
 
-  constructor(workspace: string, runId: string) {
+  constructor(workspace: string, runId: string, opts: { cgroup?: RunCgroup } = {}) {
     this.workspace = workspace;
     this.runId = runId;
+    this.cgroup = opts.cgroup;
   }
 
   exec(command: string, opts: SandboxExecOptions): Promise<CommandResult> {
-    return runInProcessGroup(command, {
+    return runArgvInProcessGroup([...(this.cgroup?.enter ?? []), "bash", "-c", command], {
       cwd: this.workspace,
       env: sandboxEnv(this.workspace, this.runId),
       timeoutMs: opts.timeoutMs,
@@ -52,6 +57,10 @@ export class PlainSandbox implements Sandbox {
 
   async resolvePath(path: string): Promise<string> {
     return resolveInside(this.workspace, path);
+  }
+
+  async close(): Promise<void> {
+    await this.cgroup?.remove();
   }
 }
 

@@ -33,6 +33,18 @@ export interface RunServiceOptions {
   defaultModel?: string;
   /** Executor slots across the deployment; `at_capacity` says a new run will wait for one. */
   capacity: number;
+  /** Configured environment ids: any other `environment_id` is refused at create. Unchecked when absent. */
+  environmentIds?: readonly string[];
+  /** Resolves `skill_spec` at create where it can be (local sources): an unknown skill is refused. */
+  skills?: {
+    resolveNow(
+      spec: string,
+    ): Promise<
+      | { kind: "found"; skill: { name: string; description?: string; body: string; fullPath: string } }
+      | { kind: "not_found"; message: string }
+      | { kind: "deferred" }
+    >;
+  };
 }
 
 /**
@@ -54,7 +66,9 @@ export class RunService {
   ): Promise<{ run_id: string; task_id: string; state: "QUEUED"; at_capacity: boolean }> {
     const now = new Date().toISOString();
     const agentConfig = this.resolveConfig(input);
-    const skillName = agentConfig.skill_spec ? skillNameOf(agentConfig.skill_spec) : undefined;
+    const agentSkill = await this.resolveCreateTime(agentConfig, input);
+    const skillName =
+      agentSkill?.name ?? (agentConfig.skill_spec ? skillNameOf(agentConfig.skill_spec) : undefined);
     const prompt = input.prompt ?? "";
     const run: RunRecord = {
       id: uuidv7(),
@@ -74,7 +88,7 @@ export class RunService {
       source: ctx.source ?? "API",
       creator: ctx.creator ?? creatorOf(ctx.caller),
       agentConfig,
-      agentSkill: null,
+      agentSkill,
       statusMessage: null,
       artifacts: [],
       requestUsage: { input_tokens: 0, output_tokens: 0, total_tokens: 0 },
@@ -161,6 +175,39 @@ export class RunService {
     return this.unwrap(result, () =>
       result.kind === "created" ? respond(result.value) : undefined,
     ) as string;
+  }
+
+  /**
+   * Create-time checks of what the server configures: the environment must exist; a skill readable now
+   * (local directory or repo) must exist, and becomes the base prompt (and the name, when none is given).
+   */
+  private async resolveCreateTime(
+    config: AgentConfig,
+    input: CreateRunInput,
+  ): Promise<RunRecord["agentSkill"]> {
+    const envIds = this.options.environmentIds;
+    if (config.environment_id && envIds && !envIds.includes(config.environment_id)) {
+      throw new ApiError(
+        "invalid_request",
+        `config.environment_id: no environment "${config.environment_id}" is configured on this server (${
+          envIds.length ? `configured: ${envIds.join(", ")}` : "none is configured in dispatch.config.yaml"
+        })`,
+      );
+    }
+    const spec = config.skill_spec;
+    if (!spec || !this.options.skills) return null;
+    const field = input.config?.skill_spec ? "config.skill_spec" : "skill";
+    const found = await this.options.skills.resolveNow(spec);
+    if (found.kind === "not_found") throw new ApiError("invalid_request", `${field}: ${found.message}`);
+    if (found.kind === "deferred") return null;
+    const { skill } = found;
+    config.base_prompt = config.base_prompt?.trim() ? `${skill.body}\n\n${config.base_prompt}` : skill.body;
+    if (!input.config?.name) config.name = skill.name;
+    return {
+      name: skill.name,
+      ...(skill.description ? { description: skill.description } : {}),
+      full_path: skill.fullPath,
+    };
   }
 
   private resolveConfig(input: CreateRunInput): AgentConfig {

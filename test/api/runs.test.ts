@@ -1,13 +1,26 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RunItemSchema } from "../../src/api/schemas.ts";
 import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
 
 let t: TestDispatch;
+let configDir: string;
 beforeAll(async () => {
+  // The environment the filter test names must be configured: an unknown environment_id is a 400.
+  configDir = await mkdtemp(join(tmpdir(), "dispatch-runs-config-"));
+  await writeFile(join(configDir, "dispatch.config.yaml"), "environments:\n  prod-env: {}\n");
   // No executor: runs stay where the test puts them.
-  t = await startTestDispatch({ DISPATCH_MAX_CONCURRENT_RUNS: "0" });
+  t = await startTestDispatch({
+    DISPATCH_MAX_CONCURRENT_RUNS: "0",
+    DISPATCH_CONFIG_FILE: join(configDir, "dispatch.config.yaml"),
+  });
 });
-afterAll(() => t.stop());
+afterAll(async () => {
+  await t.stop();
+  await rm(configDir, { recursive: true, force: true });
+});
 
 const RFC3339_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 

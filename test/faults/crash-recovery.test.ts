@@ -4,6 +4,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { probeBwrap } from "../../src/executor/bwrap-sandbox.ts";
 import { startTestDispatch, type TestDispatch, waitFor } from "../support/dispatch.ts";
 import {
   isAlive,
@@ -142,8 +143,13 @@ describe("faults: the real server process", () => {
 
     first.child.kill("SIGKILL");
     expect((await first.exited).signal).toBe("SIGKILL");
-    // The dead server's commands outlive it (own process groups); the test kills them in afterEach.
-    expect(agentPids.some(isAlive)).toBe(true);
+    if ((await probeBwrap("bwrap")) === undefined) {
+      // In the bubblewrap sandbox (--die-with-parent) the dead server's commands die with it.
+      await waitFor(() => !agentPids.some(isAlive), { timeoutMs: 5000, what: "sandboxed commands to die" });
+    } else {
+      // A plain subprocess outlives it (own process group); the test kills them in afterEach.
+      expect(agentPids.some(isAlive)).toBe(true);
+    }
 
     const second = await start(fixture, env);
     const all = [...sleeping, withFollowup, ...quick];
@@ -283,9 +289,14 @@ describe("faults: cancel", () => {
     const created = await t.api("POST", "/api/v1/agent/runs", { prompt: `$ sleep 60 # ${marker}` });
     expect(created.status, created.text).toBe(200);
     const runId = created.body.run_id as string;
-    const pids = await waitFor(() => (runProcesses(runId).length > 0 ? runProcesses(runId) : undefined), {
-      what: "the sleep of the run",
-    });
+    // The command itself is up (in the bwrap sandbox, after the sandbox's own processes).
+    const pids = await waitFor(
+      () => {
+        const found = runProcesses(runId);
+        return found.some((pid) => readCmdline(pid) === "sleep 60") ? found : undefined;
+      },
+      { what: "the sleep of the run" },
+    );
     expect(pids.map((pid) => readCmdline(pid))).toContain("sleep 60");
 
     const cancel = await t.api("POST", `/api/v1/agent/runs/${runId}/cancel`);

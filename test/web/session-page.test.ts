@@ -227,10 +227,11 @@ describe.runIf(runBrowserTests)("session page in headless Chromium", () => {
 
   it("shows hostile prompt and streamed tool output as text, and runs none of it", async () => {
     // The run waits at a gate so that the hostile output reaches the page over the live stream.
-    const gate = join(t.dataDir, `gate-${Date.now()}`);
+    // (A file in the run's workspace: the sandbox sees nothing else of the host's data directory.)
     const run = await createRun(
-      `<script>alert(1)</script>\n$ until [ -e '${gate}' ]; do sleep 0.02; done\n$ printf '<img src=x onerror=alert(2)>'`,
+      `<script>alert(1)</script>\n$ until [ -e gate ]; do sleep 0.02; done\n$ printf '<img src=x onerror=alert(2)>'`,
     );
+    const gate = join(t.dataDir, "workspaces", run.run_id, "gate");
     await waitForState(t, run.run_id, ["INPROGRESS"]);
     const { page, context, dialogs, consoleErrors } = await openPage(run.session_link);
     try {

@@ -1,0 +1,219 @@
+/**
+ * Agent runtime benchmark (issue 5): scripted runs end to end through the executor — created over the
+ * HTTP API, claimed, workspace and sandbox prepared, `$ ` command run, outcome recorded — with the
+ * sandbox off (DISPATCH_SANDBOX=none; target ≥ 200 runs/s) and with bubblewrap, plus the memory each
+ * concurrent run costs (Dispatch's RSS growth and the run's own processes).
+ *
+ *   node bench/runtime/run.ts
+ *
+ * Knobs (environment): BENCH_RUNS (200), BENCH_SLOTS (executor slots, 8), BENCH_CONCURRENT (runs held
+ * at once for the memory figure, 8), BENCH_MODES (none,bwrap). Prints figures and ratios; no assertions
+ * (exit 1 only when the bench itself went wrong: a run did not succeed).
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type Dispatch, startDispatch } from "../../src/app.ts";
+import { loadConfig } from "../../src/config.ts";
+import { probeBwrap } from "../../src/executor/bwrap-sandbox.ts";
+import { createLogger } from "../../src/log.ts";
+
+const RUNS = Number(process.env.BENCH_RUNS ?? 200);
+const SLOTS = Number(process.env.BENCH_SLOTS ?? 8);
+const CONCURRENT = Number(process.env.BENCH_CONCURRENT ?? 8);
+const MODES = (process.env.BENCH_MODES ?? "none,bwrap").split(",").map((m) => m.trim()) as Array<
+  "none" | "bwrap"
+>;
+
+interface Result {
+  mode: string;
+  runsPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  dispatchRssPerRunMiB: number;
+  processRssPerRunMiB: number;
+  processesPerRun: number;
+}
+
+async function withDispatch<T>(
+  mode: string,
+  slots: number,
+  fn: (d: Dispatch, api: Api) => Promise<T>,
+): Promise<T> {
+  const dataDir = await mkdtemp(join(tmpdir(), "dispatch-bench-runtime-"));
+  const config = loadConfig({
+    DISPATCH_DATA_DIR: dataDir,
+    DISPATCH_PORT: "0",
+    DISPATCH_SANDBOX: mode,
+    DISPATCH_MAX_CONCURRENT_RUNS: String(slots),
+    DISPATCH_POLL_INTERVAL_MS: "1000",
+    DISPATCH_SHUTDOWN_GRACE_MS: "0",
+    DISPATCH_RATE_LIMIT_BURST: "1000000",
+    DISPATCH_RATE_LIMIT_PER_MINUTE: "10000000",
+    // Cgroup limits as configured for the bench's own process (DISPATCH_SANDBOX_MEMORY_MB=0 turns them off).
+    ...Object.fromEntries(
+      ["DISPATCH_SANDBOX_MEMORY_MB", "DISPATCH_SANDBOX_PIDS_MAX", "DISPATCH_BWRAP_PATH"].flatMap((k) =>
+        process.env[k] ? [[k, process.env[k]]] : [],
+      ),
+    ),
+  });
+  const dispatch = await startDispatch(config, createLogger("silent"));
+  const key = dispatch.generatedAdminKey!;
+  const api: Api = async (method, path, body) => {
+    const res = await fetch(dispatch.url + path, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body ? { "content-type": "application/json" } : {}) },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
+    return res.json();
+  };
+  try {
+    return await fn(dispatch, api);
+  } finally {
+    await dispatch.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: bench responses
+type Api = (method: string, path: string, body?: unknown) => Promise<any>;
+
+async function createMany(api: Api, n: number, prompt: string): Promise<string[]> {
+  const ids: string[] = [];
+  const batch = 25;
+  for (let i = 0; i < n; i += batch) {
+    const made = await Promise.all(
+      Array.from({ length: Math.min(batch, n - i) }, () => api("POST", "/api/v1/agent/runs", { prompt })),
+    );
+    ids.push(...made.map((r) => r.run_id as string));
+  }
+  return ids;
+}
+
+async function waitAll(d: Dispatch, n: number, state: string, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const counts = await d.store.countRunsByState();
+    if (((counts as Record<string, number>)[state] ?? 0) >= n) return;
+    const bad = (counts.FAILED ?? 0) + (counts.ERROR ?? 0);
+    if (bad > 0) throw new Error(`runs failed: ${JSON.stringify(counts)}`);
+    if (Date.now() > deadline) throw new Error(`timed out: ${JSON.stringify(counts)}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** Processes whose environment names one of the runs (the sandbox and everything in it). */
+function runProcessesRss(): { count: number; rssKiB: number } {
+  let count = 0;
+  let rssKiB = 0;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const environ = readFileSync(`/proc/${entry}/environ`, "utf8");
+      if (!environ.includes("DISPATCH_RUN_ID=")) continue;
+      const status = readFileSync(`/proc/${entry}/status`, "utf8");
+      const rss = Number(status.match(/VmRSS:\s+(\d+)/)?.[1] ?? 0);
+      count++;
+      rssKiB += rss;
+    } catch {
+      // gone
+    }
+  }
+  return { count, rssKiB };
+}
+
+async function measure(mode: "none" | "bwrap"): Promise<Result> {
+  // Throughput: RUNS short runs through SLOTS slots.
+  const { runsPerSec, p50Ms, p99Ms } = await withDispatch(mode, SLOTS, async (d, api) => {
+    await createMany(api, 10, "$ echo warm");
+    await waitAll(d, 10, "SUCCEEDED");
+    const started = performance.now();
+    const ids = await createMany(api, RUNS, "Benchmark run\n$ echo hello > out.txt");
+    await waitAll(d, RUNS + 10, "SUCCEEDED");
+    const seconds = (performance.now() - started) / 1000;
+    const latencies: number[] = [];
+    for (const id of ids) {
+      const run = await d.store.getRun((await d.store.listApiKeys())[0]!.principal.teamId, id);
+      if (run?.finishedAt) latencies.push(Date.parse(run.finishedAt) - Date.parse(run.createdAt));
+    }
+    latencies.sort((a, b) => a - b);
+    return {
+      runsPerSec: RUNS / seconds,
+      p50Ms: latencies[Math.floor(latencies.length * 0.5)] ?? 0,
+      p99Ms: latencies[Math.floor(latencies.length * 0.99)] ?? 0,
+    };
+  });
+
+  // Memory: CONCURRENT runs held in a long command at once.
+  const memory = await withDispatch(mode, CONCURRENT, async (d, api) => {
+    await createMany(api, 4, "$ echo warm");
+    await waitAll(d, 4, "SUCCEEDED");
+    globalThis.gc?.();
+    const before = process.memoryUsage().rss;
+    const ids = await createMany(api, CONCURRENT, "$ sleep 60");
+    await waitAll(d, CONCURRENT, "INPROGRESS");
+    // Every run's command is up (its processes carry the run id).
+    const deadline = Date.now() + 10_000;
+    let procs = runProcessesRss();
+    while (Date.now() < deadline) {
+      const names = new Set<string>();
+      for (const entry of readdirSync("/proc")) {
+        try {
+          const m = readFileSync(`/proc/${entry}/environ`, "utf8").match(/DISPATCH_RUN_ID=([^\0]+)/);
+          if (m?.[1] && readFileSync(`/proc/${entry}/comm`, "utf8").trim() === "sleep") names.add(m[1]);
+        } catch {
+          // not a process, or gone
+        }
+      }
+      if (names.size >= CONCURRENT) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    procs = runProcessesRss();
+    const during = process.memoryUsage().rss;
+    for (const id of ids) await api("POST", `/api/v1/agent/runs/${id}/cancel`);
+    await waitAll(d, CONCURRENT, "CANCELLED");
+    return {
+      dispatchRssPerRunMiB: (during - before) / CONCURRENT / 2 ** 20,
+      processRssPerRunMiB: procs.rssKiB / CONCURRENT / 1024,
+      processesPerRun: procs.count / CONCURRENT,
+    };
+  });
+  return { mode, runsPerSec, p50Ms, p99Ms, ...memory };
+}
+
+const results: Result[] = [];
+for (const mode of MODES) {
+  if (mode === "bwrap") {
+    const problem = await probeBwrap("bwrap");
+    if (problem) {
+      console.log(`bwrap: skipped (${problem})`);
+      continue;
+    }
+  }
+  results.push(await measure(mode));
+}
+
+const fmt = (n: number, d = 1) => n.toFixed(d);
+console.log(
+  `\nruntime benchmark: ${RUNS} scripted runs through ${SLOTS} executor slots; memory with ${CONCURRENT} runs at once\n`,
+);
+console.log(
+  "sandbox | runs/s | target | p50 ms | p99 ms | Dispatch RSS/run MiB | run processes RSS/run MiB | processes/run",
+);
+console.log(
+  "--------|--------|--------|--------|--------|----------------------|---------------------------|--------------",
+);
+for (const r of results) {
+  const target = r.mode === "none" ? (r.runsPerSec >= 200 ? "≥200 ✓" : "≥200 ✗") : "report";
+  console.log(
+    `${r.mode.padEnd(7)} | ${fmt(r.runsPerSec).padStart(6)} | ${target.padEnd(6)} | ${fmt(r.p50Ms, 0).padStart(6)} | ${fmt(r.p99Ms, 0).padStart(6)} | ${fmt(r.dispatchRssPerRunMiB, 2).padStart(20)} | ${fmt(r.processRssPerRunMiB, 2).padStart(25)} | ${fmt(r.processesPerRun, 1).padStart(12)}`,
+  );
+}
+const none = results.find((r) => r.mode === "none");
+const bw = results.find((r) => r.mode === "bwrap");
+if (none && bw) {
+  console.log(
+    `\nbwrap / none: throughput ${fmt(bw.runsPerSec / none.runsPerSec, 2)}×, p50 latency ${fmt(bw.p50Ms / Math.max(1, none.p50Ms), 2)}×, run processes RSS ${fmt(bw.processRssPerRunMiB / Math.max(0.01, none.processRssPerRunMiB), 2)}×`,
+  );
+}

@@ -1,0 +1,153 @@
+import { createAnthropic } from "@ai-sdk/anthropic";
+import { createOpenAI } from "@ai-sdk/openai";
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import type { LanguageModelV4 } from "@ai-sdk/provider";
+
+/**
+ * Which models the builtin harness can reach, from the Dispatch process's own configuration
+ * (environment variables and dispatch.config.yaml). Keys live here only: they are never handed to a
+ * run's sandbox.
+ */
+export interface ModelsConfig {
+  /** DISPATCH_DEFAULT_MODEL: used when a run names no model (filled in at create time). */
+  defaultModel?: string | undefined;
+  /** Named aliases → `provider/model` (or another alias), from `models.aliases`. */
+  aliases: Record<string, string>;
+  anthropic: { apiKey?: string | undefined; baseUrl?: string | undefined };
+  openai: { apiKey?: string | undefined; baseUrl?: string | undefined };
+  /** Any chat-completions endpoint (Ollama, vLLM, llama.cpp server, LM Studio). */
+  openaiCompatible: { baseUrl?: string | undefined; apiKey?: string | undefined };
+}
+
+export const EMPTY_MODELS_CONFIG: ModelsConfig = {
+  aliases: {},
+  anthropic: {},
+  openai: {},
+  openaiCompatible: {},
+};
+
+export const PROVIDERS = ["anthropic", "openai", "openai-compatible"] as const;
+
+/** A model the run cannot use, with a message that says exactly what to configure. */
+export class ModelConfigError extends Error {
+  readonly code: string;
+  constructor(message: string, code = "model_not_configured") {
+    super(message);
+    this.code = code;
+  }
+}
+
+export interface ResolvedModel {
+  /** The `provider/model` actually used (after aliases). */
+  id: string;
+  model: LanguageModelV4;
+}
+
+/** Turns a run's model_id into a model: injected in tests, built from configuration otherwise. */
+export type ModelResolver = (modelId: string | undefined) => ResolvedModel | Promise<ResolvedModel>;
+
+const MAX_ALIAS_DEPTH = 8;
+
+/** Follows aliases to a `provider/model` id; throws ModelConfigError for anything unusable. */
+export function canonicalModelId(modelId: string | undefined, config: ModelsConfig): string {
+  const requested = modelId ?? config.defaultModel;
+  if (!requested) {
+    throw new ModelConfigError(
+      "No model configured for the builtin harness: set config.model_id on the run (provider/model, e.g. " +
+        "anthropic/claude-sonnet-4-5, openai/gpt-5 or openai-compatible/qwen2.5-coder) or DISPATCH_DEFAULT_MODEL " +
+        'on the Dispatch server, or create the run with config.harness.type "scripted"',
+    );
+  }
+  let id = requested;
+  for (let depth = 0; Object.hasOwn(config.aliases, id); depth++) {
+    if (depth >= MAX_ALIAS_DEPTH) {
+      throw new ModelConfigError(
+        `model alias "${requested}" loops: check models.aliases in dispatch.config.yaml`,
+      );
+    }
+    id = config.aliases[id]!;
+  }
+  const slash = id.indexOf("/");
+  const aliases = Object.keys(config.aliases);
+  const aliasHint = aliases.length
+    ? ` (configured aliases: ${aliases.join(", ")})`
+    : " (no aliases configured: add them under models.aliases in dispatch.config.yaml)";
+  if (slash <= 0 || slash === id.length - 1) {
+    throw new ModelConfigError(
+      `model_id "${requested}" is neither provider/model (anthropic/…, openai/…, openai-compatible/…) nor a configured alias${aliasHint}`,
+      "unknown_model",
+    );
+  }
+  const provider = id.slice(0, slash);
+  if (!(PROVIDERS as readonly string[]).includes(provider)) {
+    throw new ModelConfigError(
+      `unknown model provider "${provider}" in model_id "${requested}": use anthropic/<model>, openai/<model> or openai-compatible/<model>, or an alias${aliasHint}`,
+      "unknown_provider",
+    );
+  }
+  return id;
+}
+
+/** The resolver used by a running server: providers built from ModelsConfig. */
+export function configModelResolver(config: ModelsConfig): ModelResolver {
+  return (modelId) => {
+    const id = canonicalModelId(modelId, config);
+    const slash = id.indexOf("/");
+    const provider = id.slice(0, slash);
+    const name = id.slice(slash + 1);
+    switch (provider) {
+      case "anthropic": {
+        const { apiKey, baseUrl } = config.anthropic;
+        if (!apiKey) {
+          throw new ModelConfigError(
+            `model "${id}" needs an Anthropic API key: set ANTHROPIC_API_KEY in the Dispatch server's environment (and ANTHROPIC_BASE_URL for a proxy or compatible endpoint), then restart it`,
+          );
+        }
+        const anthropic = createAnthropic({ apiKey, ...(baseUrl ? { baseURL: baseUrl } : {}) });
+        return { id, model: anthropic(name) };
+      }
+      case "openai": {
+        const { apiKey, baseUrl } = config.openai;
+        if (!apiKey) {
+          throw new ModelConfigError(
+            `model "${id}" needs an OpenAI API key: set OPENAI_API_KEY in the Dispatch server's environment (and OPENAI_BASE_URL for a proxy), then restart it; for a local OpenAI-compatible server use openai-compatible/<model>`,
+          );
+        }
+        const openai = createOpenAI({ apiKey, ...(baseUrl ? { baseURL: baseUrl } : {}) });
+        return { id, model: openai(name) };
+      }
+      default: {
+        const { apiKey, baseUrl } = config.openaiCompatible;
+        if (!baseUrl) {
+          throw new ModelConfigError(
+            `model "${id}" needs the base URL of an OpenAI-compatible server: set OPENAI_COMPATIBLE_BASE_URL (or models.openai_compatible.base_url in dispatch.config.yaml), e.g. http://127.0.0.1:11434/v1 for Ollama, then restart Dispatch`,
+          );
+        }
+        const compatible = createOpenAICompatible({
+          name: "openai-compatible",
+          baseURL: baseUrl,
+          includeUsage: true,
+          ...(apiKey ? { apiKey } : {}),
+        });
+        return { id, model: compatible.chatModel(name) };
+      }
+    }
+  };
+}
+
+/** For start-up logs: what a run without a model_id would use, or why it cannot. */
+export function describeDefaultModel(config: ModelsConfig): { ok: boolean; text: string } {
+  if (!config.defaultModel) {
+    return { ok: true, text: "scripted (no model configured: a deterministic stand-in, not an LLM)" };
+  }
+  try {
+    const id = canonicalModelId(config.defaultModel, config);
+    configModelResolver(config)(id);
+    return {
+      ok: true,
+      text: `builtin (${config.defaultModel}${id !== config.defaultModel ? ` → ${id}` : ""})`,
+    };
+  } catch (err) {
+    return { ok: false, text: `builtin (${config.defaultModel}): ${(err as Error).message}` };
+  }
+}
