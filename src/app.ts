@@ -1,14 +1,24 @@
+import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { Metrics } from "./api/metrics.ts";
 import { buildServer } from "./api/server.ts";
 import { ensureAdminKey } from "./auth/bootstrap.ts";
 import type { Config } from "./config.ts";
+import { createSandboxProvider, type SandboxProvider } from "./executor/bwrap-sandbox.ts";
 import { Executor } from "./executor/executor.ts";
 import { HarnessRegistry } from "./executor/harness.ts";
+import { BuiltinHarness, type BuiltinHarnessOptions } from "./executor/harnesses/builtin/builtin-harness.ts";
+import { configModelResolver } from "./executor/harnesses/builtin/models.ts";
 import { ScriptedHarness } from "./executor/harnesses/scripted.ts";
+import { SkillResolver } from "./executor/skills.ts";
+import {
+  createGitHubIntegration,
+  GitHubClients,
+  type GitHubIntegration,
+} from "./integrations/github/index.ts";
 import { createSlackIntegration, type SlackIntegration } from "./integrations/slack/index.ts";
-import { createSlackNotifier, type NotifierOptions, type SlackNotifier } from "./notifier/index.ts";
+import { createNotifier, type NotifierOptions, type SlackNotifier } from "./notifier/index.ts";
 import { renderStatusCard } from "./notifier/status-card.ts";
 import { RunService } from "./runs/run-service.ts";
 import { SqliteStore } from "./store/sqlite/sqlite-store.ts";
@@ -26,7 +36,12 @@ export interface Dispatch {
   server: FastifyInstance;
   /** The Slack app, when SLACK_BOT_TOKEN is configured. */
   slack: SlackIntegration | undefined;
-  /** The Slack notifier (status cards, terminal replies), when SLACK_BOT_TOKEN is configured. */
+  /** The GitHub integration (POST /github/webhooks), when GITHUB_APP_ID or GITHUB_TOKEN is configured. */
+  github: GitHubIntegration | undefined;
+  /**
+   * The notifier (Slack status cards and replies, GitHub tracking comments and final comments), when Slack
+   * or GitHub is configured.
+   */
   notifier: SlackNotifier | undefined;
   /** The admin key generated at this start, if one was (printed once by `dispatch serve`). */
   generatedAdminKey: string | undefined;
@@ -37,16 +52,49 @@ export interface Dispatch {
 export async function startDispatch(
   config: Config,
   log: Logger,
-  opts: { notifier?: Partial<NotifierOptions> } = {},
+  opts: {
+    notifier?: Partial<NotifierOptions>;
+    /** Overrides for the builtin harness (tests inject a model resolver and short limits). */
+    builtin?: Partial<BuiltinHarnessOptions>;
+    /** GitHub client overrides (tests turn the request pacing off so that they need not wait). */
+    github?: { throttle?: boolean };
+  } = {},
 ): Promise<Dispatch> {
+  // The sandbox is decided once, before anything else starts: DISPATCH_SANDBOX=bwrap stops start-up here.
+  const sandboxes: SandboxProvider | undefined =
+    config.maxConcurrentRuns > 0
+      ? await createSandboxProvider({
+          mode: config.sandbox.mode,
+          ...(config.sandbox.bwrapPath ? { bwrapPath: config.sandbox.bwrapPath } : {}),
+          hide: [config.dataDir],
+          limits: { memoryBytes: config.sandbox.memoryBytes, pidsMax: config.sandbox.pidsMax },
+          log,
+        })
+      : undefined;
+  const skills = new SkillResolver(config.settings.skills, {
+    cacheDir: join(config.dataDir, "skills-cache"),
+  });
   const store = new SqliteStore(config.databasePath, { busyTimeoutMs: config.sqliteBusyTimeoutMs });
   await store.migrate();
   const generatedAdminKey = await ensureAdminKey(store, config.adminApiKey);
   const runService = new RunService(store, {
+    environmentIds: Object.keys(config.settings.environments),
+    skills,
     capacity: config.maxConcurrentRuns,
     ...(config.defaultModel ? { defaultModel: config.defaultModel } : {}),
   });
-  const harnesses = new HarnessRegistry().register(new ScriptedHarness());
+  const harnesses = new HarnessRegistry().register(new ScriptedHarness()).register(
+    new BuiltinHarness({
+      resolveModel: configModelResolver(config.models),
+      maxSteps: config.settings.builtin.max_steps,
+      defaultMaxRunMinutes: config.settings.builtin.max_run_minutes,
+      toolLimits: {
+        commandTimeoutMs: config.settings.builtin.command_timeout_seconds * 1000,
+        maxCommandTimeoutMs: config.settings.builtin.command_timeout_seconds * 10_000,
+      },
+      ...opts.builtin,
+    }),
+  );
 
   let accepting = true;
   let publicUrl = config.publicUrl ?? "";
@@ -72,6 +120,34 @@ export async function startDispatch(
       })
     : undefined;
   slack?.register(server); // routes must exist before the server listens
+  // GitHub: the integration answers POST /github/webhooks; the notifier reports back on the issue.
+  const githubClients = config.github
+    ? new GitHubClients({
+        auth: config.github.auth,
+        apiUrl: config.github.apiUrl,
+        log,
+        ...(opts.github?.throttle !== undefined ? { throttle: opts.github.throttle } : {}),
+      })
+    : undefined;
+  const github =
+    config.github && githubClients
+      ? await createGitHubIntegration({
+          config: config.github,
+          settings: config.settings.github,
+          clients: githubClients,
+          store,
+          runService,
+          publicUrl: () => publicUrl,
+          log,
+        })
+      : undefined;
+  github?.register(server);
+  if (config.github) {
+    log.info(
+      { path: "/github/webhooks", auth: config.github.auth.kind, handle: `@${config.github.botHandle}` },
+      "GitHub integration enabled",
+    );
+  }
 
   await server.listen({ host: config.host, port: config.port });
   const address = server.server.address();
@@ -90,22 +166,26 @@ export async function startDispatch(
       leaseMs: config.leaseMs,
       pollIntervalMs: config.pollIntervalMs,
       log,
+      ...(sandboxes ? { sandboxes } : {}),
+      environments: config.settings.environments,
+      skills,
     });
     await executor.start();
   }
   await slack?.start(); // connects in Socket Mode; nothing to do over HTTP
-  const notifier = config.slack
-    ? await createSlackNotifier({
-        botToken: config.slack.botToken,
-        apiUrl: config.slackApiUrl,
-        store,
-        runService,
-        publicUrl: () => publicUrl,
-        log,
-        ...(opts.notifier ? { options: opts.notifier } : {}),
-        onDelivery: (kind, outcome) => metrics.notifierDeliveries.inc({ kind, outcome }),
-      })
-    : undefined;
+  const notifier =
+    config.slack || githubClients
+      ? await createNotifier({
+          ...(config.slack ? { slack: { botToken: config.slack.botToken, apiUrl: config.slackApiUrl } } : {}),
+          ...(githubClients ? { github: { clients: githubClients } } : {}),
+          store,
+          runService,
+          publicUrl: () => publicUrl,
+          log,
+          ...(opts.notifier ? { options: opts.notifier } : {}),
+          onDelivery: (kind, outcome) => metrics.notifierDeliveries.inc({ kind, outcome }),
+        })
+      : undefined;
   notifier?.start();
   // Housekeeping: idempotency keys live 24 h (API.md); inbound dedupe keys and delivered outbox rows a week.
   const housekeeping = setInterval(() => {
@@ -127,6 +207,7 @@ export async function startDispatch(
     executor,
     server,
     slack,
+    github,
     notifier,
     generatedAdminKey,
     stop() {
@@ -134,6 +215,7 @@ export async function startDispatch(
         accepting = false;
         clearInterval(housekeeping);
         await slack?.stop(); // lets acknowledged requests finish
+        await github?.stop();
         await notifier?.stop(); // hands claimed outbox rows back
         await executor?.stop(config.shutdownGraceMs);
         await server.close();

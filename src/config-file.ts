@@ -38,18 +38,136 @@ const SlackSettingsSchema = z
   })
   .strict();
 
+/** A git repository cloned into a run's workspace before the agent starts. */
+const EnvironmentRepoSchema = z
+  .object({
+    /** https://…, ssh, file:// or a local path; never with a token in it (use token_env). */
+    url: z.string().min(1),
+    /** A branch, tag or commit; the remote's default branch when absent. */
+    ref: z.string().min(1).optional(),
+    /** Where in the workspace, relative; the repository's name when absent. */
+    path: z.string().min(1).optional(),
+    /** The environment variable (of the Dispatch process) holding a token for a private https repo. */
+    token_env: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name")
+      .optional(),
+  })
+  .strict();
+
+const EnvironmentSchema = z
+  .object({
+    description: z.string().optional(),
+    repos: z.array(EnvironmentRepoSchema).default([]),
+    /** Shell commands run in order in the sandbox, with network, on a run's first execution. */
+    setup: z.array(z.string().min(1)).default([]),
+    /** Whether the agent's own commands get the network (setup steps always do). */
+    agent_network: z.boolean().default(false),
+    setup_timeout_minutes: z
+      .number()
+      .positive()
+      .max(24 * 60)
+      .default(30),
+  })
+  .strict();
+
+const SkillsSettingsSchema = z
+  .object({
+    /** Local directories searched for skills: `<dir>/<name>/SKILL.md` and `<dir>/<owner>/<repo>/…`. */
+    dirs: z.array(z.string().min(1)).default([]),
+    /** owner/repo → a local checkout path or a git URL (file://, https://) that stands for the repo. */
+    repos: z
+      .record(z.string().regex(/^[^/\s:]+\/[^/\s:]+$/, "must be owner/repo"), z.string().min(1))
+      .default({}),
+    /** Fetch owner/repo not listed in `repos` from https://github.com (at execution time). */
+    github: z.boolean().default(true),
+  })
+  .strict();
+
+/** Models for the builtin harness: aliases and an OpenAI-compatible endpoint (keys stay in env vars). */
+const ModelsSettingsSchema = z
+  .object({
+    /** name → provider/model (or another alias), e.g. `fast: anthropic/claude-haiku-4-5`. */
+    aliases: z
+      .record(
+        z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$/, "alias names are letters, digits, . _ : -"),
+        z.string().min(1),
+      )
+      .default({}),
+    /** Any chat-completions server (Ollama, vLLM, llama.cpp server, LM Studio): openai-compatible/<model>. */
+    openai_compatible: z
+      .object({
+        base_url: z.url().optional(),
+        /** The environment variable (of the Dispatch process) holding its API key, if it needs one. */
+        api_key_env: z
+          .string()
+          .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name")
+          .optional(),
+      })
+      .strict()
+      .default({}),
+  })
+  .strict();
+
+/** Limits of the builtin agent loop. */
+const BuiltinSettingsSchema = z
+  .object({
+    /** Model calls per execution before the run fails. */
+    max_steps: z.number().int().min(1).max(10_000).default(100),
+    /** Wall-clock limit when a run sets no max_run_minutes. */
+    max_run_minutes: z.number().int().min(1).max(10_080).default(30),
+    /** Default timeout of one shell tool call (the agent may ask for up to 10× that). */
+    command_timeout_seconds: z.number().int().min(1).max(86_400).default(120),
+  })
+  .strict();
+
+// --- GitHub (issue 4) ---------------------------------------------------------------------------
+
+/** The `github:` section: who may act through issue and pull-request comments. */
+const GitHubSettingsSchema = z
+  .object({
+    /** The least repository role (collaborator permission) a commenter needs to start or steer runs. */
+    min_permission: z.enum(["read", "triage", "write", "maintain", "admin"]).default("write"),
+    /** How long a commenter's role is remembered (a burst of mentions makes one permission call). */
+    permission_cache_seconds: z.number().int().min(0).max(3600).default(60),
+  })
+  .strict();
+
+export type GitHubSettings = z.infer<typeof GitHubSettingsSchema>;
+
+// --- end GitHub ------------------------------------------------------------------------------------
+
 const SettingsSchema = z
   .object({
+    models: ModelsSettingsSchema.default({ aliases: {}, openai_compatible: {} }),
+    builtin: BuiltinSettingsSchema.default({
+      max_steps: 100,
+      max_run_minutes: 30,
+      command_timeout_seconds: 120,
+    }),
+    environments: z
+      .record(
+        z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "environment ids are letters, digits, . _ -"),
+        EnvironmentSchema,
+      )
+      .default({}),
+    skills: SkillsSettingsSchema.default({ dirs: [], repos: {}, github: true }),
     slack: SlackSettingsSchema.default({
       allow_external_users: false,
       cancel: "channel",
       followup: "channel",
     }),
+    github: GitHubSettingsSchema.default({ min_permission: "write", permission_cache_seconds: 60 }),
   })
   // Other sections (environments, GitHub) belong to other parts of the service and are read there.
   .loose();
 
 export type SlackSettings = z.infer<typeof SlackSettingsSchema>;
+export type EnvironmentSettings = z.infer<typeof EnvironmentSchema>;
+export type EnvironmentRepoSettings = z.infer<typeof EnvironmentRepoSchema>;
+export type SkillsSettings = z.infer<typeof SkillsSettingsSchema>;
+export type ModelsSettings = z.infer<typeof ModelsSettingsSchema>;
+export type BuiltinSettings = z.infer<typeof BuiltinSettingsSchema>;
 export type Settings = z.infer<typeof SettingsSchema>;
 
 export class SettingsError extends Error {}

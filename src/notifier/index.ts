@@ -1,14 +1,16 @@
 import type { Logger } from "pino";
 import { DEFAULT_TEAM } from "../auth/bootstrap.ts";
+import type { GitHubClients } from "../integrations/github/client.ts";
 import type { RunService } from "../runs/run-service.ts";
 import { InProcessRunsApi, type RunsApi } from "../runs/runs-api.ts";
 import type { Caller } from "../runs/types.ts";
 import type { Store } from "../store/store.ts";
-import { type NotifierOptions, SlackNotifier } from "./notifier.ts";
+import { GitHubOutboxTransport } from "./github-transport.ts";
+import { Notifier, type NotifierOptions, SlackNotifier } from "./notifier.ts";
 import type { DeliveryOutcome } from "./outbox.ts";
 import { WebApiSlackTransport } from "./slack-transport.ts";
 
-export { type NotifierOptions, SlackNotifier } from "./notifier.ts";
+export { Notifier, type NotifierOptions, SlackNotifier } from "./notifier.ts";
 export { renderStatusCard } from "./status-card.ts";
 
 /** The service account the notifier reads runs as (the default team, like the Slack app). */
@@ -42,6 +44,35 @@ export async function notifierRunsApi(
     team,
   };
   return new InProcessRunsApi(runService, caller, publicUrl);
+}
+
+/**
+ * The notifier of this process: reads runs through an in-process RunsApi; reports SLACK runs with the bot
+ * token and GITHUB_WEBHOOK runs through the GitHub clients (either may be absent).
+ */
+export async function createNotifier(opts: {
+  slack?: { botToken: string; apiUrl: string };
+  github?: { clients: GitHubClients };
+  store: Store;
+  runService: RunService;
+  publicUrl: () => string;
+  log: Logger;
+  options?: Partial<NotifierOptions>;
+  onDelivery?: (kind: string, outcome: DeliveryOutcome) => void;
+}): Promise<Notifier> {
+  return new Notifier({
+    runsApi: await notifierRunsApi(opts.store, opts.runService, opts.publicUrl),
+    store: opts.store,
+    ...(opts.slack
+      ? { slack: new WebApiSlackTransport(opts.slack.botToken, { apiUrl: opts.slack.apiUrl, log: opts.log }) }
+      : {}),
+    ...(opts.github
+      ? { github: { transport: new GitHubOutboxTransport(opts.github.clients, opts.store) } }
+      : {}),
+    log: opts.log,
+    ...(opts.options ? { options: opts.options } : {}),
+    ...(opts.onDelivery ? { onDelivery: opts.onDelivery } : {}),
+  });
 }
 
 /** The Slack notifier of this process: reads runs through an in-process RunsApi, posts with the bot token. */

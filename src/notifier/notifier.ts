@@ -11,19 +11,59 @@ import {
   renderFinalReply,
   renderStatusCard,
 } from "./status-card.ts";
+import { githubPlatform } from "./tracking-comment.ts";
+import type { OutboxTransport } from "./transport.ts";
+
+/**
+ * How one platform shows a run (DESIGN.md "notifier"): where its messages go (the outbox target, whose
+ * rate limits pause only its own rows), what its card shows and when that changed (fingerprint), the reply
+ * at a terminal state and the outcome reaction. The tick, the card state and the outbox are shared.
+ */
+export interface NotifierPlatform {
+  readonly platform: ThreadBinding["platform"];
+  /** The run source this platform reports on (RunsApi `source`): one list query per platform per tick. */
+  readonly source: string;
+  /** At most one card edit per run per this window. */
+  readonly editIntervalMs: number;
+  target(binding: ThreadBinding): string;
+  fingerprint(run: RunItem): string;
+  card(run: RunItem, binding: ThreadBinding, now: number): Record<string, unknown>;
+  finalReply(run: RunItem, binding: ThreadBinding): Record<string, unknown>;
+  /** The reaction on the triggering message for a terminal state, if the platform shows one. */
+  outcomeReaction(run: RunItem, binding: ThreadBinding): Record<string, unknown> | undefined;
+}
+
+/** Slack: the status card (blocks), a thread reply and ✅/❌/🚫 on the triggering mention. */
+export function slackPlatform(editIntervalMs: number): NotifierPlatform {
+  return {
+    platform: "slack",
+    source: "SLACK",
+    editIntervalMs,
+    target: (b) => `slack:${b.workspace}:${b.channel}`,
+    fingerprint: cardFingerprint,
+    card: (run, b, now) => ({ channel: b.channel, ...renderStatusCard(run, b, now) }),
+    finalReply: (run, b) => ({ channel: b.channel, ...renderFinalReply(run, b) }),
+    outcomeReaction: (run, b) => {
+      const name = outcomeReaction(run.state);
+      return b.triggerRef && name ? { channel: b.channel, timestamp: b.triggerRef, name } : undefined;
+    },
+  };
+}
 
 export interface NotifierOptions {
   /** Polling interval of the run changes (a poke starts a tick sooner). */
   tickMs: number;
   /** At most one card edit per run per this window (Slack: ~50 chat.update per minute per workspace). */
   editIntervalMs: number;
+  /** The same for GitHub tracking comments (INTEGRATIONS.md: at most one edit per 10 s). */
+  githubEditIntervalMs: number;
   /**
    * Each tick re-reads changes this far behind its high-water mark: a change committed late with an older
    * updated_at (a slow writer, another replica, clock skew) is still seen. Per-run card state makes the
    * re-read free of side effects.
    */
   lookbackMs: number;
-  /** A SLACK run without a thread binding yet (bound just after creation) is looked at again this long. */
+  /** A run without a thread binding yet (bound just after creation) is looked at again this long. */
   bindGraceMs: number;
   pageSize: number;
   outbox: Partial<OutboxOptions>;
@@ -32,28 +72,32 @@ export interface NotifierOptions {
 export const DEFAULT_NOTIFIER_OPTIONS: NotifierOptions = {
   tickMs: 1000,
   editIntervalMs: 5000,
+  githubEditIntervalMs: 10_000,
   lookbackMs: 5000,
   bindGraceMs: 30_000,
   pageSize: 200,
   outbox: {},
 };
 
+// Named when only Slack was served; kept so that an upgraded install does not re-read every run.
 const CURSOR = "slack";
 const EPOCH = "1970-01-01T00:00:00.000Z";
 
 /**
- * Reports runs started from Slack back to their thread (DESIGN.md "notifier"). Each tick reads the runs
- * changed since its high-water mark through RunsApi (`updated_after`, sorted by updated_at ascending: one
- * query per tick whatever the number of runs), compares what each card would show with what it last
- * showed, and records the difference (card post/edit, terminal reply, reaction) in the outbox in one
- * atomic step. The OutboxDeliverer sends it.
+ * Reports runs started from Slack and GitHub back to their thread or issue (DESIGN.md "notifier"). Each
+ * tick reads the runs changed since its high-water mark through RunsApi (`updated_after`, sorted by
+ * updated_at ascending: one query per platform per tick whatever the number of runs), compares what each
+ * card (Slack status card, GitHub tracking comment) would show with what it last showed, and records the
+ * difference (card post/edit, terminal reply, reaction) in the outbox in one atomic step. The
+ * OutboxDeliverer sends it through the platform's transport.
  */
-export class SlackNotifier {
+export class Notifier {
   readonly outbox: OutboxDeliverer;
   private readonly runs: RunsApi;
   private readonly store: Store;
   private readonly log: Logger;
   private readonly opts: NotifierOptions;
+  private readonly platforms = new Map<string, NotifierPlatform>();
   private running = false;
   private loop: Promise<void> | undefined;
   private wakeUp: (() => void) | undefined;
@@ -62,7 +106,10 @@ export class SlackNotifier {
   constructor(deps: {
     runsApi: RunsApi;
     store: Store;
-    slack: SlackTransport;
+    /** Slack's Web API calls: reports SLACK runs to their threads. */
+    slack?: SlackTransport;
+    /** GitHub: reports GITHUB_WEBHOOK runs to their issues (see github-transport.ts). */
+    github?: { transport: OutboxTransport; platform?: NotifierPlatform };
     log: Logger;
     options?: Partial<NotifierOptions>;
     owner?: string;
@@ -72,9 +119,14 @@ export class SlackNotifier {
     this.store = deps.store;
     this.log = deps.log.child({ component: "notifier" });
     this.opts = { ...DEFAULT_NOTIFIER_OPTIONS, ...deps.options };
+    if (deps.slack) this.platforms.set("slack", slackPlatform(this.opts.editIntervalMs));
+    if (deps.github) {
+      this.platforms.set("github", deps.github.platform ?? githubPlatform(this.opts.githubEditIntervalMs));
+    }
     this.outbox = new OutboxDeliverer({
       store: deps.store,
-      slack: deps.slack,
+      ...(deps.slack ? { slack: deps.slack } : {}),
+      ...(deps.github ? { transports: [deps.github.transport] } : {}),
       log: deps.log,
       options: this.opts.outbox,
       ...(deps.owner ? { owner: deps.owner } : {}),
@@ -151,32 +203,37 @@ export class SlackNotifier {
     let highest: NotifierCursor = cursor;
     let hold: string | undefined;
     let changed = 0;
-    let page: string | undefined;
-    do {
-      const { runs, next_cursor } = await this.runs.list({
-        updated_after: since,
-        sort_by: "updated_at",
-        sort_order: "asc",
-        source: "SLACK",
-        limit: this.opts.pageSize,
-        ...(page ? { cursor: page } : {}),
-      });
-      const state = await this.store.loadNotifierState(runs.map((r) => r.run_id));
-      for (const run of runs) {
-        if (after(run, highest)) highest = { updatedAt: run.updated_at, runId: run.run_id };
-        const entry = state.get(run.run_id);
-        const binding = entry?.binding?.platform === "slack" ? entry.binding : undefined;
-        if (!binding) {
-          // The Slack app binds the thread right after creating the run: look again for a while.
-          if (now - Date.parse(run.updated_at) < this.opts.bindGraceMs && (!hold || run.updated_at < hold)) {
-            hold = run.updated_at;
+    for (const platform of this.platforms.values()) {
+      let page: string | undefined;
+      do {
+        const { runs, next_cursor } = await this.runs.list({
+          updated_after: since,
+          sort_by: "updated_at",
+          sort_order: "asc",
+          source: platform.source,
+          limit: this.opts.pageSize,
+          ...(page ? { cursor: page } : {}),
+        });
+        const state = await this.store.loadNotifierState(runs.map((r) => r.run_id));
+        for (const run of runs) {
+          if (after(run, highest)) highest = { updatedAt: run.updated_at, runId: run.run_id };
+          const entry = state.get(run.run_id);
+          const binding = entry?.binding?.platform === platform.platform ? entry.binding : undefined;
+          if (!binding) {
+            // The integration binds the thread right after creating the run: look again for a while.
+            if (
+              now - Date.parse(run.updated_at) < this.opts.bindGraceMs &&
+              (!hold || run.updated_at < hold)
+            ) {
+              hold = run.updated_at;
+            }
+            continue;
           }
-          continue;
+          if (await this.apply(platform, run, binding, entry?.card, now)) changed++;
         }
-        if (await this.apply(run, binding, entry?.card, now)) changed++;
-      }
-      page = next_cursor;
-    } while (page);
+        page = next_cursor;
+      } while (page);
+    }
     let next = highest;
     if (hold && hold < next.updatedAt) next = { updatedAt: hold, runId: "" };
     if (next.updatedAt !== cursor.updatedAt || next.runId !== cursor.runId) {
@@ -186,15 +243,21 @@ export class SlackNotifier {
   }
 
   /** Records what changed for one run; false when nothing did (or another notifier recorded it first). */
-  private async apply(run: RunItem, binding: ThreadBinding, card: CardState | undefined, now: number) {
+  private async apply(
+    platform: NotifierPlatform,
+    run: RunItem,
+    binding: ThreadBinding,
+    card: CardState | undefined,
+    now: number,
+  ) {
     if (card && card.runUpdatedAt > run.updated_at) return false; // an older read than what we have
-    const fingerprint = cardFingerprint(run);
+    const fingerprint = platform.fingerprint(run);
     const finished = isTerminal(run.state) && run.finished_at ? run.finished_at : undefined;
     const needFinal = finished !== undefined && card?.lastFinal !== finished;
     const cardChanged = fingerprint !== card?.fingerprint;
     if (!cardChanged && !needFinal) return false;
 
-    const target = `slack:${binding.workspace}:${binding.channel}`;
+    const target = platform.target(binding);
     const thread = `thread:${run.run_id}`;
     const messages: OutboxMessage[] = [];
     if (needFinal) {
@@ -203,16 +266,16 @@ export class SlackNotifier {
         kind: "reply",
         stream: thread,
         target,
-        payload: { channel: binding.channel, ...renderFinalReply(run, binding) },
+        payload: platform.finalReply(run, binding),
       });
-      const reaction = outcomeReaction(run.state);
-      if (binding.triggerRef && reaction) {
+      const reaction = platform.outcomeReaction(run, binding);
+      if (reaction) {
         messages.push({
           dedupeKey: `react:${run.run_id}:${finished}`,
           kind: "reaction",
           stream: thread,
           target,
-          payload: { channel: binding.channel, timestamp: binding.triggerRef, name: reaction },
+          payload: reaction,
         });
       }
     }
@@ -227,8 +290,8 @@ export class SlackNotifier {
             card: {
               stream: `card:${run.run_id}`,
               target,
-              payload: { channel: binding.channel, ...renderStatusCard(run, binding, now) },
-              editIntervalMs: this.opts.editIntervalMs,
+              payload: platform.card(run, binding, now),
+              editIntervalMs: platform.editIntervalMs,
             },
           }
         : {}),
@@ -248,3 +311,7 @@ export class SlackNotifier {
 function after(run: RunItem, mark: NotifierCursor): boolean {
   return run.updated_at > mark.updatedAt || (run.updated_at === mark.updatedAt && run.run_id > mark.runId);
 }
+
+/** The name the notifier had when it served Slack only (tests and callers still use it). */
+export const SlackNotifier = Notifier;
+export type SlackNotifier = Notifier;

@@ -2,7 +2,8 @@ import { randomUUID } from "node:crypto";
 import pRetry, { AbortError } from "p-retry";
 import type { Logger } from "pino";
 import type { OutboxRow, Store } from "../store/store.ts";
-import { SlackSendError, type SlackTransport } from "./slack-transport.ts";
+import { SlackOutboxTransport, type SlackTransport } from "./slack-transport.ts";
+import { type OutboxTransport, SendError, targetPlatform } from "./transport.ts";
 
 export interface OutboxOptions {
   /** Rows delivered at once (across all targets). */
@@ -32,7 +33,7 @@ export type DeliveryOutcome = "sent" | "retry" | "rate_limited" | "dead";
 class LeaseLost extends Error {}
 
 /**
- * Delivers the persisted outbox to Slack. Rows are claimed atomically with a lease, so two instances on
+ * Delivers the persisted outbox to Slack and GitHub (one OutboxTransport per platform). Rows are claimed atomically with a lease, so two instances on
  * one store never send the same row; each row's stream (a run's card, a run's thread) goes out in order,
  * while different streams go out concurrently, so one slow or rate-limited channel holds back nothing else.
  * Transient failures are retried with p-retry (exponential backoff, jitter); a 429 hands the row back
@@ -41,7 +42,7 @@ class LeaseLost extends Error {}
 export class OutboxDeliverer {
   readonly owner: string;
   private readonly store: Store;
-  private readonly slack: SlackTransport;
+  private readonly transports = new Map<string, OutboxTransport>();
   private readonly log: Logger;
   private readonly opts: OutboxOptions;
   private readonly onOutcome: ((kind: string, outcome: DeliveryOutcome) => void) | undefined;
@@ -56,14 +57,18 @@ export class OutboxDeliverer {
 
   constructor(deps: {
     store: Store;
-    slack: SlackTransport;
+    /** Slack's three calls (wrapped in a SlackOutboxTransport). */
+    slack?: SlackTransport;
+    /** Further platforms (GitHub), by their `platform`. */
+    transports?: OutboxTransport[];
     log: Logger;
     options?: Partial<OutboxOptions>;
     owner?: string;
     onOutcome?: (kind: string, outcome: DeliveryOutcome) => void;
   }) {
     this.store = deps.store;
-    this.slack = deps.slack;
+    if (deps.slack) this.transports.set("slack", new SlackOutboxTransport(deps.slack, deps.store));
+    for (const t of deps.transports ?? []) this.transports.set(t.platform, t);
     this.log = deps.log.child({ component: "outbox" });
     this.opts = { ...DEFAULT_OUTBOX_OPTIONS, ...deps.options };
     this.owner = deps.owner ?? `outbox-${randomUUID()}`;
@@ -171,7 +176,7 @@ export class OutboxDeliverer {
           try {
             return await this.send(row);
           } catch (err) {
-            const e = err instanceof SlackSendError ? err : new SlackSendError("retryable", String(err));
+            const e = err instanceof SendError ? err : new SendError("retryable", String(err));
             // Rate limits and permanent errors leave the retry loop: a 429 must not hold this slot.
             if (e.kind !== "retryable" || n >= o.maxAttempts) throw new AbortError(e);
             throw e;
@@ -188,7 +193,7 @@ export class OutboxDeliverer {
             this.onOutcome?.(row.kind, "retry");
             log.warn(
               { error: error.message, attempt: attemptNumber, retry_in_ms: retryDelay },
-              "slack call failed",
+              "notifier delivery failed",
             );
           },
         },
@@ -198,20 +203,20 @@ export class OutboxDeliverer {
       else log.warn("outbox row was taken over before it was marked sent");
     } catch (err) {
       if (err instanceof LeaseLost) return;
-      if (this.abort.signal.aborted && !(err instanceof SlackSendError)) {
+      if (this.abort.signal.aborted && !(err instanceof SendError)) {
         // Stopping during a backoff wait: hand the row back now, unless this is a simulated crash.
         if (!this.killed)
           await this.safe(this.store.retryOutbox(row.id, this.owner, new Date().toISOString(), null));
         return;
       }
-      const e = err instanceof SlackSendError ? err : new SlackSendError("retryable", String(err));
+      const e = err instanceof SendError ? err : new SendError("retryable", String(err));
       if (e.kind === "rate_limited" && attempt < o.maxAttempts) {
         const until = Date.now() + (e.retryAfterMs ?? o.retryBaseMs);
         this.pausedUntil.set(row.target, Math.max(this.pausedUntil.get(row.target) ?? 0, until));
         this.onOutcome?.(row.kind, "rate_limited");
         log.info(
           { retry_after_ms: e.retryAfterMs, target: row.target },
-          "slack rate limited: retrying after Retry-After",
+          "rate limited: retrying after Retry-After",
         );
         if (!this.killed)
           await this.safe(
@@ -237,53 +242,10 @@ export class OutboxDeliverer {
     }
   }
 
-  /** One Slack call for the row; what it needs from the thread (card ts, thread) is read now, not at enqueue. */
+  /** One call through the row's platform transport. */
   private async send(row: OutboxRow): Promise<{ cardTs?: string }> {
-    const p = row.payload as {
-      channel: string;
-      text: string;
-      blocks?: unknown[];
-      timestamp?: string;
-      name?: string;
-    };
-    switch (row.kind) {
-      case "card": {
-        const card = await this.store.getCardState(row.runId);
-        if (card?.cardTs) {
-          await this.slack.update({
-            channel: p.channel,
-            ts: card.cardTs,
-            text: p.text,
-            blocks: p.blocks ?? [],
-          });
-          return {};
-        }
-        const binding = await this.store.getThreadBinding(row.runId);
-        const posted = await this.slack.postMessage({
-          channel: p.channel,
-          text: p.text,
-          ...(p.blocks ? { blocks: p.blocks } : {}),
-          ...(binding?.thread ? { thread_ts: binding.thread } : {}),
-        });
-        return { cardTs: posted.ts };
-      }
-      case "reply": {
-        const [binding, card] = await Promise.all([
-          this.store.getThreadBinding(row.runId),
-          this.store.getCardState(row.runId),
-        ]);
-        const thread = binding?.thread ?? card?.cardTs ?? undefined;
-        await this.slack.postMessage({
-          channel: p.channel,
-          text: p.text,
-          ...(p.blocks ? { blocks: p.blocks } : {}),
-          ...(thread ? { thread_ts: thread } : {}),
-        });
-        return {};
-      }
-      case "reaction":
-        await this.slack.addReaction({ channel: p.channel, timestamp: p.timestamp!, name: p.name! });
-        return {};
-    }
+    const transport = this.transports.get(targetPlatform(row.target));
+    if (!transport) throw new SendError("permanent", `no transport for target ${row.target}`);
+    return transport.send(row);
   }
 }

@@ -1,5 +1,7 @@
 import { LogLevel, type Logger as SlackLogger, WebClient } from "@slack/web-api";
 import type { Logger } from "pino";
+import type { OutboxRow, Store } from "../store/store.ts";
+import { type OutboxTransport, SendError } from "./transport.ts";
 
 /**
  * The three Slack Web API calls the notifier makes, one attempt each: retries, backoff and Retry-After
@@ -16,16 +18,11 @@ export interface SlackTransport {
   addReaction(args: { channel: string; timestamp: string; name: string }): Promise<void>;
 }
 
-/** A failed call, classified for the outbox. */
-export class SlackSendError extends Error {
-  readonly kind: "rate_limited" | "retryable" | "permanent";
-  readonly retryAfterMs: number | undefined;
-
-  constructor(kind: SlackSendError["kind"], message: string, retryAfterMs?: number) {
-    super(message);
+/** A failed Slack call, classified for the outbox. */
+export class SlackSendError extends SendError {
+  constructor(kind: SendError["kind"], message: string, retryAfterMs?: number) {
+    super(kind, message, retryAfterMs);
     this.name = "SlackSendError";
-    this.kind = kind;
-    this.retryAfterMs = retryAfterMs;
   }
 }
 
@@ -125,6 +122,71 @@ export class WebApiSlackTransport implements SlackTransport {
       const classified = classifySlackError(err);
       if (classified.message === "already_reacted") return;
       throw classified;
+    }
+  }
+}
+
+/**
+ * The outbox rows of Slack threads (target "slack:<team>:<channel>"): a card is posted once and then
+ * edited, a reply goes into the run's thread, a reaction onto the triggering message. What a row needs
+ * from its thread (card ts, thread) is read at delivery, not at enqueue.
+ */
+export class SlackOutboxTransport implements OutboxTransport {
+  readonly platform = "slack";
+  private readonly slack: SlackTransport;
+  private readonly store: Pick<Store, "getCardState" | "getThreadBinding">;
+
+  constructor(slack: SlackTransport, store: Pick<Store, "getCardState" | "getThreadBinding">) {
+    this.slack = slack;
+    this.store = store;
+  }
+
+  async send(row: OutboxRow): Promise<{ cardTs?: string }> {
+    const p = row.payload as {
+      channel: string;
+      text: string;
+      blocks?: unknown[];
+      timestamp?: string;
+      name?: string;
+    };
+    switch (row.kind) {
+      case "card": {
+        const card = await this.store.getCardState(row.runId);
+        if (card?.cardTs) {
+          await this.slack.update({
+            channel: p.channel,
+            ts: card.cardTs,
+            text: p.text,
+            blocks: p.blocks ?? [],
+          });
+          return {};
+        }
+        const binding = await this.store.getThreadBinding(row.runId);
+        const posted = await this.slack.postMessage({
+          channel: p.channel,
+          text: p.text,
+          ...(p.blocks ? { blocks: p.blocks } : {}),
+          ...(binding?.thread ? { thread_ts: binding.thread } : {}),
+        });
+        return { cardTs: posted.ts };
+      }
+      case "reply": {
+        const [binding, card] = await Promise.all([
+          this.store.getThreadBinding(row.runId),
+          this.store.getCardState(row.runId),
+        ]);
+        const thread = binding?.thread ?? card?.cardTs ?? undefined;
+        await this.slack.postMessage({
+          channel: p.channel,
+          text: p.text,
+          ...(p.blocks ? { blocks: p.blocks } : {}),
+          ...(thread ? { thread_ts: thread } : {}),
+        });
+        return {};
+      }
+      case "reaction":
+        await this.slack.addReaction({ channel: p.channel, timestamp: p.timestamp!, name: p.name! });
+        return {};
     }
   }
 }

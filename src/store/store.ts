@@ -167,11 +167,20 @@ export interface Store {
   ): Promise<OutboxRow[]>;
   /** Counts an attempt and renews the lease; the attempt number, or undefined when `owner` lost the row. */
   beginOutboxAttempt(id: number, owner: string, leaseMs: number): Promise<number | undefined>;
-  /** Marks the row sent; with `cardTs`, stores the card's message (and makes it the thread of a binding that has none). */
+  /**
+   * Marks the row sent; with `cardTs`, stores the card's message (and makes it the thread of a Slack binding
+   * that has none; a GitHub binding's thread stays null, the issue is its thread).
+   */
   completeOutbox(id: number, owner: string, result?: { cardTs?: string }): Promise<boolean>;
   /** Back to pending, due at `notBefore` (also used to hand a row back on shutdown). */
   retryOutbox(id: number, owner: string, notBefore: string, error: string | null): Promise<boolean>;
   deadLetterOutbox(id: number, owner: string, error: string): Promise<boolean>;
+  /**
+   * Enqueues messages that belong to no card change (GitHub: the 👀 reaction on a triggering comment, a
+   * refusal reply), due now; `runId` groups them (a run id, or a pseudo id such as "github:o/r#1").
+   * Messages whose dedupe key exists already are skipped.
+   */
+  enqueueOutbox(runId: string, messages: OutboxMessage[]): Promise<void>;
   countOutboxByState(): Promise<Record<OutboxState, number>>;
   listOutbox(runId: string): Promise<OutboxRow[]>;
   /** Drops sent and superseded rows older than `olderThan`. */

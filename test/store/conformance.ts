@@ -532,6 +532,50 @@ export function storeConformance(
         expect(await store.claimOutbox("w", { limit: 10, leaseMs: 60_000 })).toEqual([]);
         expect(await store.pruneOutbox(new Date(Date.now() + 1000).toISOString())).toBe(0); // dead rows are kept
       });
+
+      // GitHub (issue 4): messages outside card changes, and bindings whose thread is the issue itself.
+      it("enqueueOutbox adds due rows once per dedupe key, claimable without a card", async () => {
+        const group = "github:o/r#7";
+        const eyes = {
+          ...msg(group, "gh-react:o/r:1:eyes", "reaction", "github:o"),
+          stream: "gh-react:o/r:1",
+        };
+        await store.enqueueOutbox(group, [eyes]);
+        await store.enqueueOutbox(group, [eyes]);
+        expect(await store.listOutbox(group)).toHaveLength(1);
+        const claimed = await store.claimOutbox("w", { limit: 10, leaseMs: 60_000 });
+        expect(claimed.map((r) => r.dedupeKey)).toEqual(["gh-react:o/r:1:eyes"]);
+      });
+
+      it("a GitHub tracking comment does not become the binding's thread (the issue is the thread)", async () => {
+        const run = await create();
+        const binding = {
+          runId: run.id,
+          platform: "github" as const,
+          workspace: "o/r",
+          channel: "7",
+          thread: null,
+          triggerRef: "555",
+          requester: "octocat",
+          createdAt: new Date().toISOString(),
+        };
+        await store.bindThread(binding);
+        await store.recordCardChange({
+          ...change(run.id, 0),
+          card: { stream: `card:${run.id}`, target: "github:o", payload: {}, editIntervalMs: 0 },
+        });
+        const [card] = await store.claimOutbox("w", { limit: 10, leaseMs: 60_000 });
+        await store.completeOutbox(card!.id, "w", { cardTs: "123456" });
+        expect((await store.getCardState(run.id))?.cardTs).toBe("123456");
+        expect(await store.getThreadBinding(run.id)).toMatchObject({ thread: null });
+        const found = await store.findLatestBinding({
+          platform: "github",
+          workspace: "o/r",
+          channel: "7",
+          thread: null,
+        });
+        expect(found?.runId).toBe(run.id);
+      });
     });
 
     it("appends transcript events with consecutive sequence numbers", async () => {

@@ -723,10 +723,9 @@ export class SqliteStore implements Store {
           now,
           runId,
         );
-        this.sql("UPDATE thread_bindings SET thread = ? WHERE run_id = ? AND thread IS NULL").run(
-          result.cardTs,
-          runId,
-        );
+        this.sql(
+          "UPDATE thread_bindings SET thread = ? WHERE run_id = ? AND thread IS NULL AND platform = 'slack'",
+        ).run(result.cardTs, runId);
       }
       return true;
     });
@@ -751,6 +750,15 @@ export class SqliteStore implements Store {
       ).run(error, iso(Date.now()), id, owner);
       return Number(res.changes) === 1;
     });
+  }
+
+  async enqueueOutbox(runId: string, messages: OutboxMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    await this.grouped(() => {
+      const now = iso(Date.now());
+      for (const m of messages) this.insertOutbox(m, runId, now, now);
+    });
+    this.signals.emit("outbox_enqueued", runId);
   }
 
   async countOutboxByState(): Promise<Record<OutboxState, number>> {

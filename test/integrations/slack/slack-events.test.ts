@@ -81,7 +81,8 @@ describe("POST /slack/events: signatures", () => {
 describe("slash command", () => {
   let s: SlackDispatch;
   beforeAll(async () => {
-    s = await startSlackDispatch();
+    // env=web must name a configured environment (an unknown environment_id is refused at create).
+    s = await startSlackDispatch({ settings: "slack: {}\nenvironments:\n  web: {}\n" });
   });
   afterAll(() => s.stop());
 

@@ -1,0 +1,211 @@
+/**
+ * GitHub webhook acknowledgement benchmark (QUALITY.md, Performance: "GitHub webhook acknowledgement
+ * p99 < 50 ms with 100 concurrent deliveries").
+ *
+ *   node bench/github/run.ts
+ *
+ * Starts `dispatch serve` as a child process with the GitHub integration enabled (token mode) and pointed
+ * at a FakeGitHub in this process, then fires 100 signed `issue_comment.created` webhooks (real payload
+ * shapes from @octokit/webhooks-examples, each a writer mentioning the bot on its own issue) at
+ * POST /github/webhooks at the same moment and measures each acknowledgement (request sent → response
+ * received). The baseline is a bare node:http endpoint in its own child process that verifies the same
+ * X-Hub-Signature-256 and answers 202, measured the same way. Afterwards it checks that exactly 100 runs
+ * exist (no delivery lost or doubled), also after every delivery was sent a second time (redeliveries).
+ *
+ * Knobs: BENCH_GITHUB_CONCURRENCY (default 100), BENCH_GITHUB_WARMUP (warm-up bursts, default 2).
+ * Exits 0 whether the target is met or not; 1 when the bench itself went wrong.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes, randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { Agent, request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { commentPayload, signGitHub } from "../../test/integrations/github/support.ts";
+import { waitFor } from "../../test/support/dispatch.ts";
+import { FakeGitHub } from "../../test/support/fake-github.ts";
+import { newAdminKey, startServerProcess, stopServerProcess } from "../../test/support/server-process.ts";
+
+const CONCURRENCY = Number(process.env.BENCH_GITHUB_CONCURRENCY ?? 100);
+const WARMUP_BURSTS = Number(process.env.BENCH_GITHUB_WARMUP ?? 2);
+const SECRET = randomBytes(16).toString("hex");
+const HANDLE = "dispatch";
+const TARGET_P99_MS = 50;
+/** Kept-alive connections, opened by the warm-up: the bench measures acknowledgements, not TCP set-up. */
+const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+
+function post(url: string, headers: Record<string, string>, body: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: "POST", agent, headers }, (res) => {
+      res.resume();
+      res.on("end", () => resolve(res.statusCode ?? 0));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+/** The baseline: verify the signature, answer 202. Nothing less can be called an acknowledgement. */
+const BARE_ACK = `
+const { createServer } = require("node:http");
+const { createHmac, timingSafeEqual } = require("node:crypto");
+const secret = process.env.SECRET;
+const server = createServer((req, res) => {
+  const chunks = [];
+  req.on("data", (c) => chunks.push(c));
+  req.on("end", () => {
+    const body = Buffer.concat(chunks);
+    const expected = Buffer.from("sha256=" + createHmac("sha256", secret).update(body).digest("hex"));
+    const given = Buffer.from(String(req.headers["x-hub-signature-256"] ?? ""));
+    const ok = given.length === expected.length && timingSafeEqual(given, expected);
+    res.writeHead(ok ? 202 : 401).end();
+  });
+});
+server.listen(0, "127.0.0.1", () => process.send({ port: server.address().port }));
+`;
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const idx = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
+  return sorted[Math.max(0, idx)]!;
+}
+
+interface Delivery {
+  body: string;
+  headers: Record<string, string>;
+}
+
+function deliveries(n: number, issueBase: number, text: (i: number) => string): Delivery[] {
+  return Array.from({ length: n }, (_, i) => {
+    const body = JSON.stringify(
+      commentPayload({ issue: issueBase + i, login: `writer${i % 10}`, body: `@${HANDLE} ${text(i)}` }),
+    );
+    return {
+      body,
+      headers: {
+        "content-type": "application/json",
+        "content-length": String(Buffer.byteLength(body)),
+        "user-agent": "GitHub-Hookshot/bench",
+        "x-github-event": "issue_comment",
+        "x-github-delivery": randomUUID(),
+        "x-hub-signature-256": signGitHub(SECRET, body),
+      },
+    };
+  });
+}
+
+async function burst(url: string, batch: Delivery[]): Promise<number[]> {
+  return Promise.all(
+    batch.map(async ({ body, headers }) => {
+      const started = performance.now();
+      const status = await post(url, headers, body);
+      const ms = performance.now() - started;
+      if (status !== 202 && status !== 200) throw new Error(`acknowledgement answered ${status}`);
+      return ms;
+    }),
+  );
+}
+
+function summary(samples: number[]) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? Number.NaN };
+}
+
+async function startBare(): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, ["-e", BARE_ACK], {
+    env: { PATH: process.env.PATH, SECRET },
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once("message", (m) => resolve((m as { port: number }).port));
+    child.once("exit", (code) => reject(new Error(`baseline exited with ${code}`)));
+  });
+  return { child, url: `http://127.0.0.1:${port}/github/webhooks` };
+}
+
+async function countRuns(server: Awaited<ReturnType<typeof startServerProcess>>): Promise<number> {
+  const res = await server.api("GET", "/api/v1/agent/runs?limit=500&source=GITHUB_WEBHOOK");
+  return (res.body.runs as unknown[]).length;
+}
+
+async function main(): Promise<number> {
+  const fake = await new FakeGitHub().start();
+  for (let i = 0; i < 10; i++) fake.permissions.set(`writer${i}`, "write");
+  const dataDir = await mkdtemp(join(tmpdir(), "dispatch-bench-github-"));
+  const key = newAdminKey();
+  const server = await startServerProcess({
+    dataDir,
+    key,
+    env: {
+      GITHUB_TOKEN: fake.token,
+      GITHUB_WEBHOOK_SECRET: SECRET,
+      GITHUB_API_URL: fake.url,
+      GITHUB_BOT_HANDLE: HANDLE,
+      DISPATCH_LOG_LEVEL: "info",
+    },
+  });
+  const bare = await startBare();
+  try {
+    const dispatchUrl = `${server.url}/github/webhooks`;
+    for (let w = 0; w < WARMUP_BURSTS; w++) {
+      // `help` goes through everything but creates no run.
+      await burst(
+        dispatchUrl,
+        deliveries(CONCURRENCY, 10_000 * (w + 1), () => "help"),
+      );
+      await burst(
+        bare.url,
+        deliveries(CONCURRENCY, 10_000 * (w + 1), () => "help"),
+      );
+    }
+    const baseline = summary(
+      await burst(
+        bare.url,
+        deliveries(CONCURRENCY, 100_000, (i) => `$ echo bench ${i}`),
+      ),
+    );
+    const batch = deliveries(CONCURRENCY, 200_000, (i) => `$ echo bench ${i}`);
+    const measured = summary(await burst(dispatchUrl, batch));
+
+    const runs = await waitFor(
+      async () => {
+        const n = await countRuns(server);
+        return n >= CONCURRENCY ? n : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 100, what: `${CONCURRENCY} runs` },
+    );
+    // GitHub redelivers with the same X-GitHub-Delivery: every one is acknowledged, none is a new run.
+    await burst(dispatchUrl, batch);
+    const afterRedelivery = await countRuns(server);
+
+    const fmt = (n: number) => n.toFixed(1).padStart(7);
+    const ok = runs === CONCURRENCY && afterRedelivery === CONCURRENCY;
+    process.stdout.write(
+      [
+        "",
+        `GitHub webhook acknowledgement, ${CONCURRENCY} concurrent signed issue_comment deliveries (ms)`,
+        "                          p50      p99      max",
+        `  bare node:http ack  ${fmt(baseline.p50)}  ${fmt(baseline.p99)}  ${fmt(baseline.max)}`,
+        `  Dispatch            ${fmt(measured.p50)}  ${fmt(measured.p99)}  ${fmt(measured.max)}`,
+        `  ratio to baseline   ${fmt(measured.p50 / baseline.p50)}x ${fmt(measured.p99 / baseline.p99)}x`,
+        `  target p99 < ${TARGET_P99_MS} ms: ${measured.p99 < TARGET_P99_MS ? "met" : "NOT met"}`,
+        `  runs created: ${runs}, after redelivering all: ${afterRedelivery} (expected ${CONCURRENCY}) ${ok ? "ok" : "MISMATCH"}`,
+        "",
+      ].join("\n"),
+    );
+    return ok ? 0 : 1;
+  } finally {
+    bare.child.kill("SIGKILL");
+    await stopServerProcess(server);
+    await fake.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err) => {
+    process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);

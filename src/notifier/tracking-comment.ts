@@ -1,0 +1,158 @@
+import { createHash } from "node:crypto";
+import type { RunItem } from "../runs/run-item.ts";
+import type { ThreadBinding } from "../store/store.ts";
+import type { NotifierPlatform } from "./notifier.ts";
+import { elapsedText, isTerminal, resolvedOptions, stateWords, truncate } from "./status-card.ts";
+
+/**
+ * The GitHub side of a run's progress (INTEGRATIONS.md): one *tracking comment* per run on its issue or
+ * pull request, carrying a hidden marker and edited in place; a short comment mentioning the requester at
+ * a terminal state; a reaction for the outcome on the triggering comment. Pure functions of the run as
+ * RunsApi returns it.
+ *
+ * Outcome reactions (GitHub's fixed set): 🎉 `hooray` succeeded, 😕 `confused` failed, 👎 `-1` cancelled.
+ * 👀 `eyes` (received) is added by the GitHub integration when the comment arrives.
+ */
+
+/** GitHub refuses comment bodies over 65,536 characters; we stay well under (INTEGRATIONS.md: 60,000). */
+export const GITHUB_COMMENT_LIMIT = 60_000;
+
+/** The hidden marker of a run's tracking comment: found again after a crash between post and record. */
+export function trackingMarker(runId: string): string {
+  return `<!-- dispatch:run=${runId} -->`;
+}
+
+/** Every comment Dispatch writes carries a `<!-- dispatch:` marker: the bot never acts on its own words. */
+export const DISPATCH_MARKER_PREFIX = "<!-- dispatch:";
+
+export function githubOutcomeReaction(state: string): "hooray" | "confused" | "-1" | undefined {
+  if (state === "SUCCEEDED") return "hooray";
+  if (state === "FAILED" || state === "ERROR") return "confused";
+  if (state === "CANCELLED") return "-1";
+  return undefined;
+}
+
+export function githubStateEmoji(state: string): string {
+  switch (state) {
+    case "QUEUED":
+      return "⏳";
+    case "INPROGRESS":
+      return "🔄";
+    case "SUCCEEDED":
+      return "✅";
+    case "FAILED":
+    case "ERROR":
+      return "❌";
+    case "CANCELLED":
+      return "🚫";
+    default:
+      return "❔";
+  }
+}
+
+/**
+ * Text from a run (title, status message) shown in a comment: no accidental @mentions (they would notify
+ * people, or wake the bot), no HTML comments (they could forge a marker), no line breaks in one-liners.
+ */
+export function inertText(text: string, oneLine = false): string {
+  let out = text.replace(/@(?=[A-Za-z0-9])/g, "@\u200b").replace(/<!--/g, "&lt;!--");
+  if (oneLine) out = out.replace(/\s*\n\s*/g, " ");
+  return out;
+}
+
+function blockQuote(text: string): string {
+  return text
+    .split(/\r?\n/)
+    .map((line) => `> ${line}`)
+    .join("\n");
+}
+
+function pullRequestLinks(run: RunItem): string[] {
+  return (run.artifacts ?? [])
+    .filter((a) => a.artifact_type === "PULL_REQUEST" && typeof a.data?.url === "string")
+    .map((a) => {
+      const url = String(a.data.url);
+      const number = /\/pull\/(\d+)/.exec(url)?.[1];
+      return `[${number ? `PR #${number}` : "Pull request"}](${url.replace(/[()\s]/g, encodeURIComponent)})`;
+    });
+}
+
+function buildTrackingComment(run: RunItem, elapsed: string | null): string {
+  const title = truncate(inertText(run.title || "Untitled run", true), 300);
+  const failed = run.state === "FAILED" || run.state === "ERROR";
+  const lines = [
+    trackingMarker(run.run_id),
+    `${githubStateEmoji(run.state)} **${inertText(stateWords(run), true)}** · ${title}`,
+    "",
+  ];
+  const facts = [resolvedOptions(run), elapsed === null ? "" : `elapsed ${elapsed}`].filter(Boolean);
+  if (facts.length > 0) lines.push(inertText(facts.join(" · "), true), "");
+  if (failed && run.status_message?.message) {
+    lines.push(blockQuote(truncate(inertText(run.status_message.message), 50_000)), "");
+  }
+  const prs = pullRequestLinks(run);
+  lines.push([`[Session](${run.session_link})`, ...prs.slice(0, 20)].join(" · "));
+  if (prs.length > 20) lines.push(`and ${prs.length - 20} more pull requests`);
+  if (!isTerminal(run.state)) {
+    lines.push(
+      "",
+      "<sub>Reply with a mention to steer this run, or mention me with `cancel` to stop it.</sub>",
+    );
+  }
+  return truncate(lines.join("\n"), GITHUB_COMMENT_LIMIT);
+}
+
+/** The tracking comment: state, title, resolved options, elapsed time, session and PR links, failure message. */
+export function renderTrackingComment(run: RunItem, now: number | Date = Date.now()): string {
+  return buildTrackingComment(run, elapsedText(run, now));
+}
+
+/** What the tracking comment shows minus a running run's elapsed time: equal means no edit is needed. */
+export function trackingFingerprint(run: RunItem): string {
+  const body = buildTrackingComment(run, isTerminal(run.state) ? elapsedText(run, 0) : null);
+  return createHash("sha256").update(body).digest("base64url").slice(0, 22);
+}
+
+/** A GitHub login that can be @-mentioned (letters, digits, single hyphens). */
+export function isMentionableLogin(login: string): boolean {
+  return /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$/.test(login);
+}
+
+/** The short comment at a terminal state: mentions the requester (they get a notification). */
+export function renderFinalComment(run: RunItem, binding: Pick<ThreadBinding, "requester">): string {
+  const mention = isMentionableLogin(binding.requester) ? `@${binding.requester} ` : "";
+  const failed = run.state === "FAILED" || run.state === "ERROR";
+  const lines = [
+    `<!-- dispatch:final run=${run.run_id} -->`,
+    `${mention}${githubStateEmoji(run.state)} **${inertText(stateWords(run), true)}** · ${truncate(inertText(run.title || "Untitled run", true), 300)}`,
+  ];
+  if (failed && run.status_message?.message) {
+    lines.push("", blockQuote(truncate(inertText(run.status_message.message), 2_000)));
+  }
+  const prs = pullRequestLinks(run);
+  lines.push("", [`[Open session](${run.session_link})`, ...prs.slice(0, 20)].join(" · "));
+  return truncate(lines.join("\n"), GITHUB_COMMENT_LIMIT);
+}
+
+/** Where a GitHub binding's messages go: one target per repository owner (an App installation's scope). */
+export function githubTarget(binding: Pick<ThreadBinding, "workspace">): string {
+  return `github:${binding.workspace.split("/")[0]}`;
+}
+
+/** GitHub issues and pull requests: tracking comment, final comment, outcome reaction. */
+export function githubPlatform(editIntervalMs: number): NotifierPlatform {
+  const where = (b: ThreadBinding) => ({ repo: b.workspace, issue_number: Number(b.channel) });
+  return {
+    platform: "github",
+    source: "GITHUB_WEBHOOK",
+    editIntervalMs,
+    target: githubTarget,
+    fingerprint: trackingFingerprint,
+    card: (run, b, now) => ({ ...where(b), body: renderTrackingComment(run, now) }),
+    finalReply: (run, b) => ({ ...where(b), body: renderFinalComment(run, b) }),
+    outcomeReaction: (run, b) => {
+      const content = githubOutcomeReaction(run.state);
+      return b.triggerRef && content ? { ...where(b), comment_id: Number(b.triggerRef), content } : undefined;
+    },
+  };
+}

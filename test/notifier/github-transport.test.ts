@@ -1,0 +1,63 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { GitHubClients } from "../../src/integrations/github/client.ts";
+import { createLogger } from "../../src/log.ts";
+import { GitHubOutboxTransport } from "../../src/notifier/github-transport.ts";
+import { trackingMarker } from "../../src/notifier/tracking-comment.ts";
+import type { OutboxRow } from "../../src/store/store.ts";
+import { FakeGitHub } from "../support/fake-github.ts";
+
+function row(over: Partial<OutboxRow>): OutboxRow {
+  return {
+    id: 1,
+    runId: "run-1",
+    dedupeKey: "card:run-1:1",
+    kind: "card",
+    stream: "card:run-1",
+    target: "github:acme",
+    payload: { repo: "acme/widgets", issue_number: 5, body: `${trackingMarker("run-1")}\nQueued` },
+    state: "sending",
+    attempts: 0,
+    notBefore: new Date().toISOString(),
+    lastError: null,
+    createdAt: new Date().toISOString(),
+    ...over,
+  };
+}
+
+describe("GitHubOutboxTransport", () => {
+  let fake: FakeGitHub;
+  let transport: GitHubOutboxTransport;
+  beforeAll(async () => {
+    fake = await new FakeGitHub().start();
+    const clients = new GitHubClients({
+      auth: { kind: "token", token: fake.token },
+      apiUrl: fake.url,
+      log: createLogger("silent"),
+      throttle: false,
+    });
+    transport = new GitHubOutboxTransport(clients, { getCardState: async () => undefined });
+  });
+  afterAll(() => fake.stop());
+
+  it("a retried card post that had succeeded finds its comment by the marker instead of posting again", async () => {
+    const first = await transport.send(row({}));
+    expect(fake.botComments("acme/widgets", 5)).toHaveLength(1);
+    // The process died before recording the comment id; the row comes back with one attempt counted.
+    const again = await transport.send(
+      row({ attempts: 1, payload: { ...row({}).payload, body: `${trackingMarker("run-1")}\nIn progress` } }),
+    );
+    expect(again.cardTs).toBe(first.cardTs);
+    const comments = fake.botComments("acme/widgets", 5);
+    expect(comments).toHaveLength(1);
+    expect(comments[0]!.body).toContain("In progress");
+  });
+
+  it("does not retry inside the call: a 502 is one request, classified retryable for the outbox", async () => {
+    fake.failNext("POST /repos/*/*/issues/*/comments", { status: 502 });
+    const before = fake.calls.length;
+    await expect(transport.send(row({ id: 2, runId: "run-2", kind: "reply" }))).rejects.toMatchObject({
+      kind: "retryable",
+    });
+    expect(fake.calls.length - before).toBe(1);
+  });
+});

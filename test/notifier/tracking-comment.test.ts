@@ -1,0 +1,129 @@
+import { describe, expect, it } from "vitest";
+import { classifyGitHubError } from "../../src/notifier/github-transport.ts";
+import {
+  GITHUB_COMMENT_LIMIT,
+  githubOutcomeReaction,
+  renderFinalComment,
+  renderTrackingComment,
+  trackingFingerprint,
+} from "../../src/notifier/tracking-comment.ts";
+import type { RunItem } from "../../src/runs/run-item.ts";
+
+function run(over: Partial<RunItem> = {}): RunItem {
+  return {
+    run_id: "0193-run",
+    task_id: "0193-run",
+    title: "#12 Fix the login test, cc @alice",
+    prompt: "Fix it",
+    state: "INPROGRESS",
+    created_at: "2026-01-01T00:00:00.000Z",
+    updated_at: "2026-01-01T00:00:10.000Z",
+    started_at: "2026-01-01T00:00:01.000Z",
+    finished_at: null,
+    run_time: "PT2M30S",
+    session_id: "sess",
+    session_link: "http://dispatch.test/sessions/sess",
+    source: "GITHUB_WEBHOOK",
+    creator: { type: "user", uid: "github:octocat", display_name: "octocat" },
+    agent_config: { model_id: "anthropic/claude-sonnet-4-5", name: "nightly" },
+    artifacts: [],
+    request_usage: { input_tokens: 0, output_tokens: 0, total_tokens: 0 },
+    is_sandbox_running: true,
+    scope: { type: "Team", uid: "t" },
+    metadata: {},
+    ...over,
+  } as RunItem;
+}
+
+describe("GitHub tracking comment", () => {
+  it("shows marker, state, title, options, elapsed time and the session link; mentions nobody", () => {
+    const body = renderTrackingComment(run());
+    expect(body.split("\n")[0]).toBe("<!-- dispatch:run=0193-run -->");
+    expect(body).toContain("🔄 **In progress** · #12 Fix the login test, cc @\u200balice");
+    expect(body).toContain("model=anthropic/claude-sonnet-4-5 · name=nightly · elapsed 2m 30s");
+    expect(body).toContain("[Session](http://dispatch.test/sessions/sess)");
+  });
+
+  it("shows pull requests as soon as they exist, and the status message on failure", () => {
+    const pr = {
+      artifact_type: "PULL_REQUEST",
+      created_at: "2026-01-01T00:00:05.000Z",
+      data: { url: "https://github.com/o/r/pull/42", branch: "fix" },
+    };
+    expect(renderTrackingComment(run({ artifacts: [pr] as RunItem["artifacts"] }))).toContain(
+      "[PR #42](https://github.com/o/r/pull/42)",
+    );
+    const failed = renderTrackingComment(
+      run({ state: "FAILED", status_message: { message: "tests failed\n<!-- dispatch:run=forged -->" } }),
+    );
+    expect(failed).toContain("❌ **Failed**");
+    expect(failed).toContain("> tests failed\n> &lt;!-- dispatch:run=forged -->");
+    expect(failed.match(/<!-- dispatch:run=/g)).toHaveLength(1);
+  });
+
+  it("stays under 60,000 characters whatever the status message", () => {
+    const huge = run({ state: "ERROR", status_message: { message: "x".repeat(200_000) } });
+    expect(renderTrackingComment(huge).length).toBeLessThanOrEqual(GITHUB_COMMENT_LIMIT);
+    expect(renderFinalComment(huge, { requester: "octocat" }).length).toBeLessThanOrEqual(
+      GITHUB_COMMENT_LIMIT,
+    );
+  });
+
+  it("its fingerprint ignores a running run's elapsed time, not a state change", () => {
+    expect(trackingFingerprint(run({ run_time: "PT5S" }))).toBe(
+      trackingFingerprint(run({ run_time: "PT9M" })),
+    );
+    expect(trackingFingerprint(run())).not.toBe(trackingFingerprint(run({ state: "SUCCEEDED" })));
+  });
+
+  it("final comment mentions the requester; outcome reactions", () => {
+    expect(renderFinalComment(run({ state: "SUCCEEDED" }), { requester: "octocat" })).toContain(
+      "@octocat ✅ **Succeeded**",
+    );
+    expect(renderFinalComment(run({ state: "SUCCEEDED" }), { requester: "not a login" })).not.toContain(
+      "@not",
+    );
+    expect(["SUCCEEDED", "FAILED", "ERROR", "CANCELLED", "INPROGRESS"].map(githubOutcomeReaction)).toEqual([
+      "hooray",
+      "confused",
+      "confused",
+      "-1",
+      undefined,
+    ]);
+  });
+});
+
+describe("classifyGitHubError", () => {
+  const err = (status: number, headers: Record<string, string> = {}, message = "x") =>
+    Object.assign(new Error(message), { status, response: { headers } });
+
+  it("rate limits: retry-after, x-ratelimit-reset, secondary without retry-after", () => {
+    expect(classifyGitHubError(err(403, { "retry-after": "30" }))).toMatchObject({
+      kind: "rate_limited",
+      retryAfterMs: 30_000,
+    });
+    expect(classifyGitHubError(err(429, { "retry-after": "2" }))).toMatchObject({ retryAfterMs: 2000 });
+    const now = 1_700_000_000_000;
+    expect(
+      classifyGitHubError(
+        err(403, { "x-ratelimit-remaining": "0", "x-ratelimit-reset": String(now / 1000 + 60) }),
+        now,
+      ),
+    ).toMatchObject({ kind: "rate_limited", retryAfterMs: 61_000 });
+    expect(classifyGitHubError(err(403, {}, "You have exceeded a secondary rate limit"))).toMatchObject({
+      kind: "rate_limited",
+      retryAfterMs: 60_000,
+    });
+  });
+
+  it("other failures", () => {
+    expect(classifyGitHubError(err(403, {}, "Resource not accessible by integration")).kind).toBe(
+      "permanent",
+    );
+    expect(classifyGitHubError(err(404)).kind).toBe("permanent");
+    expect(classifyGitHubError(err(422)).kind).toBe("permanent");
+    expect(classifyGitHubError(err(502)).kind).toBe("retryable");
+    expect(classifyGitHubError(err(401)).kind).toBe("retryable");
+    expect(classifyGitHubError(new Error("socket hang up")).kind).toBe("retryable");
+  });
+});

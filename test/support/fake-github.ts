@@ -1,0 +1,323 @@
+import { createPublicKey, createVerify, randomBytes } from "node:crypto";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+
+/**
+ * A loopback fake of the GitHub REST API (the few endpoints Dispatch uses), speaking its wire format:
+ * JSON bodies, `Authorization: token|Bearer …`, 201 for created things, 404 `{"message":"Not Found"}`,
+ * `x-ratelimit-*` headers on every answer, 403 secondary rate limits with `retry-after`, and the GitHub
+ * App flow (RS256 JWT → POST /app/installations/{id}/access_tokens → installation token). Point code at
+ * it with GITHUB_API_URL = `fake.url`.
+ */
+export interface GitHubCall {
+  method: string;
+  path: string;
+  query: URLSearchParams;
+  auth: string | undefined;
+  // biome-ignore lint/suspicious/noExplicitAny: request bodies are asserted field by field
+  body: any;
+  status: number;
+  at: number;
+}
+
+export interface FakeComment {
+  id: number;
+  repo: string;
+  issue_number: number;
+  body: string;
+  user: { login: string; type: string };
+  html_url: string;
+  created_at: string;
+  updated_at: string;
+  edits: number;
+}
+
+export type GitHubFailure =
+  | { status: 403; retryAfter: number; secondary: true }
+  | { status: 403; rateLimitReset: number }
+  | { status: 500 | 502 };
+
+export class FakeGitHub {
+  readonly calls: GitHubCall[] = [];
+  readonly comments = new Map<number, FakeComment>();
+  readonly reactions: Array<{ repo: string; comment_id: number; content: string; user: string }> = [];
+  /** Repository permission by login ("admin" | "write" | "read" | "none" | "maintain" | "triage"). */
+  readonly permissions = new Map<string, string>();
+  url = "";
+  /** Token mode: the token Dispatch must send. */
+  readonly token = `ghp_${randomBytes(18).toString("hex")}`;
+  /** App mode: set with `app()`. */
+  private appId: string | undefined;
+  private publicKey: ReturnType<typeof createPublicKey> | undefined;
+  private readonly installationTokens = new Map<string, { installation: number; expires: number }>();
+  readonly installations = new Map<string, number>();
+  private server: Server | undefined;
+  private readonly failures: Array<{ match: (c: GitHubCall) => boolean; failure: GitHubFailure }> = [];
+  private nextId = 1_000_000;
+  /** The login comments are written as (an App writes as "<slug>[bot]"). */
+  botLogin = "dispatch-bot";
+
+  /** Accepts the GitHub App `appId` whose private key matches `publicKeyPem`. */
+  app(appId: string, publicKeyPem: string, slug = "dispatch"): this {
+    this.appId = appId;
+    this.publicKey = createPublicKey(publicKeyPem);
+    this.botLogin = `${slug}[bot]`;
+    return this;
+  }
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => {
+      void this.handle(req).then(({ status, headers, body }) => {
+        res.writeHead(status, {
+          "content-type": "application/json; charset=utf-8",
+          "x-github-media-type": "github.v3; format=json",
+          "x-ratelimit-limit": "5000",
+          "x-ratelimit-remaining": "4999",
+          "x-ratelimit-reset": String(Math.floor(Date.now() / 1000) + 3600),
+          "x-ratelimit-used": "1",
+          "x-ratelimit-resource": "core",
+          ...headers,
+        });
+        res.end(status === 204 ? undefined : JSON.stringify(body));
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, "127.0.0.1", resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+
+  /** The next call matching `method path` (path may contain `*`) fails this way, once per failure. */
+  failNext(route: string, ...failures: GitHubFailure[]): void {
+    const [method, pattern] = route.split(" ") as [string, string];
+    const re = new RegExp(`^${pattern.replace(/[.+?^${}()|[\]\\]/g, "\\$&").replaceAll("*", "[^/]+")}$`);
+    for (const failure of failures) {
+      this.failures.push({ match: (c) => c.method === method && re.test(c.path), failure });
+    }
+  }
+
+  /** Successful calls of `method` on paths matching `pattern` (a RegExp). */
+  succeeded(method: string, pattern: RegExp): GitHubCall[] {
+    return this.calls.filter((c) => c.method === method && pattern.test(c.path) && c.status < 300);
+  }
+
+  /** Comments on an issue, oldest first. */
+  issueComments(repo: string, issue: number): FakeComment[] {
+    return [...this.comments.values()].filter((c) => c.repo === repo && c.issue_number === issue);
+  }
+
+  /** Comments written by Dispatch on an issue. */
+  botComments(repo: string, issue: number): FakeComment[] {
+    return this.issueComments(repo, issue).filter((c) => c.user.login === this.botLogin);
+  }
+
+  reactionsOn(commentId: number): string[] {
+    return this.reactions.filter((r) => r.comment_id === commentId).map((r) => r.content);
+  }
+
+  private async handle(req: IncomingMessage) {
+    const url = new URL(req.url ?? "/", "http://fake.github");
+    const raw = await new Promise<string>((resolve) => {
+      let data = "";
+      req.setEncoding("utf8");
+      req.on("data", (c) => (data += c));
+      req.on("end", () => resolve(data));
+    });
+    const call: GitHubCall = {
+      method: req.method ?? "GET",
+      path: url.pathname,
+      query: url.searchParams,
+      auth: req.headers.authorization,
+      body: raw ? safeJson(raw) : undefined,
+      status: 0,
+      at: Date.now(),
+    };
+    this.calls.push(call);
+    const answer = this.answer(call);
+    call.status = answer.status;
+    return answer;
+  }
+
+  private answer(call: GitHubCall): { status: number; headers: Record<string, string>; body: unknown } {
+    const ok = (status: number, body: unknown) => ({ status, headers: {}, body });
+    const error = (status: number, message: string, headers: Record<string, string> = {}) => ({
+      status,
+      headers,
+      body: { message, documentation_url: "https://docs.github.com/rest", status: String(status) },
+    });
+    const { method, path } = call;
+
+    // --- GitHub App flow (JWT) ---
+    const tokenMatch = /^\/app\/installations\/(\d+)\/access_tokens$/.exec(path);
+    const repoInstallation = /^\/repos\/([^/]+\/[^/]+)\/installation$/.exec(path);
+    if (tokenMatch || repoInstallation) {
+      if (!this.verifyJwt(call.auth)) return error(401, "A JSON web token could not be decoded");
+      if (tokenMatch && method === "POST") {
+        const token = `ghs_${randomBytes(18).toString("hex")}`;
+        const expires = Date.now() + 3600_000;
+        this.installationTokens.set(token, { installation: Number(tokenMatch[1]), expires });
+        return ok(201, {
+          token,
+          expires_at: new Date(expires).toISOString().replace(/\.\d{3}Z$/, "Z"),
+          permissions: { issues: "write", pull_requests: "write", metadata: "read", contents: "read" },
+          repository_selection: "all",
+        });
+      }
+      if (repoInstallation && method === "GET") {
+        const id = this.installations.get(repoInstallation[1]!);
+        return id
+          ? ok(200, { id, app_id: Number(this.appId), target_type: "Organization" })
+          : error(404, "Not Found");
+      }
+    }
+
+    // --- everything else needs a token ---
+    const token = /^(?:token|bearer)\s+(\S+)$/i.exec(call.auth ?? "")?.[1];
+    const installationToken = token ? this.installationTokens.get(token) : undefined;
+    const authorised = this.appId
+      ? installationToken !== undefined && installationToken.expires > Date.now()
+      : token === this.token;
+    if (!authorised) return error(401, "Bad credentials");
+
+    const failure = this.failures.findIndex((f) => f.match(call));
+    if (failure >= 0) {
+      const [f] = this.failures.splice(failure, 1);
+      const spec = f!.failure;
+      if (spec.status === 403 && "secondary" in spec) {
+        return error(
+          403,
+          "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+          { "retry-after": String(spec.retryAfter) },
+        );
+      }
+      if (spec.status === 403) {
+        return error(403, "API rate limit exceeded for installation.", {
+          "x-ratelimit-remaining": "0",
+          "x-ratelimit-reset": String(spec.rateLimitReset),
+        });
+      }
+      return error(spec.status, "Server Error");
+    }
+
+    const route = (pattern: RegExp, ...methods: string[]) =>
+      methods.includes(method) ? pattern.exec(path) : null;
+    let m: RegExpExecArray | null = route(
+      /^\/repos\/([^/]+\/[^/]+)\/collaborators\/([^/]+)\/permission$/,
+      "GET",
+    );
+    if (m) {
+      const login = decodeURIComponent(m[2]!);
+      const permission = this.permissions.get(login) ?? "read";
+      const role = permission;
+      const legacy = role === "maintain" ? "write" : role === "triage" ? "read" : role;
+      return ok(200, {
+        permission: legacy,
+        role_name: role,
+        user: { login, id: 1, type: "User", permissions: {} },
+      });
+    }
+    m = route(/^\/repos\/([^/]+\/[^/]+)\/issues\/(\d+)\/comments$/, "GET", "POST");
+    if (m) {
+      const repo = m[1]!;
+      const issue = Number(m[2]);
+      if (method === "POST") {
+        if (typeof call.body?.body !== "string") return error(422, "Validation Failed");
+        if (call.body.body.length > 65_536)
+          return error(422, "Body is too long (maximum is 65536 characters)");
+        const id = ++this.nextId;
+        const now = new Date().toISOString();
+        const comment: FakeComment = {
+          id,
+          repo,
+          issue_number: issue,
+          body: call.body.body,
+          user: { login: this.botLogin, type: "Bot" },
+          html_url: `https://github.com/${repo}/issues/${issue}#issuecomment-${id}`,
+          created_at: now,
+          updated_at: now,
+          edits: 0,
+        };
+        this.comments.set(id, comment);
+        return ok(201, this.wire(comment));
+      }
+      if (method === "GET") {
+        const since = call.query.get("since");
+        return ok(
+          200,
+          this.issueComments(repo, issue)
+            .filter((c) => !since || c.updated_at >= since)
+            .map((c) => this.wire(c)),
+        );
+      }
+    }
+    m = route(/^\/repos\/([^/]+\/[^/]+)\/issues\/comments\/(\d+)$/, "PATCH");
+    if (m) {
+      const comment = this.comments.get(Number(m[2]));
+      if (!comment || comment.repo !== m[1]) return error(404, "Not Found");
+      if (typeof call.body?.body !== "string") return error(422, "Validation Failed");
+      comment.body = call.body.body;
+      comment.updated_at = new Date().toISOString();
+      comment.edits += 1;
+      return ok(200, this.wire(comment));
+    }
+    m = route(/^\/repos\/([^/]+\/[^/]+)\/issues\/comments\/(\d+)\/reactions$/, "POST");
+    if (m) {
+      const content = String(call.body?.content ?? "");
+      if (!["+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"].includes(content)) {
+        return error(422, "Validation Failed");
+      }
+      const commentId = Number(m[2]);
+      const existing = this.reactions.find(
+        (r) => r.comment_id === commentId && r.content === content && r.user === this.botLogin,
+      );
+      const body = { id: commentId * 10 + 1, content, user: { login: this.botLogin, type: "Bot" } };
+      if (existing) return ok(200, body);
+      this.reactions.push({ repo: m[1]!, comment_id: commentId, content, user: this.botLogin });
+      return ok(201, body);
+    }
+    return error(404, "Not Found");
+  }
+
+  private wire(c: FakeComment) {
+    return {
+      id: c.id,
+      node_id: `IC_${c.id}`,
+      url: `${this.url}/repos/${c.repo}/issues/comments/${c.id}`,
+      html_url: c.html_url,
+      issue_url: `${this.url}/repos/${c.repo}/issues/${c.issue_number}`,
+      body: c.body,
+      user: { login: c.user.login, id: 99, type: c.user.type },
+      created_at: c.created_at,
+      updated_at: c.updated_at,
+      author_association: "NONE",
+    };
+  }
+
+  /** An RS256 JWT signed with the App's key, `iss` = the App id, not expired. */
+  private verifyJwt(auth: string | undefined): boolean {
+    if (!this.publicKey || !this.appId) return false;
+    const jwt = /^bearer\s+(\S+)$/i.exec(auth ?? "")?.[1];
+    const parts = jwt?.split(".");
+    if (parts?.length !== 3) return false;
+    const verifier = createVerify("RSA-SHA256");
+    verifier.update(`${parts[0]}.${parts[1]}`);
+    if (!verifier.verify(this.publicKey, Buffer.from(parts[2]!, "base64url"))) return false;
+    const claims = JSON.parse(Buffer.from(parts[1]!, "base64url").toString("utf8")) as {
+      iss?: unknown;
+      exp?: number;
+    };
+    return String(claims.iss) === this.appId && (claims.exp ?? 0) * 1000 > Date.now();
+  }
+}
+
+function safeJson(raw: string): unknown {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return raw;
+  }
+}
