@@ -62,14 +62,17 @@ export class RunExecution {
     const signal = this.controller.signal;
 
     const onChange = (id: string) => {
-      if (id === run.id) void this.checkOwnership();
+      if (id === run.id) this.checkOwnership().catch((err) => this.backgroundFailed(err));
     };
     const onFollowup = (id: string) => {
       if (id === run.id) this.followupHint = true;
     };
     store.signals.on("run_changed", onChange);
     store.signals.on("followup_added", onFollowup);
-    const heartbeat = setInterval(() => void this.heartbeat(), this.deps.heartbeatMs);
+    const heartbeat = setInterval(
+      () => this.heartbeat().catch((err) => this.backgroundFailed(err)),
+      this.deps.heartbeatMs,
+    );
     let sandbox: Sandbox | undefined;
     try {
       const workspace = await prepareWorkspace(this.deps.dataDir, run.id);
@@ -264,6 +267,11 @@ export class RunExecution {
     if (outcome?.usage) patch.requestUsage = outcome.usage;
     const result = await this.deps.store.finishExecution(this.run.id, this.deps.workerId, trigger, patch);
     return result.pending.map((f) => f.message);
+  }
+
+  /** A heartbeat or ownership check failed (the store is unreachable): the next tick tries again. */
+  private backgroundFailed(err: unknown): void {
+    this.deps.log.warn({ err, runId: this.run.id }, "lease heartbeat failed; retrying at the next tick");
   }
 
   private async heartbeat(): Promise<void> {

@@ -155,7 +155,13 @@ export class OutboxDeliverer {
     });
   }
 
-  private track(p: Promise<void>): void {
+  private track(delivery: Promise<void>): void {
+    // deliver() records every outcome itself; what still escapes (the store closed under it) is logged,
+    // and the row's lease brings it back.
+    const p = delivery.catch((err: unknown) => {
+      if (this.running)
+        this.log.error({ err }, "outbox delivery failed; the row will be retried after its lease");
+    });
     this.inFlight.add(p);
     void p.finally(() => {
       this.inFlight.delete(p);

@@ -163,7 +163,11 @@ export class BuiltinHarness implements Harness {
         // Step boundary: follow-ups that arrived meanwhile reach the model in the next step. At the last
         // step they stay waiting instead, so the executor hands them to a new turn.
         if (stepsDone >= maxSteps || signal.aborted) return;
-        for (const message of await ctx.takeFollowups()) void steering.steer(message);
+        for (const message of await ctx.takeFollowups()) {
+          steering
+            .steer(message)
+            .catch((err: unknown) => ctx.log.warn({ err }, "steering a follow-up failed"));
+        }
       },
     });
 
