@@ -232,23 +232,20 @@ async function follow(dispatch: Dispatch, runId: string, opts: { json: boolean }
   process.once("SIGINT", onSigint);
   status.start("connecting");
   try {
+    let state: string | undefined;
+    // The stream ends after the state event that finished the run, when nothing came after it.
     for await (const event of dispatch.runs.events(runId, {}, { signal: interrupt.signal })) {
-      if (event.type === "state") status.state = String(event.data.state);
+      if (event.type === "state") status.state = state = String(event.data.state);
       status.above(() => printEvent(event, opts.json, s));
-      if (event.type !== "state") continue;
-      const state = String(event.data.state);
-      if (!isTerminalState(state)) continue;
-      const later = await dispatch.runs.listEvents(runId, { after: event.seq, limit: 1 });
-      if (later.events.length > 0) continue;
-      status.stop();
-      if (!opts.json) {
-        const line = `Run ${runId} ${state}.`;
-        const e = stylesFor(process.stderr);
-        process.stderr.write(`${state === "SUCCEEDED" ? e.green(line) : e.red(line)}\n`);
-      }
-      return state === "SUCCEEDED" ? EXIT_OK : EXIT_FAILED;
     }
-    return EXIT_FAILED; // the stream cannot end on its own; reaching here means it was cut off
+    status.stop();
+    if (state === undefined || !isTerminalState(state)) return EXIT_FAILED;
+    if (!opts.json) {
+      const line = `Run ${runId} ${state}.`;
+      const e = stylesFor(process.stderr);
+      process.stderr.write(`${state === "SUCCEEDED" ? e.green(line) : e.red(line)}\n`);
+    }
+    return state === "SUCCEEDED" ? EXIT_OK : EXIT_FAILED;
   } catch (err) {
     if (interrupt.signal.aborted) {
       status.stop();

@@ -1,16 +1,26 @@
-import type { RunEvent } from "./api-types.ts";
-import { backoffMs, type RequestOptions, type SentResponse, sleep, type Transport } from "./core.ts";
+import type { RunEvent, RunEventsResponse, RunItem } from "./api-types.ts";
+import {
+  backoffMs,
+  parseJSON,
+  type RequestOptions,
+  type SentResponse,
+  sleep,
+  type Transport,
+} from "./core.ts";
 import { APIConnectionError, APIError, APIUserAbortError, DispatchError } from "./errors.ts";
 
 /** The server sends a keepalive comment every 15 s; silence for twice that means a dead connection. */
 const MIN_IDLE_MS = 30_000;
 
+const TERMINAL = new Set(["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"]);
+
 /**
  * A run's transcript as it happens (GET /agent/runs/{id}/events, Accept: text/event-stream): every
  * event once, in order. When the connection drops, goes silent or the server closes it, the stream
  * reconnects with `Last-Event-ID` and continues after the last event it delivered, so nothing is lost
- * or repeated. It does not end by itself — a finished run can be followed up and run again — so stop
- * with `break` (for example on a terminal `state` event) or with the request's `signal`.
+ * or repeated. By default it ends after the `state` event that finished the run, unless something
+ * already came after it (a follow-up restarted the run); with `untilTerminal: false` it follows the
+ * transcript until you `break` or abort with the request's `signal`.
  *
  * Reconnecting gives up, with APIConnectionError, after `maxRetries` consecutive reconnects that
  * delivered nothing (each itself retried like any request); errors of the first connection (404,
@@ -20,15 +30,55 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
   /** `seq` of the last event delivered; a new stream given `{ after: lastEventId }` continues here. */
   lastEventId: number | undefined;
   readonly #transport: Transport;
+  readonly #runPath: string;
   readonly #path: string;
   readonly #options: RequestOptions;
+  readonly #untilTerminal: boolean;
   #iterated = false;
 
-  constructor(transport: Transport, path: string, after: number | undefined, options: RequestOptions = {}) {
+  constructor(
+    transport: Transport,
+    runPath: string,
+    params: { after?: number | undefined; untilTerminal?: boolean | undefined },
+    options: RequestOptions = {},
+  ) {
     this.#transport = transport;
-    this.#path = path;
+    this.#runPath = runPath;
+    this.#path = `${runPath}/events`;
     this.#options = options;
-    this.lastEventId = after;
+    this.#untilTerminal = params.untilTerminal ?? true;
+    this.lastEventId = params.after;
+  }
+
+  /** Whether the transcript has events after `seq` (a follow-up restarted the run). */
+  async #hasEventsAfter(seq: number): Promise<boolean> {
+    const { signal, headers, timeout, maxRetries } = this.#options;
+    const sent = await this.#transport.send("GET", this.#path, {
+      ...(signal ? { signal } : {}),
+      ...(headers ? { headers } : {}),
+      ...(timeout !== undefined ? { timeout } : {}),
+      ...(maxRetries !== undefined ? { maxRetries } : {}),
+      query: { after: seq, limit: 1 },
+    });
+    try {
+      return (await parseJSON<RunEventsResponse>(sent.response)).events.length > 0;
+    } finally {
+      sent.release();
+    }
+  }
+
+  /** Started after the run's last event while it is finished: no terminal state event would come. */
+  async #finishedBefore(after: number): Promise<boolean> {
+    const sent = await this.#transport.send("GET", this.#runPath, {
+      ...(this.#options.signal ? { signal: this.#options.signal } : {}),
+    });
+    let run: RunItem;
+    try {
+      run = await parseJSON<RunItem>(sent.response);
+    } finally {
+      sent.release();
+    }
+    return TERMINAL.has(run.state) && !(await this.#hasEventsAfter(after));
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<RunEvent, void, undefined> {
@@ -41,6 +91,13 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
     let dropsWithoutEvents = 0;
     let serverRetryMs: number | undefined;
     let connected = false;
+    if (
+      this.#untilTerminal &&
+      this.lastEventId !== undefined &&
+      (await this.#finishedBefore(this.lastEventId))
+    ) {
+      return;
+    }
 
     for (;;) {
       const connection = new AbortController();
@@ -91,6 +148,14 @@ export class RunEventStream implements AsyncIterable<RunEvent> {
           this.lastEventId = id;
           dropsWithoutEvents = -1;
           yield event;
+          if (
+            this.#untilTerminal &&
+            event.type === "state" &&
+            TERMINAL.has(String(event.data.state)) &&
+            !(await this.#hasEventsAfter(event.seq))
+          ) {
+            return;
+          }
         }
       } catch (err) {
         if (signal?.aborted) throw new APIUserAbortError();

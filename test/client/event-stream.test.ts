@@ -104,7 +104,8 @@ describe("client.runs.events reconnects", () => {
     });
     const seen: number[] = [];
     const iterating = (async () => {
-      for await (const e of dispatch.runs.events("r1", { after: 5 })) seen.push(e.seq);
+      // (untilTerminal: false — this fake only speaks the stream, not the run's state)
+      for await (const e of dispatch.runs.events("r1", { after: 5, untilTerminal: false })) seen.push(e.seq);
     })().catch((err: unknown) => err);
     // the first connection goes silent after event 6 (idle window 60 s), then three deliver nothing
     await vi.advanceTimersByTimeAsync(60_000 + 10_000);

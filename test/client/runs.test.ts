@@ -89,6 +89,42 @@ describe("client.runs", () => {
     await expect(client.runs.cancel(long.run_id)).rejects.toThrow(BadRequestError);
   });
 
+  it("events() ends by itself at the run's terminal state, unless a follow-up came after it", async () => {
+    const created = await client.runs.create({ prompt: "$ echo done" });
+    const seen: RunEvent[] = [];
+    for await (const event of client.runs.events(created.run_id)) seen.push(event);
+    expect(seen.at(-1)).toMatchObject({ type: "state", data: { state: "SUCCEEDED" } });
+
+    // Started after the end of a finished run: ends at once instead of waiting forever.
+    const after: RunEvent[] = [];
+    for await (const event of client.runs.events(created.run_id, { after: seen.at(-1)!.seq }))
+      after.push(event);
+    expect(after).toEqual([]);
+
+    // A follow-up after the terminal state: the stream goes on to the second execution's end.
+    await client.runs.followup(created.run_id, { message: "$ exit 3" });
+    const all: RunEvent[] = [];
+    for await (const event of client.runs.events(created.run_id)) all.push(event);
+    const states = all.filter((e) => e.type === "state").map((e) => e.data.state);
+    expect(states).toEqual(["QUEUED", "INPROGRESS", "SUCCEEDED", "QUEUED", "INPROGRESS", "FAILED"]);
+
+    // untilTerminal: false keeps following: it is still open after the last event.
+    const controller = new AbortController();
+    const followed: RunEvent[] = [];
+    const done = (async () => {
+      for await (const event of client.runs.events(
+        created.run_id,
+        { untilTerminal: false },
+        { signal: controller.signal },
+      )) {
+        followed.push(event);
+        if (followed.length === all.length) controller.abort();
+      }
+    })();
+    await expect(done).rejects.toThrow(APIUserAbortError);
+    expect(followed).toHaveLength(all.length);
+  });
+
   it("pages through every run exactly once, following next_cursor", async () => {
     const name = "page-walk";
     const ids = new Set<string>();

@@ -22,6 +22,12 @@ export type RunEventsListParams = ListRunEventsQuery;
 export interface RunEventsStreamParams {
   /** Start after this event `seq` (0 or absent: from the beginning of the transcript). */
   after?: number;
+  /**
+   * End after the `state` event that made the run SUCCEEDED, FAILED, ERROR or CANCELLED when nothing
+   * came after it (a follow-up that restarted the run keeps the stream going). Default true; false
+   * follows the transcript until you `break` or abort.
+   */
+  untilTerminal?: boolean;
 }
 
 /** Per-request options of the typed calls: `timeout`, `maxRetries`, `headers`, `signal`, `idempotencyKey`. */
@@ -89,7 +95,7 @@ export class Runs {
    * resumes after dropped connections. See RunEventStream.
    */
   events(runId: string, query: RunEventsStreamParams = {}, options?: RunRequestOptions): RunEventStream {
-    return new RunEventStream(this.#transport, `${runPath(runId)}/events`, query.after, options);
+    return new RunEventStream(this.#transport, runPath(runId), query, options);
   }
 
   /** GET /agent/runs/{runId}/events as one JSON page: events after `after`, and `next_after`. */
