@@ -206,18 +206,20 @@ export class RunExecution {
       phase: "skill",
       message: `Skill "${skill.name}" loaded from ${skill.fullPath}`,
     });
-    return {
-      ...run,
-      agentConfig: {
-        ...run.agentConfig,
-        base_prompt: joinBasePrompt(skill.body, run.agentConfig.base_prompt),
-      },
-      agentSkill: {
-        name: skill.name,
-        ...(skill.description ? { description: skill.description } : {}),
-        full_path: skill.fullPath,
-      },
+    const agentConfig = {
+      ...run.agentConfig,
+      base_prompt: joinBasePrompt(skill.body, run.agentConfig.base_prompt),
+      name: run.agentConfig.name ?? skill.name,
     };
+    const agentSkill = {
+      name: skill.name,
+      ...(skill.description ? { description: skill.description } : {}),
+      full_path: skill.fullPath,
+    };
+    // On the run for everyone to see, and for later executions, which then need not fetch it again.
+    if (!(await this.deps.store.recordSkill(run.id, this.deps.workerId, agentConfig, agentSkill)))
+      return undefined;
+    return { ...run, agentConfig, agentSkill };
   }
 
   private async emit(

@@ -95,6 +95,16 @@ export interface Store {
     patch: RunPatch,
   ): Promise<{ run?: RunRecord; pending: FollowupRecord[] }>;
   /**
+   * Records a skill resolved at execution time (a remote repo) on the run this worker holds: the run's
+   * agent_config (with the skill's base prompt and name) and agent_skill. False when it lost the run.
+   */
+  recordSkill(
+    runId: string,
+    workerId: string,
+    agentConfig: RunRecord["agentConfig"],
+    agentSkill: NonNullable<RunRecord["agentSkill"]>,
+  ): Promise<boolean>;
+  /**
    * ERROR for a run this worker can no longer finish (shutting down). Follow-ups it never took are not
    * dropped: they start the next execution at once. Undefined when the worker no longer owns the run.
    */

@@ -185,6 +185,22 @@ export function storeConformance(
       expect(await store.cancelRun("t1", run.id, {})).toEqual({ kind: "refused", state: "CANCELLED" });
     });
 
+    it("records a skill resolved at execution on the run its worker holds", async () => {
+      const run = await runIn("INPROGRESS");
+      const skill = { name: "triage", full_path: "acme/skills:skills/triage/SKILL.md" };
+      const config = { ...run.agentConfig, name: "triage", base_prompt: "Triage issues." };
+      expect(await store.recordSkill(run.id, "someone-else", config, skill)).toBe(false);
+      expect(await store.recordSkill(run.id, W, config, skill)).toBe(true);
+      expect(await store.getRun("t1", run.id)).toMatchObject({ agentSkill: skill, agentConfig: config });
+      const listed = await store.listRuns("t1", {
+        limit: 10,
+        sortBy: "created_at",
+        sortOrder: "asc",
+        name: "triage",
+      });
+      expect(listed.runs.map((r) => r.id)).toEqual([run.id]);
+    });
+
     it("renewing a lease fails once the run is cancelled", async () => {
       const run = await runIn("INPROGRESS");
       expect(await store.renewLease(run.id, W, 60_000)).toBe(true);

@@ -431,6 +431,32 @@ export class SqliteStore implements Store {
     return changed;
   }
 
+  async recordSkill(
+    runId: string,
+    workerId: string,
+    agentConfig: RunRecord["agentConfig"],
+    agentSkill: NonNullable<RunRecord["agentSkill"]>,
+  ): Promise<boolean> {
+    const changed = await this.grouped(
+      () =>
+        Number(
+          this.sql(
+            `UPDATE runs SET agent_config = ?, config_name = ?, agent_skill = ?, updated_at = ?
+              WHERE id = ? AND worker_id = ? AND state = 'INPROGRESS'`,
+          ).run(
+            JSON.stringify(agentConfig),
+            agentConfig.name ?? null,
+            JSON.stringify(agentSkill),
+            iso(Date.now()),
+            runId,
+            workerId,
+          ).changes,
+        ) === 1,
+    );
+    if (changed) this.signals.emit("run_changed", runId);
+    return changed;
+  }
+
   async abandonRun(
     runId: string,
     workerId: string,
