@@ -158,7 +158,11 @@ export class RunExecution {
           await this.finish(undefined, err);
           return;
         }
-        if (signal.aborted) return;
+        if (signal.aborted) {
+          // Cancelled or lost: the run's state is someone else's to set, but the tokens were spent.
+          if (outcome.usage) await store.recordUsage(run.id, outcome.usage);
+          return;
+        }
         const pending = await this.finish(outcome);
         if (pending.length === 0) return;
         // Follow-ups arrived as the agent finished: the same execution continues with them.

@@ -95,6 +95,11 @@ export interface Store {
     patch: RunPatch,
   ): Promise<{ run?: RunRecord; pending: FollowupRecord[] }>;
   /**
+   * Sets the run's token usage whatever its state: a cancelled or lost execution still consumed tokens
+   * (the finishing transition records it otherwise).
+   */
+  recordUsage(runId: string, usage: RunRecord["requestUsage"]): Promise<void>;
+  /**
    * Records a skill resolved at execution time (a remote repo) on the run this worker holds: the run's
    * agent_config (with the skill's base prompt and name) and agent_skill. False when it lost the run.
    */

@@ -185,6 +185,13 @@ export function storeConformance(
       expect(await store.cancelRun("t1", run.id, {})).toEqual({ kind: "refused", state: "CANCELLED" });
     });
 
+    it("records usage whatever the run's state", async () => {
+      const run = await runIn("CANCELLED");
+      const usage = { input_tokens: 7, output_tokens: 3, total_tokens: 10 };
+      await store.recordUsage(run.id, usage);
+      expect((await store.getRun("t1", run.id))?.requestUsage).toEqual(usage);
+    });
+
     it("records a skill resolved at execution on the run its worker holds", async () => {
       const run = await runIn("INPROGRESS");
       const skill = { name: "triage", full_path: "acme/skills:skills/triage/SKILL.md" };

@@ -431,6 +431,12 @@ export class SqliteStore implements Store {
     return changed;
   }
 
+  async recordUsage(runId: string, usage: RunRecord["requestUsage"]): Promise<void> {
+    await this.grouped(() =>
+      this.sql("UPDATE runs SET request_usage = ? WHERE id = ?").run(JSON.stringify(usage), runId),
+    );
+  }
+
   async recordSkill(
     runId: string,
     workerId: string,

@@ -119,6 +119,27 @@ describe("builtin harness through the executor (MockLanguageModelV4)", () => {
     expect(m.calls).toHaveLength(1);
   });
 
+  it("a cancelled run keeps the usage of the steps it completed", async () => {
+    script("cancel-usage", [
+      { calls: [{ tool: "list_files", input: {} }], usage: { input: 7, output: 3 } },
+      { calls: [{ tool: "shell", input: { command: "echo $$ > pid; sleep 30" } }] },
+    ]);
+    const id = await create(t, "Look, then wait", { model_id: "mock/cancel-usage" });
+    await waitFor(async () => Number(await readFile(ws(t, id, "pid"), "utf8").catch(() => "")) || undefined, {
+      what: "the second step's command to start",
+    });
+    expect((await t.api("POST", `/api/v1/agent/runs/${id}/cancel`)).status).toBe(200);
+    const usage = await waitFor(
+      async () => {
+        const run = (await t.api("GET", `/api/v1/agent/runs/${id}`)).body;
+        return run.request_usage?.total_tokens > 0 ? run.request_usage : undefined;
+      },
+      { intervalMs: 200, what: "the cancelled run's usage" },
+    );
+    expect(usage).toMatchObject({ input_tokens: 7, output_tokens: 3, total_tokens: 10 });
+    expect((await t.api("GET", `/api/v1/agent/runs/${id}`)).body.state).toBe("CANCELLED");
+  });
+
   it("fails at the step limit with a clear message", async () => {
     // The server's default limit is 100: a run that never stops calling tools hits it.
     const loop: Turn = { calls: [{ tool: "list_files", input: {} }], usage: { input: 1, output: 1 } };
