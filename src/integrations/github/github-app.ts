@@ -11,6 +11,7 @@ import type { RunsApi } from "../../runs/runs-api.ts";
 import type { Creator } from "../../runs/types.ts";
 import type { OutboxMessage, Store } from "../../store/store.ts";
 import { type Command, createBody, GrammarError, parseCommand } from "../grammar.ts";
+import { describeError, statusOf } from "../run-errors.ts";
 import { type GitHubClients, permissionRank, splitRepo } from "./client.ts";
 import { commandText, mentionsHandle } from "./mention.ts";
 import { helpText, noticeText, promptWithContext, refusalText, statusComment, titleFor } from "./messages.ts";
@@ -502,17 +503,4 @@ function parsePayload(contentType: string, raw: string): Record<string, unknown>
   } catch {
     return undefined;
   }
-}
-
-function statusOf(err: unknown): number | undefined {
-  const status = (err as { status?: unknown }).status;
-  return typeof status === "number" ? status : undefined;
-}
-
-function describeError(err: unknown): string {
-  const status = statusOf(err);
-  const detail = (err as { detail?: unknown }).detail;
-  if (status === 404) return "no such run.";
-  if (status !== undefined && status < 500 && typeof detail === "string") return `${detail}.`;
-  return "Dispatch is busy or unavailable just now; try again in a moment.";
 }

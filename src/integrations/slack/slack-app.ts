@@ -9,6 +9,7 @@ import type { RunsApi } from "../../runs/runs-api.ts";
 import type { Creator } from "../../runs/types.ts";
 import type { Store, ThreadBinding } from "../../store/store.ts";
 import { type Command, createBody, GrammarError, parseCommand } from "../grammar.ts";
+import { describeError, statusOf } from "../run-errors.ts";
 import { type Actor, boundInWorkspace, mayActOnRun, refusal } from "./access.ts";
 import { claimDelivery, idempotencyKeyFor } from "./inbound.ts";
 import {
@@ -491,19 +492,6 @@ function creatorOf(actor: Actor, displayName: string): Creator {
 export function stripBotMention(text: string, botUserId: string | undefined): string {
   if (botUserId) return text.replaceAll(new RegExp(`<@${botUserId}(?:\\|[^>]*)?>`, "g"), "").trim();
   return text.replace(/^\s*<@[A-Z0-9]+(?:\|[^>]*)?>/, "").trim();
-}
-
-function statusOf(err: unknown): number | undefined {
-  const status = (err as { status?: unknown }).status;
-  return typeof status === "number" ? status : undefined;
-}
-
-function describeError(err: unknown): string {
-  const status = statusOf(err);
-  const detail = (err as { detail?: unknown }).detail;
-  if (status === 404) return "no such run.";
-  if (status !== undefined && status < 500 && typeof detail === "string") return `${detail}.`;
-  return "Dispatch is busy or unavailable just now; try again in a moment.";
 }
 
 /** Bolt and the Web API client log through the service's pino logger. */
