@@ -95,14 +95,6 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     const route = req.routeOptions.url ?? "unmatched";
     deps.metrics.httpRequests.inc({ method: req.method, route, status: String(reply.statusCode) });
     deps.metrics.httpDuration.observe({ method: req.method, route }, reply.elapsedTime / 1000);
-    req.log.info(
-      {
-        req: { id: req.id, method: req.method, url: req.url },
-        status: reply.statusCode,
-        ms: reply.elapsedTime,
-      },
-      "request",
-    );
   });
 
   app.setErrorHandler((err: unknown, req, reply) => {
