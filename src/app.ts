@@ -18,8 +18,9 @@ import {
   type GitHubIntegration,
 } from "./integrations/github/index.ts";
 import { createSlackIntegration, type SlackIntegration } from "./integrations/slack/index.ts";
-import { createNotifier, type NotifierOptions, type SlackNotifier } from "./notifier/index.ts";
+import { createNotifier, type Notifier, type NotifierOptions } from "./notifier/index.ts";
 import { renderStatusCard } from "./notifier/status-card.ts";
+import { HttpRunsApi } from "./runs/http-runs-api.ts";
 import { RunService } from "./runs/run-service.ts";
 import { SqliteStore } from "./store/sqlite/sqlite-store.ts";
 import type { Store } from "./store/store.ts";
@@ -42,7 +43,7 @@ export interface Dispatch {
    * The notifier (Slack status cards and replies, GitHub tracking comments and final comments), when Slack
    * or GitHub is configured.
    */
-  notifier: SlackNotifier | undefined;
+  notifier: Notifier | undefined;
   /** The admin key generated at this start, if one was (printed once by `dispatch serve`). */
   generatedAdminKey: string | undefined;
   stop(): Promise<void>;
@@ -108,6 +109,13 @@ export async function startDispatch(
     isAccepting: () => accepting,
   });
   // Slack: the app answers POST /slack/events (or connects in Socket Mode); the notifier reports back.
+  // Remote mode: the integrations and the notifier front another Dispatch instead of this one.
+  const remoteRuns = config.runService
+    ? new HttpRunsApi({
+        baseUrl: `${config.runService.url.replace(/\/+$/, "")}/api/v1`,
+        apiKey: config.runService.apiKey,
+      })
+    : undefined;
   const slack = config.slack
     ? await createSlackIntegration({
         config: config.slack,
@@ -117,6 +125,7 @@ export async function startDispatch(
         publicUrl: () => publicUrl,
         log,
         renderStatus: (run, binding) => renderStatusCard(run, binding ?? null, Date.now()),
+        ...(remoteRuns ? { runsApi: remoteRuns } : {}),
       })
     : undefined;
   slack?.register(server); // routes must exist before the server listens
@@ -139,6 +148,7 @@ export async function startDispatch(
           runService,
           publicUrl: () => publicUrl,
           log,
+          ...(remoteRuns ? { runsApi: remoteRuns } : {}),
         })
       : undefined;
   github?.register(server);
@@ -184,6 +194,7 @@ export async function startDispatch(
           log,
           ...(opts.notifier ? { options: opts.notifier } : {}),
           onDelivery: (kind, outcome) => metrics.notifierDeliveries.inc({ kind, outcome }),
+          ...(remoteRuns ? { runsApi: remoteRuns } : {}),
         })
       : undefined;
   notifier?.start();

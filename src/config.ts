@@ -33,6 +33,11 @@ const EnvSchema = z.object({
   DISPATCH_RATE_LIMIT_PER_MINUTE: intFrom(1, 10_000_000).default(1200),
   DISPATCH_RATE_LIMIT_BURST: intFrom(1, 10_000_000).default(200),
   DISPATCH_DEFAULT_MODEL: z.string().min(1).optional(),
+  DISPATCH_RUN_SERVICE_URL: z.url().optional(),
+  DISPATCH_RUN_SERVICE_API_KEY: z
+    .string()
+    .regex(/^dsp_[A-Za-z0-9]{40}$/, "must look like dsp_ followed by 40 letters or digits")
+    .optional(),
   ANTHROPIC_API_KEY: z.string().min(1).optional(),
   ANTHROPIC_BASE_URL: z.url().optional(),
   OPENAI_API_KEY: z.string().min(1).optional(),
@@ -90,6 +95,11 @@ export interface Config {
   slackApiUrl: string;
   /** dispatch.config.yaml (or its defaults). */
   settings: Settings;
+  /**
+   * Remote mode: the integrations and the notifier reach runs in another Dispatch (or an Oz-compatible
+   * service) over HTTP instead of this process's run service.
+   */
+  runService: { url: string; apiKey: string } | undefined;
   /** The GitHub integration, when GITHUB_APP_ID or GITHUB_TOKEN is set (see loadGitHubConfig). */
   github: GitHubConfig | undefined;
   /** How runs' commands are isolated (DISPATCH_SANDBOX, DISPATCH_BWRAP_PATH, DISPATCH_SANDBOX_*). */
@@ -139,6 +149,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (err instanceof SettingsError) throw new ConfigError(err.message);
     throw err;
   }
+  if (Boolean(e.DISPATCH_RUN_SERVICE_URL) !== Boolean(e.DISPATCH_RUN_SERVICE_API_KEY)) {
+    throw new ConfigError(
+      e.DISPATCH_RUN_SERVICE_URL
+        ? "Invalid configuration:\n  DISPATCH_RUN_SERVICE_API_KEY: required with DISPATCH_RUN_SERVICE_URL (an admin key of that service)"
+        : "Invalid configuration:\n  DISPATCH_RUN_SERVICE_URL: required with DISPATCH_RUN_SERVICE_API_KEY",
+    );
+  }
   if (e.SLACK_BOT_TOKEN && !e.SLACK_SIGNING_SECRET && !e.SLACK_APP_TOKEN) {
     throw new ConfigError(
       "Invalid configuration:\n  SLACK_SIGNING_SECRET: required with SLACK_BOT_TOKEN (or set SLACK_APP_TOKEN for Socket Mode)",
@@ -161,6 +178,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitPerMinute: e.DISPATCH_RATE_LIMIT_PER_MINUTE,
     rateLimitBurst: e.DISPATCH_RATE_LIMIT_BURST,
     defaultModel: e.DISPATCH_DEFAULT_MODEL,
+    runService: e.DISPATCH_RUN_SERVICE_URL
+      ? { url: e.DISPATCH_RUN_SERVICE_URL, apiKey: e.DISPATCH_RUN_SERVICE_API_KEY! }
+      : undefined,
     models: {
       defaultModel: e.DISPATCH_DEFAULT_MODEL,
       aliases: settings.models.aliases,

@@ -69,6 +69,25 @@ export const CreateRunRequestSchema = z
     config: AgentConfigSchema.nullish(),
     skill: z.string().min(1).max(500).nullish(),
     metadata: MetadataSchema.nullish(),
+    /** Dispatch extension, honoured for admin keys only: an integration creating runs for its users. */
+    on_behalf_of: z
+      .object({
+        creator: z
+          .object({
+            type: z.enum(["user", "service_account"]),
+            uid: z.string().min(1).max(300),
+            display_name: z.string().min(1).max(300),
+            email: z.string().max(300).optional(),
+          })
+          .optional(),
+        source: z.string().min(1).max(100).optional(),
+        trigger_url: z.url().max(2000).optional(),
+      })
+      .nullish()
+      .meta({
+        description:
+          "Dispatch extension for integrations (admin keys only; ignored for other keys): the user the run is for, where it was started and from which surface.",
+      }),
   })
   .refine(
     (b) => (b.prompt != null && b.prompt.trim() !== "") || b.skill != null || b.config?.skill_spec != null,

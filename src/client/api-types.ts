@@ -30,6 +30,16 @@ export interface CreateRunRequest {
   config?: AgentConfig | null;
   skill?: string | null;
   metadata?: Record<string, string> | null;
+  on_behalf_of?: {
+    creator?: {
+      type: "user" | "service_account";
+      uid: string;
+      display_name: string;
+      email?: string;
+    };
+    source?: string;
+    trigger_url?: string;
+  } | null;
 }
 
 export interface CreateRunResponse {

@@ -311,7 +311,3 @@ export class Notifier {
 function after(run: RunItem, mark: NotifierCursor): boolean {
   return run.updated_at > mark.updatedAt || (run.updated_at === mark.updatedAt && run.run_id > mark.runId);
 }
-
-/** The name the notifier had when it served Slack only (tests and callers still use it). */
-export const SlackNotifier = Notifier;
-export type SlackNotifier = Notifier;

@@ -1,6 +1,8 @@
+import { DEFAULT_TEAM } from "../auth/bootstrap.ts";
+import type { Store } from "../store/store.ts";
 import { type RunItem, toRunItem } from "./run-item.ts";
 import type { ListInput, RunService } from "./run-service.ts";
-import type { Caller, Creator, FollowupOutcome } from "./types.ts";
+import type { ApiKeyRole, Caller, Creator, FollowupOutcome } from "./types.ts";
 
 /**
  * What the integrations (Slack, GitHub) and the notifier use to reach runs: the five operations of the
@@ -121,4 +123,36 @@ export class InProcessRunsApi implements RunsApi {
       runId,
     );
   }
+}
+
+/**
+ * The RunsApi of a part of this process (the Slack app, the GitHub app, the notifier) acting as its own
+ * service account in the default team. No API key is involved: the record below only names the caller.
+ */
+export async function inProcessRunsApiFor(
+  deps: { store: Store; runService: RunService; publicUrl: () => string },
+  who: { id: string; displayName: string; role: ApiKeyRole },
+): Promise<InProcessRunsApi> {
+  const team = await deps.store.ensureTeam(DEFAULT_TEAM);
+  const principal = await deps.store.ensurePrincipal({
+    id: who.id,
+    teamId: team.id,
+    type: "service_account",
+    displayName: who.displayName,
+    email: null,
+  });
+  const caller: Caller = {
+    key: {
+      id: `in-process-${who.id}`,
+      principalId: principal.id,
+      name: `${who.displayName} (in process)`,
+      role: who.role,
+      prefix: "",
+      createdAt: new Date(0).toISOString(),
+      revokedAt: null,
+    },
+    principal,
+    team,
+  };
+  return new InProcessRunsApi(deps.runService, caller, deps.publicUrl);
 }

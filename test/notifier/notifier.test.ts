@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.ts";
 import { notifierRunsApi } from "../../src/notifier/index.ts";
-import { type NotifierOptions, SlackNotifier } from "../../src/notifier/notifier.ts";
+import { Notifier, type NotifierOptions } from "../../src/notifier/notifier.ts";
 import { WebApiSlackTransport } from "../../src/notifier/slack-transport.ts";
 import type { RunsApi } from "../../src/runs/runs-api.ts";
 import { startTestDispatch, type TestDispatch, waitFor, waitForState } from "../support/dispatch.ts";
@@ -243,7 +243,7 @@ describe("notifier: delivery", () => {
 describe("notifier: restarts and several instances", () => {
   /** A notifier of our own on the test Dispatch's store (the app's own notifier is not configured). */
   function notifier(owner: string, options: Partial<NotifierOptions>) {
-    return new SlackNotifier({
+    return new Notifier({
       runsApi: runs,
       store: t.dispatch.store,
       slack: new WebApiSlackTransport(slack.token, { apiUrl: slack.url, log }),

@@ -46,9 +46,18 @@ export function registerRunRoutes(app: FastifyInstance, deps: ServerDeps): void 
   const auth = { config: { auth: true } };
 
   const create = async (req: FastifyRequest) => {
-    const body = parse(CreateRunRequestSchema, req.body, "body");
+    const { on_behalf_of: behalf, ...body } = parse(CreateRunRequestSchema, req.body, "body");
+    // Only an admin key (an integration fronting this service) may say whom a run is for.
+    const extension = behalf && req.caller!.key.role === "admin" ? behalf : undefined;
     return runService.create(
-      { caller: req.caller!, idempotencyKey: idempotencyKey(req), rawBody: req.body },
+      {
+        caller: req.caller!,
+        idempotencyKey: idempotencyKey(req),
+        rawBody: req.body,
+        ...(extension?.creator ? { creator: extension.creator } : {}),
+        ...(extension?.source ? { source: extension.source } : {}),
+        ...(extension?.trigger_url ? { triggerUrl: extension.trigger_url } : {}),
+      },
       body as Parameters<typeof runService.create>[1],
     );
   };

@@ -1,10 +1,8 @@
 import type { Logger } from "pino";
-import { DEFAULT_TEAM } from "../../auth/bootstrap.ts";
 import type { GitHubConfig } from "../../config.ts";
 import type { GitHubSettings } from "../../config-file.ts";
 import type { RunService } from "../../runs/run-service.ts";
-import { InProcessRunsApi } from "../../runs/runs-api.ts";
-import type { Caller } from "../../runs/types.ts";
+import { inProcessRunsApiFor, type RunsApi } from "../../runs/runs-api.ts";
 import type { Store } from "../../store/store.ts";
 import type { GitHubClients } from "./client.ts";
 import { GitHubIntegration } from "./github-app.ts";
@@ -24,33 +22,20 @@ export async function createGitHubIntegration(opts: {
   runService: RunService;
   publicUrl: () => string;
   log: Logger;
+  /** Remote mode: runs live in another Dispatch (DISPATCH_RUN_SERVICE_URL). */
+  runsApi?: RunsApi;
 }): Promise<GitHubIntegration> {
-  const team = await opts.store.ensureTeam(DEFAULT_TEAM);
-  const principal = await opts.store.ensurePrincipal({
-    id: GITHUB_PRINCIPAL.id,
-    teamId: team.id,
-    type: "service_account",
-    displayName: GITHUB_PRINCIPAL.displayName,
-    email: null,
-  });
-  const caller: Caller = {
-    // No API key: the integration is inside the process. This record only names it.
-    key: {
-      id: "in-process-github",
-      principalId: principal.id,
-      name: "GitHub app (in process)",
+  const runs =
+    opts.runsApi ??
+    (await inProcessRunsApiFor(opts, {
+      id: GITHUB_PRINCIPAL.id,
+      displayName: GITHUB_PRINCIPAL.displayName,
       role: "member",
-      prefix: "",
-      createdAt: new Date(0).toISOString(),
-      revokedAt: null,
-    },
-    principal,
-    team,
-  };
+    }));
   return new GitHubIntegration({
     config: opts.config,
     settings: opts.settings,
-    runs: new InProcessRunsApi(opts.runService, caller, opts.publicUrl),
+    runs,
     store: opts.store,
     clients: opts.clients,
     log: opts.log.child({ component: "github" }),

@@ -1,10 +1,8 @@
 import type { Logger } from "pino";
-import { DEFAULT_TEAM } from "../../auth/bootstrap.ts";
 import type { SlackConfig } from "../../config.ts";
 import type { SlackSettings } from "../../config-file.ts";
 import type { RunService } from "../../runs/run-service.ts";
-import { InProcessRunsApi } from "../../runs/runs-api.ts";
-import type { Caller } from "../../runs/types.ts";
+import { inProcessRunsApiFor, type RunsApi } from "../../runs/runs-api.ts";
 import type { Store } from "../../store/store.ts";
 import { SlackIntegration, type StatusRenderer } from "./slack-app.ts";
 
@@ -13,7 +11,7 @@ export { SlackIntegration } from "./slack-app.ts";
 /** The service account the Slack app acts as; runs carry the Slack user as their creator. */
 export const SLACK_PRINCIPAL = { id: "slack-bot", displayName: "Slack app" };
 
-/** The Slack app of this process, acting on the default team's runs through an in-process RunsApi. */
+/** The Slack app of this process, acting on the default team's runs (or a remote Dispatch's) through RunsApi. */
 export async function createSlackIntegration(opts: {
   config: SlackConfig;
   settings: SlackSettings;
@@ -22,33 +20,20 @@ export async function createSlackIntegration(opts: {
   publicUrl: () => string;
   log: Logger;
   renderStatus?: StatusRenderer;
+  /** Remote mode: runs live in another Dispatch (DISPATCH_RUN_SERVICE_URL). */
+  runsApi?: RunsApi;
 }): Promise<SlackIntegration> {
-  const team = await opts.store.ensureTeam(DEFAULT_TEAM);
-  const principal = await opts.store.ensurePrincipal({
-    id: SLACK_PRINCIPAL.id,
-    teamId: team.id,
-    type: "service_account",
-    displayName: SLACK_PRINCIPAL.displayName,
-    email: null,
-  });
-  const caller: Caller = {
-    // No API key: the integration is inside the process. This record only names it.
-    key: {
-      id: "in-process-slack",
-      principalId: principal.id,
-      name: "Slack app (in process)",
+  const runs =
+    opts.runsApi ??
+    (await inProcessRunsApiFor(opts, {
+      id: SLACK_PRINCIPAL.id,
+      displayName: SLACK_PRINCIPAL.displayName,
       role: "member",
-      prefix: "",
-      createdAt: new Date(0).toISOString(),
-      revokedAt: null,
-    },
-    principal,
-    team,
-  };
+    }));
   return new SlackIntegration({
     config: opts.config,
     settings: opts.settings,
-    runs: new InProcessRunsApi(opts.runService, caller, opts.publicUrl),
+    runs,
     store: opts.store,
     log: opts.log.child({ component: "slack" }),
     ...(opts.renderStatus ? { renderStatus: opts.renderStatus } : {}),

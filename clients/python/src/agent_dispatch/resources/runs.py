@@ -63,6 +63,7 @@ def _create_body(
     config: AgentConfigParam | AgentConfig | None,
     skill: str | None,
     metadata: Mapping[str, str] | None,
+    on_behalf_of: Mapping[str, object] | None,
     extra_body: Mapping[str, object] | None,
 ) -> dict[str, object]:
     body: dict[str, object] = {}
@@ -78,6 +79,8 @@ def _create_body(
         body["skill"] = skill
     if metadata is not None:
         body["metadata"] = dict(metadata)
+    if on_behalf_of is not None:
+        body["on_behalf_of"] = dict(on_behalf_of)
     body.update(extra_body or {})
     return body
 
@@ -155,6 +158,7 @@ class Runs:
         config: AgentConfigParam | AgentConfig | None = None,
         skill: str | None = None,
         metadata: Mapping[str, str] | None = None,
+        on_behalf_of: Mapping[str, object] | None = None,
         idempotency_key: str | None = None,
         extra_headers: Mapping[str, str] | None = None,
         extra_query: Mapping[str, object] | None = None,
@@ -163,6 +167,7 @@ class Runs:
         max_retries: int | NotGiven = NOT_GIVEN,
     ) -> CreateRunResponse:
         """Queues a run (``POST /agent/runs``). ``prompt`` is required unless ``skill`` is given.
+        ``on_behalf_of`` (creator, source, trigger_url) is a Dispatch extension honoured for admin keys.
 
         Every attempt of one call carries the same Idempotency-Key (``idempotency_key`` or a generated
         one), so retries never create a second run.
@@ -172,7 +177,7 @@ class Runs:
                 method="POST",
                 path=_RUNS,
                 params=extra_query,
-                json_data=_create_body(prompt, title, config, skill, metadata, extra_body),
+                json_data=_create_body(prompt, title, config, skill, metadata, on_behalf_of, extra_body),
                 headers=extra_headers,
                 timeout=timeout,
                 max_retries=max_retries,
@@ -405,6 +410,7 @@ class AsyncRuns:
         config: AgentConfigParam | AgentConfig | None = None,
         skill: str | None = None,
         metadata: Mapping[str, str] | None = None,
+        on_behalf_of: Mapping[str, object] | None = None,
         idempotency_key: str | None = None,
         extra_headers: Mapping[str, str] | None = None,
         extra_query: Mapping[str, object] | None = None,
@@ -418,7 +424,7 @@ class AsyncRuns:
                 method="POST",
                 path=_RUNS,
                 params=extra_query,
-                json_data=_create_body(prompt, title, config, skill, metadata, extra_body),
+                json_data=_create_body(prompt, title, config, skill, metadata, on_behalf_of, extra_body),
                 headers=extra_headers,
                 timeout=timeout,
                 max_retries=max_retries,

@@ -1,0 +1,69 @@
+import { Dispatch } from "../client/index.ts";
+import type { RunItem } from "./run-item.ts";
+import type { RunsApi, RunsApiCallOptions, RunsApiCreate, RunsApiListQuery } from "./runs-api.ts";
+import type { Creator } from "./types.ts";
+
+/**
+ * RunsApi over HTTP (remote mode, DISPATCH_RUN_SERVICE_URL): the bot fronts another Dispatch through
+ * the TypeScript client, with its retries, timeouts and one idempotency key per logical call. The key
+ * must be an admin key of the remote service for runs to carry the Slack or GitHub user as creator
+ * (`on_behalf_of`, a Dispatch extension); an Oz-compatible service ignores that field.
+ */
+export class HttpRunsApi implements RunsApi {
+  private readonly client: Dispatch;
+
+  constructor(opts: { baseUrl: string; apiKey: string; fetch?: typeof fetch }) {
+    this.client = new Dispatch({
+      baseURL: opts.baseUrl,
+      apiKey: opts.apiKey,
+      ...(opts.fetch ? { fetch: opts.fetch } : {}),
+    });
+  }
+
+  async create(input: RunsApiCreate, opts: RunsApiCallOptions = {}) {
+    const { creator, source, trigger_url, ...body } = input;
+    const behalf = {
+      ...(creator ? { creator } : {}),
+      ...(source ? { source } : {}),
+      ...(trigger_url ? { trigger_url } : {}),
+    };
+    const created = await this.client.runs.create(
+      { ...body, ...(Object.keys(behalf).length ? { on_behalf_of: behalf } : {}) },
+      opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {},
+    );
+    return { run_id: created.run_id, state: created.state, at_capacity: created.at_capacity };
+  }
+
+  async get(runId: string): Promise<RunItem> {
+    return (await this.client.runs.retrieve(runId)) as unknown as RunItem;
+  }
+
+  async list(query: RunsApiListQuery) {
+    const page = await this.client.runs.list({
+      ...(query.limit !== undefined ? { limit: query.limit } : {}),
+      ...(query.cursor ? { cursor: query.cursor } : {}),
+      ...(query.sort_by ? { sort_by: query.sort_by } : {}),
+      ...(query.sort_order ? { sort_order: query.sort_order } : {}),
+      ...(query.updated_after ? { updated_after: query.updated_after } : {}),
+      ...(query.state ? { state: query.state as never } : {}),
+      ...(query.source ? { source: query.source } : {}),
+    });
+    return {
+      runs: page.runs as unknown as RunItem[],
+      ...(page.page_info.next_cursor ? { next_cursor: page.page_info.next_cursor } : {}),
+    };
+  }
+
+  async followup(runId: string, message: string, opts: RunsApiCallOptions = {}) {
+    return this.client.runs.followup(
+      runId,
+      { message },
+      opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {},
+    );
+  }
+
+  /** `by` cannot travel over API v1: the remote run says "Cancelled by" this key's principal. */
+  async cancel(runId: string, opts: RunsApiCallOptions & { by?: Creator } = {}): Promise<void> {
+    await this.client.runs.cancel(runId, opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {});
+  }
+}
