@@ -2,6 +2,7 @@ import { z } from "zod";
 import pkg from "../../package.json" with { type: "json" };
 import { ERROR_CODES } from "./problem.ts";
 import {
+  CancelRunRequestSchema,
   CreateRunRequestSchema,
   CreateRunResponseSchema,
   EventsQuerySchema,
@@ -157,6 +158,7 @@ export function buildOpenApiDocument(): Json {
           tags: ["runs"],
           summary: "Cancel a queued or running run",
           parameters: [runIdParam, idempotencyHeader],
+          requestBody: { required: false, content: json(CancelRunRequestSchema) },
           responses: {
             "200": {
               description: "The run id, as a JSON string.",

@@ -62,6 +62,14 @@ export const MetadataSchema = z
     message: `metadata may have at most ${LIMITS.metadataKeys} keys`,
   });
 
+/** A person or service account a run is for (runs' `creator`; `on_behalf_of.creator` from integrations). */
+const CreatorSchema = z.object({
+  type: z.enum(["user", "service_account"]),
+  uid: z.string().min(1).max(300),
+  display_name: z.string().min(1).max(300),
+  email: z.string().max(300).optional(),
+});
+
 export const CreateRunRequestSchema = z
   .object({
     prompt: boundedText(LIMITS.promptChars, "prompt").nullish(),
@@ -72,14 +80,7 @@ export const CreateRunRequestSchema = z
     /** Dispatch extension, honoured for admin keys only: an integration creating runs for its users. */
     on_behalf_of: z
       .object({
-        creator: z
-          .object({
-            type: z.enum(["user", "service_account"]),
-            uid: z.string().min(1).max(300),
-            display_name: z.string().min(1).max(300),
-            email: z.string().max(300).optional(),
-          })
-          .optional(),
+        creator: CreatorSchema.optional(),
         source: z.string().min(1).max(100).optional(),
         trigger_url: z.url().max(2000).optional(),
       })
@@ -97,6 +98,15 @@ export const CreateRunRequestSchema = z
     },
   )
   .meta({ id: "CreateRunRequest" });
+
+/** The optional body of a cancel: who cancelled, when an integration cancels for a person. */
+export const CancelRunRequestSchema = z
+  .object({
+    on_behalf_of: z.object({ creator: CreatorSchema }).nullish().meta({
+      description: "Dispatch extension for integrations (admin keys only; ignored for other keys).",
+    }),
+  })
+  .meta({ id: "CancelRunRequest" });
 
 export const CreateRunResponseSchema = z
   .object({

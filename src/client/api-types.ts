@@ -42,6 +42,17 @@ export interface CreateRunRequest {
   } | null;
 }
 
+export interface CancelRunRequest {
+  on_behalf_of?: {
+    creator: {
+      type: "user" | "service_account";
+      uid: string;
+      display_name: string;
+      email?: string;
+    };
+  } | null;
+}
+
 export interface CreateRunResponse {
   run_id: string;
   task_id: string;

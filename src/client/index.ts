@@ -4,6 +4,7 @@
  */
 export type {
   AgentConfig,
+  CancelRunRequest,
   CreateRunRequest,
   CreateRunResponse,
   FollowupRequest,

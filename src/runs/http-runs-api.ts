@@ -62,8 +62,11 @@ export class HttpRunsApi implements RunsApi {
     );
   }
 
-  /** `by` cannot travel over API v1: the remote run says "Cancelled by" this key's principal. */
+  /** `by` travels as `on_behalf_of` (a Dispatch extension), so the run says who cancelled it. */
   async cancel(runId: string, opts: RunsApiCallOptions & { by?: Creator } = {}): Promise<void> {
-    await this.client.runs.cancel(runId, opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {});
+    await this.client.post(`agent/runs/${encodeURIComponent(runId)}/cancel`, {
+      ...(opts.by ? { body: { on_behalf_of: { creator: opts.by } } } : {}),
+      ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {}),
+    });
   }
 }

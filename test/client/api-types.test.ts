@@ -17,6 +17,7 @@ const fieldNamesMatch: {
   MCPServerConfig: true,
   AgentConfig: true,
   CreateRunRequest: true,
+  CancelRunRequest: true,
   CreateRunResponse: true,
   RunItem: true,
   ListRunsResponse: true,
@@ -30,6 +31,7 @@ type ApiTypes = {
   MCPServerConfig: Api.MCPServerConfig;
   AgentConfig: Api.AgentConfig;
   CreateRunRequest: Api.CreateRunRequest;
+  CancelRunRequest: Api.CancelRunRequest;
   CreateRunResponse: Api.CreateRunResponse;
   RunItem: Api.RunItem;
   ListRunsResponse: Api.ListRunsResponse;

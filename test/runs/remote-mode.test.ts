@@ -47,6 +47,21 @@ describe("remote mode (DISPATCH_RUN_SERVICE_URL)", () => {
     expect((await bot.t.api("GET", "/api/v1/agent/runs")).body.runs).toEqual([]);
   });
 
+  it("the Cancel button on the bot cancels the remote run, in the clicking user's name", async () => {
+    const res = await bot.command({ text: "$ sleep 30", user_id: "U43" });
+    expect(res.status).toBe(200);
+    const run = await waitFor(
+      async () =>
+        (await service.api("GET", "/api/v1/agent/runs?source=SLACK&state=INPROGRESS")).body.runs.find(
+          (r: { creator: { uid: string } }) => r.creator.uid === `slack:${TEAM}:U43`,
+        ),
+      { what: "the remote run to start" },
+    );
+    await bot.clickCancel(run.run_id, { user: "U43" });
+    const cancelled = await waitForState(service, run.run_id, ["CANCELLED"]);
+    expect(cancelled.status_message.message).toBe("Cancelled by user-U43");
+  });
+
   it("on_behalf_of is honoured for admin keys only", async () => {
     const member = await service.newKey("team_default");
     const body = {

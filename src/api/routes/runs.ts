@@ -6,6 +6,7 @@ import { RUN_STATES } from "../../runs/state-machine.ts";
 import { streamRunEvents } from "../event-stream.ts";
 import { ApiError } from "../problem.ts";
 import {
+  CancelRunRequestSchema,
   CreateRunRequestSchema,
   describeIssues,
   EventsQuerySchema,
@@ -111,8 +112,17 @@ export function registerRunRoutes(app: FastifyInstance, deps: ServerDeps): void 
   });
 
   app.post<{ Params: { runId: string } }>("/api/v1/agent/runs/:runId/cancel", auth, async (req, reply) => {
+    // The body is optional (API v1 sends none); an admin key may say whom it cancels for.
+    const { on_behalf_of: behalf } =
+      req.body === undefined || req.body === null ? {} : parse(CancelRunRequestSchema, req.body, "body");
+    const by = behalf && req.caller!.key.role === "admin" ? behalf.creator : undefined;
     const runId = await runService.cancel(
-      { caller: req.caller!, idempotencyKey: idempotencyKey(req), rawBody: req.body },
+      {
+        caller: req.caller!,
+        idempotencyKey: idempotencyKey(req),
+        rawBody: req.body,
+        ...(by ? { creator: by } : {}),
+      },
       req.params.runId,
     );
     return reply.type("application/json").send(JSON.stringify(runId));
