@@ -15,35 +15,22 @@
  * Knobs: BENCH_GITHUB_CONCURRENCY (default 100), BENCH_GITHUB_WARMUP (warm-up bursts, default 2).
  * Exits 0 whether the target is met or not; 1 when the bench itself went wrong.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
-import { Agent, request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { commentPayload, signGitHub } from "../../test/integrations/github/support.ts";
 import { waitFor } from "../../test/support/dispatch.ts";
 import { FakeGitHub } from "../../test/support/fake-github.ts";
 import { newAdminKey, startServerProcess, stopServerProcess } from "../../test/support/server-process.ts";
+import { keepAlivePoster, latencySummary, startBareServer } from "../support/acks.ts";
 
 const CONCURRENCY = Number(process.env.BENCH_GITHUB_CONCURRENCY ?? 100);
 const WARMUP_BURSTS = Number(process.env.BENCH_GITHUB_WARMUP ?? 2);
 const SECRET = randomBytes(16).toString("hex");
 const HANDLE = "dispatch";
 const TARGET_P99_MS = 50;
-/** Kept-alive connections, opened by the warm-up: the bench measures acknowledgements, not TCP set-up. */
-const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-
-function post(url: string, headers: Record<string, string>, body: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method: "POST", agent, headers }, (res) => {
-      res.resume();
-      res.on("end", () => resolve(res.statusCode ?? 0));
-    });
-    req.on("error", reject);
-    req.end(body);
-  });
-}
+const post = keepAlivePoster(CONCURRENCY);
 
 /** The baseline: verify the signature, answer 202. Nothing less can be called an acknowledgement. */
 const BARE_ACK = `
@@ -63,12 +50,6 @@ const server = createServer((req, res) => {
 });
 server.listen(0, "127.0.0.1", () => process.send({ port: server.address().port }));
 `;
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  const idx = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
-  return sorted[Math.max(0, idx)]!;
-}
 
 interface Delivery {
   body: string;
@@ -106,23 +87,6 @@ async function burst(url: string, batch: Delivery[]): Promise<number[]> {
   );
 }
 
-function summary(samples: number[]) {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? Number.NaN };
-}
-
-async function startBare(): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ["-e", BARE_ACK], {
-    env: { PATH: process.env.PATH, SECRET },
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-  });
-  const port = await new Promise<number>((resolve, reject) => {
-    child.once("message", (m) => resolve((m as { port: number }).port));
-    child.once("exit", (code) => reject(new Error(`baseline exited with ${code}`)));
-  });
-  return { child, url: `http://127.0.0.1:${port}/github/webhooks` };
-}
-
 async function countRuns(server: Awaited<ReturnType<typeof startServerProcess>>): Promise<number> {
   const res = await server.api("GET", "/api/v1/agent/runs?limit=500&source=GITHUB_WEBHOOK");
   return (res.body.runs as unknown[]).length;
@@ -144,7 +108,7 @@ async function main(): Promise<number> {
       DISPATCH_LOG_LEVEL: "info",
     },
   });
-  const bare = await startBare();
+  const bare = await startBareServer(BARE_ACK, { SECRET }, "/github/webhooks");
   try {
     const dispatchUrl = `${server.url}/github/webhooks`;
     for (let w = 0; w < WARMUP_BURSTS; w++) {
@@ -158,14 +122,14 @@ async function main(): Promise<number> {
         deliveries(CONCURRENCY, 10_000 * (w + 1), () => "help"),
       );
     }
-    const baseline = summary(
+    const baseline = latencySummary(
       await burst(
         bare.url,
         deliveries(CONCURRENCY, 100_000, (i) => `$ echo bench ${i}`),
       ),
     );
     const batch = deliveries(CONCURRENCY, 200_000, (i) => `$ echo bench ${i}`);
-    const measured = summary(await burst(dispatchUrl, batch));
+    const measured = latencySummary(await burst(dispatchUrl, batch));
 
     const runs = await waitFor(
       async () => {

@@ -13,34 +13,21 @@
  * Knobs: BENCH_SLACK_CONCURRENCY (default 100), BENCH_SLACK_WARMUP (warm-up bursts of `help`, default 2).
  * Exits 0 whether the target is met or not; 1 when the bench itself went wrong.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
-import { Agent, request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { signSlackRequest } from "../../src/integrations/slack/signature.ts";
 import { waitFor } from "../../test/support/dispatch.ts";
 import { FakeSlack } from "../../test/support/fake-slack.ts";
 import { newAdminKey, startServerProcess, stopServerProcess } from "../../test/support/server-process.ts";
+import { keepAlivePoster, latencySummary, startBareServer } from "../support/acks.ts";
 
 const CONCURRENCY = Number(process.env.BENCH_SLACK_CONCURRENCY ?? 100);
 const WARMUP_BURSTS = Number(process.env.BENCH_SLACK_WARMUP ?? 2);
 const SECRET = randomBytes(16).toString("hex");
 const TARGET_P99_MS = 50;
-/** Kept-alive connections, opened by the warm-up: the bench measures acknowledgements, not TCP set-up. */
-const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-
-function post(url: string, headers: Record<string, string>, body: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method: "POST", agent, headers }, (res) => {
-      res.resume();
-      res.on("end", () => resolve(res.statusCode ?? 0));
-    });
-    req.on("error", reject);
-    req.end(body);
-  });
-}
+const post = keepAlivePoster(CONCURRENCY);
 
 /** The baseline: verify the signature, answer 200. Nothing less can be called an acknowledgement. */
 const BARE_ACK = `
@@ -61,12 +48,6 @@ const server = createServer((req, res) => {
 });
 server.listen(0, "127.0.0.1", () => process.send({ port: server.address().port }));
 `;
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  const idx = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
-  return sorted[Math.max(0, idx)]!;
-}
 
 async function burst(url: string, n: number, text: (i: number) => string, tag: string): Promise<number[]> {
   const bodies = Array.from({ length: n }, (_, i) =>
@@ -105,23 +86,6 @@ async function burst(url: string, n: number, text: (i: number) => string, tag: s
   );
 }
 
-function summary(samples: number[]) {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? Number.NaN };
-}
-
-async function startBare(): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ["-e", BARE_ACK], {
-    env: { PATH: process.env.PATH, SECRET },
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-  });
-  const port = await new Promise<number>((resolve, reject) => {
-    child.once("message", (m) => resolve((m as { port: number }).port));
-    child.once("exit", (code) => reject(new Error(`baseline exited with ${code}`)));
-  });
-  return { child, url: `http://127.0.0.1:${port}/slack/events` };
-}
-
 async function main(): Promise<number> {
   const fake = await new FakeSlack().start();
   const dataDir = await mkdtemp(join(tmpdir(), "dispatch-bench-slack-"));
@@ -136,15 +100,15 @@ async function main(): Promise<number> {
       DISPATCH_LOG_LEVEL: "info",
     },
   });
-  const bare = await startBare();
+  const bare = await startBareServer(BARE_ACK, { SECRET }, "/slack/events");
   try {
     const dispatchUrl = `${server.url}/slack/events`;
     for (let w = 0; w < WARMUP_BURSTS; w++) {
       await burst(dispatchUrl, CONCURRENCY, () => "help", `W${w}x`);
       await burst(bare.url, CONCURRENCY, () => "help", `W${w}x`);
     }
-    const baseline = summary(await burst(bare.url, CONCURRENCY, (i) => `$ echo bench ${i}`, "B"));
-    const measured = summary(await burst(dispatchUrl, CONCURRENCY, (i) => `$ echo bench ${i}`, "M"));
+    const baseline = latencySummary(await burst(bare.url, CONCURRENCY, (i) => `$ echo bench ${i}`, "B"));
+    const measured = latencySummary(await burst(dispatchUrl, CONCURRENCY, (i) => `$ echo bench ${i}`, "M"));
 
     const runs = await waitFor(
       async () => {

@@ -1,0 +1,52 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { Agent, request } from "node:http";
+
+/**
+ * What the acknowledgement benchmarks (bench/slack, bench/github) share: kept-alive POSTs, latency
+ * percentiles, and a bare node:http baseline that verifies the signature the same way and answers.
+ */
+
+/** POSTs over kept-alive connections (opened by a warm-up): the benches measure answers, not TCP set-up. */
+export function keepAlivePoster(maxSockets: number) {
+  const agent = new Agent({ keepAlive: true, maxSockets });
+  return (url: string, headers: Record<string, string>, body: string): Promise<number> =>
+    new Promise((resolve, reject) => {
+      const req = request(url, { method: "POST", agent, headers }, (res) => {
+        res.resume();
+        res.on("end", () => resolve(res.statusCode ?? 0));
+      });
+      req.on("error", reject);
+      req.end(body);
+    });
+}
+
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const idx = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
+  return sorted[Math.max(0, idx)]!;
+}
+
+export function latencySummary(samples: number[]) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? Number.NaN };
+}
+
+/**
+ * Starts `source` (CommonJS that listens on 127.0.0.1 and sends `{port}` over IPC) in a child process
+ * with `env`; returns it and the URL of `path` on it.
+ */
+export async function startBareServer(
+  source: string,
+  env: Record<string, string>,
+  path: string,
+): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, ["-e", source], {
+    env: { PATH: process.env.PATH ?? "", ...env },
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once("message", (m) => resolve((m as { port: number }).port));
+    child.once("exit", (code) => reject(new Error(`baseline exited with ${code}`)));
+  });
+  return { child, url: `http://127.0.0.1:${port}${path}` };
+}
