@@ -1,16 +1,11 @@
 import type { Logger } from "pino";
 import type { RunItem } from "../runs/run-item.ts";
 import type { RunsApi } from "../runs/runs-api.ts";
+import { isTerminal } from "../runs/state-machine.ts";
 import type { CardState, NotifierCursor, OutboxMessage, Store, ThreadBinding } from "../store/store.ts";
 import { type DeliveryOutcome, OutboxDeliverer, type OutboxOptions } from "./outbox.ts";
 import type { SlackTransport } from "./slack-transport.ts";
-import {
-  cardFingerprint,
-  isTerminal,
-  outcomeReaction,
-  renderFinalReply,
-  renderStatusCard,
-} from "./status-card.ts";
+import { cardFingerprint, outcomeReaction, renderFinalReply, renderStatusCard } from "./status-card.ts";
 import { githubPlatform } from "./tracking-comment.ts";
 import type { OutboxTransport } from "./transport.ts";
 

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { ActionsBlock, Button, ContextBlock, KnownBlock, SectionBlock } from "@slack/types";
 import type { RunItem } from "../runs/run-item.ts";
+import { isTerminal } from "../runs/state-machine.ts";
 import type { ThreadBinding } from "../store/store.ts";
 
 /**
@@ -18,12 +19,6 @@ export interface SlackMessage {
   /** Plain-text fallback (notifications, screen readers, clients without blocks). */
   text: string;
   blocks: KnownBlock[];
-}
-
-const TERMINAL = new Set(["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"]);
-
-export function isTerminal(state: string): boolean {
-  return TERMINAL.has(state);
 }
 
 /** The reaction for a terminal state on the triggering mention (👀 is added by the Slack app). */

@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto";
 import type { RunItem } from "../runs/run-item.ts";
+import { isTerminal } from "../runs/state-machine.ts";
 import type { ThreadBinding } from "../store/store.ts";
 import type { NotifierPlatform } from "./notifier.ts";
-import { elapsedText, isTerminal, resolvedOptions, stateWords, truncate } from "./status-card.ts";
+import { elapsedText, resolvedOptions, stateWords, truncate } from "./status-card.ts";
 
 /**
  * The GitHub side of a run's progress (INTEGRATIONS.md): one *tracking comment* per run on its issue or

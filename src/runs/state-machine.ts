@@ -11,8 +11,9 @@ export const FOREIGN_RUN_STATES = ["PENDING", "CLAIMED", "BLOCKED"] as const;
 
 export const TERMINAL_STATES: readonly RunState[] = ["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"];
 
-export function isTerminal(state: RunState): boolean {
-  return TERMINAL_STATES.includes(state);
+/** Whether a run in `state` has finished (states from the wire are an open set: unknown ones are not). */
+export function isTerminal(state: string): boolean {
+  return (TERMINAL_STATES as readonly string[]).includes(state);
 }
 
 export const TRANSITIONS = {
