@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { DatabaseSync } from "node:sqlite";
 import { v7 as uuidv7 } from "uuid";
-import { DEFAULT_TEAM } from "../../src/auth/bootstrap.ts";
+import { DEFAULT_TEAM } from "../../src/model/identity.ts";
+import type { AgentConfig, Artifact, Creator, StatusMessage } from "../../src/model/run.ts";
+import type { RunState } from "../../src/model/run-state.ts";
 import { deriveTitle } from "../../src/runs/run-service.ts";
-import type { RunState } from "../../src/runs/state-machine.ts";
-import type { AgentConfig, Artifact, Creator, StatusMessage } from "../../src/runs/types.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.ts";
 
 /**

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from "fastify";
 import { API_KEY_PATTERN, hashApiKey } from "../auth/api-keys.ts";
-import type { Caller } from "../runs/types.ts";
+import type { Caller } from "../model/identity.ts";
 import type { Store } from "../store/store.ts";
 import { ApiError } from "./problem.ts";
 

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import { RUN_STATES } from "../runs/state-machine.ts";
+import { RUN_STATES } from "../model/run-state.ts";
 import { OUTBOX_STATES, type Store } from "../store/store.ts";
 
 /** Prometheus metrics served at /metrics. Run gauges are read from the store at scrape time. */

@@ -1,5 +1,8 @@
+import { RunError, type RunErrorCode } from "../model/errors.ts";
+
 /**
- * API.md errors: every non-2xx response is application/problem+json with a stable error_code.
+ * API.md errors: every non-2xx response is application/problem+json with a stable error_code. The domain's
+ * RunError carries the code; this table gives each its HTTP status and title.
  */
 export const ERROR_CODES = {
   invalid_request: { status: 400, title: "Invalid request" },
@@ -14,25 +17,29 @@ export const ERROR_CODES = {
   rate_limited: { status: 429, title: "Rate limited" },
   internal_error: { status: 500, title: "Internal error" },
   resource_unavailable: { status: 503, title: "Service unavailable" },
-} as const;
+} as const satisfies Record<RunErrorCode, { status: number; title: string }>;
 
-export type ErrorCode = keyof typeof ERROR_CODES;
+export type ErrorCode = RunErrorCode;
 
 const RETRYABLE = new Set([409, 429, 500, 503]);
 
-export class ApiError extends Error {
-  readonly code: ErrorCode;
-  readonly status: number;
-  readonly detail: string | undefined;
+/** An error only HTTP has (authentication, routing, rate limits), with the headers its answer carries. */
+export class ApiError extends RunError {
+  override name = "ApiError";
   readonly headers: Record<string, string>;
 
   constructor(code: ErrorCode, detail?: string, headers: Record<string, string> = {}) {
-    super(detail ?? ERROR_CODES[code].title);
-    this.code = code;
-    this.status = ERROR_CODES[code].status;
-    this.detail = detail;
+    const retryAfter = Number(headers["retry-after"]);
+    super(code, detail, Number.isInteger(retryAfter) ? { retryAfterSeconds: retryAfter } : {});
     this.headers = headers;
   }
+}
+
+/** The HTTP answer to any RunError: its status and the headers it needs (Retry-After, Allow). */
+export function httpOf(err: RunError): { status: number; headers: Record<string, string> } {
+  const headers = err instanceof ApiError ? { ...err.headers } : {};
+  if (err.retryAfterSeconds !== undefined) headers["retry-after"] = String(err.retryAfterSeconds);
+  return { status: ERROR_CODES[err.code].status, headers };
 }
 
 export interface Problem {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { FOREIGN_RUN_STATES, RUN_STATES } from "../runs/state-machine.ts";
+import { FOREIGN_RUN_STATES, RUN_STATES } from "../model/run-state.ts";
 
 /**
  * The wire schemas of API v1. The server validates requests with these and the OpenAPI document is

@@ -1,12 +1,13 @@
 import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
+import { RunError } from "../model/errors.ts";
+import type { Caller } from "../model/identity.ts";
 import type { RunService } from "../runs/run-service.ts";
-import type { Caller } from "../runs/types.ts";
 import { registerSessionPage } from "../web/session-page.ts";
 import { Authenticator } from "./auth.ts";
 import type { Metrics } from "./metrics.ts";
-import { ApiError, codeForStatus, problemBody } from "./problem.ts";
+import { ApiError, codeForStatus, httpOf, problemBody } from "./problem.ts";
 import { RateLimiter } from "./rate-limit.ts";
 import { registerRunRoutes } from "./routes/runs.ts";
 import { registerSystemRoutes } from "./routes/system.ts";
@@ -98,7 +99,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   });
 
   app.setErrorHandler((err: unknown, req, reply) => {
-    if (err instanceof ApiError) return sendProblem(reply, req, err);
+    if (err instanceof RunError) return sendProblem(reply, req, err);
     const e = err as { statusCode?: number; code?: string; message?: string };
     const status = e.statusCode;
     if (status && status >= 400 && status < 500) {
@@ -150,11 +151,8 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   return app;
 }
 
-export function sendProblem(reply: FastifyReply, req: FastifyRequest, err: ApiError): FastifyReply {
+export function sendProblem(reply: FastifyReply, req: FastifyRequest, err: RunError): FastifyReply {
   const body = problemBody(err.code, req.url.split("?")[0] ?? "/", err.detail, req.id);
-  return reply
-    .code(err.status)
-    .headers(err.headers)
-    .type("application/problem+json")
-    .send(JSON.stringify(body));
+  const { status, headers } = httpOf(err);
+  return reply.code(status).headers(headers).type("application/problem+json").send(JSON.stringify(body));
 }

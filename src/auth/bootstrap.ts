@@ -1,9 +1,7 @@
 import { v7 as uuidv7 } from "uuid";
-import type { ApiKeyRole, PrincipalType } from "../runs/types.ts";
+import { type ApiKeyRole, DEFAULT_TEAM, type PrincipalType } from "../model/identity.ts";
 import type { Store } from "../store/store.ts";
 import { generateApiKey, hashApiKey, keyPrefix } from "./api-keys.ts";
-
-export const DEFAULT_TEAM = { id: "team_default", name: "Default team" };
 
 export interface NewKeyRequest {
   team?: string;

@@ -3,7 +3,7 @@ import { readdir, rm, writeFile } from "node:fs/promises";
 import { relative } from "node:path";
 import type { Logger } from "pino";
 import type { EnvironmentSettings } from "../config-file.ts";
-import type { RunEventType } from "../runs/types.ts";
+import type { RunEventType } from "../model/run.ts";
 import { displayUrl, gitClone, repoDirName } from "./git.ts";
 import { resolveInside, type Sandbox } from "./sandbox.ts";
 

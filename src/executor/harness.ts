@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { RequestUsage, RunEvent, RunEventType, RunRecord } from "../runs/types.ts";
+import type { RequestUsage, RunEvent, RunEventType, RunRecord } from "../model/run.ts";
 import type { Sandbox } from "./sandbox.ts";
 
 /**

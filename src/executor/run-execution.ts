@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { EnvironmentSettings } from "../config-file.ts";
-import type { RunEvent, RunRecord } from "../runs/types.ts";
+import type { RunEvent, RunRecord } from "../model/run.ts";
 import type { RunPatch, Store } from "../store/store.ts";
 import type { SandboxProvider } from "./bwrap-sandbox.ts";
 import { prepareEnvironment } from "./environments.ts";

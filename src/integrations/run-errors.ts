@@ -1,19 +1,20 @@
+import { RunError, type RunErrorCode } from "../model/errors.ts";
+
 /**
- * How the integrations tell people why a RunsApi call failed. RunsApi errors carry the HTTP status and
- * the problem's detail (ApiError in process, the client's error classes over HTTP).
+ * How the integrations tell people why a RunsApi call failed. Both RunsApi implementations throw RunError
+ * (the run service in process; HttpRunsApi maps the client's errors back), so this decides by the code.
  */
-export function statusOf(err: unknown): number | undefined {
-  const status = (err as { status?: unknown }).status;
-  return typeof status === "number" ? status : undefined;
+export function runErrorCode(err: unknown): RunErrorCode | undefined {
+  return err instanceof RunError ? err.code : undefined;
 }
 
-/** A sentence for a chat reply: the problem's own detail for client errors, never internals. */
+/** The platform's fault, not the request's: say "try again", never the internals. */
+const UNAVAILABLE: ReadonlySet<RunErrorCode> = new Set(["internal_error", "resource_unavailable"]);
+
+/** A sentence for a chat reply: the problem's own detail for what the request got wrong. */
 export function describeError(err: unknown): string {
-  const status = statusOf(err);
-  // In process an ApiError carries `detail`; over HTTP the client's error carries the problem document.
-  const e = err as { detail?: unknown; problem?: { detail?: unknown } };
-  const detail = e.detail ?? e.problem?.detail;
-  if (status === 404) return "no such run.";
-  if (status !== undefined && status < 500 && typeof detail === "string") return `${detail}.`;
+  const code = runErrorCode(err);
+  if (code === "resource_not_found") return "no such run.";
+  if (code && !UNAVAILABLE.has(code) && err instanceof RunError && err.detail) return `${err.detail}.`;
   return "Dispatch is busy or unavailable just now; try again in a moment.";
 }

@@ -1,8 +1,9 @@
 import type { Logger } from "pino";
+import { isTerminal } from "../model/run-state.ts";
+import type { ThreadBinding } from "../model/thread-binding.ts";
 import type { RunItem } from "../runs/run-item.ts";
 import type { RunsApi } from "../runs/runs-api.ts";
-import { isTerminal } from "../runs/state-machine.ts";
-import type { CardState, NotifierCursor, OutboxMessage, Store, ThreadBinding } from "../store/store.ts";
+import type { CardState, NotifierCursor, OutboxMessage, Store } from "../store/store.ts";
 import { type DeliveryOutcome, OutboxDeliverer, type OutboxOptions } from "./outbox.ts";
 import type { SlackTransport } from "./slack-transport.ts";
 import { cardFingerprint, outcomeReaction, renderFinalReply, renderStatusCard } from "./status-card.ts";

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import type { ActionsBlock, Button, ContextBlock, KnownBlock, SectionBlock } from "@slack/types";
+import { isTerminal } from "../model/run-state.ts";
+import type { ThreadBinding } from "../model/thread-binding.ts";
 import type { RunItem } from "../runs/run-item.ts";
-import { isTerminal } from "../runs/state-machine.ts";
-import type { ThreadBinding } from "../store/store.ts";
 
 /**
  * The Slack status card of a run (INTEGRATIONS.md): one message per run, edited in place. Pure functions

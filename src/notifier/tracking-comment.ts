@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
+import { isTerminal } from "../model/run-state.ts";
+import type { ThreadBinding } from "../model/thread-binding.ts";
 import type { RunItem } from "../runs/run-item.ts";
-import { isTerminal } from "../runs/state-machine.ts";
-import type { ThreadBinding } from "../store/store.ts";
 import type { NotifierPlatform } from "./notifier.ts";
 import { elapsedText, resolvedOptions, stateWords, truncate } from "./status-card.ts";
 

@@ -1,7 +1,8 @@
-import { Dispatch } from "../client/index.ts";
+import { APIError, Dispatch } from "../client/index.ts";
+import { isRunErrorCode, RunError, type RunErrorCode } from "../model/errors.ts";
+import type { Creator } from "../model/run.ts";
 import type { RunItem } from "./run-item.ts";
 import type { RunsApi, RunsApiCallOptions, RunsApiCreate, RunsApiListQuery } from "./runs-api.ts";
-import type { Creator } from "./types.ts";
 
 /**
  * RunsApi over HTTP (remote mode, DISPATCH_RUN_SERVICE_URL): the bot fronts another Dispatch through
@@ -20,7 +21,11 @@ export class HttpRunsApi implements RunsApi {
     });
   }
 
-  async create(input: RunsApiCreate, opts: RunsApiCallOptions = {}) {
+  create(input: RunsApiCreate, opts: RunsApiCallOptions = {}) {
+    return asRunError(() => this.createOnce(input, opts));
+  }
+
+  private async createOnce(input: RunsApiCreate, opts: RunsApiCallOptions) {
     const { creator, source, trigger_url, ...body } = input;
     const behalf = {
       ...(creator ? { creator } : {}),
@@ -34,11 +39,15 @@ export class HttpRunsApi implements RunsApi {
     return { run_id: created.run_id, state: created.state, at_capacity: created.at_capacity };
   }
 
-  async get(runId: string): Promise<RunItem> {
-    return (await this.client.runs.retrieve(runId)) as unknown as RunItem;
+  get(runId: string): Promise<RunItem> {
+    return asRunError(async () => (await this.client.runs.retrieve(runId)) as unknown as RunItem);
   }
 
-  async list(query: RunsApiListQuery) {
+  list(query: RunsApiListQuery) {
+    return asRunError(() => this.listOnce(query));
+  }
+
+  private async listOnce(query: RunsApiListQuery) {
     const page = await this.client.runs.list({
       ...(query.limit !== undefined ? { limit: query.limit } : {}),
       ...(query.cursor ? { cursor: query.cursor } : {}),
@@ -54,19 +63,43 @@ export class HttpRunsApi implements RunsApi {
     };
   }
 
-  async followup(runId: string, message: string, opts: RunsApiCallOptions = {}) {
-    return this.client.runs.followup(
-      runId,
-      { message },
-      opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {},
+  followup(runId: string, message: string, opts: RunsApiCallOptions = {}) {
+    return asRunError(async () =>
+      this.client.runs.followup(
+        runId,
+        { message },
+        opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {},
+      ),
     );
   }
 
   /** `by` travels as `on_behalf_of` (a Dispatch extension), so the run says who cancelled it. */
-  async cancel(runId: string, opts: RunsApiCallOptions & { by?: Creator } = {}): Promise<void> {
-    await this.client.post(`agent/runs/${encodeURIComponent(runId)}/cancel`, {
-      ...(opts.by ? { body: { on_behalf_of: { creator: opts.by } } } : {}),
-      ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {}),
+  cancel(runId: string, opts: RunsApiCallOptions & { by?: Creator } = {}): Promise<void> {
+    return asRunError(async () => {
+      await this.client.post(`agent/runs/${encodeURIComponent(runId)}/cancel`, {
+        ...(opts.by ? { body: { on_behalf_of: { creator: opts.by } } } : {}),
+        ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {}),
+      });
+    });
+  }
+}
+
+/** The client's errors as the domain's: the problem's error_code when it has one, else by status. */
+async function asRunError<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    if (!(err instanceof APIError)) throw err;
+    const code: RunErrorCode = isRunErrorCode(err.code)
+      ? err.code
+      : err.status === 404
+        ? "resource_not_found"
+        : err.status !== undefined && err.status < 500
+          ? "invalid_request"
+          : "resource_unavailable";
+    const retryAfter = Number(err.headers?.get("retry-after"));
+    throw new RunError(code, err.problem?.detail ?? undefined, {
+      ...(Number.isInteger(retryAfter) ? { retryAfterSeconds: retryAfter } : {}),
     });
   }
 }

@@ -1,4 +1,4 @@
-import type { RunRecord } from "./types.ts";
+import type { RunRecord } from "../model/run.ts";
 
 /** The RunItem of API.md, as GET responses carry it. */
 export function toRunItem(run: RunRecord, publicUrl: string, opts: { promptLimit?: number } = {}) {

@@ -1,8 +1,9 @@
 import { createHash, randomBytes } from "node:crypto";
 import { v7 as uuidv7 } from "uuid";
-import { ApiError } from "../api/problem.ts";
+import { RunError } from "../model/errors.ts";
+import type { Caller } from "../model/identity.ts";
+import type { AgentConfig, Creator, FollowupOutcome, RunRecord } from "../model/run.ts";
 import type { IdempotencyClaim, RunListQuery, SortBy, SortOrder, Store } from "../store/store.ts";
-import type { AgentConfig, Caller, Creator, FollowupOutcome, RunRecord } from "./types.ts";
 
 const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 
@@ -167,7 +168,7 @@ export class RunService {
     );
     if (!result) throw notFound(runId);
     if (result.kind === "refused") {
-      throw new ApiError(
+      throw new RunError(
         "invalid_request",
         `run ${runId} is already ${result.state} and cannot be cancelled`,
       );
@@ -187,7 +188,7 @@ export class RunService {
   ): Promise<RunRecord["agentSkill"]> {
     const envIds = this.options.environmentIds;
     if (config.environment_id && envIds && !envIds.includes(config.environment_id)) {
-      throw new ApiError(
+      throw new RunError(
         "invalid_request",
         `config.environment_id: no environment "${config.environment_id}" is configured on this server (${
           envIds.length ? `configured: ${envIds.join(", ")}` : "none is configured in dispatch.config.yaml"
@@ -198,7 +199,7 @@ export class RunService {
     if (!spec || !this.options.skills) return null;
     const field = input.config?.skill_spec ? "config.skill_spec" : "skill";
     const found = await this.options.skills.resolveNow(spec);
-    if (found.kind === "not_found") throw new ApiError("invalid_request", `${field}: ${found.message}`);
+    if (found.kind === "not_found") throw new RunError("invalid_request", `${field}: ${found.message}`);
     if (found.kind === "deferred") return null;
     const { skill } = found;
     config.base_prompt = config.base_prompt?.trim() ? `${skill.body}\n\n${config.base_prompt}` : skill.body;
@@ -249,7 +250,7 @@ export class RunService {
     fresh: () => unknown,
   ): unknown {
     if (result.kind === "key_reused") {
-      throw new ApiError(
+      throw new RunError(
         "idempotency_key_reused",
         "this Idempotency-Key was already used with a different request; use a new key for a new request",
       );
@@ -267,8 +268,8 @@ export function creatorOf(caller: Caller): Creator {
   };
 }
 
-function notFound(runId: string): ApiError {
-  return new ApiError("resource_not_found", `no run ${runId}`);
+function notFound(runId: string): RunError {
+  return new RunError("resource_not_found", `no run ${runId}`);
 }
 
 /** The prompt's first non-empty line, trimmed, cut to 80 characters with "…"; a skill-only run's skill name. */
@@ -319,19 +320,19 @@ function decodeCursor(raw: string, sortBy: SortBy, sortOrder: SortOrder): { valu
   try {
     cursor = JSON.parse(Buffer.from(raw, "base64url").toString("utf8"));
   } catch {
-    throw new ApiError(
+    throw new RunError(
       "invalid_request",
       "cursor: not a cursor returned by this API; start again without it",
     );
   }
   if (typeof cursor?.v !== "string" || typeof cursor.i !== "string") {
-    throw new ApiError(
+    throw new RunError(
       "invalid_request",
       "cursor: not a cursor returned by this API; start again without it",
     );
   }
   if (cursor.s !== sortBy || cursor.o !== sortOrder) {
-    throw new ApiError(
+    throw new RunError(
       "invalid_request",
       `cursor: it was issued for sort_by=${cursor.s}&sort_order=${cursor.o}; repeat the first request's sorting with it`,
     );

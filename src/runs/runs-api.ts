@@ -1,8 +1,9 @@
-import { DEFAULT_TEAM } from "../auth/bootstrap.ts";
+import type { ApiKeyRole, Caller } from "../model/identity.ts";
+import { DEFAULT_TEAM } from "../model/identity.ts";
+import type { Creator, FollowupOutcome } from "../model/run.ts";
 import type { Store } from "../store/store.ts";
 import { type RunItem, toRunItem } from "./run-item.ts";
 import type { ListInput, RunService } from "./run-service.ts";
-import type { ApiKeyRole, Caller, Creator, FollowupOutcome } from "./types.ts";
 
 /**
  * What the integrations (Slack, GitHub) and the notifier use to reach runs: the five operations of the

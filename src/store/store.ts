@@ -1,17 +1,7 @@
-import type { RunState, Trigger } from "../runs/state-machine.ts";
-import type {
-  ApiKeyRecord,
-  ApiKeyRole,
-  Caller,
-  FollowupOutcome,
-  FollowupRecord,
-  Principal,
-  PrincipalType,
-  RunEvent,
-  RunEventType,
-  RunRecord,
-  Team,
-} from "../runs/types.ts";
+import type { ApiKeyRecord, ApiKeyRole, Caller, Principal, Team } from "../model/identity.ts";
+import type { FollowupRecord, RunEvent, RunEventType, RunRecord } from "../model/run.ts";
+import type { RunState, Trigger } from "../model/run-state.ts";
+import type { ThreadBinding } from "../model/thread-binding.ts";
 import type { StoreSignals } from "./signals.ts";
 
 /**
@@ -257,22 +247,6 @@ export interface CardChange {
   now: string;
 }
 
-export interface ThreadBinding {
-  runId: string;
-  platform: "slack" | "github";
-  /** Slack team id, or GitHub "owner/repo". */
-  workspace: string;
-  /** Slack channel id, or GitHub issue/PR number. */
-  channel: string;
-  /** Slack thread ts; null until a slash command's status card is posted, and on GitHub. */
-  thread: string | null;
-  /** The message ts or comment id that asked for the run; null for slash commands. */
-  triggerRef: string | null;
-  /** Slack user id or GitHub login. */
-  requester: string;
-  createdAt: string;
-}
-
 export interface NewApiKey {
   id: string;
   principalId: string;
@@ -282,8 +256,6 @@ export interface NewApiKey {
   prefix: string;
   createdAt: string;
 }
-
-export type { PrincipalType };
 
 export interface RunPatch {
   statusMessage?: RunRecord["statusMessage"];
@@ -330,5 +302,3 @@ export interface RunListQuery {
   updatedAfter?: string;
   q?: string;
 }
-
-export type { FollowupOutcome };

@@ -3,8 +3,8 @@ import type { FastifyInstance } from "fastify";
 import { streamRunEvents } from "../api/event-stream.ts";
 import { resumeAfter } from "../api/routes/runs.ts";
 import type { ServerDeps } from "../api/server.ts";
+import type { RunEvent, RunRecord } from "../model/run.ts";
 import { isoDuration, runTimeMs } from "../runs/run-item.ts";
-import type { RunEvent, RunRecord } from "../runs/types.ts";
 
 const STATE_WORDS: Record<string, string> = {
   QUEUED: "Queued",

@@ -6,7 +6,7 @@ import {
   type RunState,
   TRANSITIONS,
   type Trigger,
-} from "../../src/runs/state-machine.ts";
+} from "../../src/model/run-state.ts";
 
 // The table of API.md, written out independently of the implementation.
 const ALLOWED: Array<[RunState | null, RunState]> = [

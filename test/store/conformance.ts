@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { v7 as uuidv7 } from "uuid";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { RUN_STATES, type RunState } from "../../src/runs/state-machine.ts";
-import type { RunRecord } from "../../src/runs/types.ts";
+import type { RunRecord } from "../../src/model/run.ts";
+import { RUN_STATES, type RunState } from "../../src/model/run-state.ts";
 import type { IdempotencyClaim, Store } from "../../src/store/store.ts";
 
 /**

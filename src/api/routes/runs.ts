@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { z } from "zod";
+import type { RunState } from "../../model/run-state.ts";
+import { RUN_STATES } from "../../model/run-state.ts";
 import { toRunItem } from "../../runs/run-item.ts";
-import type { RunState } from "../../runs/state-machine.ts";
-import { RUN_STATES } from "../../runs/state-machine.ts";
 import { streamRunEvents } from "../event-stream.ts";
 import { ApiError } from "../problem.ts";
 import {

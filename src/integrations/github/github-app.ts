@@ -2,16 +2,16 @@ import { createHash } from "node:crypto";
 import { Webhooks } from "@octokit/webhooks";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
-import { ApiError } from "../../api/problem.ts";
 import type { GitHubConfig } from "../../config.ts";
 import type { GitHubSettings } from "../../config-file.ts";
+import { RunError } from "../../model/errors.ts";
+import type { Creator } from "../../model/run.ts";
 import { stateWords } from "../../notifier/status-card.ts";
 import { DISPATCH_MARKER_PREFIX, githubTarget } from "../../notifier/tracking-comment.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
-import type { Creator } from "../../runs/types.ts";
 import type { OutboxMessage, Store } from "../../store/store.ts";
 import { type Command, createBody, GrammarError, parseCommand } from "../grammar.ts";
-import { describeError, statusOf } from "../run-errors.ts";
+import { describeError, runErrorCode } from "../run-errors.ts";
 import { type GitHubClients, permissionRank, splitRepo } from "./client.ts";
 import { commandText, mentionsHandle } from "./mention.ts";
 import { helpText, noticeText, promptWithContext, refusalText, statusComment, titleFor } from "./messages.ts";
@@ -92,7 +92,7 @@ export class GitHubIntegration {
         {
           onRequest: async (req) => {
             if (!header(req, "x-hub-signature-256")) {
-              throw new ApiError("authentication_required", "GitHub webhook: missing X-Hub-Signature-256");
+              throw new RunError("authentication_required", "GitHub webhook: missing X-Hub-Signature-256");
             }
           },
         },
@@ -120,15 +120,15 @@ export class GitHubIntegration {
     } catch {
       valid = false;
     }
-    if (!valid) throw new ApiError("authentication_required", "GitHub webhook: signature mismatch");
+    if (!valid) throw new RunError("authentication_required", "GitHub webhook: signature mismatch");
 
     const event = header(req, "x-github-event");
     const delivery = header(req, "x-github-delivery");
     if (!event || !delivery) {
-      throw new ApiError("invalid_request", "GitHub webhook: missing X-GitHub-Event or X-GitHub-Delivery");
+      throw new RunError("invalid_request", "GitHub webhook: missing X-GitHub-Event or X-GitHub-Delivery");
     }
     const payload = parsePayload(header(req, "content-type") ?? "", raw);
-    if (!payload) throw new ApiError("invalid_request", "GitHub webhook: the body is not a JSON payload");
+    if (!payload) throw new RunError("invalid_request", "GitHub webhook: the body is not a JSON payload");
     if (event === "ping") return reply.code(200).send({ ok: true });
 
     const ignored =
@@ -369,7 +369,7 @@ export class GitHubIntegration {
       await this.deps.runs.cancel(runId, { by: creator, idempotencyKey });
       // The tracking comment says "Cancelled by …" once the notifier sees the change.
     } catch (err) {
-      if (statusOf(err) === 400) {
+      if (runErrorCode(err) === "invalid_request") {
         const run = await this.deps.runs.get(runId).catch(() => undefined);
         const state = run ? stateWords(run).toLowerCase() : "finished";
         return issue.reply("notice", noticeText(login, `That run has already finished (${state}).`));
@@ -430,7 +430,7 @@ export class GitHubIntegration {
       const role = (data as { role_name?: string }).role_name;
       return role && permissionRank(role) > 0 ? role : data.permission;
     } catch (err) {
-      if (statusOf(err) !== 404) throw err;
+      if ((err as { status?: unknown }).status !== 404) throw err;
       return "none"; // no such user, or not visible to the App
     }
   }

@@ -1,5 +1,5 @@
 import type { SlackSettings } from "../../config-file.ts";
-import type { ThreadBinding } from "../../store/store.ts";
+import type { ThreadBinding } from "../../model/thread-binding.ts";
 
 /** Who is asking, and where. */
 export interface Actor {

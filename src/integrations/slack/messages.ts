@@ -1,5 +1,5 @@
+import type { FollowupOutcome } from "../../model/run.ts";
 import type { RunItem } from "../../runs/run-item.ts";
-import type { FollowupOutcome } from "../../runs/types.ts";
 import { describeOptions, OPTION_KEYS, optionsFromAgentConfig } from "../grammar.ts";
 
 /** What Slack users read: help, refusals, short run summaries (the status card is the notifier's). */

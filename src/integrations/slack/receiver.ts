@@ -1,7 +1,7 @@
 import type { App, Receiver, ReceiverEvent } from "@slack/bolt";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
-import { ApiError } from "../../api/problem.ts";
+import { RunError } from "../../model/errors.ts";
 import type { Store } from "../../store/store.ts";
 import { claimDelivery } from "./inbound.ts";
 import { checkTimestamp, verifySlackSignature } from "./signature.ts";
@@ -56,9 +56,9 @@ export class FastifySlackReceiver implements Receiver {
           // Stale or unsigned requests are refused before their body is read.
           onRequest: async (req) => {
             const check = checkTimestamp(header(req, "x-slack-request-timestamp"));
-            if (!check.ok) throw new ApiError("authentication_required", `Slack request: ${check.reason}`);
+            if (!check.ok) throw new RunError("authentication_required", `Slack request: ${check.reason}`);
             if (!header(req, "x-slack-signature")) {
-              throw new ApiError("authentication_required", "Slack request: missing X-Slack-Signature");
+              throw new RunError("authentication_required", "Slack request: missing X-Slack-Signature");
             }
           },
         },
@@ -74,10 +74,10 @@ export class FastifySlackReceiver implements Receiver {
       { signature: header(req, "x-slack-signature"), timestamp: header(req, "x-slack-request-timestamp") },
       raw,
     );
-    if (!check.ok) throw new ApiError("authentication_required", `Slack request: ${check.reason}`);
+    if (!check.ok) throw new RunError("authentication_required", `Slack request: ${check.reason}`);
 
     const body = parseBody(header(req, "content-type") ?? "", raw);
-    if (!body) throw new ApiError("invalid_request", "Slack request: the body is not a Slack payload");
+    if (!body) throw new RunError("invalid_request", "Slack request: the body is not a Slack payload");
     if (body.type === "url_verification") return reply.send({ challenge: body.challenge });
     if (body.ssl_check) return reply.code(200).send();
 
@@ -86,7 +86,8 @@ export class FastifySlackReceiver implements Receiver {
       return reply.code(200).send();
     }
     const app = this.app;
-    if (!app) throw new ApiError("resource_unavailable", "the Slack app is starting", { "retry-after": "1" });
+    if (!app)
+      throw new RunError("resource_unavailable", "the Slack app is starting", { retryAfterSeconds: 1 });
 
     const retryNum = header(req, "x-slack-retry-num");
     const retryReason = header(req, "x-slack-retry-reason");

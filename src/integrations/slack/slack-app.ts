@@ -4,12 +4,13 @@ import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import type { SlackConfig } from "../../config.ts";
 import type { SlackSettings } from "../../config-file.ts";
+import type { Creator } from "../../model/run.ts";
+import type { ThreadBinding } from "../../model/thread-binding.ts";
 import type { RunItem } from "../../runs/run-item.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
-import type { Creator } from "../../runs/types.ts";
-import type { Store, ThreadBinding } from "../../store/store.ts";
+import type { Store } from "../../store/store.ts";
 import { type Command, createBody, GrammarError, parseCommand } from "../grammar.ts";
-import { describeError, statusOf } from "../run-errors.ts";
+import { describeError, runErrorCode } from "../run-errors.ts";
 import { type Actor, boundInWorkspace, mayActOnRun, refusal } from "./access.ts";
 import { claimDelivery, idempotencyKeyFor } from "./inbound.ts";
 import {
@@ -376,7 +377,7 @@ export class SlackIntegration {
       await this.deps.runs.cancel(runId, { by: user.creator, idempotencyKey });
       // The status card says "Cancelled by …" once the notifier sees the change.
     } catch (err) {
-      if (statusOf(err) === 400) {
+      if (runErrorCode(err) === "invalid_request") {
         const run = await this.deps.runs.get(runId).catch(() => undefined);
         return this.ephemeral(
           actor,

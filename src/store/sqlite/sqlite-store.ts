@@ -2,18 +2,10 @@ import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
-import { canApply, RUN_STATES, type RunState, type Trigger } from "../../runs/state-machine.ts";
-import type {
-  ApiKeyRecord,
-  Caller,
-  FollowupOutcome,
-  FollowupRecord,
-  Principal,
-  RunEvent,
-  RunEventType,
-  RunRecord,
-  Team,
-} from "../../runs/types.ts";
+import type { ApiKeyRecord, Caller, Principal, Team } from "../../model/identity.ts";
+import type { FollowupOutcome, FollowupRecord, RunEvent, RunEventType, RunRecord } from "../../model/run.ts";
+import { canApply, RUN_STATES, type RunState, type Trigger } from "../../model/run-state.ts";
+import type { ThreadBinding } from "../../model/thread-binding.ts";
 import { StoreSignals } from "../signals.ts";
 import {
   type CardChange,
@@ -29,7 +21,6 @@ import {
   type RunListQuery,
   type RunPatch,
   type Store,
-  type ThreadBinding,
 } from "../store.ts";
 
 const MIGRATIONS_DIR = fileURLToPath(new URL("./migrations/", import.meta.url));

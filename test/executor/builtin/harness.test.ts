@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { BuiltinHarness } from "../../../src/executor/harnesses/builtin/builtin-harness.ts";
 import { configModelResolver, EMPTY_MODELS_CONFIG } from "../../../src/executor/harnesses/builtin/models.ts";
-import type { RunEvent } from "../../../src/runs/types.ts";
+import type { RunEvent } from "../../../src/model/run.ts";
 import { harnessContext, scriptedModel, type Turn, userTexts } from "./support.ts";
 
 const harnessWith = (turns: Turn[], opts: Partial<ConstructorParameters<typeof BuiltinHarness>[0]> = {}) => {

@@ -6,7 +6,7 @@ import { MockLanguageModelV4 } from "ai/test";
 import type { HarnessContext } from "../../../src/executor/harness.ts";
 import { PlainSandbox } from "../../../src/executor/sandbox.ts";
 import { createLogger } from "../../../src/log.ts";
-import type { AgentConfig, RunEvent, RunEventType, RunRecord } from "../../../src/runs/types.ts";
+import type { AgentConfig, RunEvent, RunEventType, RunRecord } from "../../../src/model/run.ts";
 
 /** One model turn of a scripted mock: text and/or tool calls, then a finish with usage. */
 export interface Turn {

@@ -6,7 +6,7 @@ import {
   streamText,
   type ToolSet,
 } from "ai";
-import type { RequestUsage } from "../../../runs/types.ts";
+import type { RequestUsage } from "../../../model/run.ts";
 import type { Harness, HarnessContext, HarnessOutcome } from "../../harness.ts";
 import { historyFromTranscript, usageFromTranscript } from "./history.ts";
 import { connectMcpServers, type McpConnection, McpStartError } from "./mcp.ts";

@@ -1,5 +1,5 @@
 import type { ModelMessage, ToolModelMessage } from "ai";
-import type { RequestUsage, RunEvent } from "../../../runs/types.ts";
+import type { RequestUsage, RunEvent } from "../../../model/run.ts";
 import { formatForModel, type ToolOutput } from "./tools.ts";
 
 /**

@@ -1,7 +1,7 @@
 import { createMCPClient, type MCPClient } from "@ai-sdk/mcp";
 import { StdioMCPTransport } from "@ai-sdk/mcp/mcp-stdio";
 import { jsonSchema, type ToolSet, tool } from "ai";
-import type { McpServerConfig } from "../../../runs/types.ts";
+import type { McpServerConfig } from "../../../model/run.ts";
 import { sandboxEnv } from "../../workspace.ts";
 import { capText, formatForModel, type ToolOutput } from "./tools.ts";
 

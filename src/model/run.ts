@@ -1,6 +1,5 @@
-import type { RunState } from "./state-machine.ts";
-
-export type PrincipalType = "user" | "service_account";
+import type { PrincipalType } from "./identity.ts";
+import type { RunState } from "./run-state.ts";
 
 export interface Creator {
   type: PrincipalType;
@@ -114,39 +113,6 @@ export interface RunEvent {
   at: string;
   type: RunEventType;
   data: Record<string, unknown>;
-}
-
-export interface Team {
-  id: string;
-  name: string;
-}
-
-export interface Principal {
-  id: string;
-  teamId: string;
-  type: PrincipalType;
-  displayName: string;
-  email: string | null;
-}
-
-export type ApiKeyRole = "admin" | "member" | "read";
-
-export interface ApiKeyRecord {
-  id: string;
-  principalId: string;
-  name: string;
-  role: ApiKeyRole;
-  /** First characters of the key, safe to show in listings. */
-  prefix: string;
-  createdAt: string;
-  revokedAt: string | null;
-}
-
-/** What an API key authenticates as. */
-export interface Caller {
-  key: ApiKeyRecord;
-  principal: Principal;
-  team: Team;
 }
 
 export function nowIso(): string {
