@@ -14,14 +14,29 @@ import { ScriptedHarness } from "./executor/harnesses/scripted.ts";
 import { SkillResolver } from "./executor/skills.ts";
 import {
   createGitHubIntegration,
+  GITHUB_PRINCIPAL,
   GitHubClients,
   type GitHubIntegration,
 } from "./integrations/github/index.ts";
-import { createSlackIntegration, type SlackIntegration } from "./integrations/slack/index.ts";
-import { createNotifier, type Notifier, type NotifierOptions } from "./notifier/index.ts";
-import { renderStatusCard } from "./notifier/status-card.ts";
+import { githubNotifierPlatform } from "./integrations/github/notifier-platform.ts";
+import {
+  createSlackIntegration,
+  SLACK_PRINCIPAL,
+  type SlackIntegration,
+} from "./integrations/slack/index.ts";
+import { slackNotifierPlatform } from "./integrations/slack/notifier-platform.ts";
+import { renderStatusCard } from "./integrations/slack/status-card.ts";
+import { WebApiSlackPoster } from "./integrations/slack/web-api.ts";
+import {
+  NOTIFIER_PRINCIPAL,
+  Notifier,
+  type NotifierOptions,
+  type NotifierPlatform,
+} from "./notifier/index.ts";
+import { DEFAULT_NOTIFIER_OPTIONS } from "./notifier/notifier.ts";
 import { HttpRunsApi } from "./runs/http-runs-api.ts";
 import { RunService } from "./runs/run-service.ts";
+import { inProcessRunsApiFor, type RunsApi } from "./runs/runs-api.ts";
 import { SqliteStore } from "./store/sqlite/sqlite-store.ts";
 import type { Store } from "./store/store.ts";
 
@@ -116,16 +131,19 @@ export async function startDispatch(
         apiKey: config.runService.apiKey,
       })
     : undefined;
+  const runsApiFor = async (
+    who: { id: string; displayName: string },
+    role: "member" | "read",
+  ): Promise<RunsApi> =>
+    remoteRuns ?? (await inProcessRunsApiFor(runService, () => publicUrl, { ...who, role }));
   const slack = config.slack
-    ? await createSlackIntegration({
+    ? createSlackIntegration({
         config: config.slack,
         settings: config.settings.slack,
+        runs: await runsApiFor(SLACK_PRINCIPAL, "member"),
         store,
-        runService,
-        publicUrl: () => publicUrl,
         log,
         renderStatus: (run, binding) => renderStatusCard(run, binding ?? null, Date.now()),
-        ...(remoteRuns ? { runsApi: remoteRuns } : {}),
       })
     : undefined;
   slack?.register(server); // routes must exist before the server listens
@@ -140,15 +158,13 @@ export async function startDispatch(
     : undefined;
   const github =
     config.github && githubClients
-      ? await createGitHubIntegration({
+      ? createGitHubIntegration({
           config: config.github,
           settings: config.settings.github,
           clients: githubClients,
+          runs: await runsApiFor(GITHUB_PRINCIPAL, "member"),
           store,
-          runService,
-          publicUrl: () => publicUrl,
           log,
-          ...(remoteRuns ? { runsApi: remoteRuns } : {}),
         })
       : undefined;
   github?.register(server);
@@ -183,18 +199,36 @@ export async function startDispatch(
     await executor.start();
   }
   await slack?.start(); // connects in Socket Mode; nothing to do over HTTP
+  // The notifier reports SLACK runs with the bot token and GITHUB_WEBHOOK runs through the GitHub clients.
+  const notifierOptions = { ...DEFAULT_NOTIFIER_OPTIONS, ...opts.notifier };
+  const platforms: NotifierPlatform[] = [];
+  if (config.slack) {
+    platforms.push(
+      slackNotifierPlatform({
+        slack: new WebApiSlackPoster(config.slack.botToken, { apiUrl: config.slackApiUrl, log }),
+        store,
+        editIntervalMs: notifierOptions.editIntervalMs,
+      }),
+    );
+  }
+  if (githubClients) {
+    platforms.push(
+      githubNotifierPlatform({
+        clients: githubClients,
+        store,
+        editIntervalMs: notifierOptions.githubEditIntervalMs,
+      }),
+    );
+  }
   const notifier =
-    config.slack || githubClients
-      ? await createNotifier({
-          ...(config.slack ? { slack: { botToken: config.slack.botToken, apiUrl: config.slackApiUrl } } : {}),
-          ...(githubClients ? { github: { clients: githubClients } } : {}),
+    platforms.length > 0
+      ? new Notifier({
+          runsApi: await runsApiFor(NOTIFIER_PRINCIPAL, "read"),
           store,
-          runService,
-          publicUrl: () => publicUrl,
+          platforms,
           log,
-          ...(opts.notifier ? { options: opts.notifier } : {}),
+          options: notifierOptions,
           onDelivery: (kind, outcome) => metrics.notifierDeliveries.inc({ kind, outcome }),
-          ...(remoteRuns ? { runsApi: remoteRuns } : {}),
         })
       : undefined;
   notifier?.start();

@@ -5,51 +5,12 @@ import type { RunItem } from "../runs/run-item.ts";
 import type { RunsApi } from "../runs/runs-api.ts";
 import type { CardState, NotifierCursor, OutboxMessage, Store } from "../store/store.ts";
 import { type DeliveryOutcome, OutboxDeliverer, type OutboxOptions } from "./outbox.ts";
-import type { SlackTransport } from "./slack-transport.ts";
-import { cardFingerprint, outcomeReaction, renderFinalReply, renderStatusCard } from "./status-card.ts";
-import { githubPlatform } from "./tracking-comment.ts";
-import type { OutboxTransport } from "./transport.ts";
-
-/**
- * How one platform shows a run (DESIGN.md "notifier"): where its messages go (the outbox target, whose
- * rate limits pause only its own rows), what its card shows and when that changed (fingerprint), the reply
- * at a terminal state and the outcome reaction. The tick, the card state and the outbox are shared.
- */
-export interface NotifierPlatform {
-  readonly platform: ThreadBinding["platform"];
-  /** The run source this platform reports on (RunsApi `source`): one list query per platform per tick. */
-  readonly source: string;
-  /** At most one card edit per run per this window. */
-  readonly editIntervalMs: number;
-  target(binding: ThreadBinding): string;
-  fingerprint(run: RunItem): string;
-  card(run: RunItem, binding: ThreadBinding, now: number): Record<string, unknown>;
-  finalReply(run: RunItem, binding: ThreadBinding): Record<string, unknown>;
-  /** The reaction on the triggering message for a terminal state, if the platform shows one. */
-  outcomeReaction(run: RunItem, binding: ThreadBinding): Record<string, unknown> | undefined;
-}
-
-/** Slack: the status card (blocks), a thread reply and ✅/❌/🚫 on the triggering mention. */
-export function slackPlatform(editIntervalMs: number): NotifierPlatform {
-  return {
-    platform: "slack",
-    source: "SLACK",
-    editIntervalMs,
-    target: (b) => `slack:${b.workspace}:${b.channel}`,
-    fingerprint: cardFingerprint,
-    card: (run, b, now) => ({ channel: b.channel, ...renderStatusCard(run, b, now) }),
-    finalReply: (run, b) => ({ channel: b.channel, ...renderFinalReply(run, b) }),
-    outcomeReaction: (run, b) => {
-      const name = outcomeReaction(run.state);
-      return b.triggerRef && name ? { channel: b.channel, timestamp: b.triggerRef, name } : undefined;
-    },
-  };
-}
+import type { NotifierPlatform } from "./platform.ts";
 
 export interface NotifierOptions {
   /** Polling interval of the run changes (a poke starts a tick sooner). */
   tickMs: number;
-  /** At most one card edit per run per this window (Slack: ~50 chat.update per minute per workspace). */
+  /** At most one Slack card edit per run per this window (~50 chat.update per minute per workspace). */
   editIntervalMs: number;
   /** The same for GitHub tracking comments (INTEGRATIONS.md: at most one edit per 10 s). */
   githubEditIntervalMs: number;
@@ -102,10 +63,8 @@ export class Notifier {
   constructor(deps: {
     runsApi: RunsApi;
     store: Store;
-    /** Slack's Web API calls: reports SLACK runs to their threads. */
-    slack?: SlackTransport;
-    /** GitHub: reports GITHUB_WEBHOOK runs to their issues (see github-transport.ts). */
-    github?: { transport: OutboxTransport; platform?: NotifierPlatform };
+    /** The platforms it reports to (each integration folder provides its own). */
+    platforms: readonly NotifierPlatform[];
     log: Logger;
     options?: Partial<NotifierOptions>;
     owner?: string;
@@ -115,14 +74,10 @@ export class Notifier {
     this.store = deps.store;
     this.log = deps.log.child({ component: "notifier" });
     this.opts = { ...DEFAULT_NOTIFIER_OPTIONS, ...deps.options };
-    if (deps.slack) this.platforms.set("slack", slackPlatform(this.opts.editIntervalMs));
-    if (deps.github) {
-      this.platforms.set("github", deps.github.platform ?? githubPlatform(this.opts.githubEditIntervalMs));
-    }
+    for (const p of deps.platforms) this.platforms.set(p.platform, p);
     this.outbox = new OutboxDeliverer({
       store: deps.store,
-      ...(deps.slack ? { slack: deps.slack } : {}),
-      ...(deps.github ? { transports: [deps.github.transport] } : {}),
+      platforms: deps.platforms,
       log: deps.log,
       options: this.opts.outbox,
       ...(deps.owner ? { owner: deps.owner } : {}),

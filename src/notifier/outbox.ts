@@ -2,8 +2,7 @@ import { randomUUID } from "node:crypto";
 import pRetry, { AbortError } from "p-retry";
 import type { Logger } from "pino";
 import type { OutboxRow, Store } from "../store/store.ts";
-import { SlackOutboxTransport, type SlackTransport } from "./slack-transport.ts";
-import { type OutboxTransport, SendError, targetPlatform } from "./transport.ts";
+import { type NotifierPlatform, SendError, targetPlatform } from "./platform.ts";
 
 export interface OutboxOptions {
   /** Rows delivered at once (across all targets). */
@@ -33,8 +32,8 @@ export type DeliveryOutcome = "sent" | "retry" | "rate_limited" | "dead";
 class LeaseLost extends Error {}
 
 /**
- * Delivers the persisted outbox to Slack and GitHub (one OutboxTransport per platform). Rows are claimed atomically with a lease, so two instances on
- * one store never send the same row; each row's stream (a run's card, a run's thread) goes out in order,
+ * Delivers the persisted outbox through each platform's `send` (Slack, GitHub). Rows are claimed atomically
+ * with a lease, so two instances on one store never send the same row; each row's stream (a run's card, a run's thread) goes out in order,
  * while different streams go out concurrently, so one slow or rate-limited channel holds back nothing else.
  * Transient failures are retried with p-retry (exponential backoff, jitter); a 429 hands the row back
  * with `not_before` = Retry-After and pauses that channel only; attempts are bounded, then dead letter.
@@ -42,7 +41,7 @@ class LeaseLost extends Error {}
 export class OutboxDeliverer {
   readonly owner: string;
   private readonly store: Store;
-  private readonly transports = new Map<string, OutboxTransport>();
+  private readonly senders = new Map<string, Pick<NotifierPlatform, "send">>();
   private readonly log: Logger;
   private readonly opts: OutboxOptions;
   private readonly onOutcome: ((kind: string, outcome: DeliveryOutcome) => void) | undefined;
@@ -57,18 +56,15 @@ export class OutboxDeliverer {
 
   constructor(deps: {
     store: Store;
-    /** Slack's three calls (wrapped in a SlackOutboxTransport). */
-    slack?: SlackTransport;
-    /** Further platforms (GitHub), by their `platform`. */
-    transports?: OutboxTransport[];
+    /** Who sends a row, by the platform part of its target. */
+    platforms: ReadonlyArray<Pick<NotifierPlatform, "platform" | "send">>;
     log: Logger;
     options?: Partial<OutboxOptions>;
     owner?: string;
     onOutcome?: (kind: string, outcome: DeliveryOutcome) => void;
   }) {
     this.store = deps.store;
-    if (deps.slack) this.transports.set("slack", new SlackOutboxTransport(deps.slack, deps.store));
-    for (const t of deps.transports ?? []) this.transports.set(t.platform, t);
+    for (const p of deps.platforms) this.senders.set(p.platform, p);
     this.log = deps.log.child({ component: "outbox" });
     this.opts = { ...DEFAULT_OUTBOX_OPTIONS, ...deps.options };
     this.owner = deps.owner ?? `outbox-${randomUUID()}`;
@@ -248,10 +244,10 @@ export class OutboxDeliverer {
     }
   }
 
-  /** One call through the row's platform transport. */
-  private async send(row: OutboxRow): Promise<{ cardTs?: string }> {
-    const transport = this.transports.get(targetPlatform(row.target));
-    if (!transport) throw new SendError("permanent", `no transport for target ${row.target}`);
-    return transport.send(row);
+  /** One call through the row's platform. */
+  private async send(row: OutboxRow): Promise<{ cardRef?: string }> {
+    const sender = this.senders.get(targetPlatform(row.target));
+    if (!sender) throw new SendError("permanent", `no platform sends to target ${row.target}`);
+    return sender.send(row);
   }
 }

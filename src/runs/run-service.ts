@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { v7 as uuidv7 } from "uuid";
 import { RunError } from "../model/errors.ts";
-import type { Caller } from "../model/identity.ts";
+import { type Caller, DEFAULT_TEAM } from "../model/identity.ts";
 import type { AgentConfig, Creator, FollowupOutcome, RunRecord } from "../model/run.ts";
 import type { IdempotencyClaim, RunListQuery, SortBy, SortOrder, Store } from "../store/store.ts";
 
@@ -176,6 +176,22 @@ export class RunService {
     return this.unwrap(result, () =>
       result.kind === "created" ? respond(result.value) : undefined,
     ) as string;
+  }
+
+  /** A service account of this process (an integration, the notifier) in the default team. */
+  async ensureServiceAccount(who: {
+    id: string;
+    displayName: string;
+  }): Promise<Pick<Caller, "principal" | "team">> {
+    const team = await this.store.ensureTeam(DEFAULT_TEAM);
+    const principal = await this.store.ensurePrincipal({
+      id: who.id,
+      teamId: team.id,
+      type: "service_account",
+      displayName: who.displayName,
+      email: null,
+    });
+    return { principal, team };
   }
 
   /**

@@ -1,7 +1,5 @@
 import type { ApiKeyRole, Caller } from "../model/identity.ts";
-import { DEFAULT_TEAM } from "../model/identity.ts";
 import type { Creator, FollowupOutcome } from "../model/run.ts";
-import type { Store } from "../store/store.ts";
 import { type RunItem, toRunItem } from "./run-item.ts";
 import type { ListInput, RunService } from "./run-service.ts";
 
@@ -131,17 +129,11 @@ export class InProcessRunsApi implements RunsApi {
  * service account in the default team. No API key is involved: the record below only names the caller.
  */
 export async function inProcessRunsApiFor(
-  deps: { store: Store; runService: RunService; publicUrl: () => string },
+  runService: RunService,
+  publicUrl: () => string,
   who: { id: string; displayName: string; role: ApiKeyRole },
 ): Promise<InProcessRunsApi> {
-  const team = await deps.store.ensureTeam(DEFAULT_TEAM);
-  const principal = await deps.store.ensurePrincipal({
-    id: who.id,
-    teamId: team.id,
-    type: "service_account",
-    displayName: who.displayName,
-    email: null,
-  });
+  const { principal, team } = await runService.ensureServiceAccount(who);
   const caller: Caller = {
     key: {
       id: `in-process-${who.id}`,
@@ -155,5 +147,5 @@ export async function inProcessRunsApiFor(
     principal,
     team,
   };
-  return new InProcessRunsApi(deps.runService, caller, deps.publicUrl);
+  return new InProcessRunsApi(runService, caller, publicUrl);
 }

@@ -173,10 +173,10 @@ export interface Store {
   /** Counts an attempt and renews the lease; the attempt number, or undefined when `owner` lost the row. */
   beginOutboxAttempt(id: number, owner: string, leaseMs: number): Promise<number | undefined>;
   /**
-   * Marks the row sent; with `cardTs`, stores the card's message (and makes it the thread of a Slack binding
+   * Marks the row sent; with `cardRef`, stores the card's message (and makes it the thread of a Slack binding
    * that has none; a GitHub binding's thread stays null, the issue is its thread).
    */
-  completeOutbox(id: number, owner: string, result?: { cardTs?: string }): Promise<boolean>;
+  completeOutbox(id: number, owner: string, result?: { cardRef?: string }): Promise<boolean>;
   /** Back to pending, due at `notBefore` (also used to hand a row back on shutdown). */
   retryOutbox(id: number, owner: string, notBefore: string, error: string | null): Promise<boolean>;
   deadLetterOutbox(id: number, owner: string, error: string): Promise<boolean>;
@@ -208,7 +208,7 @@ export interface CardState {
   /** finished_at of the last terminal state that got its reply. */
   lastFinal: string | null;
   /** The card message, once posted. */
-  cardTs: string | null;
+  cardRef: string | null;
 }
 
 export const OUTBOX_STATES = ["pending", "sending", "sent", "dead", "superseded"] as const;

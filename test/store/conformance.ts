@@ -460,7 +460,7 @@ export function storeConformance(
         const run = await create();
         await store.recordCardChange(change(run.id, 0));
         const [post] = await store.claimOutbox("w", { limit: 10, leaseMs: 60_000 });
-        await store.completeOutbox(post!.id, "w", { cardTs: "1.1" });
+        await store.completeOutbox(post!.id, "w", { cardRef: "1.1" });
         const now = new Date().toISOString();
         await store.recordCardChange({
           ...change(run.id, 1),
@@ -502,9 +502,9 @@ export function storeConformance(
         expect(claimed.map((r) => r.dedupeKey).sort()).toEqual([`card:${run.id}:1`, "x"]);
         const card = claimed.find((r) => r.kind === "card")!;
         const owner = ["w1", "w2", "w3"][claims.findIndex((c) => c.some((r) => r.id === card.id))]!;
-        expect(await store.completeOutbox(card.id, "intruder", { cardTs: "9.9" })).toBe(false);
-        expect(await store.completeOutbox(card.id, owner, { cardTs: "1.5" })).toBe(true);
-        expect((await store.getCardState(run.id))?.cardTs).toBe("1.5");
+        expect(await store.completeOutbox(card.id, "intruder", { cardRef: "9.9" })).toBe(false);
+        expect(await store.completeOutbox(card.id, owner, { cardRef: "1.5" })).toBe(true);
+        expect((await store.getCardState(run.id))?.cardRef).toBe("1.5");
         expect((await store.getThreadBinding(run.id))?.thread).toBe("1.5");
         const next = await store.claimOutbox("w1", { limit: 10, leaseMs: 60_000 });
         expect(next.map((r) => r.dedupeKey)).toEqual(["a"]); // "b" waits behind "a" in its stream
@@ -588,8 +588,8 @@ export function storeConformance(
           card: { stream: `card:${run.id}`, target: "github:o", payload: {}, editIntervalMs: 0 },
         });
         const [card] = await store.claimOutbox("w", { limit: 10, leaseMs: 60_000 });
-        await store.completeOutbox(card!.id, "w", { cardTs: "123456" });
-        expect((await store.getCardState(run.id))?.cardTs).toBe("123456");
+        await store.completeOutbox(card!.id, "w", { cardRef: "123456" });
+        expect((await store.getCardState(run.id))?.cardRef).toBe("123456");
         expect(await store.getThreadBinding(run.id)).toMatchObject({ thread: null });
         const found = await store.findLatestBinding({
           platform: "github",

@@ -6,8 +6,7 @@ import type { GitHubConfig } from "../../config.ts";
 import type { GitHubSettings } from "../../config-file.ts";
 import { RunError } from "../../model/errors.ts";
 import type { Creator } from "../../model/run.ts";
-import { stateWords } from "../../notifier/status-card.ts";
-import { DISPATCH_MARKER_PREFIX, githubTarget } from "../../notifier/tracking-comment.ts";
+import { stateWords } from "../../model/run-wording.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
 import type { OutboxMessage, Store } from "../../store/store.ts";
 import { type Command, createBody, GrammarError, parseCommand } from "../grammar.ts";
@@ -15,6 +14,7 @@ import { describeError, runErrorCode } from "../run-errors.ts";
 import { type GitHubClients, permissionRank, splitRepo } from "./client.ts";
 import { commandText, mentionsHandle } from "./mention.ts";
 import { helpText, noticeText, promptWithContext, refusalText, statusComment, titleFor } from "./messages.ts";
+import { DISPATCH_MARKER_PREFIX, githubTarget } from "./tracking-comment.ts";
 
 export const GITHUB_WEBHOOK_PATH = "/github/webhooks";
 

@@ -1,8 +1,7 @@
 import type { Logger } from "pino";
 import type { GitHubConfig } from "../../config.ts";
 import type { GitHubSettings } from "../../config-file.ts";
-import type { RunService } from "../../runs/run-service.ts";
-import { inProcessRunsApiFor, type RunsApi } from "../../runs/runs-api.ts";
+import type { RunsApi } from "../../runs/runs-api.ts";
 import type { Store } from "../../store/store.ts";
 import type { GitHubClients } from "./client.ts";
 import { GitHubIntegration } from "./github-app.ts";
@@ -13,29 +12,22 @@ export { GITHUB_WEBHOOK_PATH, GitHubIntegration } from "./github-app.ts";
 /** The service account the GitHub integration acts as; runs carry the GitHub user as their creator. */
 export const GITHUB_PRINCIPAL = { id: "github-bot", displayName: "GitHub app" };
 
-/** The GitHub integration of this process, acting on the default team's runs through an in-process RunsApi. */
-export async function createGitHubIntegration(opts: {
+/**
+ * The GitHub integration of this process, acting on runs through `runs` (this process's run service as the
+ * GitHub service account, or a remote Dispatch's) and keeping its inbox and bindings in `store`.
+ */
+export function createGitHubIntegration(opts: {
   config: GitHubConfig;
   settings: GitHubSettings;
   clients: GitHubClients;
+  runs: RunsApi;
   store: Store;
-  runService: RunService;
-  publicUrl: () => string;
   log: Logger;
-  /** Remote mode: runs live in another Dispatch (DISPATCH_RUN_SERVICE_URL). */
-  runsApi?: RunsApi;
-}): Promise<GitHubIntegration> {
-  const runs =
-    opts.runsApi ??
-    (await inProcessRunsApiFor(opts, {
-      id: GITHUB_PRINCIPAL.id,
-      displayName: GITHUB_PRINCIPAL.displayName,
-      role: "member",
-    }));
+}): GitHubIntegration {
   return new GitHubIntegration({
     config: opts.config,
     settings: opts.settings,
-    runs,
+    runs: opts.runs,
     store: opts.store,
     clients: opts.clients,
     log: opts.log.child({ component: "github" }),

@@ -1,6 +1,6 @@
-import { truncate } from "../../notifier/status-card.ts";
-import { inertText, renderTrackingComment } from "../../notifier/tracking-comment.ts";
+import { truncate } from "../../model/run-wording.ts";
 import type { RunItem } from "../../runs/run-item.ts";
+import { inertText, renderTrackingComment } from "./tracking-comment.ts";
 
 /** Words for people on GitHub. Every comment carries a `<!-- dispatch:… -->` marker (never acted upon). */
 

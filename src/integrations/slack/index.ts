@@ -1,8 +1,7 @@
 import type { Logger } from "pino";
 import type { SlackConfig } from "../../config.ts";
 import type { SlackSettings } from "../../config-file.ts";
-import type { RunService } from "../../runs/run-service.ts";
-import { inProcessRunsApiFor, type RunsApi } from "../../runs/runs-api.ts";
+import type { RunsApi } from "../../runs/runs-api.ts";
 import type { Store } from "../../store/store.ts";
 import { SlackIntegration, type StatusRenderer } from "./slack-app.ts";
 
@@ -11,29 +10,22 @@ export { SlackIntegration } from "./slack-app.ts";
 /** The service account the Slack app acts as; runs carry the Slack user as their creator. */
 export const SLACK_PRINCIPAL = { id: "slack-bot", displayName: "Slack app" };
 
-/** The Slack app of this process, acting on the default team's runs (or a remote Dispatch's) through RunsApi. */
-export async function createSlackIntegration(opts: {
+/**
+ * The Slack app of this process, acting on runs through `runs` (this process's run service as the Slack
+ * service account, or a remote Dispatch's) and keeping its inbox and thread bindings in `store`.
+ */
+export function createSlackIntegration(opts: {
   config: SlackConfig;
   settings: SlackSettings;
+  runs: RunsApi;
   store: Store;
-  runService: RunService;
-  publicUrl: () => string;
   log: Logger;
   renderStatus?: StatusRenderer;
-  /** Remote mode: runs live in another Dispatch (DISPATCH_RUN_SERVICE_URL). */
-  runsApi?: RunsApi;
-}): Promise<SlackIntegration> {
-  const runs =
-    opts.runsApi ??
-    (await inProcessRunsApiFor(opts, {
-      id: SLACK_PRINCIPAL.id,
-      displayName: SLACK_PRINCIPAL.displayName,
-      role: "member",
-    }));
+}): SlackIntegration {
   return new SlackIntegration({
     config: opts.config,
     settings: opts.settings,
-    runs,
+    runs: opts.runs,
     store: opts.store,
     log: opts.log.child({ component: "slack" }),
     ...(opts.renderStatus ? { renderStatus: opts.renderStatus } : {}),

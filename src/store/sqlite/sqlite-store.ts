@@ -731,7 +731,7 @@ export class SqliteStore implements Store {
     });
   }
 
-  async completeOutbox(id: number, owner: string, result: { cardTs?: string } = {}): Promise<boolean> {
+  async completeOutbox(id: number, owner: string, result: { cardRef?: string } = {}): Promise<boolean> {
     return this.grouped(() => {
       const now = iso(Date.now());
       const row = this.sql(
@@ -739,16 +739,16 @@ export class SqliteStore implements Store {
           WHERE id = ? AND state = 'sending' AND lease_owner = ? RETURNING run_id`,
       ).get(now, id, owner) as Row | undefined;
       if (!row) return false;
-      if (result.cardTs) {
+      if (result.cardRef) {
         const runId = String(row.run_id);
         this.sql("UPDATE notifier_cards SET card_ts = ?, updated_at = ? WHERE run_id = ?").run(
-          result.cardTs,
+          result.cardRef,
           now,
           runId,
         );
         this.sql(
           "UPDATE thread_bindings SET thread = ? WHERE run_id = ? AND thread IS NULL AND platform = 'slack'",
-        ).run(result.cardTs, runId);
+        ).run(result.cardRef, runId);
       }
       return true;
     });
@@ -1136,7 +1136,7 @@ function toCardState(row: Row): CardState {
     runUpdatedAt: String(row.run_updated_at),
     lastCardAt: str(row.last_card_at),
     lastFinal: str(row.last_final),
-    cardTs: str(row.card_ts),
+    cardRef: str(row.card_ts),
   };
 }
 

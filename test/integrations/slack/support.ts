@@ -144,7 +144,7 @@ export async function startSlackDispatch(
       return post(JSON.stringify(body), "application/json", o.headers);
     },
     clickCancel(runId, o = {}) {
-      const cardTs = nextTs();
+      const cardRef = nextTs();
       const payload = {
         type: "block_actions",
         team: { id: TEAM, domain: "acme" },
@@ -153,12 +153,12 @@ export async function startSlackDispatch(
         trigger_id: `${Date.now()}.trigger`,
         container: {
           type: "message",
-          message_ts: cardTs,
+          message_ts: cardRef,
           channel_id: o.channel ?? CHANNEL,
           is_ephemeral: false,
         },
         channel: { id: o.channel ?? CHANNEL, name: "dev" },
-        message: { type: "message", ts: cardTs, text: "status card" },
+        message: { type: "message", ts: cardRef, text: "status card" },
         response_url: "https://hooks.slack.invalid/actions/1",
         actions: [
           {

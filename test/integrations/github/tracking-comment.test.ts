@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { classifyGitHubError } from "../../src/notifier/github-transport.ts";
+import { classifyGitHubError } from "../../../src/integrations/github/notifier-platform.ts";
 import {
   GITHUB_COMMENT_LIMIT,
   githubOutcomeReaction,
   renderFinalComment,
   renderTrackingComment,
   trackingFingerprint,
-} from "../../src/notifier/tracking-comment.ts";
-import type { RunItem } from "../../src/runs/run-item.ts";
+} from "../../../src/integrations/github/tracking-comment.ts";
+import type { RunItem } from "../../../src/runs/run-item.ts";
 
 function run(over: Partial<RunItem> = {}): RunItem {
   return {

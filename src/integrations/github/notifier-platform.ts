@@ -1,10 +1,16 @@
-import type { GitHubClients } from "../integrations/github/client.ts";
-import { splitRepo } from "../integrations/github/client.ts";
-import type { OutboxRow, Store } from "../store/store.ts";
-import { trackingMarker } from "./tracking-comment.ts";
-import { type OutboxTransport, SendError } from "./transport.ts";
+import { type NotifierPlatform, SendError } from "../../notifier/platform.ts";
+import type { OutboxRow, Store } from "../../store/store.ts";
+import { type GitHubClients, splitRepo } from "./client.ts";
+import {
+  githubOutcomeReaction,
+  githubTarget,
+  renderFinalComment,
+  renderTrackingComment,
+  trackingFingerprint,
+  trackingMarker,
+} from "./tracking-comment.ts";
 
-/** What GitHub outbox rows carry (tracking-comment.ts builds them; the GitHub integration too). */
+/** What GitHub outbox rows carry (tracking-comment.ts renders them; the GitHub integration enqueues some itself). */
 export interface GitHubOutboxPayload {
   repo: string;
   issue_number: number;
@@ -52,11 +58,40 @@ export function classifyGitHubError(err: unknown, now = Date.now()): SendError {
 const ONE_ATTEMPT = { request: { retries: 0 } } as const;
 
 /**
- * The outbox rows of GitHub issues and pull requests (target "github:<owner>"): the tracking comment is
- * posted once and then edited, a reply is a new comment, a reaction goes on the triggering comment.
+ * GitHub issues and pull requests as the notifier sees them: the tracking comment, the final comment and
+ * the outcome reaction, rendered by tracking-comment.ts and sent by GitHubCommentSender.
  */
-export class GitHubOutboxTransport implements OutboxTransport {
-  readonly platform = "github";
+export function githubNotifierPlatform(deps: {
+  clients: GitHubClients;
+  store: Pick<Store, "getCardState">;
+  editIntervalMs: number;
+}): NotifierPlatform {
+  const sender = new GitHubCommentSender(deps.clients, deps.store);
+  const where = (b: { workspace: string; channel: string }) => ({
+    repo: b.workspace,
+    issue_number: Number(b.channel),
+  });
+  return {
+    platform: "github",
+    source: "GITHUB_WEBHOOK",
+    editIntervalMs: deps.editIntervalMs,
+    target: githubTarget,
+    fingerprint: trackingFingerprint,
+    card: (run, b, now) => ({ ...where(b), body: renderTrackingComment(run, now) }),
+    finalReply: (run, b) => ({ ...where(b), body: renderFinalComment(run, b) }),
+    outcomeReaction: (run, b) => {
+      const content = githubOutcomeReaction(run.state);
+      return b.triggerRef && content ? { ...where(b), comment_id: Number(b.triggerRef), content } : undefined;
+    },
+    send: (row) => sender.send(row),
+  };
+}
+
+/**
+ * Sends the outbox rows of GitHub issues and pull requests (target "github:<owner>"): the tracking comment
+ * is posted once and then edited, a reply is a new comment, a reaction goes on the triggering comment.
+ */
+export class GitHubCommentSender {
   private readonly clients: GitHubClients;
   private readonly store: Pick<Store, "getCardState">;
   /** Rows that had an attempt in this process: a retried post first looks for its own comment. */
@@ -67,7 +102,7 @@ export class GitHubOutboxTransport implements OutboxTransport {
     this.store = store;
   }
 
-  async send(row: OutboxRow): Promise<{ cardTs?: string }> {
+  async send(row: OutboxRow): Promise<{ cardRef?: string }> {
     try {
       return await this.sendOnce(row);
     } catch (err) {
@@ -75,7 +110,7 @@ export class GitHubOutboxTransport implements OutboxTransport {
     }
   }
 
-  private async sendOnce(row: OutboxRow): Promise<{ cardTs?: string }> {
+  private async sendOnce(row: OutboxRow): Promise<{ cardRef?: string }> {
     const p = row.payload as unknown as GitHubOutboxPayload;
     const [owner, repo] = splitRepo(p.repo);
     const octokit = await this.clients.forRepo(p.repo);
@@ -83,7 +118,7 @@ export class GitHubOutboxTransport implements OutboxTransport {
     switch (row.kind) {
       case "card": {
         const card = await this.store.getCardState(row.runId);
-        let commentId = card?.cardTs ? Number(card.cardTs) : undefined;
+        let commentId = card?.cardRef ? Number(card.cardRef) : undefined;
         // An earlier attempt may have created the comment and failed before recording it (a timeout, a
         // crash): the hidden marker finds it, so the run never gets two tracking comments.
         const retried = row.attempts > 0 || this.attempted.has(row.id);
@@ -98,7 +133,7 @@ export class GitHubOutboxTransport implements OutboxTransport {
             ...ONE_ATTEMPT,
           });
           this.attempted.delete(row.id);
-          return { cardTs: String(commentId) };
+          return { cardRef: String(commentId) };
         }
         const { data } = await octokit.rest.issues.createComment({
           ...issue,
@@ -106,7 +141,7 @@ export class GitHubOutboxTransport implements OutboxTransport {
           ...ONE_ATTEMPT,
         });
         this.attempted.delete(row.id);
-        return { cardTs: String(data.id) };
+        return { cardRef: String(data.id) };
       }
       case "reply":
         await octokit.rest.issues.createComment({ ...issue, body: p.body ?? "", ...ONE_ATTEMPT });

@@ -6,9 +6,9 @@ import {
   renderFinalReply,
   renderStatusCard,
   SLACK_LIMITS,
-  stateWords,
-} from "../../src/notifier/status-card.ts";
-import type { RunItem } from "../../src/runs/run-item.ts";
+} from "../../../src/integrations/slack/status-card.ts";
+import { stateWords } from "../../../src/model/run-wording.ts";
+import type { RunItem } from "../../../src/runs/run-item.ts";
 
 const binding = { requester: "U123ABC" };
 

@@ -1,9 +1,8 @@
 import { createHash } from "node:crypto";
-import { isTerminal } from "../model/run-state.ts";
-import type { ThreadBinding } from "../model/thread-binding.ts";
-import type { RunItem } from "../runs/run-item.ts";
-import type { NotifierPlatform } from "./notifier.ts";
-import { elapsedText, resolvedOptions, stateWords, truncate } from "./status-card.ts";
+import { isTerminal } from "../../model/run-state.ts";
+import { elapsedText, resolvedOptions, stateWords, truncate } from "../../model/run-wording.ts";
+import type { ThreadBinding } from "../../model/thread-binding.ts";
+import type { RunItem } from "../../runs/run-item.ts";
 
 /**
  * The GitHub side of a run's progress (INTEGRATIONS.md): one *tracking comment* per run on its issue or
@@ -138,22 +137,4 @@ export function renderFinalComment(run: RunItem, binding: Pick<ThreadBinding, "r
 /** Where a GitHub binding's messages go: one target per repository owner (an App installation's scope). */
 export function githubTarget(binding: Pick<ThreadBinding, "workspace">): string {
   return `github:${binding.workspace.split("/")[0]}`;
-}
-
-/** GitHub issues and pull requests: tracking comment, final comment, outcome reaction. */
-export function githubPlatform(editIntervalMs: number): NotifierPlatform {
-  const where = (b: ThreadBinding) => ({ repo: b.workspace, issue_number: Number(b.channel) });
-  return {
-    platform: "github",
-    source: "GITHUB_WEBHOOK",
-    editIntervalMs,
-    target: githubTarget,
-    fingerprint: trackingFingerprint,
-    card: (run, b, now) => ({ ...where(b), body: renderTrackingComment(run, now) }),
-    finalReply: (run, b) => ({ ...where(b), body: renderFinalComment(run, b) }),
-    outcomeReaction: (run, b) => {
-      const content = githubOutcomeReaction(run.state);
-      return b.triggerRef && content ? { ...where(b), comment_id: Number(b.triggerRef), content } : undefined;
-    },
-  };
 }

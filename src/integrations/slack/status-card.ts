@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto";
 import type { ActionsBlock, Button, ContextBlock, KnownBlock, SectionBlock } from "@slack/types";
-import { isTerminal } from "../model/run-state.ts";
-import type { ThreadBinding } from "../model/thread-binding.ts";
-import type { RunItem } from "../runs/run-item.ts";
+import { isTerminal } from "../../model/run-state.ts";
+import { elapsedText, resolvedOptions, stateWords, truncate } from "../../model/run-wording.ts";
+import type { ThreadBinding } from "../../model/thread-binding.ts";
+import type { RunItem } from "../../runs/run-item.ts";
 
 /**
  * The Slack status card of a run (INTEGRATIONS.md): one message per run, edited in place. Pure functions
@@ -47,67 +48,6 @@ export function stateEmoji(state: string): string {
   }
 }
 
-/** The words people see for a state (INTEGRATIONS.md "State words"). */
-export function stateWords(run: Pick<RunItem, "state" | "status_message">): string {
-  switch (run.state) {
-    case "QUEUED":
-      return "Queued";
-    case "INPROGRESS":
-      return "In progress";
-    case "SUCCEEDED":
-      return "Succeeded";
-    case "FAILED":
-    case "ERROR":
-      return "Failed";
-    case "CANCELLED": {
-      const message = run.status_message?.message ?? "";
-      return /^cancelled by /i.test(message)
-        ? `Cancelled by ${message.slice("cancelled by ".length)}`
-        : "Cancelled";
-    }
-    default:
-      return run.state;
-  }
-}
-
-/** `model=… · env=… · name=…`: the resolved options the run actually uses. */
-export function resolvedOptions(run: Pick<RunItem, "agent_config">): string {
-  const c = run.agent_config ?? {};
-  const parts: string[] = [];
-  if (c.model_id) parts.push(`model=${c.model_id}`);
-  if (c.harness?.type && (!c.model_id || c.harness.type !== "builtin"))
-    parts.push(`harness=${c.harness.type}`);
-  if (c.environment_id) parts.push(`env=${c.environment_id}`);
-  if (c.name) parts.push(`name=${c.name}`);
-  if (c.skill_spec) parts.push(`skill=${c.skill_spec}`);
-  return parts.join(" · ");
-}
-
-/** 150500 → "2m 30s"; 0 → "0s". */
-export function formatDuration(ms: number): string {
-  const total = Math.max(0, Math.floor(ms / 1000));
-  const h = Math.floor(total / 3600);
-  const m = Math.floor((total % 3600) / 60);
-  const s = total % 60;
-  if (h) return `${h}h ${m}m`;
-  if (m) return `${m}m ${s}s`;
-  return `${s}s`;
-}
-
-/** ISO-8601 duration (`PT2M30.5S`) → milliseconds. */
-export function parseIsoDuration(value: string | undefined): number {
-  const m = /^PT(?:(\d+)H)?(?:(\d+)M)?(?:([\d.]+)S)?$/.exec(value ?? "");
-  if (!m) return 0;
-  return (Number(m[1] ?? 0) * 3600 + Number(m[2] ?? 0) * 60 + Number(m[3] ?? 0)) * 1000;
-}
-
-/** Time shown on the card: run time once running or finished, time waiting while queued. */
-export function elapsedText(run: RunItem, now: number | Date): string {
-  const nowMs = typeof now === "number" ? now : now.getTime();
-  if (run.state === "QUEUED") return `waiting ${formatDuration(nowMs - Date.parse(run.updated_at))}`;
-  return formatDuration(parseIsoDuration(run.run_time));
-}
-
 /** Escapes the three characters Slack's mrkdwn reserves. */
 export function escapeMrkdwn(text: string): string {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
@@ -119,12 +59,6 @@ function quote(text: string): string {
     .split(/\r?\n/)
     .map((line) => `> ${line}`)
     .join("\n");
-}
-
-/** Cuts text to `max` characters (code points), ending with "…" when cut. */
-export function truncate(text: string, max: number): string {
-  const chars = [...text];
-  return chars.length <= max ? text : `${chars.slice(0, max - 1).join("")}…`;
 }
 
 const MAX_PR_LINKS = 10;

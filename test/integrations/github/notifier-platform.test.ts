@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { GitHubClients } from "../../src/integrations/github/client.ts";
-import { createLogger } from "../../src/log.ts";
-import { GitHubOutboxTransport } from "../../src/notifier/github-transport.ts";
-import { trackingMarker } from "../../src/notifier/tracking-comment.ts";
-import type { OutboxRow } from "../../src/store/store.ts";
-import { FakeGitHub } from "../support/fake-github.ts";
+import { GitHubClients } from "../../../src/integrations/github/client.ts";
+import { GitHubCommentSender } from "../../../src/integrations/github/notifier-platform.ts";
+import { trackingMarker } from "../../../src/integrations/github/tracking-comment.ts";
+import { createLogger } from "../../../src/log.ts";
+import type { OutboxRow } from "../../../src/store/store.ts";
+import { FakeGitHub } from "../../support/fake-github.ts";
 
 function row(over: Partial<OutboxRow>): OutboxRow {
   return {
@@ -24,9 +24,9 @@ function row(over: Partial<OutboxRow>): OutboxRow {
   };
 }
 
-describe("GitHubOutboxTransport", () => {
+describe("GitHubCommentSender", () => {
   let fake: FakeGitHub;
-  let transport: GitHubOutboxTransport;
+  let sender: GitHubCommentSender;
   beforeAll(async () => {
     fake = await new FakeGitHub().start();
     const clients = new GitHubClients({
@@ -35,18 +35,18 @@ describe("GitHubOutboxTransport", () => {
       log: createLogger("silent"),
       throttle: false,
     });
-    transport = new GitHubOutboxTransport(clients, { getCardState: async () => undefined });
+    sender = new GitHubCommentSender(clients, { getCardState: async () => undefined });
   });
   afterAll(() => fake.stop());
 
   it("a retried card post that had succeeded finds its comment by the marker instead of posting again", async () => {
-    const first = await transport.send(row({}));
+    const first = await sender.send(row({}));
     expect(fake.botComments("acme/widgets", 5)).toHaveLength(1);
     // The process died before recording the comment id; the row comes back with one attempt counted.
-    const again = await transport.send(
+    const again = await sender.send(
       row({ attempts: 1, payload: { ...row({}).payload, body: `${trackingMarker("run-1")}\nIn progress` } }),
     );
-    expect(again.cardTs).toBe(first.cardTs);
+    expect(again.cardRef).toBe(first.cardRef);
     const comments = fake.botComments("acme/widgets", 5);
     expect(comments).toHaveLength(1);
     expect(comments[0]!.body).toContain("In progress");
@@ -55,7 +55,7 @@ describe("GitHubOutboxTransport", () => {
   it("does not retry inside the call: a 502 is one request, classified retryable for the outbox", async () => {
     fake.failNext("POST /repos/*/*/issues/*/comments", { status: 502 });
     const before = fake.calls.length;
-    await expect(transport.send(row({ id: 2, runId: "run-2", kind: "reply" }))).rejects.toMatchObject({
+    await expect(sender.send(row({ id: 2, runId: "run-2", kind: "reply" }))).rejects.toMatchObject({
       kind: "retryable",
     });
     expect(fake.calls.length - before).toBe(1);

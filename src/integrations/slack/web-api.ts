@@ -1,13 +1,12 @@
 import { LogLevel, type Logger as SlackLogger, WebClient } from "@slack/web-api";
 import type { Logger } from "pino";
-import type { OutboxRow, Store } from "../store/store.ts";
-import { type OutboxTransport, SendError } from "./transport.ts";
+import { SendError } from "../../notifier/platform.ts";
 
 /**
  * The three Slack Web API calls the notifier makes, one attempt each: retries, backoff and Retry-After
  * are the outbox's job, so the WebClient's own retry loop is off and rate-limited calls are rejected.
  */
-export interface SlackTransport {
+export interface SlackPoster {
   postMessage(args: {
     channel: string;
     thread_ts?: string;
@@ -72,7 +71,7 @@ function slackLogger(log: Logger): SlackLogger {
   };
 }
 
-export class WebApiSlackTransport implements SlackTransport {
+export class WebApiSlackPoster implements SlackPoster {
   private readonly client: WebClient;
 
   constructor(token: string, opts: { apiUrl: string; log: Logger; timeoutMs?: number }) {
@@ -122,71 +121,6 @@ export class WebApiSlackTransport implements SlackTransport {
       const classified = classifySlackError(err);
       if (classified.message === "already_reacted") return;
       throw classified;
-    }
-  }
-}
-
-/**
- * The outbox rows of Slack threads (target "slack:<team>:<channel>"): a card is posted once and then
- * edited, a reply goes into the run's thread, a reaction onto the triggering message. What a row needs
- * from its thread (card ts, thread) is read at delivery, not at enqueue.
- */
-export class SlackOutboxTransport implements OutboxTransport {
-  readonly platform = "slack";
-  private readonly slack: SlackTransport;
-  private readonly store: Pick<Store, "getCardState" | "getThreadBinding">;
-
-  constructor(slack: SlackTransport, store: Pick<Store, "getCardState" | "getThreadBinding">) {
-    this.slack = slack;
-    this.store = store;
-  }
-
-  async send(row: OutboxRow): Promise<{ cardTs?: string }> {
-    const p = row.payload as {
-      channel: string;
-      text: string;
-      blocks?: unknown[];
-      timestamp?: string;
-      name?: string;
-    };
-    switch (row.kind) {
-      case "card": {
-        const card = await this.store.getCardState(row.runId);
-        if (card?.cardTs) {
-          await this.slack.update({
-            channel: p.channel,
-            ts: card.cardTs,
-            text: p.text,
-            blocks: p.blocks ?? [],
-          });
-          return {};
-        }
-        const binding = await this.store.getThreadBinding(row.runId);
-        const posted = await this.slack.postMessage({
-          channel: p.channel,
-          text: p.text,
-          ...(p.blocks ? { blocks: p.blocks } : {}),
-          ...(binding?.thread ? { thread_ts: binding.thread } : {}),
-        });
-        return { cardTs: posted.ts };
-      }
-      case "reply": {
-        const [binding, card] = await Promise.all([
-          this.store.getThreadBinding(row.runId),
-          this.store.getCardState(row.runId),
-        ]);
-        const thread = binding?.thread ?? card?.cardTs ?? undefined;
-        await this.slack.postMessage({
-          channel: p.channel,
-          text: p.text,
-          ...(p.blocks ? { blocks: p.blocks } : {}),
-          ...(thread ? { thread_ts: thread } : {}),
-        });
-        return {};
-      }
-      case "reaction":
-        await this.slack.addReaction({ channel: p.channel, timestamp: p.timestamp!, name: p.name! });
-        return {};
     }
   }
 }

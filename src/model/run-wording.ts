@@ -1,0 +1,88 @@
+/**
+ * The words people read about a run, on every surface (Slack card, GitHub comment, session page, CLI):
+ * INTEGRATIONS.md "State words". Plain functions of the run's wire fields, so any surface can use them.
+ */
+
+/** What a run says about itself, as RunItem carries it. */
+export interface RunShown {
+  state: string;
+  status_message?: { message?: string } | null | undefined;
+}
+
+const STATE_WORDS: Readonly<Record<string, string>> = {
+  QUEUED: "Queued",
+  INPROGRESS: "In progress",
+  SUCCEEDED: "Succeeded",
+  FAILED: "Failed",
+  ERROR: "Failed",
+  CANCELLED: "Cancelled",
+};
+
+/** The word for a state; a state this version does not know is shown as it is. */
+export function stateWord(state: string): string {
+  return STATE_WORDS[state] ?? state;
+}
+
+/** The state in words, naming who cancelled a cancelled run ("Cancelled by Ada"). */
+export function stateWords(run: RunShown): string {
+  if (run.state === "CANCELLED") {
+    const message = run.status_message?.message ?? "";
+    if (/^cancelled by /i.test(message)) return `Cancelled by ${message.slice("cancelled by ".length)}`;
+  }
+  return stateWord(run.state);
+}
+
+/** Cuts text to `max` characters (code points), ending with "…" when cut. */
+export function truncate(text: string, max: number): string {
+  const chars = [...text];
+  return chars.length <= max ? text : `${chars.slice(0, max - 1).join("")}…`;
+}
+
+/** 150500 → "2m 30s"; 0 → "0s". */
+export function formatDuration(ms: number): string {
+  const total = Math.max(0, Math.floor(ms / 1000));
+  const h = Math.floor(total / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const s = total % 60;
+  if (h) return `${h}h ${m}m`;
+  if (m) return `${m}m ${s}s`;
+  return `${s}s`;
+}
+
+/** ISO-8601 duration (`PT2M30.5S`) → milliseconds. */
+export function parseIsoDuration(value: string | undefined): number {
+  const m = /^PT(?:(\d+)H)?(?:(\d+)M)?(?:([\d.]+)S)?$/.exec(value ?? "");
+  if (!m) return 0;
+  return (Number(m[1] ?? 0) * 3600 + Number(m[2] ?? 0) * 60 + Number(m[3] ?? 0)) * 1000;
+}
+
+/** Time shown for a run: run time once running or finished, time waiting while queued. */
+export function elapsedText(
+  run: { state: string; updated_at: string; run_time: string },
+  now: number | Date,
+): string {
+  const nowMs = typeof now === "number" ? now : now.getTime();
+  if (run.state === "QUEUED") return `waiting ${formatDuration(nowMs - Date.parse(run.updated_at))}`;
+  return formatDuration(parseIsoDuration(run.run_time));
+}
+
+/** `model=… · env=… · name=…`: the resolved options the run actually uses. */
+export function resolvedOptions(run: {
+  agent_config?: {
+    model_id?: string;
+    harness?: { type: string };
+    environment_id?: string;
+    name?: string;
+    skill_spec?: string;
+  };
+}): string {
+  const c = run.agent_config ?? {};
+  const parts: string[] = [];
+  if (c.model_id) parts.push(`model=${c.model_id}`);
+  if (c.harness?.type && (!c.model_id || c.harness.type !== "builtin"))
+    parts.push(`harness=${c.harness.type}`);
+  if (c.environment_id) parts.push(`env=${c.environment_id}`);
+  if (c.name) parts.push(`name=${c.name}`);
+  if (c.skill_spec) parts.push(`skill=${c.skill_spec}`);
+  return parts.join(" · ");
+}

@@ -1,0 +1,49 @@
+import type { ThreadBinding } from "../model/thread-binding.ts";
+import type { RunItem } from "../runs/run-item.ts";
+import type { OutboxRow } from "../store/store.ts";
+
+/**
+ * How one platform (Slack, GitHub) shows runs and delivers what the notifier decided. The notifier owns
+ * the tick, the card state and the outbox (retries, backoff, Retry-After pauses, dead letters), the same
+ * for every platform; a platform renders and sends. Each integration folder provides its own.
+ */
+export interface NotifierPlatform {
+  /** Rows whose target starts with `<platform>:` are sent by this platform. */
+  readonly platform: ThreadBinding["platform"];
+  /** The run source this platform reports on (RunsApi `source`): one list query per platform per tick. */
+  readonly source: string;
+  /** At most one card edit per run per this window. */
+  readonly editIntervalMs: number;
+  /** Where a binding's messages go: rate limits pause only that target's rows. */
+  target(binding: ThreadBinding): string;
+  /** What the card shows, minus a running run's elapsed time: equal means no edit is needed. */
+  fingerprint(run: RunItem): string;
+  card(run: RunItem, binding: ThreadBinding, now: number): Record<string, unknown>;
+  finalReply(run: RunItem, binding: ThreadBinding): Record<string, unknown>;
+  /** The reaction on the triggering message for a terminal state, if the platform shows one. */
+  outcomeReaction(run: RunItem, binding: ThreadBinding): Record<string, unknown> | undefined;
+  /**
+   * Sends one outbox row in one attempt. `cardRef` is the platform's id of a card message it created
+   * (a Slack ts, a GitHub comment id). Failures are thrown as SendError.
+   */
+  send(row: OutboxRow): Promise<{ cardRef?: string }>;
+}
+
+/** A failed send, classified for the outbox. */
+export class SendError extends Error {
+  readonly kind: "rate_limited" | "retryable" | "permanent";
+  readonly retryAfterMs: number | undefined;
+
+  constructor(kind: SendError["kind"], message: string, retryAfterMs?: number) {
+    super(message);
+    this.name = "SendError";
+    this.kind = kind;
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/** The platform part of an outbox target ("slack:T1:C1" → "slack"). */
+export function targetPlatform(target: string): string {
+  const i = target.indexOf(":");
+  return i < 0 ? target : target.slice(0, i);
+}
