@@ -4,6 +4,20 @@ import type { Caller } from "../model/identity.ts";
 import type { Store } from "../store/store.ts";
 import { ApiError } from "./problem.ts";
 
+declare module "fastify" {
+  interface FastifyRequest {
+    /** Set by the auth hook on routes that need an API key. */
+    caller?: Caller;
+  }
+  interface FastifyContextConfig {
+    /** Route needs an API key (everything under /api/v1 but the OpenAPI document). */
+    auth?: boolean;
+  }
+}
+
+/** What authentication reads: callers by key hash, and revocations to forget cached ones. */
+export type ApiKeyLookup = Pick<Store, "findCallerByKeyHash" | "signals">;
+
 const CACHE_TTL_MS = 5_000;
 const CACHE_MAX = 10_000;
 
@@ -14,9 +28,9 @@ const CACHE_MAX = 10_000;
  */
 export class Authenticator {
   private readonly cache = new Map<string, { caller: Caller; until: number }>();
-  private readonly store: Store;
+  private readonly store: ApiKeyLookup;
 
-  constructor(store: Store) {
+  constructor(store: ApiKeyLookup) {
     this.store = store;
     store.signals.on("api_key_revoked", () => this.cache.clear());
   }

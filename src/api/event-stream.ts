@@ -1,9 +1,27 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { Store } from "../store/store.ts";
+import type { RunService } from "../runs/run-service.ts";
+import { ApiError } from "./problem.ts";
 
 const KEEPALIVE_MS = 15_000;
 const BACKSTOP_MS = 2_000;
 const BATCH = 500;
+
+/** What a stream reads: the transcript after a seq, and the signal that a transcript grew. */
+export type RunTranscript = Pick<RunService, "transcript" | "onEventAppended">;
+
+export function wantsEventStream(req: FastifyRequest): boolean {
+  return (req.headers.accept ?? "").includes("text/event-stream");
+}
+
+/** `Last-Event-ID` from a reconnecting EventSource; a malformed one is a client error, not ignored. */
+export function resumeAfter(req: FastifyRequest): number | undefined {
+  const raw = req.headers["last-event-id"];
+  if (raw === undefined || raw === "") return undefined;
+  if (typeof raw !== "string" || !/^\d{1,15}$/.test(raw)) {
+    throw new ApiError("invalid_request", "Last-Event-ID: must be the id of an event this stream sent");
+  }
+  return Number(raw);
+}
 
 /**
  * Streams a run's transcript as Server-Sent Events: every event once, in order, `id: <seq>` so that a
@@ -14,7 +32,7 @@ const BATCH = 500;
 export async function streamRunEvents(
   req: FastifyRequest,
   reply: FastifyReply,
-  store: Store,
+  runs: RunTranscript,
   runId: string,
   after: number,
 ): Promise<void> {
@@ -29,6 +47,7 @@ export async function streamRunEvents(
   });
   res.write(": stream open\n\n");
 
+  const log = req.log.child({ component: "event-stream" });
   let lastSent = after;
   let closed = false;
   let draining = false;
@@ -45,7 +64,7 @@ export async function streamRunEvents(
         again = false;
         for (;;) {
           if (closed) return;
-          const events = await store.listEvents(runId, lastSent, BATCH);
+          const events = await runs.transcript(runId, lastSent, BATCH);
           for (const event of events) {
             const ok = res.write(`id: ${event.seq}\ndata: ${JSON.stringify(event)}\n\n`);
             lastSent = event.seq;
@@ -55,17 +74,16 @@ export async function streamRunEvents(
         }
       } while (again && !closed);
     } catch (err) {
-      req.log.warn({ err, runId }, "event stream read failed; closing the stream");
+      log.warn({ err, runId }, "event stream read failed; closing the stream");
       res.end();
     } finally {
       draining = false;
     }
   };
 
-  const onEvent = (id: string) => {
+  const unsubscribe = runs.onEventAppended((id) => {
     if (id === runId) void drain();
-  };
-  store.signals.on("event_appended", onEvent);
+  });
   const keepalive = setInterval(() => res.write(": keepalive\n\n"), KEEPALIVE_MS);
   // Backstop for signals that cannot reach this process (another replica wrote the event).
   const backstop = setInterval(() => void drain(), BACKSTOP_MS);
@@ -73,7 +91,7 @@ export async function streamRunEvents(
     closed = true;
     clearInterval(keepalive);
     clearInterval(backstop);
-    store.signals.off("event_appended", onEvent);
+    unsubscribe();
   };
   res.on("close", close);
   await drain();

@@ -10,7 +10,7 @@ export class Metrics {
   /** Notifier deliveries by message kind and outcome (sent, retry, rate_limited, dead). */
   readonly notifierDeliveries: Counter<"kind" | "outcome">;
 
-  constructor(store: Store) {
+  constructor(store: Pick<Store, "countRunsByState" | "countOutboxByState">) {
     this.httpRequests = new Counter({
       name: "dispatch_http_requests_total",
       help: "HTTP requests served, by route and status.",

@@ -1,3 +1,4 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
 import { RunError, type RunErrorCode } from "../model/errors.ts";
 
 /**
@@ -40,6 +41,13 @@ export function httpOf(err: RunError): { status: number; headers: Record<string,
   const headers = err instanceof ApiError ? { ...err.headers } : {};
   if (err.retryAfterSeconds !== undefined) headers["retry-after"] = String(err.retryAfterSeconds);
   return { status: ERROR_CODES[err.code].status, headers };
+}
+
+/** Answers `req` with `err` as application/problem+json. */
+export function sendProblem(reply: FastifyReply, req: FastifyRequest, err: RunError): FastifyReply {
+  const body = problemBody(err.code, req.url.split("?")[0] ?? "/", err.detail, req.id);
+  const { status, headers } = httpOf(err);
+  return reply.code(status).headers(headers).type("application/problem+json").send(JSON.stringify(body));
 }
 
 export interface Problem {

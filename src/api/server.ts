@@ -1,39 +1,30 @@
 import { randomUUID } from "node:crypto";
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import Fastify, { type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { RunError } from "../model/errors.ts";
-import type { Caller } from "../model/identity.ts";
 import type { RunService } from "../runs/run-service.ts";
-import { registerSessionPage } from "../web/session-page.ts";
-import { Authenticator } from "./auth.ts";
+import { type ApiKeyLookup, Authenticator } from "./auth.ts";
 import type { Metrics } from "./metrics.ts";
-import { ApiError, codeForStatus, httpOf, problemBody } from "./problem.ts";
+import { ApiError, codeForStatus, sendProblem } from "./problem.ts";
 import { RateLimiter } from "./rate-limit.ts";
-import { registerRunRoutes } from "./routes/runs.ts";
-import { registerSystemRoutes } from "./routes/system.ts";
 import { LIMITS } from "./schemas.ts";
 
-declare module "fastify" {
-  interface FastifyRequest {
-    caller?: Caller;
-  }
-  interface FastifyContextConfig {
-    /** Route needs an API key (everything under /api/v1 but the OpenAPI document). */
-    auth?: boolean;
-  }
-}
-
 export interface ServerDeps {
-  runService: RunService;
-  metrics: Metrics;
+  apiKeys: ApiKeyLookup;
+  /** Tells a storage fault (a concurrent change won, the database is down) from a bug. */
+  runService: Pick<RunService, "classifyError">;
+  metrics: Pick<Metrics, "httpRequests" | "httpDuration">;
   logger: Logger;
   rateLimit: { perMinute: number; burst: number };
-  /** Base for session links; known only once the server listens when not configured. */
-  publicUrl: () => string;
-  /** False while shutting down: /readyz answers 503 and new API calls get resource_unavailable. */
+  /** False while shutting down: new API calls get resource_unavailable. */
   isAccepting: () => boolean;
 }
 
+/**
+ * The HTTP server's parts that every route shares: request ids, authentication and rate limits (for routes
+ * with `config.auth`), metrics, and problem+json answers for errors, unknown routes and wrong methods. The
+ * routes themselves are plugins that the caller registers.
+ */
 export function buildServer(deps: ServerDeps): FastifyInstance {
   const app = Fastify({
     loggerInstance: deps.logger,
@@ -68,7 +59,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   });
 
   const limiter = new RateLimiter(deps.rateLimit.perMinute, deps.rateLimit.burst);
-  const authenticator = new Authenticator(deps.runService.store);
+  const authenticator = new Authenticator(deps.apiKeys);
   app.addHook("onRequest", async (req, reply) => {
     reply.header("x-request-id", req.id);
     if (!req.routeOptions.config.auth) return;
@@ -112,7 +103,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
             : `body: ${e.message ?? "malformed request"}`;
       return sendProblem(reply, req, new ApiError(code, detail));
     }
-    const storeFault = deps.runService.store.classifyError(err);
+    const storeFault = deps.runService.classifyError(err);
     if (storeFault === "conflict") {
       return sendProblem(reply, req, new ApiError("conflict", "a concurrent change won; retry the request"));
     }
@@ -145,14 +136,5 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     return sendProblem(reply, req, new ApiError("resource_not_found", `no route ${req.method} ${path}`));
   });
 
-  registerSystemRoutes(app, deps);
-  registerRunRoutes(app, deps);
-  registerSessionPage(app, deps);
   return app;
-}
-
-export function sendProblem(reply: FastifyReply, req: FastifyRequest, err: RunError): FastifyReply {
-  const body = problemBody(err.code, req.url.split("?")[0] ?? "/", err.detail, req.id);
-  const { status, headers } = httpOf(err);
-  return reply.code(status).headers(headers).type("application/problem+json").send(JSON.stringify(body));
 }

@@ -1,4 +1,5 @@
 import type { RunEvent } from "../client/index.ts";
+import { stateWord } from "../model/run-wording.ts";
 
 /**
  * How the CLI shows a run's transcript: one event → zero or more plain lines, readable in a terminal,
@@ -79,7 +80,7 @@ function prefixLines(text: string, prefix: string): string {
 const FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
 /**
- * The live state under the transcript on a terminal: a spinner, the state and the time since the
+ * The live state under the transcript on a terminal: a spinner, the state in words and the time since the
  * follow started, redrawn in place. Off a terminal it is silent (state changes are transcript lines).
  */
 export class StatusLine {
@@ -126,7 +127,7 @@ export class StatusLine {
     if (!this.#timer) return;
     this.#frame = (this.#frame + 1) % FRAMES.length;
     const seconds = Math.floor((Date.now() - this.#started) / 1000);
-    this.#stream.write(`\r\x1b[2K${FRAMES[this.#frame]} ${this.#state} · ${seconds}s`);
+    this.#stream.write(`\r\x1b[2K${FRAMES[this.#frame]} ${stateWord(this.#state)} · ${seconds}s`);
     this.#shown = true;
   }
 

@@ -9,7 +9,8 @@ export interface RunShown {
   status_message?: { message?: string } | null | undefined;
 }
 
-const STATE_WORDS: Readonly<Record<string, string>> = {
+/** The word for each state; the session page's script reads this table too. */
+export const STATE_WORDS: Readonly<Record<string, string>> = {
   QUEUED: "Queued",
   INPROGRESS: "In progress",
   SUCCEEDED: "Succeeded",

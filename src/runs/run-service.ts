@@ -2,7 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { v7 as uuidv7 } from "uuid";
 import { RunError } from "../model/errors.ts";
 import { type Caller, DEFAULT_TEAM } from "../model/identity.ts";
-import type { AgentConfig, Creator, FollowupOutcome, RunRecord } from "../model/run.ts";
+import type { AgentConfig, Creator, FollowupOutcome, RunEvent, RunRecord } from "../model/run.ts";
 import type { IdempotencyClaim, RunListQuery, SortBy, SortOrder, Store } from "../store/store.ts";
 
 const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -53,7 +53,7 @@ export interface RunServiceOptions {
  * HTTP; it decides titles, defaults, idempotency and routing, and leaves atomicity to the store.
  */
 export class RunService {
-  readonly store: Store;
+  private readonly store: Store;
   private readonly options: RunServiceOptions;
 
   constructor(store: Store, options: RunServiceOptions) {
@@ -176,6 +176,44 @@ export class RunService {
     return this.unwrap(result, () =>
       result.kind === "created" ? respond(result.value) : undefined,
     ) as string;
+  }
+
+  /** The run's transcript after seq `after`, at most `limit` events; the caller's team must own the run. */
+  async events(caller: Caller, runId: string, after: number, limit: number): Promise<RunEvent[]> {
+    const run = await this.get(caller, runId);
+    return this.store.listEvents(run.id, after, limit);
+  }
+
+  /**
+   * The transcript of a run the asker was already allowed to see (by its team or its session id): an
+   * event stream reads it again at every append.
+   */
+  transcript(runId: string, after: number, limit: number): Promise<RunEvent[]> {
+    return this.store.listEvents(runId, after, limit);
+  }
+
+  /** Calls `listener` with the run's id whenever an event is appended to a transcript; returns the unsubscribe. */
+  onEventAppended(listener: (runId: string) => void): () => void {
+    this.store.signals.on("event_appended", listener);
+    return () => this.store.signals.off("event_appended", listener);
+  }
+
+  /** The run behind a session link: the unguessable session id is the capability to view it, whoever asks. */
+  findBySession(sessionId: string): Promise<RunRecord | undefined> {
+    return this.store.getRunBySession(sessionId);
+  }
+
+  /** Resolves when the store answers; rejects when it cannot be reached. */
+  ping(): Promise<void> {
+    return this.store.ping();
+  }
+
+  /**
+   * Tells the store's faults from bugs: a concurrent change that won (`conflict`), a database that cannot
+   * be reached (`unavailable`), or neither.
+   */
+  classifyError(err: unknown): "conflict" | "unavailable" | undefined {
+    return this.store.classifyError(err);
   }
 
   /** A service account of this process (an integration, the notifier) in the default team. */

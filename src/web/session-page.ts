@@ -1,31 +1,27 @@
 import { randomBytes } from "node:crypto";
 import type { FastifyInstance } from "fastify";
-import { streamRunEvents } from "../api/event-stream.ts";
-import { resumeAfter } from "../api/routes/runs.ts";
-import type { ServerDeps } from "../api/server.ts";
+import { type RunTranscript, resumeAfter, streamRunEvents } from "../api/event-stream.ts";
 import type { RunEvent, RunRecord } from "../model/run.ts";
+import { STATE_WORDS, stateWord } from "../model/run-wording.ts";
 import { isoDuration, runTimeMs } from "../runs/run-item.ts";
+import type { RunService } from "../runs/run-service.ts";
 
-const STATE_WORDS: Record<string, string> = {
-  QUEUED: "Queued",
-  INPROGRESS: "In progress",
-  SUCCEEDED: "Succeeded",
-  FAILED: "Failed",
-  ERROR: "Failed",
-  CANCELLED: "Cancelled",
-};
 const TRANSCRIPT_LIMIT = 5000;
+
+export interface SessionPageOptions {
+  runService: Pick<RunService, "findBySession"> & RunTranscript;
+}
 
 /**
  * The live session page. The unguessable session id is the capability to view (never to act). What
  * exists is rendered on the server, so the page reads without JavaScript; a small script then follows
  * the transcript over SSE. Everything from prompts and tool output is escaped.
  */
-export function registerSessionPage(app: FastifyInstance, deps: ServerDeps): void {
-  const store = deps.runService.store;
+export async function sessionPage(app: FastifyInstance, opts: SessionPageOptions): Promise<void> {
+  const { runService } = opts;
 
   app.get<{ Params: { sessionId: string } }>("/sessions/:sessionId", async (req, reply) => {
-    const run = await store.getRunBySession(req.params.sessionId);
+    const run = await runService.findBySession(req.params.sessionId);
     reply.header("cache-control", "no-store").header("referrer-policy", "no-referrer");
     if (!run) {
       return reply
@@ -33,7 +29,7 @@ export function registerSessionPage(app: FastifyInstance, deps: ServerDeps): voi
         .type("text/html; charset=utf-8")
         .send(page("Session not found", "", "<p>No session here.</p>"));
     }
-    const events = await store.listEvents(run.id, 0, TRANSCRIPT_LIMIT);
+    const events = await runService.transcript(run.id, 0, TRANSCRIPT_LIMIT);
     const nonce = randomBytes(16).toString("base64");
     reply.header(
       "content-security-policy",
@@ -43,11 +39,11 @@ export function registerSessionPage(app: FastifyInstance, deps: ServerDeps): voi
   });
 
   app.get<{ Params: { sessionId: string } }>("/sessions/:sessionId/events", async (req, reply) => {
-    const run = await store.getRunBySession(req.params.sessionId);
+    const run = await runService.findBySession(req.params.sessionId);
     if (!run) return reply.code(404).type("text/plain").send("no such session");
     const q = req.query as { after?: string };
     const after = resumeAfter(req) ?? (q.after && /^\d{1,15}$/.test(q.after) ? Number(q.after) : 0);
-    return streamRunEvents(req, reply, store, run.id, after);
+    return streamRunEvents(req, reply, runService, run.id, after);
   });
 }
 
@@ -72,7 +68,7 @@ export function describeEvent(event: Pick<RunEvent, "type" | "data">): { label: 
       const msg = (d.status_message as { message?: string } | undefined)?.message;
       return {
         label: "state",
-        text: `${STATE_WORDS[String(d.state)] ?? String(d.state)}${msg ? ` — ${msg}` : ""}`,
+        text: `${stateWord(String(d.state))}${msg ? ` — ${msg}` : ""}`,
       };
     }
     case "message":
@@ -114,7 +110,7 @@ function renderSession(run: RunRecord, events: RunEvent[], nonce: string): strin
   const body = `
 <header>
   <h1>${escapeHtml(run.title)}</h1>
-  <p><span id="state" class="state state-${run.state}" data-state="${run.state}">${STATE_WORDS[run.state]}</span>
+  <p><span id="state" class="state state-${run.state}" data-state="${run.state}">${stateWord(run.state)}</span>
   <span class="muted">· ${escapeHtml(run.creator.display_name)} · created ${escapeHtml(run.createdAt)} · run time ${isoDuration(runTimeMs(run))}</span></p>
   <p id="status-message">${run.statusMessage ? escapeHtml(run.statusMessage.message) : ""}</p>
   ${links.length ? `<p class="links">${links.join(" · ")}</p>` : ""}

@@ -62,7 +62,7 @@ describe("StatusLine", () => {
     // "\r" + erase-line is how the line is redrawn in place; shown as <clear> to keep the patterns legible
     const out = writes.join("").replaceAll("\r\x1b[2K", "<clear>");
     expect(out).toMatch(/^<clear>[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] connecting · 0s/);
-    expect(out).toMatch(/connecting · 0s<clear>TRANSCRIPT<clear>[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] INPROGRESS · 0s/);
+    expect(out).toMatch(/connecting · 0s<clear>TRANSCRIPT<clear>[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] In progress · 0s/);
     expect(out.endsWith("<clear>")).toBe(true); // stop() leaves a clean line
   });
 

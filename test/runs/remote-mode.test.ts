@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RunError } from "../../src/model/errors.ts";
 import { HttpRunsApi } from "../../src/runs/http-runs-api.ts";
 import { CHANNEL, type SlackDispatch, startSlackDispatch, TEAM } from "../integrations/slack/support.ts";
 import { startTestDispatch, type TestDispatch, waitFor, waitForState } from "../support/dispatch.ts";
@@ -96,7 +97,11 @@ describe("remote mode (DISPATCH_RUN_SERVICE_URL)", () => {
     await waitForState(service, created.run_id, ["INPROGRESS"]);
     await api.cancel(created.run_id);
     expect((await api.get(created.run_id)).state).toBe("CANCELLED");
-    await expect(api.cancel(created.run_id)).rejects.toMatchObject({ status: 400 });
+    // The remote problem comes back as the domain's error: its code and the server's own detail.
+    const refused = await api.cancel(created.run_id).catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(RunError);
+    expect(refused).toMatchObject({ code: "invalid_request", detail: expect.stringContaining("CANCELLED") });
+    await expect(api.get("no-such-run")).rejects.toMatchObject({ code: "resource_not_found" });
     const page = await api.list({ sort_by: "updated_at", sort_order: "asc", limit: 500 });
     expect(page.runs.map((r) => r.run_id)).toContain(created.run_id);
   });

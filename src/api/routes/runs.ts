@@ -3,7 +3,8 @@ import type { z } from "zod";
 import type { RunState } from "../../model/run-state.ts";
 import { RUN_STATES } from "../../model/run-state.ts";
 import { toRunItem } from "../../runs/run-item.ts";
-import { streamRunEvents } from "../event-stream.ts";
+import type { RunService } from "../../runs/run-service.ts";
+import { resumeAfter, streamRunEvents, wantsEventStream } from "../event-stream.ts";
 import { ApiError } from "../problem.ts";
 import {
   CancelRunRequestSchema,
@@ -14,7 +15,6 @@ import {
   LIMITS,
   ListRunsQuerySchema,
 } from "../schemas.ts";
-import type { ServerDeps } from "../server.ts";
 
 const LIST_PROMPT_LIMIT = 2000;
 
@@ -42,8 +42,18 @@ function idempotencyKey(req: FastifyRequest): string | undefined {
   return raw;
 }
 
-export function registerRunRoutes(app: FastifyInstance, deps: ServerDeps): void {
-  const { runService } = deps;
+export interface RunRoutesOptions {
+  runService: Pick<
+    RunService,
+    "create" | "list" | "get" | "followup" | "cancel" | "events" | "transcript" | "onEventAppended"
+  >;
+  /** Base for session links; known only once the server listens when not configured. */
+  publicUrl: () => string;
+}
+
+/** API v1 runs: create, list, get, follow up, cancel and the transcript (JSON pages or SSE). */
+export async function runRoutes(app: FastifyInstance, opts: RunRoutesOptions): Promise<void> {
+  const { runService, publicUrl } = opts;
   const auth = { config: { auth: true } };
 
   const create = async (req: FastifyRequest) => {
@@ -88,9 +98,9 @@ export function registerRunRoutes(app: FastifyInstance, deps: ServerDeps): void 
         q: q.q,
       }),
     });
-    const publicUrl = deps.publicUrl();
+    const base = publicUrl();
     return {
-      runs: page.runs.map((r) => toRunItem(r, publicUrl, { promptLimit: LIST_PROMPT_LIMIT })),
+      runs: page.runs.map((r) => toRunItem(r, base, { promptLimit: LIST_PROMPT_LIMIT })),
       page_info: {
         has_next_page: page.nextCursor !== undefined,
         ...(page.nextCursor ? { next_cursor: page.nextCursor } : {}),
@@ -99,7 +109,7 @@ export function registerRunRoutes(app: FastifyInstance, deps: ServerDeps): void 
   });
 
   app.get<{ Params: { runId: string } }>("/api/v1/agent/runs/:runId", auth, async (req) => {
-    return toRunItem(await runService.get(req.caller!, req.params.runId), deps.publicUrl());
+    return toRunItem(await runService.get(req.caller!, req.params.runId), publicUrl());
   });
 
   app.post<{ Params: { runId: string } }>("/api/v1/agent/runs/:runId/followups", auth, async (req) => {
@@ -130,28 +140,19 @@ export function registerRunRoutes(app: FastifyInstance, deps: ServerDeps): void 
 
   app.get<{ Params: { runId: string } }>("/api/v1/agent/runs/:runId/events", auth, async (req, reply) => {
     const q = parse(EventsQuerySchema, req.query, "query");
-    const run = await runService.get(req.caller!, req.params.runId);
     if (wantsEventStream(req)) {
-      return streamRunEvents(req, reply, runService.store, run.id, resumeAfter(req) ?? q.after ?? 0);
+      const run = await runService.get(req.caller!, req.params.runId);
+      return streamRunEvents(req, reply, runService, run.id, resumeAfter(req) ?? q.after ?? 0);
     }
     const after = q.after ?? 0;
-    const events = await runService.store.listEvents(run.id, after, q.limit ?? LIMITS.eventsDefault);
+    const events = await runService.events(
+      req.caller!,
+      req.params.runId,
+      after,
+      q.limit ?? LIMITS.eventsDefault,
+    );
     return { events, next_after: events.at(-1)?.seq ?? after };
   });
-}
-
-export function wantsEventStream(req: FastifyRequest): boolean {
-  return (req.headers.accept ?? "").includes("text/event-stream");
-}
-
-/** `Last-Event-ID` from a reconnecting EventSource; a malformed one is a client error, not ignored. */
-export function resumeAfter(req: FastifyRequest): number | undefined {
-  const raw = req.headers["last-event-id"];
-  if (raw === undefined || raw === "") return undefined;
-  if (typeof raw !== "string" || !/^\d{1,15}$/.test(raw)) {
-    throw new ApiError("invalid_request", "Last-Event-ID: must be the id of an event this stream sent");
-  }
-  return Number(raw);
 }
 
 function defined<T extends Record<string, unknown>>(obj: T): Partial<T> {
