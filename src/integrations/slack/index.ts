@@ -3,9 +3,10 @@ import type { SlackConfig } from "../../config.ts";
 import type { SlackSettings } from "../../config-file.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
 import type { Store } from "../../store/store.ts";
-import { SlackIntegration, type StatusRenderer } from "./slack-app.ts";
+import { SlackIntegration } from "./slack-integration.ts";
+import type { StatusRenderer } from "./verbs.ts";
 
-export { SlackIntegration } from "./slack-app.ts";
+export { SlackIntegration } from "./slack-integration.ts";
 
 /** The service account the Slack app acts as; runs carry the Slack user as their creator. */
 export const SLACK_PRINCIPAL = { id: "slack-bot", displayName: "Slack app" };
@@ -22,12 +23,6 @@ export function createSlackIntegration(opts: {
   log: Logger;
   renderStatus?: StatusRenderer;
 }): SlackIntegration {
-  return new SlackIntegration({
-    config: opts.config,
-    settings: opts.settings,
-    runs: opts.runs,
-    store: opts.store,
-    log: opts.log.child({ component: "slack" }),
-    ...(opts.renderStatus ? { renderStatus: opts.renderStatus } : {}),
-  });
+  // Each part of the integration logs under its own `component` (slack, slack-receiver, …).
+  return new SlackIntegration(opts);
 }

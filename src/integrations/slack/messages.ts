@@ -1,26 +1,10 @@
 import type { FollowupOutcome } from "../../model/run.ts";
+import { stateWord } from "../../model/run-wording.ts";
 import type { RunItem } from "../../runs/run-item.ts";
 import { describeOptions, OPTION_KEYS, optionsFromAgentConfig } from "../grammar.ts";
+import { escapeMrkdwn, stateEmoji } from "./status-card.ts";
 
 /** What Slack users read: help, refusals, short run summaries (the status card is the notifier's). */
-
-export const STATE_WORDS: Record<string, { emoji: string; word: string }> = {
-  QUEUED: { emoji: ":hourglass_flowing_sand:", word: "Queued" },
-  INPROGRESS: { emoji: ":gear:", word: "In progress" },
-  SUCCEEDED: { emoji: ":white_check_mark:", word: "Succeeded" },
-  FAILED: { emoji: ":x:", word: "Failed" },
-  ERROR: { emoji: ":x:", word: "Failed" },
-  CANCELLED: { emoji: ":no_entry_sign:", word: "Cancelled" },
-};
-
-export function stateWord(state: string): string {
-  return STATE_WORDS[state]?.word ?? state;
-}
-
-/** Slack's three control characters in text people wrote (titles, prompts). */
-export function escapeText(text: string): string {
-  return text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
-}
 
 /**
  * Slack's markup in what people typed, turned back into plain text: `<url|label>` and `<url>` links
@@ -67,11 +51,10 @@ export function followupText(outcome: FollowupOutcome): string {
 
 /** One line per run: state, title, options, session link. */
 export function runLine(run: RunItem): string {
-  const { emoji, word } = STATE_WORDS[run.state] ?? { emoji: ":grey_question:", word: run.state };
   const options = describeOptions(optionsFromAgentConfig(run.agent_config ?? {}));
   return [
-    `${emoji} *${escapeText(run.title)}* — ${word}`,
-    options ? ` · ${escapeText(options)}` : "",
+    `${stateEmoji(run.state)} *${escapeMrkdwn(run.title)}* — ${stateWord(run.state)}`,
+    options ? ` · ${escapeMrkdwn(options)}` : "",
     ` · <${run.session_link}|Open session> · \`${run.run_id}\``,
   ].join("");
 }
@@ -80,7 +63,7 @@ export function runLine(run: RunItem): string {
 export function statusText(run: RunItem): string {
   const lines = [runLine(run)];
   if (run.status_message && run.state !== "SUCCEEDED")
-    lines.push(`> ${escapeText(run.status_message.message)}`);
+    lines.push(`> ${escapeMrkdwn(run.status_message.message)}`);
   for (const artifact of run.artifacts ?? []) {
     const url = (artifact.data as { url?: unknown }).url;
     if (artifact.artifact_type === "PULL_REQUEST" && typeof url === "string")

@@ -9,7 +9,7 @@ import {
   signSlackRequest,
   verifySlackSignature,
 } from "../../../src/integrations/slack/signature.ts";
-import { SlackIntegration } from "../../../src/integrations/slack/slack-app.ts";
+import { SlackIntegration } from "../../../src/integrations/slack/slack-integration.ts";
 import { createLogger } from "../../../src/log.ts";
 
 describe("Slack configuration", () => {

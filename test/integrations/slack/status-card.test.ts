@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { listText } from "../../../src/integrations/slack/messages.ts";
 import {
   ACTION_CANCEL,
   ACTION_OPEN_SESSION,
@@ -138,5 +139,18 @@ describe("renderFinalReply", () => {
     expect(reply.text.match(/<@U123ABC>/g)).toHaveLength(1);
     expect(reply.text).toContain("*Failed*");
     expect(reply.text).toContain("worker lost");
+  });
+});
+
+describe("list and status lines", () => {
+  it("use the status card's emoji and the same state words", () => {
+    const text = listText(
+      [run(), run({ run_id: "0193-other", state: "ERROR", title: "Other" })],
+      "Recent runs from Slack",
+    );
+    expect(text).toContain(
+      ":arrows_counterclockwise: *Fix the &lt;flaky&gt; login test &amp; more* — In progress",
+    );
+    expect(text).toContain(":x: *Other* — Failed");
   });
 });

@@ -1,0 +1,205 @@
+import type { App } from "@slack/bolt";
+import type { Logger } from "pino";
+import type { SlackSettings } from "../../config-file.ts";
+import type { Store } from "../../store/store.ts";
+import { type Command, GrammarError, parseCommand } from "../grammar.ts";
+import { type Actor, refusal } from "./access.ts";
+import { claimDelivery, idempotencyKeyFor } from "./inbound.ts";
+import { grammarErrorText, plainText } from "./messages.ts";
+import { CLAIMED } from "./receiver.ts";
+import type { Responder } from "./responder.ts";
+import { ACTION_CANCEL, ACTION_OPEN_SESSION } from "./status-card.ts";
+import type { UserDirectory } from "./user-directory.ts";
+import type { Verbs } from "./verbs.ts";
+import type { WorkQueue } from "./work-queue.ts";
+
+// biome-ignore lint/suspicious/noExplicitAny: Slack payloads are read field by field, defensively
+type Payload = Record<string, any>;
+
+export interface ListenersDeps {
+  /** The slash command, as configured (`/agent`). */
+  command: string;
+  settings: SlackSettings;
+  store: Pick<Store, "claimInbound" | "findLatestBinding">;
+  verbs: Verbs;
+  responder: Responder;
+  users: UserDirectory;
+  work: WorkQueue;
+  log: Logger;
+}
+
+/**
+ * Bolt's listeners: the slash command, mentions and the status card's buttons. Each acknowledges first,
+ * then reads the payload into an actor and a command, checks the allowlists and hands the command to a
+ * verb as background work.
+ */
+export class Listeners {
+  private readonly deps: ListenersDeps;
+
+  constructor(deps: ListenersDeps) {
+    this.deps = deps;
+  }
+
+  register(app: App): void {
+    const { command: slashCommand, store, work, log } = this.deps;
+    app.use(async ({ body, context, next }) => {
+      // Socket Mode deliveries skip the HTTP receiver, which claims before acknowledging.
+      if (!context[CLAIMED] && !(await claimDelivery(store, body as Payload))) return;
+      await next();
+    });
+    app.command(slashCommand, async ({ ack, command }) => {
+      await ack();
+      work.track(this.onCommand(command as unknown as Payload));
+    });
+    app.event("app_mention", async ({ event, body }) => {
+      work.track(this.onMention(event as unknown as Payload, body as Payload));
+    });
+    app.action(ACTION_CANCEL, async ({ ack, body }) => {
+      await ack();
+      work.track(this.onCancelButton(body as Payload));
+    });
+    // A link button still sends an action; acknowledge it so Slack shows no error.
+    app.action(ACTION_OPEN_SESSION, async ({ ack }) => {
+      await ack();
+    });
+    app.error(async (err) => {
+      log.error({ err }, "Slack listener failed");
+    });
+  }
+
+  private async onCommand(payload: Payload): Promise<void> {
+    const { command: slashCommand, settings, verbs, responder, users } = this.deps;
+    const actor: Actor = { team: payload.team_id, channel: payload.channel_id, user: payload.user_id };
+    const say = (text: string) => responder.ephemeral(actor, text);
+    let command: Command;
+    try {
+      command = parseCommand(plainText(String(payload.text ?? "")), "slash");
+    } catch (err) {
+      if (err instanceof GrammarError) return say(grammarErrorText(err.message, slashCommand));
+      throw err;
+    }
+    if (command.verb === "help") return verbs.help(actor);
+    const user = await users.lookUp(actor);
+    const refused = refusal(settings, { ...actor, userTeam: user.userTeam, stranger: user.stranger });
+    if (refused) return say(refused);
+
+    switch (command.verb) {
+      case "list":
+        return verbs.list(actor);
+      case "status":
+        if (!command.runId) return verbs.listOwn(actor, user);
+        return verbs.status(actor, command.runId);
+      case "cancel":
+        if (!command.runId) return say(`Which run? \`${slashCommand} cancel <run>\``);
+        return verbs.cancel(actor, user, command.runId, idempotencyKeyFor(payload, "cancel"));
+      case "followup":
+        return verbs.followup(actor, command.runId, command.message, idempotencyKeyFor(payload, "followup"));
+      case "run":
+        return verbs.startRun(actor, user, command, {
+          thread: null,
+          triggerRef: null,
+          idempotencyKey: idempotencyKeyFor(payload, "create"),
+        });
+    }
+  }
+
+  private async onMention(event: Payload, body: Payload): Promise<void> {
+    const { command: slashCommand, settings, store, verbs, responder, users, work } = this.deps;
+    if (!event.user || event.bot_id) return;
+    const team = String(body.team_id ?? event.team);
+    const threadTs: string | undefined = event.thread_ts;
+    const actor: Actor = { team, channel: event.channel, user: event.user, userTeam: event.user_team };
+    const replyThread = threadTs ?? event.ts;
+    const reply = (text: string) => responder.ephemeral(actor, text, replyThread);
+    if (refusal(settings, actor)) return reply(refusal(settings, actor)!);
+    // Received: the notifier later adds the outcome reaction.
+    work.track(responder.react(event.channel, event.ts, "eyes"));
+    const user = await users.lookUp(actor);
+    const refused = refusal(settings, {
+      ...actor,
+      stranger: user.stranger,
+      userTeam: actor.userTeam ?? user.userTeam,
+    });
+    if (refused) return reply(refused);
+
+    const botUser: string | undefined = body.authorizations?.[0]?.user_id;
+    const text = plainText(stripBotMention(String(event.text ?? ""), botUser));
+    const binding = threadTs
+      ? await store.findLatestBinding({
+          platform: "slack",
+          workspace: team,
+          channel: actor.channel,
+          thread: threadTs,
+        })
+      : undefined;
+    const verb = (text.trim().split(/\s+/)[0] ?? "").toLowerCase();
+
+    // In a run's thread, anything that is not a verb is a follow-up to the thread's latest run.
+    if (binding && !["cancel", "status", "help", "list", "new"].includes(verb)) {
+      return verbs.followup(actor, binding.runId, text.trim(), idempotencyKeyFor(body, "followup"), binding);
+    }
+    let command: Command;
+    try {
+      command = parseCommand(text, "mention");
+    } catch (err) {
+      if (err instanceof GrammarError) return reply(grammarErrorText(err.message, slashCommand));
+      throw err;
+    }
+    switch (command.verb) {
+      case "help":
+        return verbs.help(actor, replyThread);
+      case "list":
+        return verbs.list(actor, replyThread);
+      case "status":
+      case "cancel": {
+        const runId = command.runId ?? binding?.runId;
+        if (!runId)
+          return reply(`Mention me with \`${command.verb}\` inside a run's thread, or name the run.`);
+        if (command.verb === "status") return verbs.status(actor, runId, threadTs);
+        return verbs.cancel(actor, user, runId, idempotencyKeyFor(body, "cancel"), threadTs);
+      }
+      case "run":
+        if (binding && !command.forceNew) {
+          return verbs.followup(
+            actor,
+            binding.runId,
+            text.trim(),
+            idempotencyKeyFor(body, "followup"),
+            binding,
+          );
+        }
+        return verbs.startRun(actor, user, command, {
+          thread: threadTs ?? event.ts,
+          triggerRef: event.ts,
+          permalinkOf: event.ts,
+          idempotencyKey: idempotencyKeyFor(body, "create"),
+        });
+      case "followup":
+        // Not produced on the mention surface.
+        return;
+    }
+  }
+
+  private async onCancelButton(body: Payload): Promise<void> {
+    const { settings, verbs, responder, users } = this.deps;
+    const action = body.actions?.[0];
+    const actor: Actor = {
+      team: body.team?.id ?? body.user?.team_id,
+      channel: body.channel?.id ?? body.container?.channel_id,
+      user: body.user?.id,
+      userTeam: body.user?.team_id,
+    };
+    if (!action?.value || !actor.user || !actor.channel) return;
+    const threadTs: string | undefined = body.message?.thread_ts ?? body.container?.message_ts;
+    const early = refusal(settings, actor);
+    if (early) return responder.ephemeral(actor, early, threadTs);
+    const user = await users.lookUp(actor);
+    await verbs.cancel(actor, user, String(action.value), idempotencyKeyFor(body, "cancel"), threadTs);
+  }
+}
+
+/** `<@UBOT> do this` → `do this`; without the bot's id, the leading mention is the bot's. */
+function stripBotMention(text: string, botUserId: string | undefined): string {
+  if (botUserId) return text.replaceAll(new RegExp(`<@${botUserId}(?:\\|[^>]*)?>`, "g"), "").trim();
+  return text.replace(/^\s*<@[A-Z0-9]+(?:\|[^>]*)?>/, "").trim();
+}
