@@ -122,12 +122,3 @@ export function splitRepo(repo: string): [string, string] {
   const i = repo.indexOf("/");
   return [repo.slice(0, i), repo.slice(i + 1)];
 }
-
-/** Repository roles from least to most; `role_name` carries triage and maintain, `permission` does not. */
-export const PERMISSION_LEVELS = ["none", "read", "triage", "write", "maintain", "admin"] as const;
-export type PermissionLevel = (typeof PERMISSION_LEVELS)[number];
-
-export function permissionRank(level: string | undefined): number {
-  const i = PERMISSION_LEVELS.indexOf((level ?? "none") as PermissionLevel);
-  return i < 0 ? 0 : i;
-}

@@ -3,11 +3,12 @@ import type { GitHubConfig } from "../../config.ts";
 import type { GitHubSettings } from "../../config-file.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
 import type { Store } from "../../store/store.ts";
-import type { GitHubClients } from "./client.ts";
-import { GitHubIntegration } from "./github-app.ts";
+import type { GitHubClients } from "./github-clients.ts";
+import { GitHubIntegration } from "./github-integration.ts";
 
-export { GitHubClients } from "./client.ts";
-export { GITHUB_WEBHOOK_PATH, GitHubIntegration } from "./github-app.ts";
+export { GitHubClients } from "./github-clients.ts";
+export { GitHubIntegration } from "./github-integration.ts";
+export { GITHUB_WEBHOOK_PATH } from "./webhook-route.ts";
 
 /** The service account the GitHub integration acts as; runs carry the GitHub user as their creator. */
 export const GITHUB_PRINCIPAL = { id: "github-bot", displayName: "GitHub app" };
@@ -24,12 +25,5 @@ export function createGitHubIntegration(opts: {
   store: Store;
   log: Logger;
 }): GitHubIntegration {
-  return new GitHubIntegration({
-    config: opts.config,
-    settings: opts.settings,
-    runs: opts.runs,
-    store: opts.store,
-    clients: opts.clients,
-    log: opts.log.child({ component: "github" }),
-  });
+  return new GitHubIntegration(opts);
 }

@@ -32,7 +32,7 @@ export function githubOutcomeReaction(state: string): "hooray" | "confused" | "-
   return undefined;
 }
 
-export function githubStateEmoji(state: string): string {
+function githubStateEmoji(state: string): string {
   switch (state) {
     case "QUEUED":
       return "⏳";
@@ -114,7 +114,7 @@ export function trackingFingerprint(run: RunItem): string {
 }
 
 /** A GitHub login that can be @-mentioned (letters, digits, single hyphens). */
-export function isMentionableLogin(login: string): boolean {
+function isMentionableLogin(login: string): boolean {
   return /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$/.test(login);
 }
 
@@ -132,9 +132,4 @@ export function renderFinalComment(run: RunItem, binding: Pick<ThreadBinding, "r
   const prs = pullRequestLinks(run);
   lines.push("", [`[Open session](${run.session_link})`, ...prs.slice(0, 20)].join(" · "));
   return truncate(lines.join("\n"), GITHUB_COMMENT_LIMIT);
-}
-
-/** Where a GitHub binding's messages go: one target per repository owner (an App installation's scope). */
-export function githubTarget(binding: Pick<ThreadBinding, "workspace">): string {
-  return `github:${binding.workspace.split("/")[0]}`;
 }

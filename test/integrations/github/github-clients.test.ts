@@ -1,6 +1,6 @@
 import { generateKeyPairSync } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { GitHubClients } from "../../../src/integrations/github/client.ts";
+import { GitHubClients } from "../../../src/integrations/github/github-clients.ts";
 import { createLogger } from "../../../src/log.ts";
 import { FakeGitHub } from "../../support/fake-github.ts";
 

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { GitHubClients } from "../../../src/integrations/github/client.ts";
-import { GitHubCommentSender } from "../../../src/integrations/github/notifier-platform.ts";
+import { GitHubClients } from "../../../src/integrations/github/github-clients.ts";
+import {
+  classifyGitHubError,
+  GitHubCommentSender,
+} from "../../../src/integrations/github/github-comment-sender.ts";
 import { trackingMarker } from "../../../src/integrations/github/tracking-comment.ts";
 import { createLogger } from "../../../src/log.ts";
 import type { OutboxRow } from "../../../src/store/store.ts";
@@ -59,5 +62,40 @@ describe("GitHubCommentSender", () => {
       kind: "retryable",
     });
     expect(fake.calls.length - before).toBe(1);
+  });
+});
+
+describe("classifyGitHubError", () => {
+  const err = (status: number, headers: Record<string, string> = {}, message = "x") =>
+    Object.assign(new Error(message), { status, response: { headers } });
+
+  it("rate limits: retry-after, x-ratelimit-reset, secondary without retry-after", () => {
+    expect(classifyGitHubError(err(403, { "retry-after": "30" }))).toMatchObject({
+      kind: "rate_limited",
+      retryAfterMs: 30_000,
+    });
+    expect(classifyGitHubError(err(429, { "retry-after": "2" }))).toMatchObject({ retryAfterMs: 2000 });
+    const now = 1_700_000_000_000;
+    expect(
+      classifyGitHubError(
+        err(403, { "x-ratelimit-remaining": "0", "x-ratelimit-reset": String(now / 1000 + 60) }),
+        now,
+      ),
+    ).toMatchObject({ kind: "rate_limited", retryAfterMs: 61_000 });
+    expect(classifyGitHubError(err(403, {}, "You have exceeded a secondary rate limit"))).toMatchObject({
+      kind: "rate_limited",
+      retryAfterMs: 60_000,
+    });
+  });
+
+  it("other failures", () => {
+    expect(classifyGitHubError(err(403, {}, "Resource not accessible by integration")).kind).toBe(
+      "permanent",
+    );
+    expect(classifyGitHubError(err(404)).kind).toBe("permanent");
+    expect(classifyGitHubError(err(422)).kind).toBe("permanent");
+    expect(classifyGitHubError(err(502)).kind).toBe("retryable");
+    expect(classifyGitHubError(err(401)).kind).toBe("retryable");
+    expect(classifyGitHubError(new Error("socket hang up")).kind).toBe("retryable");
   });
 });

@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { classifyGitHubError } from "../../../src/integrations/github/notifier-platform.ts";
 import {
   GITHUB_COMMENT_LIMIT,
   githubOutcomeReaction,
@@ -90,40 +89,5 @@ describe("GitHub tracking comment", () => {
       "-1",
       undefined,
     ]);
-  });
-});
-
-describe("classifyGitHubError", () => {
-  const err = (status: number, headers: Record<string, string> = {}, message = "x") =>
-    Object.assign(new Error(message), { status, response: { headers } });
-
-  it("rate limits: retry-after, x-ratelimit-reset, secondary without retry-after", () => {
-    expect(classifyGitHubError(err(403, { "retry-after": "30" }))).toMatchObject({
-      kind: "rate_limited",
-      retryAfterMs: 30_000,
-    });
-    expect(classifyGitHubError(err(429, { "retry-after": "2" }))).toMatchObject({ retryAfterMs: 2000 });
-    const now = 1_700_000_000_000;
-    expect(
-      classifyGitHubError(
-        err(403, { "x-ratelimit-remaining": "0", "x-ratelimit-reset": String(now / 1000 + 60) }),
-        now,
-      ),
-    ).toMatchObject({ kind: "rate_limited", retryAfterMs: 61_000 });
-    expect(classifyGitHubError(err(403, {}, "You have exceeded a secondary rate limit"))).toMatchObject({
-      kind: "rate_limited",
-      retryAfterMs: 60_000,
-    });
-  });
-
-  it("other failures", () => {
-    expect(classifyGitHubError(err(403, {}, "Resource not accessible by integration")).kind).toBe(
-      "permanent",
-    );
-    expect(classifyGitHubError(err(404)).kind).toBe("permanent");
-    expect(classifyGitHubError(err(422)).kind).toBe("permanent");
-    expect(classifyGitHubError(err(502)).kind).toBe("retryable");
-    expect(classifyGitHubError(err(401)).kind).toBe("retryable");
-    expect(classifyGitHubError(new Error("socket hang up")).kind).toBe("retryable");
   });
 });

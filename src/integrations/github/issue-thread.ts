@@ -1,0 +1,46 @@
+import type { OutboxMessage, Store } from "../../store/store.ts";
+import { githubTarget } from "./github-comment-sender.ts";
+
+/** Messages to one issue or pull request, through the outbox (retried, rate-limit aware, once each). */
+export class IssueThread {
+  readonly repo: string;
+  readonly number: number;
+  private readonly store: Pick<Store, "enqueueOutbox">;
+  /** The delivery being answered: a redelivered webhook enqueues the same replies, which the outbox drops. */
+  private readonly delivery: string;
+
+  constructor(store: Pick<Store, "enqueueOutbox">, repo: string, number: number, delivery: string) {
+    this.store = store;
+    this.repo = repo;
+    this.number = number;
+    this.delivery = delivery;
+  }
+
+  private get group(): string {
+    return `github:${this.repo}#${this.number}`;
+  }
+
+  react(commentId: number, content: string): Promise<void> {
+    return this.enqueue({
+      dedupeKey: `gh-react:${this.repo}:${commentId}:${content}`,
+      kind: "reaction",
+      stream: `gh-react:${this.repo}:${commentId}`,
+      target: githubTarget({ workspace: this.repo }),
+      payload: { repo: this.repo, issue_number: this.number, comment_id: commentId, content },
+    });
+  }
+
+  reply(purpose: string, body: string): Promise<void> {
+    return this.enqueue({
+      dedupeKey: `gh-reply:${this.delivery}:${purpose}`,
+      kind: "reply",
+      stream: `gh-issue:${this.group}`,
+      target: githubTarget({ workspace: this.repo }),
+      payload: { repo: this.repo, issue_number: this.number, body },
+    });
+  }
+
+  private enqueue(message: OutboxMessage): Promise<void> {
+    return this.store.enqueueOutbox(this.group, [message]);
+  }
+}

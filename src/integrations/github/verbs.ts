@@ -1,0 +1,162 @@
+import type { Logger } from "pino";
+import type { Creator } from "../../model/run.ts";
+import { stateWords } from "../../model/run-wording.ts";
+import type { RunsApi } from "../../runs/runs-api.ts";
+import type { Store } from "../../store/store.ts";
+import { type Command, createBody } from "../grammar.ts";
+import { describeError, runErrorCode } from "../run-errors.ts";
+import type { CommentPayload } from "./comment-payload.ts";
+import type { IssueThread } from "./issue-thread.ts";
+import { helpText, noticeText, promptWithContext, refusalText, statusComment, titleFor } from "./messages.ts";
+
+export interface VerbsDeps {
+  /** The @mention people write, as help spells it. */
+  botHandle: string;
+  /** The least repository role that may start or steer runs, as the refusal names it. */
+  minPermission: string;
+  runs: RunsApi;
+  store: Pick<Store, "bindThread" | "getThreadBinding" | "claimInbound">;
+  log: Logger;
+}
+
+/**
+ * What each command in a comment does: acts through RunsApi and answers on the issue. Progress is the
+ * notifier's (the tracking comment); these answer only what the tracking comment cannot show.
+ */
+export class Verbs {
+  private readonly deps: VerbsDeps;
+  private readonly log: Logger;
+
+  constructor(deps: VerbsDeps) {
+    this.deps = deps;
+    this.log = deps.log;
+  }
+
+  help(issue: IssueThread): Promise<void> {
+    return issue.reply("help", helpText(this.deps.botHandle));
+  }
+
+  notice(issue: IssueThread, login: string, text: string): Promise<void> {
+    return issue.reply("notice", noticeText(login, text));
+  }
+
+  /** One short reply per user per issue, remembered in the inbox; further mentions get only 👀. */
+  async refuse(issue: IssueThread, login: string): Promise<void> {
+    const first = await this.deps.store.claimInbound(
+      `github:refusal:${issue.repo}#${issue.number}:${login.toLowerCase()}`,
+      "github",
+    );
+    if (first) await issue.reply("refusal", refusalText(login, issue.repo, this.deps.minPermission));
+  }
+
+  async start(
+    issue: IssueThread,
+    p: CommentPayload,
+    creator: Creator,
+    command: Command & { verb: "run" },
+    idempotencyKey: string,
+  ): Promise<void> {
+    const login = p.comment.user!.login;
+    const context = {
+      repo: issue.repo,
+      number: p.issue.number,
+      title: p.issue.title,
+      body: p.issue.body,
+      url: p.issue.html_url,
+      isPullRequest: Boolean(p.issue.pull_request),
+      requester: login,
+      commentUrl: p.comment.html_url,
+    };
+    const options = { title: titleFor(context), ...command.options };
+    let created: { run_id: string };
+    try {
+      created = await this.deps.runs.create(
+        {
+          ...createBody(promptWithContext(command.prompt, context), options),
+          creator,
+          source: "GITHUB_WEBHOOK",
+          trigger_url: p.comment.html_url,
+        },
+        { idempotencyKey },
+      );
+    } catch (err) {
+      this.log.debug({ err, repo: issue.repo, issue: issue.number }, "could not start a run from GitHub");
+      return this.notice(issue, login, `Could not start the run: ${describeError(err)}`);
+    }
+    await this.deps.store.bindThread({
+      runId: created.run_id,
+      platform: "github",
+      workspace: issue.repo,
+      channel: String(issue.number),
+      thread: null,
+      triggerRef: String(p.comment.id),
+      requester: login,
+      createdAt: new Date().toISOString(),
+    });
+    this.log.info(
+      { runId: created.run_id, repo: issue.repo, issue: issue.number },
+      "run started from GitHub",
+    );
+  }
+
+  async followup(
+    issue: IssueThread,
+    login: string,
+    runId: string,
+    message: string,
+    idempotencyKey: string,
+  ): Promise<void> {
+    if (message.trim() === "") {
+      return this.notice(issue, login, "The follow-up is empty: say what the agent should do.");
+    }
+    try {
+      // The tracking comment shows the run at work again; 👀 already acknowledged the comment.
+      await this.deps.runs.followup(runId, message.trim(), { idempotencyKey });
+    } catch (err) {
+      this.log.debug({ err, runId }, "could not send a follow-up from GitHub");
+      await this.notice(issue, login, `Could not send the follow-up: ${describeError(err)}`);
+    }
+  }
+
+  async cancel(
+    issue: IssueThread,
+    login: string,
+    creator: Creator,
+    runId: string,
+    idempotencyKey: string,
+  ): Promise<void> {
+    if (!(await this.inRepo(issue.repo, runId))) return this.notFound(issue, login, runId);
+    try {
+      await this.deps.runs.cancel(runId, { by: creator, idempotencyKey });
+      // The tracking comment says "Cancelled by …" once the notifier sees the change.
+    } catch (err) {
+      if (runErrorCode(err) === "invalid_request") {
+        const run = await this.deps.runs.get(runId).catch(() => undefined);
+        const state = run ? stateWords(run).toLowerCase() : "finished";
+        return this.notice(issue, login, `That run has already finished (${state}).`);
+      }
+      this.log.debug({ err, runId }, "could not cancel a run from GitHub");
+      await this.notice(issue, login, `Could not cancel the run: ${describeError(err)}`);
+    }
+  }
+
+  async status(issue: IssueThread, login: string, runId: string): Promise<void> {
+    if (!(await this.inRepo(issue.repo, runId))) return this.notFound(issue, login, runId);
+    try {
+      await issue.reply("status", statusComment(await this.deps.runs.get(runId)));
+    } catch (err) {
+      this.log.debug({ err, runId }, "could not read a run for GitHub");
+      await this.notice(issue, login, `Could not read the run: ${describeError(err)}`);
+    }
+  }
+
+  private notFound(issue: IssueThread, login: string, runId: string): Promise<void> {
+    return this.notice(issue, login, `No run \`${runId}\` was started from ${issue.repo}.`);
+  }
+
+  /** GitHub users reach only runs started from the same repository. */
+  private async inRepo(repo: string, runId: string): Promise<boolean> {
+    const binding = await this.deps.store.getThreadBinding(runId);
+    return binding?.platform === "github" && binding.workspace.toLowerCase() === repo.toLowerCase();
+  }
+}
