@@ -14,19 +14,17 @@
  * start both children with --cpu-prof and write dispatch-*.cpuprofile and bare-*.cpuprofile there when
  * they stop (open them in Chrome DevTools or speedscope).
  */
-import { type ChildProcess, fork, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:net";
-import { availableParallelism, loadavg, tmpdir } from "node:os";
+import { rm } from "node:fs/promises";
+import { availableParallelism, loadavg } from "node:os";
 import { join, resolve } from "node:path";
 import { createHistogram } from "node:perf_hooks";
-import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
-import { generateApiKey } from "../../src/auth/api-keys.ts";
+import { startBareServer } from "../support/bare-server.ts";
+import type { BenchChild } from "../support/child.ts";
+import { benchDataDir, startDispatchProcess } from "../support/dispatch.ts";
 import { seedRuns } from "./seed.ts";
 
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const SEEDED_RUNS = 100_000;
 const CONNECTIONS = 64;
 /** Run ids each connection cycles through in the GET scenario (64 × 1,000 ≈ most of the store). */
@@ -46,7 +44,7 @@ interface Scenario {
   name: string;
   label: string;
   /** The process serving it, whose CPU use is reported. */
-  server: Child;
+  server: BenchChild;
   url: string;
   options: Partial<autocannon.Options>;
   /** The requests connection number `n` loops over, when they are not all the same. */
@@ -68,7 +66,8 @@ interface Measurement {
   loadGeneratorCpu: number;
 }
 
-const children: Child[] = [];
+/** What cleanup() stops: the servers started so far, each as soon as it is up. */
+const servers: Array<{ child: BenchChild; stop(): Promise<void> }> = [];
 let dataDir: string | undefined;
 
 async function main(): Promise<number> {
@@ -77,18 +76,37 @@ async function main(): Promise<number> {
     log(`warning: load average ${load.toFixed(2)} on ${availableParallelism()} cores before starting;`);
     log("         other processes compete for the CPU and the numbers will be noisy");
   }
-  const key = generateApiKey();
-  dataDir = await mkdtemp(join(tmpdir(), "dispatch-bench-"));
+  dataDir = await benchDataDir("api");
 
   log(`seeding ${SEEDED_RUNS.toLocaleString("en")} runs…`);
   const { ids, ms } = await seedRuns(join(dataDir, "dispatch.db"), SEEDED_RUNS);
   log(`seeded in ${(ms / 1000).toFixed(1)} s`);
 
-  const [bare, dispatch] = await Promise.all([startBare(), startDispatch(dataDir, key)]);
+  const [bare, dispatch] = await Promise.all([
+    startBareServer(new URL("./bare-json.ts", import.meta.url), {
+      nodeFlags: cpuProfileFlags("bare"),
+    }).then((started) => {
+      servers.push({ child: started.child, stop: () => started.child.stop() });
+      return started;
+    }),
+    startDispatchProcess({
+      bench: "api",
+      dataDir,
+      nodeFlags: cpuProfileFlags("dispatch"),
+      env: {
+        DISPATCH_LOG_LEVEL: "warn",
+        // No executor: the runs created by the bench stay QUEUED and nothing else competes for the core.
+        DISPATCH_MAX_CONCURRENT_RUNS: "0",
+      },
+    }).then((started) => {
+      servers.push(started);
+      return started;
+    }),
+  ]);
   log(
     `bare endpoint ${bare.url}, Dispatch ${dispatch.url}${CPU_PROF_DIR ? ` (CPU profiles → ${CPU_PROF_DIR})` : ""}`,
   );
-  const auth = { authorization: `Bearer ${key}` };
+  const auth = { authorization: `Bearer ${dispatch.key}` };
   await sanityCheck(bare.url, dispatch.url, auth, ids[0]!);
 
   const baseline = { name: "baseline", server: bare.child, url: `${bare.url}/`, options: {} };
@@ -134,7 +152,7 @@ async function main(): Promise<number> {
     const m = await fire(scenario, DURATION_S);
     results.push({ scenario, m });
     log(`  ${Math.round(m.reqPerSec)} req/s, p50 ${m.p50Ms.toFixed(2)} ms, p99 ${m.p99Ms.toFixed(2)} ms`);
-    for (const child of children) {
+    for (const { child } of servers) {
       if (child.exited) throw new Error(`${child.name} exited during "${scenario.label}"\n${child.tail()}`);
     }
   }
@@ -221,102 +239,7 @@ function createBody(prompt: string, connection: number, i: number): string {
   });
 }
 
-// --- children ------------------------------------------------------------------------------------
-
-/** A child process whose output is kept (the last lines) to explain a failure. */
-class Child {
-  readonly name: string;
-  readonly proc: ChildProcess;
-  exited = false;
-  private readonly lines: string[] = [];
-  private readonly exit: Promise<void>;
-
-  constructor(name: string, proc: ChildProcess) {
-    this.name = name;
-    this.proc = proc;
-    const keep = (chunk: Buffer) => {
-      this.lines.push(...chunk.toString("utf8").split("\n").filter(Boolean));
-      this.lines.splice(0, Math.max(0, this.lines.length - 40));
-    };
-    proc.stdout?.on("data", keep);
-    proc.stderr?.on("data", keep);
-    this.exit = new Promise((done) =>
-      proc.once("exit", () => {
-        this.exited = true;
-        done();
-      }),
-    );
-    children.push(this);
-  }
-
-  tail(): string {
-    return this.lines.map((l) => `  | ${l}`).join("\n") || "  (no output)";
-  }
-
-  /** SIGTERM (Dispatch shuts down cleanly and writes its CPU profile), SIGKILL if that takes too long. */
-  async stop(): Promise<void> {
-    if (this.exited) return;
-    this.proc.kill("SIGTERM");
-    const timer = setTimeout(() => this.proc.kill("SIGKILL"), 10_000);
-    await this.exit;
-    clearTimeout(timer);
-  }
-}
-
-async function startBare(): Promise<{ url: string; child: Child }> {
-  const child = new Child(
-    "bare endpoint",
-    fork(fileURLToPath(new URL("./bare-server.ts", import.meta.url)), [], {
-      stdio: "pipe",
-      execArgv: [...process.execArgv, ...cpuProfileFlags("bare")],
-    }),
-  );
-  const port = await new Promise<number>((done, fail) => {
-    child.proc.once("message", (msg) => done((msg as { port: number }).port));
-    child.proc.once("exit", (code) => fail(new Error(`bare endpoint exited (${code})\n${child.tail()}`)));
-  });
-  return { url: `http://127.0.0.1:${port}`, child };
-}
-
-async function startDispatch(dir: string, key: string): Promise<{ url: string; child: Child }> {
-  const port = await freePort();
-  // Only our settings: a DISPATCH_* or DATABASE_URL from the caller's shell must not leak in.
-  const env = Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => !k.startsWith("DISPATCH_") && k !== "DATABASE_URL"),
-  );
-  Object.assign(env, {
-    DISPATCH_HOST: "127.0.0.1",
-    DISPATCH_PORT: String(port),
-    DISPATCH_DATA_DIR: dir,
-    DISPATCH_LOG_LEVEL: "warn",
-    DISPATCH_ADMIN_API_KEY: key,
-    // No executor: the runs created by the bench stay QUEUED and nothing else competes for the core.
-    DISPATCH_MAX_CONCURRENT_RUNS: "0",
-    DISPATCH_RATE_LIMIT_PER_MINUTE: "10000000",
-    DISPATCH_RATE_LIMIT_BURST: "10000000",
-    DISPATCH_SHUTDOWN_GRACE_MS: "0",
-  });
-  const child = new Child(
-    "Dispatch",
-    spawn(process.execPath, [...cpuProfileFlags("dispatch"), "src/main.ts", "serve"], {
-      cwd: ROOT,
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-    }),
-  );
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exited) throw new Error(`Dispatch exited while starting\n${child.tail()}`);
-    try {
-      if ((await fetch(`${url}/readyz`)).ok) return { url, child };
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`Dispatch was not ready within 30 s\n${child.tail()}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+// --- processes -----------------------------------------------------------------------------------
 
 /** User + system CPU milliseconds of a process, from /proc (Linux); undefined elsewhere. */
 function cpuMsOf(pid: number | undefined): number | undefined {
@@ -335,18 +258,6 @@ function cpuMsOf(pid: number | undefined): number | undefined {
 function cpuProfileFlags(name: string): string[] {
   if (!CPU_PROF_DIR) return [];
   return ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF_DIR}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`];
-}
-
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const server = createServer();
-    server.once("error", fail);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => done(port));
-    });
-  });
 }
 
 /** One request of each kind before loading anything: a broken setup fails here, not as 100k 401s. */
@@ -463,7 +374,7 @@ function sample<T>(items: readonly T[], n: number): T[] {
 let cleaning: Promise<void> | undefined;
 function cleanup(): Promise<void> {
   cleaning ??= (async () => {
-    await Promise.all(children.map((c) => c.stop()));
+    await Promise.all(servers.map((server) => server.stop()));
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   })();
   return cleaning;

@@ -8,22 +8,20 @@
  * at a FakeGitHub in this process, then fires 100 signed `issue_comment.created` webhooks (real payload
  * shapes from @octokit/webhooks-examples, each a writer mentioning the bot on its own issue) at
  * POST /github/webhooks at the same moment and measures each acknowledgement (request sent → response
- * received). The baseline is a bare node:http endpoint in its own child process that verifies the same
- * X-Hub-Signature-256 and answers 202, measured the same way. Afterwards it checks that exactly 100 runs
+ * received). The baseline is a bare node:http endpoint in its own child process (bare-ack.ts) that
+ * verifies the same X-Hub-Signature-256 and answers 202, measured the same way. Afterwards it checks that exactly 100 runs
  * exist (no delivery lost or doubled), also after every delivery was sent a second time (redeliveries).
  *
  * Knobs: BENCH_GITHUB_CONCURRENCY (default 100), BENCH_GITHUB_WARMUP (warm-up bursts, default 2).
  * Exits 0 whether the target is met or not; 1 when the bench itself went wrong.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { commentPayload, signGitHub } from "../../test/integrations/github/support.ts";
 import { waitFor } from "../../test/support/dispatch.ts";
 import { FakeGitHub } from "../../test/support/fake-github.ts";
-import { newAdminKey, startServerProcess, stopServerProcess } from "../../test/support/server-process.ts";
-import { keepAlivePoster, latencySummary, startBareServer } from "../support/acks.ts";
+import { keepAlivePoster, latencySummary } from "../support/acks.ts";
+import { startBareServer } from "../support/bare-server.ts";
+import { type BenchDispatchProcess, startDispatchProcess } from "../support/dispatch.ts";
 
 const CONCURRENCY = Number(process.env.BENCH_GITHUB_CONCURRENCY ?? 100);
 const WARMUP_BURSTS = Number(process.env.BENCH_GITHUB_WARMUP ?? 2);
@@ -31,25 +29,6 @@ const SECRET = randomBytes(16).toString("hex");
 const HANDLE = "dispatch";
 const TARGET_P99_MS = 50;
 const post = keepAlivePoster(CONCURRENCY);
-
-/** The baseline: verify the signature, answer 202. Nothing less can be called an acknowledgement. */
-const BARE_ACK = `
-const { createServer } = require("node:http");
-const { createHmac, timingSafeEqual } = require("node:crypto");
-const secret = process.env.SECRET;
-const server = createServer((req, res) => {
-  const chunks = [];
-  req.on("data", (c) => chunks.push(c));
-  req.on("end", () => {
-    const body = Buffer.concat(chunks);
-    const expected = Buffer.from("sha256=" + createHmac("sha256", secret).update(body).digest("hex"));
-    const given = Buffer.from(String(req.headers["x-hub-signature-256"] ?? ""));
-    const ok = given.length === expected.length && timingSafeEqual(given, expected);
-    res.writeHead(ok ? 202 : 401).end();
-  });
-});
-server.listen(0, "127.0.0.1", () => process.send({ port: server.address().port }));
-`;
 
 interface Delivery {
   body: string;
@@ -87,7 +66,7 @@ async function burst(url: string, batch: Delivery[]): Promise<number[]> {
   );
 }
 
-async function countRuns(server: Awaited<ReturnType<typeof startServerProcess>>): Promise<number> {
+async function countRuns(server: BenchDispatchProcess): Promise<number> {
   const res = await server.api("GET", "/api/v1/agent/runs?limit=500&source=GITHUB_WEBHOOK");
   return (res.body.runs as unknown[]).length;
 }
@@ -95,11 +74,8 @@ async function countRuns(server: Awaited<ReturnType<typeof startServerProcess>>)
 async function main(): Promise<number> {
   const fake = await new FakeGitHub().start();
   for (let i = 0; i < 10; i++) fake.permissions.set(`writer${i}`, "write");
-  const dataDir = await mkdtemp(join(tmpdir(), "dispatch-bench-github-"));
-  const key = newAdminKey();
-  const server = await startServerProcess({
-    dataDir,
-    key,
+  const server = await startDispatchProcess({
+    bench: "github",
     env: {
       GITHUB_TOKEN: fake.token,
       GITHUB_WEBHOOK_SECRET: SECRET,
@@ -108,9 +84,12 @@ async function main(): Promise<number> {
       DISPATCH_LOG_LEVEL: "info",
     },
   });
-  const bare = await startBareServer(BARE_ACK, { SECRET }, "/github/webhooks");
+  const bare = await startBareServer(new URL("./bare-ack.ts", import.meta.url), {
+    env: { BENCH_WEBHOOK_SECRET: SECRET },
+  });
   try {
     const dispatchUrl = `${server.url}/github/webhooks`;
+    const bareUrl = `${bare.url}/github/webhooks`;
     for (let w = 0; w < WARMUP_BURSTS; w++) {
       // `help` goes through everything but creates no run.
       await burst(
@@ -118,13 +97,13 @@ async function main(): Promise<number> {
         deliveries(CONCURRENCY, 10_000 * (w + 1), () => "help"),
       );
       await burst(
-        bare.url,
+        bareUrl,
         deliveries(CONCURRENCY, 10_000 * (w + 1), () => "help"),
       );
     }
     const baseline = latencySummary(
       await burst(
-        bare.url,
+        bareUrl,
         deliveries(CONCURRENCY, 100_000, (i) => `$ echo bench ${i}`),
       ),
     );
@@ -159,10 +138,9 @@ async function main(): Promise<number> {
     );
     return ok ? 0 : 1;
   } finally {
-    bare.child.kill("SIGKILL");
-    await stopServerProcess(server);
+    await bare.child.stop();
+    await server.stop();
     await fake.stop();
-    await rm(dataDir, { recursive: true, force: true });
   }
 }
 

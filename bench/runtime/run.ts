@@ -1,5 +1,5 @@
 /**
- * Agent runtime benchmark (issue 5): scripted runs end to end through the executor — created over the
+ * Agent runtime benchmark: scripted runs end to end through the executor — created over the
  * HTTP API, claimed, workspace and sandbox prepared, `$ ` command run, outcome recorded — with the
  * sandbox off (DISPATCH_SANDBOX=none; target ≥ 200 runs/s) and with bubblewrap, plus the memory each
  * concurrent run costs (Dispatch's RSS growth and the run's own processes).
@@ -11,13 +11,9 @@
  * (exit 1 only when the bench itself went wrong: a run did not succeed).
  */
 import { readdirSync, readFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { type Dispatch, startDispatch } from "../../src/app.ts";
-import { loadConfig } from "../../src/config.ts";
+import type { Dispatch } from "../../src/app.ts";
 import { probeBwrap } from "../../src/executor/bwrap-sandbox.ts";
-import { createLogger } from "../../src/log.ts";
+import { startDispatchInProcess } from "../support/dispatch.ts";
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 200);
 const SLOTS = Number(process.env.BENCH_SLOTS ?? 8);
@@ -36,43 +32,31 @@ interface Result {
   processesPerRun: number;
 }
 
+/** Dispatch in this process (its RSS is one of the figures), stopped and removed after `fn`. */
 async function withDispatch<T>(
   mode: string,
   slots: number,
   fn: (d: Dispatch, api: Api) => Promise<T>,
 ): Promise<T> {
-  const dataDir = await mkdtemp(join(tmpdir(), "dispatch-bench-runtime-"));
-  const config = loadConfig({
-    DISPATCH_DATA_DIR: dataDir,
-    DISPATCH_PORT: "0",
-    DISPATCH_SANDBOX: mode,
-    DISPATCH_MAX_CONCURRENT_RUNS: String(slots),
-    DISPATCH_POLL_INTERVAL_MS: "1000",
-    DISPATCH_SHUTDOWN_GRACE_MS: "0",
-    DISPATCH_RATE_LIMIT_BURST: "1000000",
-    DISPATCH_RATE_LIMIT_PER_MINUTE: "10000000",
-    // Cgroup limits as configured for the bench's own process (DISPATCH_SANDBOX_MEMORY_MB=0 turns them off).
-    ...Object.fromEntries(
-      ["DISPATCH_SANDBOX_MEMORY_MB", "DISPATCH_SANDBOX_PIDS_MAX", "DISPATCH_BWRAP_PATH"].flatMap((k) =>
-        process.env[k] ? [[k, process.env[k]]] : [],
+  const bench = await startDispatchInProcess({
+    bench: "runtime",
+    env: {
+      DISPATCH_SANDBOX: mode,
+      DISPATCH_MAX_CONCURRENT_RUNS: String(slots),
+      DISPATCH_POLL_INTERVAL_MS: "1000",
+      // Cgroup limits as configured for the bench's own process (DISPATCH_SANDBOX_MEMORY_MB=0 turns them off).
+      ...Object.fromEntries(
+        ["DISPATCH_SANDBOX_MEMORY_MB", "DISPATCH_SANDBOX_PIDS_MAX", "DISPATCH_BWRAP_PATH"].flatMap((k) =>
+          process.env[k] ? [[k, process.env[k]]] : [],
+        ),
       ),
-    ),
+    },
   });
-  const dispatch = await startDispatch(config, createLogger("silent"));
-  const key = dispatch.generatedAdminKey!;
-  const api: Api = async (method, path, body) => {
-    const res = await fetch(dispatch.url + path, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(body ? { "content-type": "application/json" } : {}) },
-      ...(body ? { body: JSON.stringify(body) } : {}),
-    });
-    return res.json();
-  };
+  const api: Api = async (method, path, body) => (await bench.api(method, path, body)).body;
   try {
-    return await fn(dispatch, api);
+    return await fn(bench.dispatch, api);
   } finally {
-    await dispatch.stop();
-    await rm(dataDir, { recursive: true, force: true });
+    await bench.stop();
   }
 }
 

@@ -7,47 +7,25 @@
  * Starts `dispatch serve` as a child process with the Slack app enabled and pointed at a FakeSlack in
  * this process, then fires 100 signed slash commands at POST /slack/events at the same moment and
  * measures each acknowledgement (request sent → response received). The baseline is a bare node:http
- * endpoint in its own child process that verifies the same signature and answers 200, measured the same
- * way. Afterwards it checks that exactly 100 runs exist (no command lost or doubled).
+ * endpoint in its own child process (bare-ack.ts) that verifies the same signature and answers 200,
+ * measured the same way. Afterwards it checks that exactly 100 runs exist (no command lost or doubled).
  *
  * Knobs: BENCH_SLACK_CONCURRENCY (default 100), BENCH_SLACK_WARMUP (warm-up bursts of `help`, default 2).
  * Exits 0 whether the target is met or not; 1 when the bench itself went wrong.
  */
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { signSlackRequest } from "../../src/integrations/slack/signature.ts";
 import { waitFor } from "../../test/support/dispatch.ts";
 import { FakeSlack } from "../../test/support/fake-slack.ts";
-import { newAdminKey, startServerProcess, stopServerProcess } from "../../test/support/server-process.ts";
-import { keepAlivePoster, latencySummary, startBareServer } from "../support/acks.ts";
+import { keepAlivePoster, latencySummary } from "../support/acks.ts";
+import { startBareServer } from "../support/bare-server.ts";
+import { startDispatchProcess } from "../support/dispatch.ts";
 
 const CONCURRENCY = Number(process.env.BENCH_SLACK_CONCURRENCY ?? 100);
 const WARMUP_BURSTS = Number(process.env.BENCH_SLACK_WARMUP ?? 2);
 const SECRET = randomBytes(16).toString("hex");
 const TARGET_P99_MS = 50;
 const post = keepAlivePoster(CONCURRENCY);
-
-/** The baseline: verify the signature, answer 200. Nothing less can be called an acknowledgement. */
-const BARE_ACK = `
-const { createServer } = require("node:http");
-const { createHmac, timingSafeEqual } = require("node:crypto");
-const secret = process.env.SECRET;
-const server = createServer((req, res) => {
-  const chunks = [];
-  req.on("data", (c) => chunks.push(c));
-  req.on("end", () => {
-    const body = Buffer.concat(chunks);
-    const ts = req.headers["x-slack-request-timestamp"];
-    const expected = Buffer.from("v0=" + createHmac("sha256", secret).update("v0:" + ts + ":").update(body).digest("hex"));
-    const given = Buffer.from(String(req.headers["x-slack-signature"] ?? ""));
-    const ok = given.length === expected.length && timingSafeEqual(given, expected);
-    res.writeHead(ok ? 200 : 401).end();
-  });
-});
-server.listen(0, "127.0.0.1", () => process.send({ port: server.address().port }));
-`;
 
 async function burst(url: string, n: number, text: (i: number) => string, tag: string): Promise<number[]> {
   const bodies = Array.from({ length: n }, (_, i) =>
@@ -88,11 +66,8 @@ async function burst(url: string, n: number, text: (i: number) => string, tag: s
 
 async function main(): Promise<number> {
   const fake = await new FakeSlack().start();
-  const dataDir = await mkdtemp(join(tmpdir(), "dispatch-bench-slack-"));
-  const key = newAdminKey();
-  const server = await startServerProcess({
-    dataDir,
-    key,
+  const server = await startDispatchProcess({
+    bench: "slack",
     env: {
       SLACK_BOT_TOKEN: fake.token,
       SLACK_SIGNING_SECRET: SECRET,
@@ -100,14 +75,17 @@ async function main(): Promise<number> {
       DISPATCH_LOG_LEVEL: "info",
     },
   });
-  const bare = await startBareServer(BARE_ACK, { SECRET }, "/slack/events");
+  const bare = await startBareServer(new URL("./bare-ack.ts", import.meta.url), {
+    env: { BENCH_SIGNING_SECRET: SECRET },
+  });
   try {
     const dispatchUrl = `${server.url}/slack/events`;
+    const bareUrl = `${bare.url}/slack/events`;
     for (let w = 0; w < WARMUP_BURSTS; w++) {
       await burst(dispatchUrl, CONCURRENCY, () => "help", `W${w}x`);
-      await burst(bare.url, CONCURRENCY, () => "help", `W${w}x`);
+      await burst(bareUrl, CONCURRENCY, () => "help", `W${w}x`);
     }
-    const baseline = latencySummary(await burst(bare.url, CONCURRENCY, (i) => `$ echo bench ${i}`, "B"));
+    const baseline = latencySummary(await burst(bareUrl, CONCURRENCY, (i) => `$ echo bench ${i}`, "B"));
     const measured = latencySummary(await burst(dispatchUrl, CONCURRENCY, (i) => `$ echo bench ${i}`, "M"));
 
     const runs = await waitFor(
@@ -135,10 +113,9 @@ async function main(): Promise<number> {
     );
     return runs === CONCURRENCY ? 0 : 1;
   } finally {
-    bare.child.kill("SIGKILL");
-    await stopServerProcess(server);
+    await bare.child.stop();
+    await server.stop();
     await fake.stop();
-    await rm(dataDir, { recursive: true, force: true });
   }
 }
 

@@ -1,9 +1,8 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { Agent, request } from "node:http";
 
 /**
- * What the acknowledgement benchmarks (bench/slack, bench/github) share: kept-alive POSTs, latency
- * percentiles, and a bare node:http baseline that verifies the signature the same way and answers.
+ * What the acknowledgement benchmarks (bench/slack, bench/github) share: kept-alive POSTs and latency
+ * percentiles. Their baselines (bare-ack.ts beside each) are started with startBareServer.
  */
 
 /** POSTs over kept-alive connections (opened by a warm-up): the benches measure answers, not TCP set-up. */
@@ -29,24 +28,4 @@ export function percentile(sorted: number[], p: number): number {
 export function latencySummary(samples: number[]) {
   const sorted = [...samples].sort((a, b) => a - b);
   return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? Number.NaN };
-}
-
-/**
- * Starts `source` (CommonJS that listens on 127.0.0.1 and sends `{port}` over IPC) in a child process
- * with `env`; returns it and the URL of `path` on it.
- */
-export async function startBareServer(
-  source: string,
-  env: Record<string, string>,
-  path: string,
-): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ["-e", source], {
-    env: { PATH: process.env.PATH ?? "", ...env },
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-  });
-  const port = await new Promise<number>((resolve, reject) => {
-    child.once("message", (m) => resolve((m as { port: number }).port));
-    child.once("exit", (code) => reject(new Error(`baseline exited with ${code}`)));
-  });
-  return { child, url: `http://127.0.0.1:${port}${path}` };
 }

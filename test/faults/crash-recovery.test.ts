@@ -145,7 +145,7 @@ describe("faults: the real server process", () => {
     expect((await first.exited).signal).toBe("SIGKILL");
     if ((await probeBwrap("bwrap")) === undefined) {
       // In the bubblewrap sandbox (--die-with-parent) the dead server's commands die with it.
-      await waitFor(() => !agentPids.some(isAlive), { timeoutMs: 5000, what: "sandboxed commands to die" });
+      await waitFor(() => !agentPids.some(isAlive), { timeoutMs: 15_000, what: "sandboxed commands to die" });
     } else {
       // A plain subprocess outlives it (own process group); the test kills them in afterEach.
       expect(agentPids.some(isAlive)).toBe(true);
@@ -216,7 +216,7 @@ describe("faults: the real server process", () => {
     expect(open.body.runs).toEqual([]);
   });
 
-  it("SIGTERM: exits 0 within the grace period, the run is ERROR worker_shutdown and a follow-up resumes it", async () => {
+  it("SIGTERM: exits 0 without waiting out the commands, the run is ERROR worker_shutdown and a follow-up resumes it", async () => {
     const fixture = await newFixture();
     const env = {
       DISPATCH_MAX_CONCURRENT_RUNS: "2",
@@ -235,19 +235,19 @@ describe("faults: the real server process", () => {
     });
     expect(pending.body.outcome).toBe("live_session");
 
-    const signalledAt = Date.now();
     first.child.kill("SIGTERM");
+    // Well inside the commands' 30 s: a shutdown that waited for them to finish would not exit by then
+    // (and after the restart below the run is ERROR worker_shutdown, not SUCCEEDED).
     const exit = await Promise.race([
       first.exited,
       new Promise<never>((_, reject) =>
-        setTimeout(() => reject(new Error(`no exit within 5 s of SIGTERM:\n${first.output()}`)), 5_000),
+        setTimeout(() => reject(new Error(`no exit within 15 s of SIGTERM:\n${first.output()}`)), 15_000),
       ),
     ]);
     expect(exit, first.output()).toEqual({ code: 0, signal: null });
-    expect(Date.now() - signalledAt).toBeLessThan(5_000);
     // The graceful path stops the agent's process group; nothing is orphaned.
     await waitFor(() => !pids.some(isAlive) && runProcesses(runId).length === 0, {
-      timeoutMs: 2_000,
+      timeoutMs: 15_000,
       what: "the run's processes to be gone after shutdown",
     });
 
@@ -282,7 +282,7 @@ describe("faults: the real server process", () => {
 });
 
 describe("faults: cancel", () => {
-  it("stops the agent's process within 2 s and leaves the run CANCELLED", async () => {
+  it("stops the agent's process and leaves the run CANCELLED", async () => {
     const t = await startTestDispatch({ DISPATCH_POLL_INTERVAL_MS: "100" });
     inProcess.push(t);
     const marker = `marker-${randomUUID()}`;
@@ -300,7 +300,6 @@ describe("faults: cancel", () => {
     expect(pids.map((pid) => readCmdline(pid))).toContain("sleep 60");
 
     const cancel = await t.api("POST", `/api/v1/agent/runs/${runId}/cancel`);
-    const cancelledAt = Date.now();
     expect(cancel.status, cancel.text).toBe(200);
     expect(cancel.body).toBe(runId);
     // CANCELLED when the response is sent …
@@ -308,12 +307,11 @@ describe("faults: cancel", () => {
     expect(run.state).toBe("CANCELLED");
     expect(run.status_message).toMatchObject({ error_code: "cancelled", retryable: false });
     expect(run.status_message.message).toEqual(expect.any(String));
-    // … and its process is gone within 2 s.
+    // … and every process of the run is gone, well inside the sleep's 60 s: killed, not waited out.
     await waitFor(() => !pids.some(isAlive) && runProcesses(runId).length === 0, {
-      timeoutMs: Math.max(0, cancelledAt + 2_000 - Date.now()),
+      timeoutMs: 15_000,
       what: "the run's sleep to be killed",
     });
-    expect(Date.now() - cancelledAt).toBeLessThanOrEqual(2_000);
 
     // The execution winds down without overwriting the cancel.
     await waitFor(() => t.dispatch.executor!.activeRuns === 0, { what: "the execution to end" });

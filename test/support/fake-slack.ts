@@ -22,6 +22,7 @@ export class FakeSlack {
   private readonly failures = new Map<string, ScriptedFailure[]>();
   private ts = 1_700_000_000;
   private readonly messages = new Map<string, Record<string, unknown>>();
+  private readonly held = new Map<string, Promise<void>>();
 
   readonly token: string;
 
@@ -51,6 +52,22 @@ export class FakeSlack {
     this.failures.set(method, [...(this.failures.get(method) ?? []), ...failures]);
   }
 
+  /**
+   * Calls of `method` are received (and recorded in `calls`) but not answered until the returned
+   * function is called: a test can then show what happens while that Slack work is still pending.
+   */
+  holdBack(method: string): () => void {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    this.held.set(method, gate);
+    return () => {
+      if (this.held.get(method) === gate) this.held.delete(method);
+      release();
+    };
+  }
+
   /** Successful calls of `method` (failed attempts are in `calls` but not here). */
   succeeded(method: string): SlackCall[] {
     return this.calls.filter((c) => c.method === method && (c as SlackCall & { ok?: boolean }).ok);
@@ -74,6 +91,7 @@ export class FakeSlack {
     const token = auth?.startsWith("Bearer ") ? auth.slice(7) : (args.token as string | undefined);
     const call: SlackCall & { ok?: boolean } = { method, token, args, at: Date.now() };
     this.calls.push(call);
+    await this.held.get(method);
     if (token !== this.token) return { status: 200, headers: {}, body: { ok: false, error: "invalid_auth" } };
     const failure = this.failures.get(method)?.shift();
     if (failure) {

@@ -93,7 +93,7 @@ describe("builtin harness through the executor (MockLanguageModelV4)", () => {
     expect(JSON.stringify(m.calls[1]!.prompt.at(-1))).toContain("Actually, use Python");
   });
 
-  it("cancels during a long tool call: CANCELLED, and the process gone within 2 s", async () => {
+  it("cancels during a long tool call: CANCELLED, and the process gone", async () => {
     const m = script("cancel", [
       { calls: [{ tool: "shell", input: { command: "echo $$ > pid; sleep 30" } }] },
     ]);
@@ -101,7 +101,6 @@ describe("builtin harness through the executor (MockLanguageModelV4)", () => {
     const pid = await waitFor(async () => Number(await readFile(ws(t, id, "pid"), "utf8")) || undefined, {
       what: "the command to start",
     });
-    const cancelled = Date.now();
     expect((await t.api("POST", `/api/v1/agent/runs/${id}/cancel`)).status).toBe(200);
     await waitFor(
       () => {
@@ -112,9 +111,9 @@ describe("builtin harness through the executor (MockLanguageModelV4)", () => {
           return true;
         }
       },
-      { timeoutMs: 2000, what: "the sleep's process group to be gone" },
+      // Well inside the sleep's 30 s: only the kill ends it this soon.
+      { timeoutMs: 15_000, what: "the sleep's process group to be gone" },
     );
-    expect(Date.now() - cancelled).toBeLessThan(2000);
     expect((await t.api("GET", `/api/v1/agent/runs/${id}`)).body.state).toBe("CANCELLED");
     expect(m.calls).toHaveLength(1);
   });
@@ -245,7 +244,7 @@ describe("builtin harness with configured providers", () => {
           return true;
         }
       },
-      { timeoutMs: 3000, what: "the MCP server process to exit" },
+      { timeoutMs: 15_000, what: "the MCP server process to exit" },
     );
   });
 

@@ -1,8 +1,8 @@
-import { createServer } from "node:http";
+import { serveBare } from "../support/bare-server.ts";
 
 /**
- * The baseline of the API benchmark: the least a Node.js HTTP JSON endpoint can do. Started as a child
- * process by run.ts (so it gets a core of its own, like Dispatch does); it reports its port over IPC.
+ * The baseline of the API benchmark: the least a Node.js HTTP JSON endpoint can do. run.ts starts it with
+ * startBareServer (bench/support/bare-server.ts).
  *
  * The body is a RunItem-shaped object of about the size GET /api/v1/agent/runs/{id} returns, serialised
  * on every request, as a real handler would.
@@ -38,7 +38,7 @@ const RUN = {
   metadata: { ci_job: "482913" },
 };
 
-const server = createServer((_req, res) => {
+serveBare((_req, res) => {
   const body = JSON.stringify(RUN);
   res.writeHead(200, {
     "content-type": "application/json; charset=utf-8",
@@ -46,13 +46,3 @@ const server = createServer((_req, res) => {
   });
   res.end(body);
 });
-
-server.listen(0, "127.0.0.1", () => {
-  const address = server.address();
-  if (typeof address !== "object" || !address) throw new Error("bare server: no address");
-  process.send?.({ port: address.port });
-});
-
-// The parent going away (even abruptly) must not leave this server behind.
-process.on("disconnect", () => process.exit(0));
-process.on("SIGTERM", () => process.exit(0));
