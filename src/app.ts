@@ -2,15 +2,17 @@ import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { Metrics } from "./api/metrics.ts";
+import { runRoutes } from "./api/routes/runs.ts";
+import { systemRoutes } from "./api/routes/system.ts";
 import { buildServer } from "./api/server.ts";
 import { ensureAdminKey } from "./auth/bootstrap.ts";
 import type { Config } from "./config.ts";
-import { createSandboxProvider, type SandboxProvider } from "./executor/bwrap-sandbox.ts";
 import { Executor } from "./executor/executor.ts";
 import { HarnessRegistry } from "./executor/harness.ts";
 import { BuiltinHarness, type BuiltinHarnessOptions } from "./executor/harnesses/builtin/builtin-harness.ts";
 import { configModelResolver } from "./executor/harnesses/builtin/models.ts";
 import { ScriptedHarness } from "./executor/harnesses/scripted.ts";
+import { createSandboxProvider, type SandboxProvider } from "./executor/sandbox-provider.ts";
 import { SkillResolver } from "./executor/skills.ts";
 import {
   createGitHubIntegration,
@@ -39,6 +41,7 @@ import { RunService } from "./runs/run-service.ts";
 import { inProcessRunsApiFor, type RunsApi } from "./runs/runs-api.ts";
 import { SqliteStore } from "./store/sqlite/sqlite-store.ts";
 import type { Store } from "./store/store.ts";
+import { sessionPage } from "./web/session-page.ts";
 
 const HOUSEKEEPING_MS = 60 * 60 * 1000;
 const DAY_MS = 24 * 3600_000;
@@ -116,13 +119,16 @@ export async function startDispatch(
   let publicUrl = config.publicUrl ?? "";
   const metrics = new Metrics(store);
   const server = buildServer({
+    apiKeys: store,
     runService,
     metrics,
     logger: log,
     rateLimit: { perMinute: config.rateLimitPerMinute, burst: config.rateLimitBurst },
-    publicUrl: () => publicUrl,
     isAccepting: () => accepting,
   });
+  server.register(systemRoutes, { runService, metrics, isAccepting: () => accepting });
+  server.register(runRoutes, { runService, publicUrl: () => publicUrl });
+  server.register(sessionPage, { runService });
   // Slack: the app answers POST /slack/events (or connects in Socket Mode); the notifier reports back.
   // Remote mode: the integrations and the notifier front another Dispatch instead of this one.
   const remoteRuns = config.runService

@@ -121,8 +121,6 @@ const BuiltinSettingsSchema = z
   })
   .strict();
 
-// --- GitHub (issue 4) ---------------------------------------------------------------------------
-
 /** The `github:` section: who may act through issue and pull-request comments. */
 const GitHubSettingsSchema = z
   .object({
@@ -134,8 +132,6 @@ const GitHubSettingsSchema = z
   .strict();
 
 export type GitHubSettings = z.infer<typeof GitHubSettingsSchema>;
-
-// --- end GitHub ------------------------------------------------------------------------------------
 
 const SettingsSchema = z
   .object({

@@ -1,7 +1,6 @@
 import { existsSync } from "node:fs";
 import { readdir, rm, writeFile } from "node:fs/promises";
 import { relative } from "node:path";
-import type { Logger } from "pino";
 import type { EnvironmentSettings } from "../config-file.ts";
 import type { RunEventType } from "../model/run.ts";
 import { displayUrl, gitClone, repoDirName } from "./git.ts";
@@ -18,7 +17,6 @@ export interface PrepareContext {
   sandbox: Sandbox;
   signal: AbortSignal;
   emit(type: RunEventType, data: Record<string, unknown>): Promise<void>;
-  log: Logger;
   /** Where tokens are read from (process.env). */
   env?: NodeJS.ProcessEnv;
 }

@@ -29,6 +29,7 @@ export interface ExecutorOptions {
 export class Executor {
   readonly workerId = `${hostname()}:${process.pid}:${uuidv7().slice(-8)}`;
   private readonly opts: ExecutorOptions;
+  private readonly log: Logger;
   private readonly active = new Map<string, RunExecution>();
   private running = false;
   private filling = false;
@@ -37,6 +38,7 @@ export class Executor {
 
   constructor(opts: ExecutorOptions) {
     this.opts = opts;
+    this.log = opts.log.child({ component: "executor" });
   }
 
   get activeRuns(): number {
@@ -91,10 +93,10 @@ export class Executor {
     try {
       const changed = await this.opts.store.recoverExpiredLeases();
       for (const run of changed) {
-        this.opts.log.warn({ runId: run.id, state: run.state }, "recovered a run whose worker lease expired");
+        this.log.warn({ runId: run.id, state: run.state }, "recovered a run whose worker lease expired");
       }
     } catch (err) {
-      this.opts.log.error({ err }, "lease recovery failed");
+      this.log.error({ err }, "lease recovery failed");
     }
   }
 
@@ -130,7 +132,7 @@ export class Executor {
         }
       } while (this.fillAgain && this.running);
     } catch (err) {
-      this.opts.log.error({ err }, "claiming runs failed; retrying at the next tick");
+      this.log.error({ err }, "claiming runs failed; retrying at the next tick");
     } finally {
       this.filling = false;
     }

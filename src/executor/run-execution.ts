@@ -2,10 +2,11 @@ import type { Logger } from "pino";
 import type { EnvironmentSettings } from "../config-file.ts";
 import type { RunEvent, RunRecord } from "../model/run.ts";
 import type { RunPatch, Store } from "../store/store.ts";
-import type { SandboxProvider } from "./bwrap-sandbox.ts";
 import { prepareEnvironment } from "./environments.ts";
 import type { HarnessOutcome, HarnessRegistry } from "./harness.ts";
-import { PlainSandbox, type Sandbox } from "./sandbox.ts";
+import { PlainSandbox } from "./plain-sandbox.ts";
+import type { Sandbox } from "./sandbox.ts";
+import type { SandboxProvider } from "./sandbox-provider.ts";
 import { joinBasePrompt, type SkillResolver } from "./skills.ts";
 import { prepareWorkspace } from "./workspace.ts";
 
@@ -17,6 +18,7 @@ export interface ExecutionDeps {
   leaseMs: number;
   /** How often the lease is renewed and ownership re-checked (the backstop for missed signals). */
   heartbeatMs: number;
+  /** The service's logger: the execution logs as the executor, the harness as itself. */
   log: Logger;
   /** Where the run's commands execute (bubblewrap or a plain subprocess); plain when absent. */
   sandboxes?: SandboxProvider;
@@ -38,13 +40,15 @@ export class RunExecution {
   readonly done: Promise<void>;
   private readonly controller = new AbortController();
   private readonly deps: ExecutionDeps;
+  private readonly log: Logger;
   private followupHint = true;
 
   constructor(run: RunRecord, deps: ExecutionDeps) {
     this.run = run;
     this.deps = deps;
+    this.log = deps.log.child({ component: "executor", runId: run.id });
     this.done = this.execute().catch((err) => {
-      deps.log.error({ err, runId: run.id }, "execution crashed");
+      this.log.error({ err }, "execution crashed");
     });
   }
 
@@ -57,7 +61,7 @@ export class RunExecution {
   }
 
   private async execute(): Promise<void> {
-    const { store, workerId, log } = this.deps;
+    const { store, workerId } = this.deps;
     const run = this.run;
     const signal = this.controller.signal;
 
@@ -121,7 +125,6 @@ export class RunExecution {
           sandbox,
           signal,
           emit: (type, data) => this.emit(type, data),
-          log: log.child({ runId: run.id }),
         });
         if (!prepared.ok) {
           if (!prepared.aborted) await this.failBeforeStart(prepared.message, prepared.errorCode);
@@ -150,11 +153,11 @@ export class RunExecution {
             emit: (type, data) => this.emit(type, data),
             takeFollowups: () => this.takeFollowups(),
             transcript: () => this.transcript(),
-            log: log.child({ runId: run.id }),
+            log: this.deps.log.child({ runId: run.id }),
           });
         } catch (err) {
           if (signal.aborted) return;
-          log.error({ err, runId: run.id }, "harness failed");
+          this.log.error({ err }, "harness failed");
           await this.finish(undefined, err);
           return;
         }
@@ -169,9 +172,7 @@ export class RunExecution {
         input = pending;
       }
     } finally {
-      await sandbox
-        ?.close?.()
-        .catch((err) => log.warn({ err, runId: run.id }, "releasing the sandbox failed"));
+      await sandbox?.close?.().catch((err) => this.log.warn({ err }, "releasing the sandbox failed"));
       clearInterval(heartbeat);
       store.signals.off("run_changed", onChange);
       store.signals.off("followup_added", onFollowup);
@@ -277,7 +278,7 @@ export class RunExecution {
 
   /** A heartbeat or ownership check failed (the store is unreachable): the next tick tries again. */
   private backgroundFailed(err: unknown): void {
-    this.deps.log.warn({ err, runId: this.run.id }, "lease heartbeat failed; retrying at the next tick");
+    this.log.warn({ err }, "lease heartbeat failed; retrying at the next tick");
   }
 
   private async heartbeat(): Promise<void> {

@@ -1,8 +1,6 @@
 import { realpath } from "node:fs/promises";
 import { isAbsolute, relative, resolve } from "node:path";
-import type { RunCgroup } from "./cgroups.ts";
-import { type CommandResult, runArgvInProcessGroup } from "./process-group.ts";
-import { sandboxEnv } from "./workspace.ts";
+import type { CommandResult } from "./process-group.ts";
 
 export interface SandboxExecOptions {
   timeoutMs: number;
@@ -30,38 +28,6 @@ export interface Sandbox {
   resolvePath(path: string): Promise<string>;
   /** Releases what the sandbox holds (its cgroup) once the execution is over; exec must not follow. */
   close?(): Promise<void>;
-}
-
-/** A plain subprocess in the workspace: the fallback where bubblewrap is not available. */
-export class PlainSandbox implements Sandbox {
-  readonly kind: string = "none";
-  readonly workspace: string;
-  private readonly runId: string;
-  private readonly cgroup: RunCgroup | undefined;
-
-  constructor(workspace: string, runId: string, opts: { cgroup?: RunCgroup } = {}) {
-    this.workspace = workspace;
-    this.runId = runId;
-    this.cgroup = opts.cgroup;
-  }
-
-  exec(command: string, opts: SandboxExecOptions): Promise<CommandResult> {
-    return runArgvInProcessGroup([...(this.cgroup?.enter ?? []), "bash", "-c", command], {
-      cwd: this.workspace,
-      env: sandboxEnv(this.workspace, this.runId),
-      timeoutMs: opts.timeoutMs,
-      signal: opts.signal,
-      ...(opts.outputLimit !== undefined ? { outputLimit: opts.outputLimit } : {}),
-    });
-  }
-
-  async resolvePath(path: string): Promise<string> {
-    return resolveInside(this.workspace, path);
-  }
-
-  async close(): Promise<void> {
-    await this.cgroup?.remove();
-  }
 }
 
 export class PathOutsideWorkspaceError extends Error {}

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import type { LanguageModelV4CallOptions, LanguageModelV4StreamPart } from "@ai-sdk/provider";
 import { MockLanguageModelV4 } from "ai/test";
 import type { HarnessContext } from "../../../src/executor/harness.ts";
-import { PlainSandbox } from "../../../src/executor/sandbox.ts";
+import { PlainSandbox } from "../../../src/executor/plain-sandbox.ts";
 import { createLogger } from "../../../src/log.ts";
 import type { AgentConfig, RunEvent, RunEventType, RunRecord } from "../../../src/model/run.ts";
 

@@ -11,7 +11,9 @@ import type { Harness, HarnessContext, HarnessOutcome } from "../../harness.ts";
 import { historyFromTranscript, usageFromTranscript } from "./history.ts";
 import { connectMcpServers, type McpConnection, McpStartError } from "./mcp.ts";
 import { ModelConfigError, type ModelResolver, type ResolvedModel } from "./models.ts";
-import { createTools, type ToolLimits, type ToolOutput } from "./tools.ts";
+import { createTools } from "./tools/create-tools.ts";
+import type { ToolLimits } from "./tools/tool-context.ts";
+import type { ToolOutput } from "./tools/tool-output.ts";
 
 export interface BuiltinHarnessOptions {
   /** model_id → model; built from server configuration, injected in tests. */
@@ -143,6 +145,7 @@ export class BuiltinHarness implements Harness {
     messages: ReturnType<typeof historyFromTranscript>,
     limits: { timedOut: () => HarnessOutcome | undefined },
   ): Promise<HarnessOutcome> {
+    const log = ctx.log.child({ component: "builtin-harness" });
     const maxSteps = this.opts.maxSteps ?? DEFAULT_MAX_STEPS;
     const callId = randomBytes(4).toString("hex");
     const steering = experimental_createSteering();
@@ -164,9 +167,7 @@ export class BuiltinHarness implements Harness {
         // step they stay waiting instead, so the executor hands them to a new turn.
         if (stepsDone >= maxSteps || signal.aborted) return;
         for (const message of await ctx.takeFollowups()) {
-          steering
-            .steer(message)
-            .catch((err: unknown) => ctx.log.warn({ err }, "steering a follow-up failed"));
+          steering.steer(message).catch((err: unknown) => log.warn({ err }, "steering a follow-up failed"));
         }
       },
     });

@@ -1,6 +1,6 @@
 import type { ModelMessage, ToolModelMessage } from "ai";
 import type { RequestUsage, RunEvent } from "../../../model/run.ts";
-import { formatForModel, type ToolOutput } from "./tools.ts";
+import { formatForModel, type ToolOutput } from "./tools/tool-output.ts";
 
 /**
  * Rebuilds the conversation from a run's transcript, so that a follow-up execution continues where the

@@ -3,7 +3,7 @@ import { StdioMCPTransport } from "@ai-sdk/mcp/mcp-stdio";
 import { jsonSchema, type ToolSet, tool } from "ai";
 import type { McpServerConfig } from "../../../model/run.ts";
 import { sandboxEnv } from "../../workspace.ts";
-import { capText, formatForModel, type ToolOutput } from "./tools.ts";
+import { capText, formatForModel, type ToolOutput } from "./tools/tool-output.ts";
 
 /** A configured MCP server that could not be started or listed: the run fails naming it. */
 export class McpStartError extends Error {

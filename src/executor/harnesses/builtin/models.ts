@@ -2,31 +2,7 @@ import { createAnthropic } from "@ai-sdk/anthropic";
 import { createOpenAI } from "@ai-sdk/openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import type { LanguageModelV4 } from "@ai-sdk/provider";
-
-/**
- * Which models the builtin harness can reach, from the Dispatch process's own configuration
- * (environment variables and dispatch.config.yaml). Keys live here only: they are never handed to a
- * run's sandbox.
- */
-export interface ModelsConfig {
-  /** DISPATCH_DEFAULT_MODEL: used when a run names no model (filled in at create time). */
-  defaultModel?: string | undefined;
-  /** Named aliases → `provider/model` (or another alias), from `models.aliases`. */
-  aliases: Record<string, string>;
-  anthropic: { apiKey?: string | undefined; baseUrl?: string | undefined };
-  openai: { apiKey?: string | undefined; baseUrl?: string | undefined };
-  /** Any chat-completions endpoint (Ollama, vLLM, llama.cpp server, LM Studio). */
-  openaiCompatible: { baseUrl?: string | undefined; apiKey?: string | undefined };
-}
-
-export const EMPTY_MODELS_CONFIG: ModelsConfig = {
-  aliases: {},
-  anthropic: {},
-  openai: {},
-  openaiCompatible: {},
-};
-
-export const PROVIDERS = ["anthropic", "openai", "openai-compatible"] as const;
+import { MODEL_PROVIDERS, type ModelsConfig } from "../../../models-config.ts";
 
 /** A model the run cannot use, with a message that says exactly what to configure. */
 export class ModelConfigError extends Error {
@@ -79,7 +55,7 @@ export function canonicalModelId(modelId: string | undefined, config: ModelsConf
     );
   }
   const provider = id.slice(0, slash);
-  if (!(PROVIDERS as readonly string[]).includes(provider)) {
+  if (!(MODEL_PROVIDERS as readonly string[]).includes(provider)) {
     throw new ModelConfigError(
       `unknown model provider "${provider}" in model_id "${requested}": use anthropic/<model>, openai/<model> or openai-compatible/<model>, or an alias${aliasHint}`,
       "unknown_provider",

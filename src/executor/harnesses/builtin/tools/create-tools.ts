@@ -1,0 +1,38 @@
+import type { ToolSet } from "ai";
+import type { Sandbox } from "../../../sandbox.ts";
+import { editFileTool } from "./edit-file.ts";
+import { listFilesTool } from "./list-files.ts";
+import { readFileTool } from "./read-file.ts";
+import { searchFilesTool } from "./search-files.ts";
+import { shellTool } from "./shell.ts";
+import { DEFAULT_TOOL_LIMITS, type ToolContext, type ToolLimits } from "./tool-context.ts";
+import { WorkspacePaths } from "./workspace-paths.ts";
+import { writeFileTool } from "./write-file.ts";
+
+export interface CreateToolsOptions {
+  sandbox: Sandbox;
+  signal: AbortSignal;
+  limits?: Partial<ToolLimits>;
+}
+
+/**
+ * The agent's tools. Every command runs through the run's sandbox and every path goes through
+ * `sandbox.resolvePath`, which refuses anything outside the workspace (symlinks included); directory
+ * walks never follow symlinks. Outputs are capped and the cap is stated to the model.
+ */
+export function createTools(opts: CreateToolsOptions): ToolSet {
+  const ctx: ToolContext = {
+    sandbox: opts.sandbox,
+    signal: opts.signal,
+    limits: { ...DEFAULT_TOOL_LIMITS, ...opts.limits },
+    paths: new WorkspacePaths(opts.sandbox),
+  };
+  return {
+    shell: shellTool(ctx),
+    read_file: readFileTool(ctx),
+    write_file: writeFileTool(ctx),
+    edit_file: editFileTool(ctx),
+    list_files: listFilesTool(ctx),
+    search_files: searchFilesTool(ctx),
+  };
+}
