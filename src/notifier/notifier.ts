@@ -36,8 +36,7 @@ export const DEFAULT_NOTIFIER_OPTIONS: NotifierOptions = {
   outbox: {},
 };
 
-// Named when only Slack was served; kept so that an upgraded install does not re-read every run.
-const CURSOR = "slack";
+const CURSOR = "notifier";
 const EPOCH = "1970-01-01T00:00:00.000Z";
 
 /**
@@ -251,7 +250,7 @@ export class Notifier {
     });
     if (recorded) {
       this.log.debug(
-        { run_id: run.run_id, state: run.state, card: cardChanged, final: needFinal },
+        { runId: run.run_id, state: run.state, card: cardChanged, final: needFinal },
         "card change",
       );
     }

@@ -166,7 +166,7 @@ export class OutboxDeliverer {
   }
 
   private async deliver(row: OutboxRow): Promise<void> {
-    const log = this.log.child({ outbox_id: row.id, run_id: row.runId, kind: row.kind, key: row.dedupeKey });
+    const log = this.log.child({ outboxId: row.id, runId: row.runId, kind: row.kind, key: row.dedupeKey });
     const o = this.opts;
     let attempt = row.attempts;
     try {

@@ -1,0 +1,147 @@
+import { mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { dirname } from "node:path";
+import { DatabaseSync, type StatementSync } from "node:sqlite";
+import { fileURLToPath } from "node:url";
+import { StoreSignals } from "../signals.ts";
+
+const MIGRATIONS_DIR = fileURLToPath(new URL("./migrations/", import.meta.url));
+
+/**
+ * The connection every statement family works on: the node:sqlite handle with its pragmas, the cache of
+ * prepared statements, group commit (`grouped`) and plain transactions (`tx`), and the signals published
+ * once a change has committed.
+ */
+export class Database {
+  readonly handle: DatabaseSync;
+  readonly signals = new StoreSignals();
+  private readonly statements = new Map<string, StatementSync>();
+  private pending: Array<{
+    work: () => unknown;
+    resolve: (value: unknown) => void;
+    reject: (err: unknown) => void;
+  }> = [];
+
+  constructor(path: string, opts: { busyTimeoutMs?: number } = {}) {
+    if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+    this.handle = new DatabaseSync(path);
+    this.handle.exec("PRAGMA journal_mode = WAL");
+    // FULL: a run is on disk, not only in the WAL buffer, before its creation is acknowledged.
+    this.handle.exec("PRAGMA synchronous = FULL");
+    // node:sqlite waits synchronously: keep this short, another process holds the lock only briefly.
+    this.handle.exec(`PRAGMA busy_timeout = ${Math.trunc(opts.busyTimeoutMs ?? 2000)}`);
+    this.handle.exec("PRAGMA foreign_keys = ON");
+    // Reads through a memory map skip a pread per page: run lookups are random over the whole table.
+    this.handle.exec("PRAGMA mmap_size = 268435456");
+  }
+
+  /** The prepared statement for `text`, prepared once and cached. */
+  sql(text: string): StatementSync {
+    let stmt = this.statements.get(text);
+    if (!stmt) {
+      stmt = this.handle.prepare(text);
+      this.statements.set(text, stmt);
+    }
+    return stmt;
+  }
+
+  /**
+   * Group commit: writes that arrive in the same event-loop turn share one transaction and so one fsync
+   * (synchronous=FULL makes each COMMIT wait for the disk). Each write runs in its own savepoint, so one
+   * failing write does not undo the others; every caller is answered only after the COMMIT.
+   */
+  grouped<T>(work: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.pending.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      if (this.pending.length === 1) setImmediate(() => this.flush());
+    });
+  }
+
+  private flush(): void {
+    const batch = this.pending;
+    this.pending = [];
+    const results: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+    try {
+      this.handle.exec("BEGIN IMMEDIATE");
+    } catch (error) {
+      for (const item of batch) item.reject(error);
+      return;
+    }
+    for (const item of batch) {
+      this.handle.exec("SAVEPOINT write");
+      try {
+        results.push({ ok: true, value: item.work() });
+        this.handle.exec("RELEASE write");
+      } catch (error) {
+        this.handle.exec("ROLLBACK TO write");
+        this.handle.exec("RELEASE write");
+        results.push({ ok: false, error });
+      }
+    }
+    try {
+      this.handle.exec("COMMIT");
+    } catch (error) {
+      if (this.handle.isTransaction) this.handle.exec("ROLLBACK");
+      for (const item of batch) item.reject(error);
+      return;
+    }
+    batch.forEach((item, i) => {
+      const result = results[i]!;
+      if (result.ok) item.resolve(result.value);
+      else item.reject(result.error);
+    });
+  }
+
+  tx<T>(fn: () => T): T {
+    if (this.handle.isTransaction) return fn();
+    this.handle.exec("BEGIN IMMEDIATE");
+    try {
+      const out = fn();
+      this.handle.exec("COMMIT");
+      return out;
+    } catch (err) {
+      this.handle.exec("ROLLBACK");
+      throw err;
+    }
+  }
+
+  close(): void {
+    if (this.handle.isOpen) this.handle.close();
+  }
+}
+
+/** Applies, in order, each numbered file of migrations/ that schema_migrations does not list yet. */
+export function migrate(db: Database): void {
+  db.handle.exec(
+    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
+  );
+  const files = readdirSync(MIGRATIONS_DIR)
+    .filter((f) => /^\d+_.*\.sql$/.test(f))
+    .sort();
+  for (const file of files) {
+    const version = Number.parseInt(file, 10);
+    db.tx(() => {
+      if (db.sql("SELECT 1 FROM schema_migrations WHERE version = ?").get(version)) return;
+      db.handle.exec(readFileSync(MIGRATIONS_DIR + file, "utf8"));
+      db.sql("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)").run(
+        version,
+        file,
+        new Date().toISOString(),
+      );
+    });
+  }
+}
+
+export function ping(db: Database): void {
+  db.sql("SELECT 1").get();
+}
+
+export function classifyError(err: unknown): "conflict" | "unavailable" | undefined {
+  const e = err as { code?: string; errcode?: number };
+  if (e?.code === "ERR_INVALID_STATE") return "unavailable"; // the database was closed
+  if (e?.code !== "ERR_SQLITE_ERROR" || typeof e.errcode !== "number") return undefined;
+  const primary = e.errcode & 0xff;
+  if (primary === 5 || primary === 6) return "conflict"; // SQLITE_BUSY, SQLITE_LOCKED: another writer
+  // SQLITE_CORRUPT, SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN, SQLITE_READONLY, SQLITE_NOTADB
+  if ([8, 10, 11, 13, 14, 26].includes(primary)) return "unavailable";
+  return undefined;
+}

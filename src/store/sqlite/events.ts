@@ -1,0 +1,55 @@
+import type { RunEvent, RunEventType } from "../../model/run.ts";
+import type { Database } from "./database.ts";
+import { iso, type Row } from "./rows.ts";
+
+/** The transcript: run events numbered by the run's own sequence. */
+
+export async function appendEvent(
+  db: Database,
+  runId: string,
+  type: RunEventType,
+  data: Record<string, unknown>,
+): Promise<RunEvent> {
+  const event = await db.grouped(() => insertEvent(db, runId, type, data, iso(Date.now())));
+  db.signals.emit("event_appended", runId, event.seq);
+  return event;
+}
+
+export async function listEvents(
+  db: Database,
+  runId: string,
+  after: number,
+  limit: number,
+): Promise<RunEvent[]> {
+  const rows = db
+    .sql("SELECT seq, at, type, data FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?")
+    .all(runId, after, limit) as Row[];
+  return rows.map((r) => ({
+    seq: Number(r.seq),
+    at: String(r.at),
+    type: r.type as RunEventType,
+    data: JSON.parse(String(r.data)),
+  }));
+}
+
+export function insertEvent(
+  db: Database,
+  runId: string,
+  type: RunEventType,
+  data: Record<string, unknown>,
+  at: string,
+): RunEvent {
+  const row = db
+    .sql("UPDATE runs SET last_event_seq = last_event_seq + 1 WHERE id = ? RETURNING last_event_seq")
+    .get(runId) as Row | undefined;
+  if (!row) throw new Error(`run ${runId} does not exist`);
+  const seq = Number(row.last_event_seq);
+  db.sql("INSERT INTO run_events (run_id, seq, at, type, data) VALUES (?, ?, ?, ?, ?)").run(
+    runId,
+    seq,
+    at,
+    type,
+    JSON.stringify(data),
+  );
+  return { seq, at, type, data };
+}

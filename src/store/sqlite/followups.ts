@@ -1,0 +1,75 @@
+import type { FollowupOutcome, FollowupRecord, RunRecord } from "../../model/run.ts";
+import type { IdempotencyClaim, IdempotentResult } from "../store.ts";
+import type { Database } from "./database.ts";
+import { insertEvent } from "./events.ts";
+import { checkIdempotency, rememberResponse } from "./idempotency.ts";
+import { iso, type Row, toFollowup } from "./rows.ts";
+import { announce, applyTransition, teamRunState, touch } from "./runs.ts";
+
+/** Follow-ups: accepting one (routed by the run's state) and handing the waiting ones to an execution. */
+
+export async function addFollowup(
+  db: Database,
+  teamId: string,
+  runId: string,
+  f: { id: string; message: string; mode: string },
+  idem?: IdempotencyClaim,
+): Promise<IdempotentResult<{ followup: FollowupRecord; run: RunRecord }> | undefined> {
+  const result = await db.grouped(
+    (): IdempotentResult<{ followup: FollowupRecord; run: RunRecord }> | undefined => {
+      const state = teamRunState(db, teamId, runId);
+      if (!state) return undefined;
+      const seen = idem && checkIdempotency(db, idem);
+      if (seen) return seen;
+      const outcome: FollowupOutcome =
+        state === "QUEUED" ? "queued_prompt" : state === "INPROGRESS" ? "live_session" : "handoff_execution";
+      const now = iso(Date.now());
+      db.sql(
+        "INSERT INTO followups (id, run_id, message, mode, outcome, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+      ).run(f.id, runId, f.message, f.mode, outcome, now);
+      insertEvent(
+        db,
+        runId,
+        "followup",
+        { followup_id: f.id, message: f.message, mode: f.mode, outcome },
+        now,
+      );
+      const run =
+        outcome === "handoff_execution"
+          ? applyTransition(db, runId, "handoff", { eventData: { followup_id: f.id } })!
+          : touch(db, runId, now);
+      const followup = toFollowup(db.sql("SELECT * FROM followups WHERE id = ?").get(f.id) as Row);
+      const value = { followup, run };
+      const response = idem ? rememberResponse(db, idem, value) : undefined;
+      return { kind: "created", value, response };
+    },
+  );
+  if (result?.kind === "created") {
+    announce(db, result.value.run);
+    db.signals.emit("followup_added", runId);
+  }
+  return result;
+}
+
+export async function takePendingFollowups(
+  db: Database,
+  runId: string,
+  execution: number,
+): Promise<FollowupRecord[]> {
+  return db.grouped(() => takePending(db, runId, execution));
+}
+
+export function takePending(db: Database, runId: string, execution: number): FollowupRecord[] {
+  const rows = db
+    .sql("SELECT * FROM followups WHERE run_id = ? AND delivered_at IS NULL ORDER BY created_at, id")
+    .all(runId) as Row[];
+  const now = iso(Date.now());
+  for (const row of rows) {
+    db.sql("UPDATE followups SET delivered_at = ?, delivered_execution = ? WHERE id = ?").run(
+      now,
+      execution,
+      row.id!,
+    );
+  }
+  return rows.map((r) => toFollowup({ ...r, delivered_at: now, delivered_execution: execution }));
+}

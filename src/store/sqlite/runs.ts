@@ -1,0 +1,287 @@
+import type { SQLInputValue } from "node:sqlite";
+import type { RunRecord } from "../../model/run.ts";
+import { canApply, RUN_STATES, type RunState, type Trigger } from "../../model/run-state.ts";
+import type { IdempotencyClaim, IdempotentResult, RunListQuery, RunPatch } from "../store.ts";
+import type { Database } from "./database.ts";
+import { insertEvent } from "./events.ts";
+import { checkIdempotency, rememberResponse } from "./idempotency.ts";
+import { iso, json, type Row, toRun } from "./rows.ts";
+
+/**
+ * Runs: creation, reads, listing and counts, cancelling, and the lifecycle's compare-and-set
+ * (`applyTransition`) and change signals (`announce`) that the other families reuse.
+ */
+
+export async function createRun(
+  db: Database,
+  run: RunRecord,
+  idem?: IdempotencyClaim,
+): Promise<IdempotentResult<RunRecord>> {
+  const result = await db.grouped((): IdempotentResult<RunRecord> => {
+    if (idem) {
+      const seen = checkIdempotency(db, idem);
+      if (seen) return seen;
+    }
+    db.sql(
+      `INSERT INTO runs (id, team_id, title, prompt, state, created_at, updated_at, queued_at, started_at, finished_at,
+         run_time_ms, execution_started_at, execution, session_id, trigger_url, source, creator_uid, creator,
+         config_name, model_id, environment_id, skill_spec, agent_config, agent_skill, status_message, artifacts,
+         request_usage, metadata)
+       VALUES (?, ?, ?, ?, 'QUEUED', ?, ?, ?, NULL, NULL, 0, NULL, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, '[]', ?, ?)`,
+    ).run(
+      run.id,
+      run.teamId,
+      run.title,
+      run.prompt,
+      run.createdAt,
+      run.updatedAt,
+      run.createdAt,
+      run.sessionId,
+      run.triggerUrl,
+      run.source,
+      run.creator.uid,
+      JSON.stringify(run.creator),
+      run.agentConfig.name ?? null,
+      run.agentConfig.model_id ?? null,
+      run.agentConfig.environment_id ?? null,
+      run.agentConfig.skill_spec ?? null,
+      JSON.stringify(run.agentConfig),
+      run.agentSkill ? JSON.stringify(run.agentSkill) : null,
+      JSON.stringify(run.requestUsage),
+      JSON.stringify(run.metadata),
+    );
+    insertEvent(db, run.id, "state", { state: "QUEUED", previous: null }, run.createdAt);
+    const created = readRun(db, run.id)!;
+    const response = idem ? rememberResponse(db, idem, created) : undefined;
+    return { kind: "created", value: created, response };
+  });
+  if (result.kind === "created") {
+    db.signals.emit("run_changed", run.id);
+    db.signals.emit("run_queued", run.id);
+  }
+  return result;
+}
+
+export async function getRun(db: Database, teamId: string, runId: string): Promise<RunRecord | undefined> {
+  const row = db.sql("SELECT * FROM runs WHERE id = ? AND team_id = ?").get(runId, teamId) as Row | undefined;
+  return row ? toRun(row) : undefined;
+}
+
+export async function getRunBySession(db: Database, sessionId: string): Promise<RunRecord | undefined> {
+  const row = db.sql("SELECT * FROM runs WHERE session_id = ?").get(sessionId) as Row | undefined;
+  return row ? toRun(row) : undefined;
+}
+
+export async function listRuns(
+  db: Database,
+  teamId: string,
+  q: RunListQuery,
+): Promise<{ runs: RunRecord[]; hasMore: boolean }> {
+  const where: string[] = ["team_id = ?"];
+  const params: SQLInputValue[] = [teamId];
+  const column = { updated_at: "updated_at", created_at: "created_at", title: "title" }[q.sortBy];
+  const dir = q.sortOrder === "asc" ? "ASC" : "DESC";
+  if (q.states) {
+    if (q.states.length === 0) return { runs: [], hasMore: false };
+    where.push(`state IN (${q.states.map(() => "?").join(", ")})`);
+    params.push(...q.states);
+  }
+  const equal: Array<[string, string | undefined]> = [
+    ["config_name", q.name],
+    ["model_id", q.modelId],
+    ["creator_uid", q.creator],
+    ["source", q.source],
+    ["environment_id", q.environmentId],
+    ["skill_spec", q.skillSpec],
+  ];
+  for (const [col, value] of equal) {
+    if (value !== undefined) {
+      where.push(`${col} = ?`);
+      params.push(value);
+    }
+  }
+  const ranges: Array<[string, string | undefined]> = [
+    ["created_at >", q.createdAfter],
+    ["created_at <", q.createdBefore],
+    ["updated_at >", q.updatedAfter],
+  ];
+  for (const [condition, value] of ranges) {
+    if (value !== undefined) {
+      where.push(`${condition} ?`);
+      params.push(value);
+    }
+  }
+  if (q.q) {
+    where.push("(instr(lower(title), ?) > 0 OR instr(lower(prompt), ?) > 0)");
+    const needle = q.q.toLowerCase();
+    params.push(needle, needle);
+  }
+  if (q.after) {
+    where.push(`(${column}, id) ${dir === "ASC" ? ">" : "<"} (?, ?)`);
+    params.push(q.after.value, q.after.id);
+  }
+  // One cached statement per combination of filters in use: a bounded set, since values are bound.
+  const rows = db
+    .sql(`SELECT * FROM runs WHERE ${where.join(" AND ")} ORDER BY ${column} ${dir}, id ${dir} LIMIT ?`)
+    .all(...params, q.limit + 1) as Row[];
+  const hasMore = rows.length > q.limit;
+  return { runs: rows.slice(0, q.limit).map(toRun), hasMore };
+}
+
+export async function countRunsByState(db: Database): Promise<Record<RunState, number>> {
+  const counts = Object.fromEntries(RUN_STATES.map((s) => [s, 0])) as Record<RunState, number>;
+  for (const row of db.sql("SELECT state, COUNT(*) AS n FROM runs GROUP BY state").all() as Row[]) {
+    counts[row.state as RunState] = Number(row.n);
+  }
+  return counts;
+}
+
+export async function countActiveRuns(db: Database, upTo: number): Promise<number> {
+  const row = db
+    .sql("SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE state IN ('QUEUED', 'INPROGRESS') LIMIT ?)")
+    .get(upTo) as Row;
+  return Number(row.n);
+}
+
+export async function transition(
+  db: Database,
+  runId: string,
+  trigger: Trigger,
+  patch: RunPatch = {},
+  opts: { workerId?: string } = {},
+): Promise<RunRecord | undefined> {
+  const run = await db.grouped(() => applyTransition(db, runId, trigger, patch, opts.workerId));
+  if (run) announce(db, run);
+  return run;
+}
+
+export async function cancelRun(
+  db: Database,
+  teamId: string,
+  runId: string,
+  patch: RunPatch,
+  idem?: IdempotencyClaim,
+): Promise<IdempotentResult<RunRecord> | { kind: "refused"; state: RunState } | undefined> {
+  const result = await db.grouped(
+    (): IdempotentResult<RunRecord> | { kind: "refused"; state: RunState } | undefined => {
+      const state = teamRunState(db, teamId, runId);
+      if (!state) return undefined;
+      const seen = idem && checkIdempotency(db, idem);
+      if (seen) return seen;
+      const run = applyTransition(db, runId, "cancel", patch);
+      if (!run) return { kind: "refused", state };
+      return { kind: "created", value: run, response: idem ? rememberResponse(db, idem, run) : undefined };
+    },
+  );
+  if (result?.kind === "created") announce(db, result.value);
+  return result;
+}
+
+/** The state of the team's run, or undefined when the team has no such run. */
+export function teamRunState(db: Database, teamId: string, runId: string): RunState | undefined {
+  const row = db.sql("SELECT state FROM runs WHERE id = ? AND team_id = ?").get(runId, teamId) as
+    | Row
+    | undefined;
+  return row?.state as RunState | undefined;
+}
+
+export function readRun(db: Database, id: string): RunRecord | undefined {
+  const row = db.sql("SELECT * FROM runs WHERE id = ?").get(id) as Row | undefined;
+  return row ? toRun(row) : undefined;
+}
+
+/** The compare-and-set at the heart of the lifecycle; must run inside a transaction. */
+export function applyTransition(
+  db: Database,
+  runId: string,
+  trigger: Trigger,
+  patch: RunPatch,
+  workerId?: string,
+): RunRecord | undefined {
+  const run = readRun(db, runId);
+  if (!run || !canApply(trigger, run.state)) return undefined;
+  if (workerId !== undefined && run.workerId !== workerId) return undefined;
+  const now = Date.now();
+  const nowIso = iso(now);
+  const executionMs = run.executionStartedAt ? Math.max(0, now - Date.parse(run.executionStartedAt)) : 0;
+  let sets: Record<string, SQLInputValue>;
+  switch (trigger) {
+    case "succeed":
+    case "fail":
+    case "error":
+    case "cancel":
+      sets = {
+        state:
+          trigger === "cancel"
+            ? "CANCELLED"
+            : trigger === "succeed"
+              ? "SUCCEEDED"
+              : trigger === "fail"
+                ? "FAILED"
+                : "ERROR",
+        finished_at: nowIso,
+        run_time_ms: run.runTimeMs + executionMs,
+        execution_started_at: null,
+        worker_id: null,
+        lease_expires_at: null,
+      };
+      break;
+    case "handoff":
+      sets = {
+        state: "QUEUED",
+        finished_at: null,
+        status_message: null,
+        queued_at: nowIso,
+        execution: run.execution + 1,
+        requeue_count: 0,
+        agent_started: 0,
+      };
+      break;
+    case "requeue":
+      sets = {
+        state: "QUEUED",
+        worker_id: null,
+        lease_expires_at: null,
+        execution_started_at: null,
+        requeue_count: run.requeueCount + 1,
+      };
+      break;
+    case "claim":
+      throw new Error("claims go through claimNextRun");
+  }
+  sets.updated_at = nowIso;
+  if (patch.statusMessage !== undefined) sets.status_message = json(patch.statusMessage);
+  if (patch.requestUsage !== undefined) sets.request_usage = json(patch.requestUsage);
+  if (patch.artifacts !== undefined) sets.artifacts = json(patch.artifacts);
+  const columns = Object.keys(sets);
+  const res = db.handle
+    .prepare(`UPDATE runs SET ${columns.map((c) => `${c} = ?`).join(", ")} WHERE id = ? AND state = ?`)
+    .run(...columns.map((c) => sets[c]!), runId, run.state);
+  if (Number(res.changes) !== 1) return undefined;
+  const updated = readRun(db, runId)!;
+  insertEvent(
+    db,
+    runId,
+    "state",
+    {
+      state: updated.state,
+      previous: run.state,
+      ...(updated.statusMessage ? { status_message: updated.statusMessage } : {}),
+      ...patch.eventData,
+    },
+    nowIso,
+  );
+  return updated;
+}
+
+export function touch(db: Database, runId: string, at: string): RunRecord {
+  db.sql("UPDATE runs SET updated_at = ? WHERE id = ?").run(at, runId);
+  return readRun(db, runId)!;
+}
+
+/** Signals go out after the transaction committed, so listeners re-reading the store see the change. */
+export function announce(db: Database, run: RunRecord): void {
+  db.signals.emit("run_changed", run.id);
+  if (run.state === "QUEUED") db.signals.emit("run_queued", run.id);
+  db.signals.emit("event_appended", run.id, -1);
+}

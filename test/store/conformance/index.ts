@@ -1,0 +1,46 @@
+import { afterEach, beforeEach, describe } from "vitest";
+import type { Store } from "../../../src/store/store.ts";
+import { databaseConformance } from "./database.ts";
+import { eventsConformance } from "./events.ts";
+import { followupsConformance } from "./followups.ts";
+import { idempotencyConformance } from "./idempotency.ts";
+import { inboundConformance } from "./inbound.ts";
+import { leasesConformance } from "./leases.ts";
+import { outboxConformance } from "./outbox.ts";
+import { runsConformance } from "./runs.ts";
+import { storeSuite } from "./suite.ts";
+
+/**
+ * The Store contract, written once and run against every backend (the way River tests every driver):
+ * a new backend is done when this suite passes on it. One file per area, as in src/store/sqlite/.
+ */
+export function storeConformance(
+  name: string,
+  open: () => Promise<{ store: Store; cleanup: () => Promise<void> }>,
+) {
+  describe(`Store conformance: ${name}`, () => {
+    let store: Store;
+    let cleanup: () => Promise<void>;
+
+    beforeEach(async () => {
+      ({ store, cleanup } = await open());
+      await store.migrate();
+      await store.ensureTeam({ id: "t1", name: "Team one" });
+      await store.ensureTeam({ id: "t2", name: "Team two" });
+    });
+    afterEach(async () => {
+      await store.close();
+      await cleanup();
+    });
+
+    const suite = storeSuite(() => store);
+    databaseConformance(suite);
+    runsConformance(suite);
+    leasesConformance(suite);
+    followupsConformance(suite);
+    idempotencyConformance(suite);
+    inboundConformance(suite);
+    outboxConformance(suite);
+    eventsConformance(suite);
+  });
+}

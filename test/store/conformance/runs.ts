@@ -1,0 +1,153 @@
+import { describe, expect, it } from "vitest";
+import { RUN_STATES, type RunState } from "../../../src/model/run-state.ts";
+import type { Store } from "../../../src/store/store.ts";
+import { type StoreSuite, W } from "./suite.ts";
+
+export function runsConformance(t: StoreSuite): void {
+  const { create, runIn } = t;
+
+  it("creates a QUEUED run with a state event, visible only to its team", async () => {
+    const run = await create({ metadata: { a: "b" } });
+    const got = await t.store.getRun("t1", run.id);
+    expect(got).toMatchObject({ id: run.id, state: "QUEUED", metadata: { a: "b" }, execution: 1 });
+    expect(await t.store.getRun("t2", run.id)).toBeUndefined();
+    expect(await t.store.getRunBySession(run.sessionId)).toMatchObject({ id: run.id });
+    const events = await t.store.listEvents(run.id, 0, 10);
+    expect(events).toEqual([
+      expect.objectContaining({ seq: 1, type: "state", data: { state: "QUEUED", previous: null } }),
+    ]);
+  });
+
+  describe("transitions are compare-and-set on the current state", () => {
+    const cases: Array<{ trigger: Parameters<Store["transition"]>[1]; from: RunState[]; to: RunState }> = [
+      { trigger: "succeed", from: ["INPROGRESS"], to: "SUCCEEDED" },
+      { trigger: "fail", from: ["INPROGRESS"], to: "FAILED" },
+      { trigger: "error", from: ["INPROGRESS"], to: "ERROR" },
+      { trigger: "cancel", from: ["QUEUED", "INPROGRESS"], to: "CANCELLED" },
+      { trigger: "handoff", from: ["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"], to: "QUEUED" },
+      { trigger: "requeue", from: ["INPROGRESS"], to: "QUEUED" },
+    ];
+    for (const { trigger, from, to } of cases) {
+      for (const state of RUN_STATES) {
+        const allowed = from.includes(state);
+        it(`${trigger} from ${state} is ${allowed ? `applied (→ ${to})` : "refused"}`, async () => {
+          const run = await runIn(state);
+          const result = await t.store.transition(run.id, trigger);
+          const after = await t.store.getRun("t1", run.id);
+          if (allowed) {
+            expect(result?.state).toBe(to);
+            expect(after?.state).toBe(to);
+            const events = await t.store.listEvents(run.id, 0, 100);
+            expect(events.at(-1)).toMatchObject({ type: "state", data: { state: to, previous: state } });
+          } else {
+            expect(result).toBeUndefined();
+            expect(after?.state).toBe(state);
+          }
+        });
+      }
+    }
+
+    it("a worker that does not hold the lease cannot finish the run", async () => {
+      const run = await runIn("INPROGRESS");
+      expect(await t.store.transition(run.id, "succeed", {}, { workerId: "someone-else" })).toBeUndefined();
+      expect((await t.store.getRun("t1", run.id))?.state).toBe("INPROGRESS");
+    });
+
+    it("handoff clears status_message and finished_at and starts a new execution", async () => {
+      const run = await runIn("INPROGRESS");
+      await t.store.transition(run.id, "fail", { statusMessage: { message: "boom" } }, { workerId: W });
+      const failed = await t.store.getRun("t1", run.id);
+      expect(failed).toMatchObject({ state: "FAILED", statusMessage: { message: "boom" } });
+      expect(failed?.finishedAt).not.toBeNull();
+      const again = await t.store.transition(run.id, "handoff");
+      expect(again).toMatchObject({ state: "QUEUED", statusMessage: null, finishedAt: null, execution: 2 });
+    });
+  });
+
+  it("concurrent cancel and finish leave exactly one terminal state", async () => {
+    for (let i = 0; i < 30; i++) {
+      const run = await runIn("INPROGRESS");
+      const [cancelled, finished] = await Promise.all([
+        t.store.transition(run.id, "cancel"),
+        t.store.finishExecution(run.id, W, "succeed", {}),
+      ]);
+      const final = await t.store.getRun("t1", run.id);
+      expect([cancelled?.state, finished.run?.state].filter(Boolean)).toHaveLength(1);
+      expect(["CANCELLED", "SUCCEEDED"]).toContain(final?.state);
+      const terminalEvents = (await t.store.listEvents(run.id, 0, 100)).filter(
+        (e) => e.type === "state" && e.data.state !== "QUEUED" && e.data.state !== "INPROGRESS",
+      );
+      expect(terminalEvents).toHaveLength(1);
+    }
+  });
+
+  it("cancelRun cancels the team's active run once, refuses a finished one, and ignores other teams", async () => {
+    const run = await create();
+    expect(await t.store.cancelRun("t2", run.id, {})).toBeUndefined();
+    const first = await t.store.cancelRun("t1", run.id, { statusMessage: { message: "stop" } });
+    expect(first?.kind === "created" && first.value).toMatchObject({
+      state: "CANCELLED",
+      statusMessage: { message: "stop" },
+    });
+    expect(await t.store.cancelRun("t1", run.id, {})).toEqual({ kind: "refused", state: "CANCELLED" });
+  });
+
+  it("keyset pagination visits every run once while runs are being inserted", async () => {
+    const existing = new Set<string>();
+    for (let i = 0; i < 300; i++) existing.add((await create({ title: `t${i % 17}` })).id);
+    for (const sortBy of ["created_at", "updated_at", "title"] as const) {
+      for (const sortOrder of ["asc", "desc"] as const) {
+        const seen: string[] = [];
+        let after: { value: string; id: string } | undefined;
+        for (;;) {
+          const page = await t.store.listRuns("t1", {
+            limit: 37,
+            sortBy,
+            sortOrder,
+            ...(after ? { after } : {}),
+          });
+          seen.push(...page.runs.map((r) => r.id));
+          await create({ title: "t3" }); // a concurrent insert between pages
+          const last = page.runs.at(-1);
+          if (!page.hasMore || !last) break;
+          after = {
+            value:
+              sortBy === "title" ? last.title : sortBy === "created_at" ? last.createdAt : last.updatedAt,
+            id: last.id,
+          };
+        }
+        expect(new Set(seen).size, `${sortBy} ${sortOrder}: no duplicates`).toBe(seen.length);
+        for (const id of existing) expect(seen, `${sortBy} ${sortOrder}: no gaps`).toContain(id);
+      }
+    }
+  });
+
+  it("filters runs", async () => {
+    const a = await create({
+      title: "Fix the flaky LOGIN test",
+      agentConfig: { name: "n1", model_id: "m1" },
+      source: "SLACK",
+    });
+    await create({
+      title: "other",
+      prompt: "nothing",
+      creator: { type: "user", uid: "u2", display_name: "U2" },
+    });
+    const ids = async (q: Partial<Parameters<Store["listRuns"]>[1]>) =>
+      (await t.store.listRuns("t1", { limit: 50, sortBy: "created_at", sortOrder: "asc", ...q })).runs.map(
+        (r) => r.id,
+      );
+    expect(await ids({ q: "login" })).toEqual([a.id]);
+    expect(await ids({ name: "n1" })).toEqual([a.id]);
+    expect(await ids({ modelId: "m1" })).toEqual([a.id]);
+    expect(await ids({ source: "SLACK" })).toEqual([a.id]);
+    expect(await ids({ creator: "u2" })).toHaveLength(1);
+    expect(await ids({ states: ["SUCCEEDED"] })).toEqual([]);
+    expect(await ids({ states: [] })).toEqual([]);
+    expect(await ids({ createdAfter: "2999-01-01T00:00:00.000Z" })).toEqual([]);
+    expect(await t.store.listRuns("t2", { limit: 50, sortBy: "created_at", sortOrder: "asc" })).toEqual({
+      runs: [],
+      hasMore: false,
+    });
+  });
+}
