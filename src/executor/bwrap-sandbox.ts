@@ -1,18 +1,22 @@
 import { execFile } from "node:child_process";
+import { lstatSync, readlinkSync, statSync } from "node:fs";
 import { realpath } from "node:fs/promises";
 import { isAbsolute, relative } from "node:path";
 import type { RunCgroup } from "./cgroups.ts";
 import { type CommandResult, runArgvInProcessGroup } from "./process-group.ts";
-import { resolveInside, type Sandbox, type SandboxExecOptions } from "./sandbox.ts";
+import { resolveInside, type Sandbox, type SandboxExecOptions, type SandboxStartOptions } from "./sandbox.ts";
+import { type SandboxProcess, startInProcessGroup } from "./sandbox-process.ts";
 import { sandboxEnv } from "./workspace.ts";
 
 /**
- * A run's commands inside bubblewrap: the whole system read-only, the workspace the only writable
- * directory, a private /tmp, Dispatch's data directory (database, other runs' workspaces) hidden, own
- * pid/net/ipc/uts namespaces (the network is only `lo` unless the step or the environment allows it),
- * and `--die-with-parent` so that a killed Dispatch leaves no agent process behind. The outer bwrap leads
- * its own process group (runArgvInProcessGroup), so cancel and timeout kill the sandbox and, with it,
- * everything in its pid namespace.
+ * A run's commands inside bubblewrap: a minimal root (the system's programs and libraries read-only, of
+ * /etc only what programs need, nothing of the operator's home, configuration or Dispatch's files), the
+ * workspace the only writable directory, a private /tmp, own user/pid/net/ipc/uts namespaces, an
+ * unprivileged uid without capabilities, and `--die-with-parent` so that a killed Dispatch leaves no
+ * agent process behind. The network is only `lo`, unless the step (setup: the host's network) or the
+ * environment (`agent_network`: a network of its own through slirp4netns, without the host's loopback)
+ * allows it. The outer bwrap leads its own process group (runArgvInProcessGroup), so cancel and timeout
+ * kill the sandbox and, with it, everything in its pid namespace.
  */
 export class BwrapSandbox implements Sandbox {
   readonly kind: string = "bwrap";
@@ -25,15 +29,7 @@ export class BwrapSandbox implements Sandbox {
   }
 
   exec(command: string, opts: SandboxExecOptions): Promise<CommandResult> {
-    const network = opts.network ?? this.opts.network;
-    const argv = [
-      ...(this.opts.cgroup?.enter ?? []),
-      this.opts.bwrap,
-      ...bwrapArgs({ workspace: this.workspace, hide: this.opts.hide, network }),
-      "bash",
-      "-c",
-      command,
-    ];
+    const argv = this.wrap(["bash", "-c", command], opts.network);
     return runArgvInProcessGroup(argv, {
       cwd: this.workspace,
       env: sandboxEnv(this.workspace, this.opts.runId),
@@ -43,12 +39,43 @@ export class BwrapSandbox implements Sandbox {
     });
   }
 
+  start(argv: string[], opts: SandboxStartOptions): SandboxProcess {
+    return startInProcessGroup(this.wrap(argv), {
+      cwd: this.workspace,
+      env: { ...sandboxEnv(this.workspace, this.opts.runId), ...opts.env },
+      signal: opts.signal,
+    });
+  }
+
+  /**
+   * `argv` inside bwrap, behind the step that moves it into the run's cgroup. `network`: true for the
+   * host's network (setup steps), false for none, absent for the agent's (its environment's
+   * `agent_network`).
+   */
+  private wrap(argv: string[], network?: boolean): string[] {
+    const own = network === undefined && this.opts.network && this.opts.slirp4netns !== undefined;
+    const layout = {
+      workspace: this.workspace,
+      hide: this.opts.hide,
+      network: network === true ? ("host" as const) : own ? ("own" as const) : ("none" as const),
+      identity: this.opts.identity,
+    };
+    return [
+      ...(this.opts.cgroup?.enter ?? []),
+      ...(own && this.opts.slirp4netns ? ownNetworkLauncher(this.opts.slirp4netns) : []),
+      this.opts.bwrap,
+      ...bwrapArgs(layout),
+      ...argv,
+    ];
+  }
+
   async resolvePath(path: string): Promise<string> {
     return resolveInside(this.workspace, path);
   }
 
   async close(): Promise<void> {
     await this.opts.cgroup?.remove();
+    await this.opts.release?.();
   }
 }
 
@@ -58,29 +85,178 @@ export interface BwrapSandboxOptions {
   /** The run's workspace, a real path (no symlinks: bwrap binds it at the same place). */
   workspace: string;
   runId: string;
-  /** Directories replaced by an empty tmpfs (Dispatch's data directory). */
+  /** Paths Dispatch reads secrets from, hidden where they lie inside what the sandbox shows. */
   hide: string[];
-  /** Network for commands that do not say (the agent phase): the environment's `agent_network`. */
+  /**
+   * Network for commands that do not say (the agent phase): the environment's `agent_network`. It is a
+   * network of its own through `slirp4netns`; without slirp4netns the agent gets none.
+   */
   network: boolean;
+  slirp4netns?: string;
+  identity?: AgentIdentity;
   cgroup?: RunCgroup;
+  /** Removes what the provider made for this sandbox (the identity files). */
+  release?: () => Promise<void>;
 }
 
-export function bwrapArgs(opts: { workspace: string; hide: string[]; network: boolean }): string[] {
-  const args = ["--ro-bind", "/", "/", "--tmpfs", "/tmp"];
-  for (const dir of opts.hide) {
-    if (dir === "/" || within("/tmp", dir)) continue; // /tmp is private already
-    args.push("--tmpfs", dir);
+/** The agent's uid and gid inside the sandbox: not 0, so that nothing treats it as root. */
+export const AGENT_UID = 1000;
+
+/** Files bound over the agent's /etc: its passwd and group (and resolv.conf with a network of its own). */
+export interface AgentIdentity {
+  passwd: string;
+  group: string;
+  /** Names slirp4netns's DNS forwarder, for a network of its own. */
+  resolvConf: string;
+}
+
+/** What /etc/passwd, /etc/group and /etc/resolv.conf (own network) say inside a run's sandbox. */
+export function agentIdentityFiles(workspace: string): Record<keyof AgentIdentity, string> {
+  return {
+    passwd: `agent:x:${AGENT_UID}:${AGENT_UID}:Dispatch agent:${workspace}:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
+    group: `agent:x:${AGENT_UID}:\nnogroup:x:65534:\n`,
+    resolvConf: "nameserver 10.0.2.3\n",
+  };
+}
+
+/**
+ * Where the system keeps what programs need. Everything else of /etc (shadow, ssl/private, the
+ * operator's configuration) stays outside. Missing entries are skipped.
+ */
+const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+const ETC_ENTRIES = [
+  "alternatives",
+  "bash.bashrc",
+  "ca-certificates",
+  "ca-certificates.conf",
+  "crypto-policies",
+  "debian_version",
+  "gai.conf",
+  "gitconfig",
+  "host.conf",
+  "hosts",
+  "inputrc",
+  "ld.so.cache",
+  "ld.so.conf",
+  "ld.so.conf.d",
+  "localtime",
+  "magic",
+  "magic.mime",
+  "mime.types",
+  "nsswitch.conf",
+  "os-release",
+  "pki/ca-trust",
+  "pki/tls/certs",
+  "profile",
+  "protocols",
+  "resolv.conf",
+  "services",
+  "ssl/certs",
+  "ssl/openssl.cnf",
+  "timezone",
+];
+
+/**
+ * Gives the sandbox a network of its own: starts bwrap (the rest of the argv) with `--info-fd 3
+ * --block-fd 4` wired to a coprocess that reads the sandbox's pid, attaches slirp4netns to its network
+ * namespace (outbound connections through the host's stack, the host's loopback refused) and lets bwrap
+ * go on once the network is up. slirp4netns stays in the run's process group and cgroup, so it ends with
+ * the command. If it cannot start, the command runs without the network and says why.
+ */
+function ownNetworkLauncher(slirp4netns: string): string[] {
+  const script = `slirp=$1; shift; exec 5>&1
+coproc NET {
+  pid=""
+  while IFS= read -r line; do case $line in *'"child-pid"'*) pid=\${line//[!0-9]/}; break ;; esac; done
+  [ -n "$pid" ] || exit 0
+  # bwrap brings the sandbox's lo up itself once it has told the pid; slirp4netns must not race it.
+  for _ in $(seq 500); do grep -qs 127.0.0.1 "/proc/$pid/net/fib_trie" && break; sleep 0.01; done
+  exec 6>&1 1>&5
+  err=$("$slirp" --configure --mtu=65520 --disable-host-loopback --ready-fd=6 --netns-type=path "/proc/$pid/ns/net" tap0 2>&1 >/dev/null)
+  status=$?
+  exec 6>&-
+  [ "$status" -lt 128 ] || exit 0
+  echo "dispatch: the sandbox has no network for this command: slirp4netns failed: $(echo $err)" >&2
+}
+# Reopened, not dup'ed: bash closes duplicates of a coprocess's fds when it execs.
+exec 3>"/proc/self/fd/\${NET[1]}" 4<"/proc/self/fd/\${NET[0]}"
+exec "$@"`;
+  return ["bash", "-c", script, "dispatch-network", slirp4netns];
+}
+
+export interface BwrapLayout {
+  /** Bound writable at the same path; the sandbox starts there. */
+  workspace: string;
+  /** Paths hidden (an empty directory, or /dev/null for a file) where they lie inside a bound path. */
+  hide: string[];
+  /** none: only `lo`; host: the host's network; own: slirp4netns attaches one (ownNetworkLauncher). */
+  network: "none" | "host" | "own";
+  identity?: AgentIdentity | undefined;
+}
+
+/** bwrap's arguments up to `--` for a sandbox with this layout; the program follows. */
+export function bwrapArgs(opts: BwrapLayout): string[] {
+  const args: string[] = [];
+  const bound: string[] = [];
+  const bind = (path: string) => {
+    args.push("--ro-bind", path, path);
+    bound.push(path);
+  };
+  for (const dir of SYSTEM_DIRS) {
+    const entry = lstatOrUndefined(dir);
+    // Merged /usr: /bin, /lib… are symlinks into /usr, and stay symlinks.
+    if (entry?.isSymbolicLink()) args.push("--symlink", readlinkSync(dir), dir);
+    else if (entry?.isDirectory()) bind(dir);
+  }
+  for (const name of ETC_ENTRIES) {
+    const path = `/etc/${name}`;
+    if (!statOrUndefined(path)) continue;
+    if (opts.identity && opts.network === "own" && name === "resolv.conf") continue;
+    bind(path);
+  }
+  if (opts.identity) {
+    args.push(
+      "--ro-bind",
+      opts.identity.passwd,
+      "/etc/passwd",
+      "--ro-bind",
+      opts.identity.group,
+      "/etc/group",
+    );
+    if (opts.network === "own") args.push("--ro-bind", opts.identity.resolvConf, "/etc/resolv.conf");
+  }
+  for (const path of opts.hide) {
+    if (!bound.some((b) => within(b, path))) continue;
+    if (statOrUndefined(path)?.isDirectory()) args.push("--tmpfs", path);
+    else args.push("--ro-bind", "/dev/null", path);
   }
   args.push(
+    "--tmpfs",
+    "/tmp",
     "--bind",
     opts.workspace,
     opts.workspace,
     "--proc",
     "/proc",
+    // Files in /proc/sys belong to the agent's uid as the kernel sees it: only a read-only /proc keeps
+    // the host's sysctls out of its reach.
+    "--remount-ro",
+    "/proc",
     "--dev",
     "/dev",
+    // The root itself is a tmpfs: read-only, so that the agent cannot plant files where programs look.
+    "--remount-ro",
+    "/",
     "--unshare-all",
-    ...(opts.network ? ["--share-net"] : []),
+    "--unshare-user",
+    "--uid",
+    String(AGENT_UID),
+    "--gid",
+    String(AGENT_UID),
+    "--cap-drop",
+    "ALL",
+    ...(opts.network === "host" ? ["--share-net"] : []),
+    ...(opts.network === "own" ? ["--info-fd", "3", "--block-fd", "4"] : []),
     "--die-with-parent",
     "--new-session",
     "--chdir",
@@ -88,6 +264,22 @@ export function bwrapArgs(opts: { workspace: string; hide: string[]; network: bo
     "--",
   );
   return args;
+}
+
+function lstatOrUndefined(path: string) {
+  try {
+    return lstatSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+function statOrUndefined(path: string) {
+  try {
+    return statSync(path);
+  } catch {
+    return undefined;
+  }
 }
 
 function within(root: string, path: string): boolean {
@@ -100,7 +292,7 @@ export function probeBwrap(bwrap: string): Promise<string | undefined> {
   return new Promise((resolve) => {
     execFile(
       bwrap,
-      [...bwrapArgs({ workspace: "/tmp", hide: [], network: false }), "true"],
+      [...bwrapArgs({ workspace: "/tmp", hide: [], network: "none" }), "true"],
       { timeout: 10_000, env: { PATH: "/usr/bin:/bin" } },
       (err, _stdout, stderr) => {
         if (!err) return resolve(undefined);
@@ -126,7 +318,8 @@ export async function findBwrap(
   return problem === undefined ? { bwrap: path } : { problem };
 }
 
-async function which(program: string): Promise<string | undefined> {
+/** `program`'s real path: as given when it names a path, else the first on PATH. */
+export async function which(program: string): Promise<string | undefined> {
   if (program.includes("/")) return program;
   for (const dir of (process.env.PATH ?? "/usr/bin:/bin").split(":")) {
     if (!dir) continue;

@@ -1,13 +1,16 @@
-import { existsSync } from "node:fs";
-import { mkdir, readFile, rmdir, writeFile } from "node:fs/promises";
+import { existsSync, readFileSync } from "node:fs";
+import { mkdir, readdir, readFile, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 
 /**
- * Per-run memory and process-count limits through cgroups, where the hierarchy is writable: v1 (one
- * hierarchy per controller, `memory.limit_in_bytes`, `pids.max`) and v2 (one unified hierarchy,
- * `memory.max`, `pids.max`, controllers enabled in the parent's `cgroup.subtree_control`). A run's cgroup
- * is created as a child of the cgroup Dispatch itself is in, so limits set on Dispatch still apply.
- * Where nothing is writable (containers, unprivileged hosts) detection says why and limits are skipped.
+ * Per-run cgroups, where the hierarchy is writable: v1 (one hierarchy per controller,
+ * `memory.limit_in_bytes`, `pids.max`) and v2 (one unified hierarchy, `memory.max`, `pids.max`,
+ * controllers enabled in the parent's `cgroup.subtree_control`). A run's cgroup holds every process of
+ * the run, also those that left its process group (`setsid`), so that the run's end kills them all; it
+ * also carries the memory and process-count limits. It is created as a child of the cgroup Dispatch
+ * itself is in, so limits set on Dispatch still apply. Its name says which Dispatch process owns it, so
+ * that a later start removes what a crashed one left behind and never what a running one uses. Where
+ * nothing is writable (containers, unprivileged hosts) detection says why and limits are skipped.
  */
 export interface CgroupLimits {
   /** Bytes of memory for all of a run's processes together; 0 or undefined: no limit. */
@@ -19,7 +22,7 @@ export interface CgroupLimits {
 export interface RunCgroup {
   /** An argv prefix that moves itself into the cgroup, then execs the rest of the argv. */
   readonly enter: string[];
-  /** Removes the cgroup once its processes are gone (best effort). */
+  /** Kills every process still in the cgroup, then removes it. */
   remove(): Promise<void>;
 }
 
@@ -27,7 +30,10 @@ export interface Cgroups {
   readonly version: 1 | 2;
   /** Where run cgroups are created (one directory per controller on v1). */
   readonly parents: string[];
-  create(name: string, limits: CgroupLimits): Promise<RunCgroup | undefined>;
+  /** The run's cgroup (also without limits: it tracks the run's processes); undefined when it cannot be made. */
+  create(runId: string, limits: CgroupLimits): Promise<RunCgroup | undefined>;
+  /** Kills and removes run cgroups whose Dispatch process is gone; returns their paths. */
+  sweep(): Promise<string[]>;
 }
 
 export type CgroupDetection = { cgroups: Cgroups } | { cgroups?: undefined; reason: string };
@@ -83,6 +89,47 @@ export async function detectCgroups(
   return { cgroups: new V1Cgroups(parents) };
 }
 
+const RUN_PREFIX = "dispatch-run-";
+
+/** This process as a cgroup name can tell it apart from a later process with the same pid: pid.starttime. */
+function ownerTag(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // The fields after the command name (which may hold spaces) in parentheses; starttime is field 22.
+    const startTime = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+    return startTime ? `${pid}.${startTime}` : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const selfTag = ownerTag(process.pid) ?? `${process.pid}.0`;
+
+function runCgroupName(runId: string): string {
+  return `${RUN_PREFIX}${runId}@${selfTag}`;
+}
+
+/** A run cgroup left by a Dispatch process that no longer runs (or by a version that did not say). */
+function isLeftover(name: string): boolean {
+  if (!name.startsWith(RUN_PREFIX)) return false;
+  const owner = name.match(/@(\d+)\.(\d+)$/);
+  if (!owner) return true;
+  return ownerTag(Number(owner[1])) !== `${owner[1]}.${owner[2]}`;
+}
+
+async function sweepParents(parents: string[]): Promise<string[]> {
+  const removed: string[] = [];
+  for (const parent of parents) {
+    const names = await readdir(parent).catch(() => [] as string[]);
+    for (const name of names.filter(isLeftover)) {
+      const dir = join(parent, name);
+      await killAndRemove([dir]);
+      if (!existsSync(dir)) removed.push(dir);
+    }
+  }
+  return removed;
+}
+
 async function probe(parent: string): Promise<boolean> {
   const dir = join(parent, `dispatch-probe-${process.pid}`);
   try {
@@ -104,26 +151,30 @@ class V1Cgroups implements Cgroups {
     this.parents = [parents.memory, parents.pids];
   }
 
-  async create(name: string, limits: CgroupLimits): Promise<RunCgroup | undefined> {
+  async create(runId: string, limits: CgroupLimits): Promise<RunCgroup | undefined> {
+    const name = runCgroupName(runId);
     const dirs: string[] = [];
     try {
+      // The pids hierarchy always: its cgroup.procs is how the run's processes are found at the end.
+      const pids = join(this.byController.pids, name);
+      await mkdir(pids, { recursive: true });
+      dirs.push(pids);
+      if (limits.pidsMax) await writeFile(join(pids, "pids.max"), String(limits.pidsMax));
       if (limits.memoryBytes) {
         const dir = join(this.byController.memory, name);
         await mkdir(dir, { recursive: true });
         dirs.push(dir);
         await writeFile(join(dir, "memory.limit_in_bytes"), String(limits.memoryBytes));
       }
-      if (limits.pidsMax) {
-        const dir = join(this.byController.pids, name);
-        await mkdir(dir, { recursive: true });
-        dirs.push(dir);
-        await writeFile(join(dir, "pids.max"), String(limits.pidsMax));
-      }
     } catch {
-      await removeDirs(dirs);
+      await killAndRemove(dirs);
       return undefined;
     }
-    return dirs.length ? runCgroup(dirs) : undefined;
+    return runCgroup(dirs);
+  }
+
+  sweep(): Promise<string[]> {
+    return sweepParents(this.parents);
   }
 }
 
@@ -135,9 +186,8 @@ class V2Cgroups implements Cgroups {
     this.parents = parents;
   }
 
-  async create(name: string, limits: CgroupLimits): Promise<RunCgroup | undefined> {
-    if (!limits.memoryBytes && !limits.pidsMax) return undefined;
-    const dir = join(this.parents[0]!, name);
+  async create(runId: string, limits: CgroupLimits): Promise<RunCgroup | undefined> {
+    const dir = join(this.parents[0]!, runCgroupName(runId));
     try {
       await mkdir(dir, { recursive: true });
       if (limits.memoryBytes) {
@@ -146,10 +196,14 @@ class V2Cgroups implements Cgroups {
       }
       if (limits.pidsMax) await writeFile(join(dir, "pids.max"), String(limits.pidsMax));
     } catch {
-      await removeDirs([dir]);
+      await killAndRemove([dir]);
       return undefined;
     }
     return runCgroup([dir]);
+  }
+
+  sweep(): Promise<string[]> {
+    return sweepParents(this.parents);
   }
 }
 
@@ -163,12 +217,35 @@ function runCgroup(dirs: string[]): RunCgroup {
       String(dirs.length),
       ...dirs.map((d) => join(d, "cgroup.procs")),
     ],
-    remove: () => removeDirs(dirs),
+    remove: () => killAndRemove(dirs),
   };
 }
 
-/** rmdir fails while a process is still in the cgroup: retry briefly, then leave it (it is empty soon). */
-async function removeDirs(dirs: string[]): Promise<void> {
+/**
+ * SIGKILLs every process in the cgroups (all at once through `cgroup.kill` on v2; on v1 pid by pid,
+ * again until none is left, since a process may fork meanwhile), then removes them. rmdir fails until
+ * the killed processes are reaped: retry briefly, then leave it for the next start's sweep.
+ */
+async function killAndRemove(dirs: string[]): Promise<void> {
+  for (const dir of dirs) {
+    await writeFile(join(dir, "cgroup.kill"), "1").catch(() => {});
+  }
+  for (let attempt = 0; attempt < 40; attempt++) {
+    let left = 0;
+    for (const dir of dirs) {
+      const procs = await readFile(join(dir, "cgroup.procs"), "utf8").catch(() => "");
+      for (const pid of procs.split("\n").filter(Boolean).map(Number)) {
+        left++;
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {
+          // ESRCH: already gone.
+        }
+      }
+    }
+    if (left === 0) break;
+    await new Promise((r) => setTimeout(r, 10 * (attempt + 1)));
+  }
   for (const dir of dirs) {
     for (let attempt = 0; attempt < 20; attempt++) {
       try {

@@ -19,6 +19,8 @@ export interface ExecutorOptions {
   environments?: ExecutionDeps["environments"];
   /** Resolves skills left for execution time (remote repos). */
   skills?: ExecutionDeps["skills"];
+  /** The most a run's workspace may hold on disk (DISPATCH_RUN_DISK_QUOTA_MB). */
+  diskQuota?: ExecutionDeps["diskQuota"];
 }
 
 /**
@@ -123,6 +125,7 @@ export class Executor {
             ...(this.opts.sandboxes ? { sandboxes: this.opts.sandboxes } : {}),
             ...(this.opts.environments ? { environments: this.opts.environments } : {}),
             ...(this.opts.skills ? { skills: this.opts.skills } : {}),
+            ...(this.opts.diskQuota ? { diskQuota: this.opts.diskQuota } : {}),
           });
           this.active.set(run.id, execution);
           void execution.done.then(() => {

@@ -1,6 +1,7 @@
 import type { RunCgroup } from "./cgroups.ts";
 import { type CommandResult, runArgvInProcessGroup } from "./process-group.ts";
-import { resolveInside, type Sandbox, type SandboxExecOptions } from "./sandbox.ts";
+import { resolveInside, type Sandbox, type SandboxExecOptions, type SandboxStartOptions } from "./sandbox.ts";
+import { type SandboxProcess, startInProcessGroup } from "./sandbox-process.ts";
 import { sandboxEnv } from "./workspace.ts";
 
 /** A plain subprocess in the workspace: the fallback where bubblewrap is not available. */
@@ -23,6 +24,14 @@ export class PlainSandbox implements Sandbox {
       timeoutMs: opts.timeoutMs,
       signal: opts.signal,
       ...(opts.outputLimit !== undefined ? { outputLimit: opts.outputLimit } : {}),
+    });
+  }
+
+  start(argv: string[], opts: SandboxStartOptions): SandboxProcess {
+    return startInProcessGroup([...(this.cgroup?.enter ?? []), ...argv], {
+      cwd: this.workspace,
+      env: { ...sandboxEnv(this.workspace, this.runId), ...opts.env },
+      signal: opts.signal,
     });
   }
 

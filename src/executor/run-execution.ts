@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { EnvironmentSettings } from "../config-file.ts";
 import type { RunEvent, RunRecord } from "../model/run.ts";
 import type { RunPatch, Store } from "../store/store.ts";
+import { type DiskQuota, DiskQuotaWatcher, diskQuotaExceeded } from "./disk-quota.ts";
 import { prepareEnvironment } from "./environments.ts";
 import type { HarnessOutcome, HarnessRegistry } from "./harness.ts";
 import { PlainSandbox } from "./plain-sandbox.ts";
@@ -26,9 +27,11 @@ export interface ExecutionDeps {
   environments?: Record<string, EnvironmentSettings>;
   /** Resolves skills that could not be resolved when the run was created (remote repos). */
   skills?: SkillResolver;
+  /** The most a run's workspace may hold on disk; none when absent or 0. */
+  diskQuota?: DiskQuota;
 }
 
-export type StopReason = "cancelled" | "lease_lost" | "shutdown";
+export type StopReason = "cancelled" | "lease_lost" | "shutdown" | "disk_quota";
 
 /**
  * One claimed run, from workspace to recorded outcome: renews the lease, hands follow-ups to the
@@ -42,6 +45,8 @@ export class RunExecution {
   private readonly deps: ExecutionDeps;
   private readonly log: Logger;
   private followupHint = true;
+  /** Set when the workspace went over its disk quota: how the run ends once the harness has stopped. */
+  private overQuota: RunPatch["statusMessage"];
 
   constructor(run: RunRecord, deps: ExecutionDeps) {
     this.run = run;
@@ -78,8 +83,19 @@ export class RunExecution {
       this.deps.heartbeatMs,
     );
     let sandbox: Sandbox | undefined;
+    let quotaWatcher: DiskQuotaWatcher | undefined;
     try {
-      const workspace = await prepareWorkspace(this.deps.dataDir, run.id);
+      const { path: workspace, created } = await prepareWorkspace(this.deps.dataDir, run.id);
+      quotaWatcher = this.watchDiskQuota(workspace);
+      if (created && run.execution > 1) {
+        await this.emit("log", {
+          level: "info",
+          phase: "workspace",
+          message:
+            "The earlier workspace of this run was cleaned up (workspaces of finished runs are removed after " +
+            "DISPATCH_WORKSPACE_RETENTION_HOURS); this execution starts in an empty workspace",
+        });
+      }
       const type = run.agentConfig.harness?.type ?? "scripted";
       const harness = this.deps.harnesses.get(type);
       if (!harness) {
@@ -117,7 +133,8 @@ export class RunExecution {
       if (this.deps.sandboxes?.warning) {
         await this.emit("log", { level: "warn", phase: "sandbox", message: this.deps.sandboxes.warning });
       }
-      if (environmentId && environment && run.execution === 1) {
+      // A cleaned-up workspace is prepared again, as on the run's first execution.
+      if (environmentId && environment && (run.execution === 1 || created)) {
         const prepared = await prepareEnvironment({
           id: environmentId,
           environment,
@@ -161,8 +178,11 @@ export class RunExecution {
           await this.finish(undefined, err);
           return;
         }
+        // What a command wrote since the last measurement counts too: no run finishes over its quota.
+        if (!signal.aborted) await quotaWatcher?.checkNow();
         if (signal.aborted) {
-          // Cancelled or lost: the run's state is someone else's to set, but the tokens were spent.
+          // Cancelled or lost (the run's state is someone else's to set) or over the disk quota (set below,
+          // once the sandbox is released), but the tokens were spent.
           if (outcome.usage) await store.recordUsage(run.id, outcome.usage);
           return;
         }
@@ -172,11 +192,36 @@ export class RunExecution {
         input = pending;
       }
     } finally {
+      quotaWatcher?.stop();
       await sandbox?.close?.().catch((err) => this.log.warn({ err }, "releasing the sandbox failed"));
       clearInterval(heartbeat);
       store.signals.off("run_changed", onChange);
       store.signals.off("followup_added", onFollowup);
+      // Only now, with the harness and its processes gone, does the run end: FAILED, like a time limit.
+      if (this.overQuota) {
+        await store.transition(run.id, "fail", { statusMessage: this.overQuota }, { workerId });
+      }
     }
+  }
+
+  /** Stops the execution when its workspace holds more than the disk quota allows. */
+  private watchDiskQuota(workspace: string): DiskQuotaWatcher | undefined {
+    const quota = this.deps.diskQuota;
+    if (!quota || quota.limitBytes <= 0) return undefined;
+    return new DiskQuotaWatcher({
+      workspace,
+      quota,
+      log: this.log,
+      onExceeded: (usedBytes) => {
+        if (this.controller.signal.aborted) return;
+        this.log.warn(
+          { usedBytes, limitBytes: quota.limitBytes },
+          "workspace over its disk quota; stopping the run",
+        );
+        this.overQuota = diskQuotaExceeded(usedBytes, quota.limitBytes);
+        this.stop("disk_quota");
+      },
+    });
   }
 
   /** FAILED before the agent started (environment or skill problems); a cancel written first wins. */

@@ -1,6 +1,8 @@
-import { realpath } from "node:fs/promises";
+import { mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import type { Logger } from "pino";
-import { BwrapSandbox, findBwrap } from "./bwrap-sandbox.ts";
+import { type AgentIdentity, agentIdentityFiles, BwrapSandbox, findBwrap, which } from "./bwrap-sandbox.ts";
 import { type CgroupLimits, type Cgroups, detectCgroups } from "./cgroups.ts";
 import { PlainSandbox } from "./plain-sandbox.ts";
 import type { Sandbox } from "./sandbox.ts";
@@ -8,12 +10,20 @@ import type { Sandbox } from "./sandbox.ts";
 export type SandboxMode = "auto" | "bwrap" | "none";
 
 export interface SandboxProviderOptions {
-  /** auto: bwrap where it works, else a plain subprocess with a warning; bwrap: required; none: off. */
+  /**
+   * auto: bwrap where it works, else a plain subprocess with a warning, unless secrets are configured;
+   * bwrap: required; none: off.
+   */
   mode: SandboxMode;
   /** The bwrap executable (DISPATCH_BWRAP_PATH); looked up on PATH when not absolute. */
   bwrapPath?: string;
-  /** Directories the agent must not see (Dispatch's data directory). */
+  /** Paths the agent must not see: Dispatch's data directory, database, configuration and key files. */
   hide: string[];
+  /**
+   * The variables holding Dispatch's secrets that are set (tokens, keys): a plain subprocess could read
+   * them from Dispatch's own process (/proc/<pid>/environ), so `auto` will not fall back to one.
+   */
+  secrets?: string[];
   limits: CgroupLimits;
   log: Logger;
   /** Cgroup detection (tests point it elsewhere). */
@@ -48,22 +58,41 @@ export async function createSandboxProvider(opts: SandboxProviderOptions): Promi
       throw new SandboxUnavailableError(
         `DISPATCH_SANDBOX=bwrap but bubblewrap cannot run here: ${found.problem}. Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) or set DISPATCH_SANDBOX=auto`,
       );
+    } else if (opts.secrets?.length) {
+      throw new SandboxUnavailableError(
+        `No sandbox: bubblewrap (bwrap) is not usable on this server (${found.problem}), and without it a run's commands could read ${opts.secrets.join(", ")} from Dispatch's own process. Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap), or set DISPATCH_SANDBOX=none to run commands unsandboxed anyway`,
+      );
     } else {
       warning = `No sandbox: bubblewrap (bwrap) is not usable on this server (${found.problem}); this run's commands run as plain subprocesses in its workspace, with the network and the whole filesystem reachable. Install bubblewrap to isolate runs.`;
     }
   }
 
-  let cgroups: Cgroups | undefined;
-  let limits = "no memory/pids limits configured";
-  if (opts.limits.memoryBytes || opts.limits.pidsMax) {
-    const detected = await (opts.detectCgroups ?? detectCgroups)();
-    cgroups = detected.cgroups;
-    limits = detected.cgroups
-      ? `cgroup v${detected.cgroups.version} limits: memory ${opts.limits.memoryBytes ? `${Math.round(opts.limits.memoryBytes / 2 ** 20)} MiB` : "unlimited"}, pids ${opts.limits.pidsMax || "unlimited"}`
-      : `memory/pids limits skipped: ${detected.reason}`;
+  // A cgroup per run also without limits: it is how processes that left the run's process group die.
+  const detected = await (opts.detectCgroups ?? detectCgroups)();
+  const cgroups: Cgroups | undefined = detected.cgroups;
+  const limits = detected.cgroups
+    ? `cgroup v${detected.cgroups.version} limits: memory ${opts.limits.memoryBytes ? `${Math.round(opts.limits.memoryBytes / 2 ** 20)} MiB` : "unlimited"}, pids ${opts.limits.pidsMax || "unlimited"}`
+    : `no per-run cgroup (memory/pids limits skipped, and a process that leaves its process group outlives its command unless bubblewrap's pid namespace ends it): ${detected.reason}`;
+  if (cgroups) {
+    const swept = await cgroups.sweep();
+    if (swept.length)
+      log.info({ cgroups: swept }, `removed ${swept.length} run cgroup(s) left by an earlier Dispatch`);
   }
-  if (bwrap) log.info({ sandbox: "bwrap", bwrap, limits }, `sandbox: bubblewrap (${bwrap}); ${limits}`);
-  else log.warn({ sandbox: "none", limits }, `sandbox: none. ${warning} (${limits})`);
+
+  let slirp4netns: string | undefined;
+  if (bwrap) {
+    // agent_network's own network, looked up on PATH.
+    slirp4netns = await which("slirp4netns");
+    const network = slirp4netns
+      ? `agent_network through ${slirp4netns}`
+      : "agent_network unavailable (slirp4netns not found: install it, Debian/Ubuntu: apt-get install slirp4netns; until then the agent gets no network)";
+    log.info(
+      { sandbox: "bwrap", bwrap, limits, slirp4netns },
+      `sandbox: bubblewrap (${bwrap}); ${limits}; ${network}`,
+    );
+  } else {
+    log.warn({ sandbox: "none", limits }, `sandbox: none. ${warning} (${limits})`);
+  }
 
   return {
     kind: bwrap ? "bwrap" : "none",
@@ -71,17 +100,36 @@ export async function createSandboxProvider(opts: SandboxProviderOptions): Promi
     limits,
     async create({ workspace, runId, agentNetwork }) {
       const real = await realpath(workspace);
-      const cgroup = cgroups ? await cgroups.create(`dispatch-run-${runId}`, opts.limits) : undefined;
+      const cgroup = cgroups ? await cgroups.create(runId, opts.limits) : undefined;
       if (!bwrap) return new PlainSandbox(real, runId, cgroup ? { cgroup } : {});
-      const hide = await Promise.all(opts.hide.map((d) => realpath(d).catch(() => d)));
+      const hide = await Promise.all(opts.hide.map((d) => realpath(d).catch(() => resolve(d))));
+      const identityDir = await mkdtemp(join(tmpdir(), "dispatch-agent-identity-"));
+      const identity = await writeIdentity(identityDir, real);
       return new BwrapSandbox({
         bwrap,
         workspace: real,
         runId,
         hide,
         network: agentNetwork,
+        ...(slirp4netns ? { slirp4netns } : {}),
+        identity,
         ...(cgroup ? { cgroup } : {}),
+        release: () => rm(identityDir, { recursive: true, force: true }),
       });
     },
   };
+}
+
+/** The agent's /etc/passwd, /etc/group and resolv.conf, in Dispatch's private `dir` (outside the sandbox). */
+async function writeIdentity(dir: string, workspace: string): Promise<AgentIdentity> {
+  const files = agentIdentityFiles(workspace);
+  const identity: AgentIdentity = {
+    passwd: join(dir, "passwd"),
+    group: join(dir, "group"),
+    resolvConf: join(dir, "resolv.conf"),
+  };
+  for (const key of Object.keys(files) as Array<keyof AgentIdentity>) {
+    await writeFile(identity[key], files[key], { mode: 0o644 });
+  }
+  return identity;
 }

@@ -1,6 +1,7 @@
 import { realpath } from "node:fs/promises";
 import { isAbsolute, relative, resolve } from "node:path";
 import type { CommandResult } from "./process-group.ts";
+import type { SandboxProcess } from "./sandbox-process.ts";
 
 export interface SandboxExecOptions {
   timeoutMs: number;
@@ -26,8 +27,20 @@ export interface Sandbox {
    * throws when it resolves outside the workspace, following symlinks.
    */
   resolvePath(path: string): Promise<string>;
+  /**
+   * Starts `argv` (no shell) in the run's sandbox with piped stdin, stdout and stderr, for processes that
+   * live longer than one command (an MCP server) or take input (the file tools): the same isolation,
+   * environment (plus `env`) and cgroup as exec. Its process group is killed when `signal` aborts.
+   */
+  start(argv: string[], opts: SandboxStartOptions): SandboxProcess;
   /** Releases what the sandbox holds (its cgroup) once the execution is over; exec must not follow. */
   close?(): Promise<void>;
+}
+
+export interface SandboxStartOptions {
+  signal: AbortSignal;
+  /** Variables added to the sandbox's environment (an MCP server's declared `env`). */
+  env?: Record<string, string>;
 }
 
 export class PathOutsideWorkspaceError extends Error {}

@@ -3,6 +3,7 @@ import { mkdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import type { SkillsSettings } from "../config-file.ts";
+import { parseSkillSpec } from "../model/skill-spec.ts";
 import { gitClone } from "./git.ts";
 import { resolveInside } from "./sandbox.ts";
 
@@ -35,14 +36,7 @@ export type SkillLookup =
 
 export const SKILL_FOLDERS = [".agents/skills", ".claude/skills", "skills", ""];
 
-const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 const CACHE_TTL_MS = 5 * 60 * 1000;
-
-interface ParsedSpec {
-  repo?: string;
-  /** A skill name, or a path ending in SKILL.md. */
-  target: string;
-}
 
 export class SkillResolver {
   private readonly settings: SkillsSettings;
@@ -67,7 +61,8 @@ export class SkillResolver {
   }
 
   private async lookup(spec: string, remote: boolean, signal: AbortSignal): Promise<SkillLookup> {
-    const parsed = parseSpec(spec);
+    // Checked at create too; checked again here because a run's spec is joined onto server paths.
+    const parsed = parseSkillSpec(spec);
     if (typeof parsed === "string") return { kind: "not_found", message: parsed };
     const { repo, target } = parsed;
     if (!repo) {
@@ -172,24 +167,6 @@ export class SkillResolver {
     dir.catch(() => this.clones.delete(repo));
     return dir;
   }
-}
-
-function parseSpec(spec: string): ParsedSpec | string {
-  const trimmed = spec.trim();
-  const colon = trimmed.indexOf(":");
-  if (colon < 0) {
-    if (NAME.test(trimmed)) return { target: trimmed };
-    return `skill "${spec}": expected owner/repo:name, owner/repo:path/to/SKILL.md or a skill name`;
-  }
-  const repo = trimmed.slice(0, colon);
-  const target = trimmed.slice(colon + 1).replace(/^\/+/, "");
-  if (!/^[^/\s]+\/[^/\s]+$/.test(repo) || target === "") {
-    return `skill "${spec}": expected owner/repo:name or owner/repo:path/to/SKILL.md`;
-  }
-  if (!target.toUpperCase().endsWith("SKILL.MD") && !NAME.test(target)) {
-    return `skill "${spec}": "${target}" is neither a skill name nor a path to a SKILL.md`;
-  }
-  return { repo, target };
 }
 
 function candidates(name: string): string[] {

@@ -160,7 +160,7 @@ describe("environments", () => {
   });
 
   it.skipIf(!bwrap)(
-    "setup steps get the network; the agent does not unless agent_network is set",
+    "setup steps get the network; the agent does not unless agent_network is set, and never the host's loopback",
     async () => {
       const connect = `$ exec 3<>/dev/tcp/127.0.0.1/${tcpPort} && head -n1 <&3`;
       const id = await create(`$ cat net-ok\n${connect}`, "net");
@@ -170,8 +170,11 @@ describe("environments", () => {
       expect(run.state).toBe("FAILED");
       expect(String(results[1]?.data.output)).toMatch(/Connection refused|Network is unreachable/);
 
+      // agent_network is a network of its own: the host's loopback (Dispatch's own port among them) stays out.
       const allowed = await create(connect, "net_agent");
-      expect((await waitForState(t, allowed, ["SUCCEEDED", "FAILED"])).state).toBe("SUCCEEDED");
+      expect((await waitForState(t, allowed, ["SUCCEEDED", "FAILED"])).state).toBe("FAILED");
+      const agent = (await events(allowed)).filter((e) => e.type === "tool_result");
+      expect(String(agent[0]?.data.output)).not.toContain("ok");
     },
   );
 

@@ -1,7 +1,8 @@
-import { existsSync, readFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
-import { tmpdir } from "node:os";
+import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { probeBwrap } from "../../src/executor/bwrap-sandbox.ts";
@@ -18,6 +19,8 @@ const PROVIDER_KEY = "sk-sandbox-test-provider-key-0123456789";
 
 let root: string;
 let dataDir: string;
+/** Secrets outside /tmp (which every sandbox has private anyway): Dispatch's config and an App key. */
+let secretsDir: string;
 let listener: Server;
 let port: number;
 
@@ -27,14 +30,19 @@ beforeAll(async () => {
   dataDir = join(root, "data");
   await mkdir(join(dataDir, "workspaces"), { recursive: true });
   await writeFile(join(dataDir, "dispatch.db"), "secret database");
+  secretsDir = await mkdtemp("/var/tmp/dispatch-sandbox-secrets-");
+  await writeFile(join(secretsDir, "dispatch.config.yaml"), "secret config");
+  await writeFile(join(secretsDir, "app.pem"), "secret key");
+  // Every address of this host: the sandbox must reach it by an outside address, never by loopback.
   listener = createServer((socket) => socket.end("hello\n"));
-  await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => listener.listen(0, "0.0.0.0", resolve));
   port = (listener.address() as { port: number }).port;
 });
 afterAll(async () => {
   delete process.env.OPENAI_API_KEY;
   await new Promise((resolve) => listener.close(resolve));
   await rm(root, { recursive: true, force: true });
+  await rm(secretsDir, { recursive: true, force: true });
 });
 
 let counter = 0;
@@ -45,7 +53,7 @@ async function newSandbox(mode: "bwrap" | "none", agentNetwork = false) {
   const provider = await createSandboxProvider({
     mode,
     bwrapPath: "/usr/bin/bwrap",
-    hide: [dataDir],
+    hide: [dataDir, join(secretsDir, "dispatch.config.yaml"), join(secretsDir, "app.pem")],
     limits: { memoryBytes: 512 * 2 ** 20, pidsMax: 512 },
     log,
   });
@@ -60,7 +68,11 @@ const exec = (sandbox: Sandbox, command: string, opts: { network?: boolean; sign
     ...(opts.network !== undefined ? { network: opts.network } : {}),
   });
 
-const connect = () => `exec 3<>/dev/tcp/127.0.0.1/${port} && head -n1 <&3`;
+const connect = (host = "127.0.0.1") => `exec 3<>/dev/tcp/${host}/${port} && head -n1 <&3`;
+/** An address of this host other than loopback, as a server elsewhere would be reached; none offline. */
+const outsideAddress = Object.values(networkInterfaces())
+  .flat()
+  .find((a) => a && a.family === "IPv4" && !a.internal)?.address;
 
 describe.skipIf(bwrapProblem !== undefined)("bubblewrap sandbox", () => {
   it("keeps the system read-only and writes only in the workspace", async () => {
@@ -82,6 +94,34 @@ describe.skipIf(bwrapProblem !== undefined)("bubblewrap sandbox", () => {
     await sandbox.close?.();
   });
 
+  it("shows the agent a minimal root as an unprivileged user without capabilities", async () => {
+    const { sandbox } = await newSandbox("bwrap");
+    const res = await exec(
+      sandbox,
+      [
+        "id -u",
+        "grep CapEff /proc/self/status",
+        "cat /etc/shadow",
+        "ls -A /root",
+        `cat ${join(secretsDir, "dispatch.config.yaml")} ${join(secretsDir, "app.pem")}`,
+        // A host-wide setting, written back unchanged: the kernel sees the agent as Dispatch's uid.
+        "cat /proc/sys/vm/swappiness > /proc/sys/vm/swappiness && echo sysctl-written",
+        'whoami; git --version; echo ok > "$HOME/home-ok"; cat "$HOME/home-ok"',
+      ].join("; "),
+    );
+    const [uid, capEff] = res.output.split("\n");
+    expect(Number(uid)).not.toBe(0);
+    expect(capEff).toMatch(/^CapEff:\s+0+$/);
+    expect(res.output).toMatch(/\/etc\/shadow: No such file/);
+    expect(res.output).toMatch(/\/root.*No such file/);
+    expect(res.output).not.toContain("secret config");
+    expect(res.output).not.toContain("secret key");
+    expect(res.output).not.toContain("sysctl-written");
+    // Still a usable system: programs, the agent's name, a writable home.
+    expect(res.output).toMatch(/agent\ngit version .*\nok\n$/);
+    await sandbox.close?.();
+  });
+
   it("hides Dispatch's data directory (database, other runs' workspaces)", async () => {
     const { sandbox } = await newSandbox("bwrap");
     const other = await newSandbox("bwrap");
@@ -98,7 +138,7 @@ describe.skipIf(bwrapProblem !== undefined)("bubblewrap sandbox", () => {
     await other.sandbox.close?.();
   });
 
-  it("has no network in the agent phase, and the network for setup steps or when the environment allows it", async () => {
+  it("has no network in the agent phase, and the host's for setup steps", async () => {
     const { sandbox } = await newSandbox("bwrap");
     const agent = await exec(sandbox, connect());
     expect(agent.exitCode).not.toBe(0);
@@ -111,11 +151,27 @@ describe.skipIf(bwrapProblem !== undefined)("bubblewrap sandbox", () => {
     expect(setup.exitCode, setup.output).toBe(0);
     expect(setup.output).toContain("hello");
 
-    const allowed = await newSandbox("bwrap", true);
-    expect((await exec(allowed.sandbox, connect())).output).toContain("hello");
     await sandbox.close?.();
-    await allowed.sandbox.close?.();
   });
+
+  it.skipIf(!existsSync("/usr/bin/slirp4netns"))(
+    "gives agent_network a network of its own that never reaches the host's loopback",
+    async () => {
+      const { sandbox } = await newSandbox("bwrap", true);
+      const interfaces = await exec(sandbox, "cat /proc/net/dev");
+      expect(interfaces.output).toContain("tap0:");
+      const loopback = await exec(sandbox, connect());
+      expect(loopback.exitCode).not.toBe(0);
+      expect(loopback.output).not.toContain("hello");
+      const hostAlias = await exec(sandbox, connect("10.0.2.2"));
+      expect(hostAlias.output).not.toContain("hello");
+      if (outsideAddress) {
+        const outside = await exec(sandbox, connect(outsideAddress));
+        expect(outside.output).toContain("hello");
+      }
+      await sandbox.close?.();
+    },
+  );
 
   it("builds the environment from nothing: no provider key, no Dispatch secret", async () => {
     const { sandbox, runId } = await newSandbox("bwrap");
@@ -160,9 +216,9 @@ describe.skipIf(bwrapProblem !== undefined)("bubblewrap sandbox", () => {
       runProcesses(runId).some((pid) => readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "sleep"),
     );
     for (const pid of runProcesses(runId)) {
-      expect(readFileSync(`/proc/${pid}/cgroup`, "utf8")).toContain(`dispatch-run-${runId}`);
+      expect(readFileSync(`/proc/${pid}/cgroup`, "utf8")).toContain(`dispatch-run-${runId}@`);
     }
-    const dirs = detected.cgroups.parents.map((p) => join(p, `dispatch-run-${runId}`));
+    const dirs = detected.cgroups.parents.map((p) => runCgroupDir(p, runId)).filter((d) => d !== undefined);
     const limits = dirs.map((d) =>
       ["memory.limit_in_bytes", "memory.max", "pids.max"]
         .filter((f) => existsSync(join(d, f)))
@@ -172,9 +228,47 @@ describe.skipIf(bwrapProblem !== undefined)("bubblewrap sandbox", () => {
     controller.abort();
     await pending;
     await sandbox.close?.();
-    for (const parent of detected.cgroups.parents) {
-      expect(existsSync(join(parent, `dispatch-run-${runId}`))).toBe(false);
-    }
+    for (const parent of detected.cgroups.parents) expect(runCgroupDir(parent, runId)).toBeUndefined();
+  });
+});
+
+/** The run's cgroup under `parent`, named after the run and the Dispatch process that owns it. */
+function runCgroupDir(parent: string, runId: string): string | undefined {
+  const name = readdirSync(parent).find((n) => n.startsWith(`dispatch-run-${runId}@`));
+  return name ? join(parent, name) : undefined;
+}
+
+const cgroups = (await detectCgroups()).cgroups;
+
+describe.skipIf(!cgroups)("a run's cgroup", () => {
+  it("kills the processes that left the process group (setsid) when the run ends, and removes the cgroup", async () => {
+    const { sandbox, runId } = await newSandbox("none");
+    // The marker is written once setsid has left the process group, so the command's end cannot kill it.
+    const res = await exec(
+      sandbox,
+      "setsid bash -c 'touch escaped; exec sleep 600' > /dev/null 2>&1 < /dev/null & until [ -e escaped ]; do sleep 0.01; done; echo started",
+    );
+    expect(res.output).toContain("started");
+    // The command is over and its process group gone, but the escaped sleep still runs.
+    const escaped = await waitFor(() => runProcesses(runId).filter(isAlive).at(0), {
+      what: "the escaped sleep",
+    });
+    await sandbox.close?.();
+    await waitFor(() => !isAlive(escaped) || undefined, { what: "the escaped sleep to die" });
+    for (const parent of cgroups!.parents) expect(runCgroupDir(parent, runId)).toBeUndefined();
+  });
+
+  it("at start-up kills and removes the run cgroups an earlier Dispatch left behind", async () => {
+    // Named as a run cgroup of a Dispatch that has gone: this pid, but a start time it never had.
+    const leftover = cgroups!.parents.map((p) =>
+      join(p, `dispatch-run-leftover-${process.pid}@${process.pid}.1`),
+    );
+    for (const dir of leftover) await mkdir(dir);
+    const sleeper = spawn("sleep", ["600"], { stdio: "ignore" });
+    for (const dir of leftover) await writeFile(join(dir, "cgroup.procs"), String(sleeper.pid));
+    await createSandboxProvider({ mode: "none", hide: [], limits: {}, log });
+    await waitFor(() => !isAlive(sleeper.pid!) || undefined, { what: "the leftover process to die" });
+    for (const dir of leftover) expect(existsSync(dir)).toBe(false);
   });
 });
 
@@ -186,6 +280,18 @@ describe("without bubblewrap", () => {
     await expect(
       startTestDispatch({ DISPATCH_SANDBOX: "bwrap", DISPATCH_BWRAP_PATH: "/nonexistent/bwrap" }),
     ).rejects.toThrow(/DISPATCH_SANDBOX=bwrap but bubblewrap cannot run here/);
+  });
+
+  it("auto refuses to run without a sandbox while secrets are configured, unless DISPATCH_SANDBOX=none", async () => {
+    // Without a sandbox a command could read /proc/<Dispatch's pid>/environ, as any process of its uid.
+    const secrets = { DISPATCH_BWRAP_PATH: "/nonexistent/bwrap", OPENAI_API_KEY: PROVIDER_KEY };
+    const refusal = startTestDispatch(secrets);
+    await expect(refusal).rejects.toBeInstanceOf(SandboxUnavailableError);
+    await expect(refusal).rejects.toThrow(/could read OPENAI_API_KEY from Dispatch's own process/);
+    await expect(refusal).rejects.toThrow(/apt-get install bubblewrap\), or set DISPATCH_SANDBOX=none/);
+
+    const explicit = await startTestDispatch({ ...secrets, DISPATCH_SANDBOX: "none" });
+    await explicit.stop();
   });
 
   it("falls back to a plain subprocess with a warning on the run's transcript", async () => {

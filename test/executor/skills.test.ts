@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseSkillMd } from "../../src/executor/skills.ts";
+import { parseSkillMd, SkillResolver } from "../../src/executor/skills.ts";
 import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
 
 let root: string;
@@ -40,6 +40,8 @@ beforeAll(async () => {
   // A skills directory: bare names and owner/repo folders.
   await put(join(root, "dir", "greeter", "SKILL.md"), "---\nname: greeter\n---\nSay hello.\n");
   await put(join(root, "dir", "other", "repo", ".claude", "skills", "helper", "SKILL.md"), "Help out.\n");
+  // Beside the skills directory, not in it: no spec may reach it.
+  await put(join(root, "secret", "SKILL.md"), "---\nname: secret\n---\nTOP SECRET\n");
 
   const configFile = join(root, "dispatch.config.yaml");
   await writeFile(
@@ -131,6 +133,53 @@ describe("skills", () => {
       expect(res.body.type, spec).toMatch(/invalid-request/);
       expect(res.text, spec).toContain(text);
     }
+  });
+
+  const ESCAPING_SPECS = [
+    "../secret:SKILL.md",
+    "../local:reviewer",
+    "a/..:greeter",
+    "./b:greeter",
+    "a/b:../../x",
+    "acme/local:docs/../docs/custom/SKILL.md",
+    "acme/local:./docs/custom/SKILL.md",
+  ];
+
+  it("a skill spec with a . or .. segment is a 400 at create time that shows a valid spec", async () => {
+    for (const spec of ESCAPING_SPECS) {
+      for (const body of [
+        { prompt: "x", config: { skill_spec: spec } },
+        { prompt: "x", skill: spec },
+      ]) {
+        const res = await create(body);
+        expect(res.status, spec).toBe(400);
+        expect(res.body.type, spec).toMatch(/invalid-request/);
+        expect(res.body.detail, spec).toMatch(/"\." (and|or) "\.\."/);
+        expect(res.body.detail, spec).toContain(
+          "owner/repo:name, owner/repo:path/to/SKILL.md or a skill name",
+        );
+      }
+    }
+    const runs = (await t.api("GET", "/api/v1/agent/runs?limit=500")).body.runs;
+    expect(JSON.stringify(runs)).not.toContain("TOP SECRET");
+  });
+
+  it("the resolver refuses . and .. segments too (a spec that reached the executor some other way)", async () => {
+    const resolver = new SkillResolver(
+      { dirs: [join(root, "dir")], repos: {}, github: false },
+      { cacheDir: join(root, "cache") },
+    );
+    for (const spec of ESCAPING_SPECS) {
+      for (const lookup of [
+        await resolver.resolveNow(spec),
+        await resolver.resolve(spec, new AbortController().signal),
+      ]) {
+        expect(lookup.kind, spec).toBe("not_found");
+        expect(lookup.kind === "not_found" && lookup.message, spec).toMatch(/"\." (and|or) "\.\."/);
+      }
+    }
+    // The same directory is still reachable through a valid spec.
+    expect((await resolver.resolveNow("greeter")).kind).toBe("found");
   });
 
   it("a skill only resolvable at execution (a remote repo) fails the run with a clear message when unreachable", async () => {

@@ -1,4 +1,5 @@
-import { readFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -173,12 +174,30 @@ describe("builtin harness through the executor (MockLanguageModelV4)", () => {
   });
 });
 
+/** Whether a process whose command line contains `marker` is still running (in any pid namespace). */
+async function processesWith(marker: string): Promise<boolean> {
+  for (const pid of await readdir("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
+    if (cmdline.includes(marker)) return true;
+  }
+  return false;
+}
+
 describe("builtin harness with configured providers", () => {
   let real: TestDispatch;
   let fake: Awaited<ReturnType<typeof startFakeOpenAI>>;
-  const server = fileURLToPath(new URL("../../fixtures/mcp-test-server.ts", import.meta.url));
+  // Stdio servers run in the run's sandbox, which shows the system's programs but not this checkout: the
+  // fixture's source goes on the command line, to the system's node.
+  const server = fileURLToPath(new URL("../../fixtures/mcp-test-server.cjs", import.meta.url));
+  let serverSource = "";
+  let hostDir = "";
+  const HOST_SECRET_FILE = () => join(hostDir, "secret.txt");
   beforeAll(async () => {
     process.env.ANTHROPIC_API_KEY = "sk-ant-leak-check"; // in Dispatch's environment, not its config
+    serverSource = await readFile(server, "utf8");
+    hostDir = await mkdtemp(join(tmpdir(), "dispatch-host-"));
+    await writeFile(HOST_SECRET_FILE(), "host-secret-b71c\n");
     fake = await startFakeOpenAI([
       { calls: [{ name: "write_file", arguments: { path: "hello.py", content: "print('hi')\n" } }] },
       { text: "Wrote hello.py." },
@@ -189,11 +208,19 @@ describe("builtin harness with configured providers", () => {
         ],
       },
       { text: "The server shouted." },
+      {
+        calls: [
+          { name: "tools__read", arguments: { path: HOST_SECRET_FILE() } },
+          { name: "tools__read", arguments: { path: `/proc/${process.pid}/environ` } },
+        ],
+      },
+      { text: "Tried." },
     ]);
     real = await startTestDispatch({ OPENAI_COMPATIBLE_BASE_URL: fake.baseUrl });
   });
   afterAll(async () => {
     delete process.env.ANTHROPIC_API_KEY;
+    await rm(hostDir, { recursive: true, force: true });
     await real?.stop();
     await fake?.close();
   });
@@ -213,9 +240,12 @@ describe("builtin harness with configured providers", () => {
   });
 
   it("offers a stdio MCP server's tools, calls one and records its result; no secrets reach it", async () => {
+    const instance = `mcp-${Date.now()}`;
     const id = await create(real, "Shout hello", {
       model_id: "openai-compatible/fake-coder",
-      mcp_servers: { tools: { command: process.execPath, args: [server], env: { GREETING: "hi" } } },
+      mcp_servers: {
+        tools: { command: "node", args: ["-e", serverSource, instance], env: { GREETING: "hi" } },
+      },
     });
     const run = await waitForState(real, id, ["SUCCEEDED", "FAILED", "ERROR"]);
     expect(run.status_message).toBeUndefined();
@@ -230,22 +260,34 @@ describe("builtin harness with configured providers", () => {
     expect(env).toContain("GREETING");
     expect(env).toContain(`cwd=${join(real.dataDir, "workspaces", id)}`);
     expect(env).not.toContain("ANTHROPIC_API_KEY");
-    expect(env.split("\n")[0]!.split(",").sort()).toEqual(
-      ["DISPATCH_RUN_ID", "GREETING", "HOME", "LANG", "PATH", "TERM"].sort(),
-    );
+    // PWD (the workspace) comes from the shell that places the sandbox in the run's cgroup, where there is one.
+    const names = env
+      .split("\n")[0]!
+      .split(",")
+      .filter((n) => n !== "PWD");
+    expect(names.sort()).toEqual(["DISPATCH_RUN_ID", "GREETING", "HOME", "LANG", "PATH", "TERM"].sort());
     // The client is closed when the run ends: the server process is gone.
-    const pid = Number(/pid=(\d+)/.exec(env)![1]);
-    await waitFor(
-      () => {
-        try {
-          process.kill(pid, 0);
-          return false;
-        } catch {
-          return true;
-        }
-      },
-      { timeoutMs: 15_000, what: "the MCP server process to exit" },
-    );
+    await waitFor(async () => !(await processesWith(instance)), {
+      timeoutMs: 15_000,
+      what: "the MCP server process to exit",
+    });
+  });
+
+  it("runs a stdio MCP server in the run's sandbox: no host file outside the workspace, no Dispatch process", async () => {
+    const id = await create(real, "Read things", {
+      model_id: "openai-compatible/fake-coder",
+      mcp_servers: { tools: { command: "node", args: ["-e", serverSource] } },
+    });
+    const run = await waitForState(real, id, ["SUCCEEDED", "FAILED", "ERROR"]);
+    expect(run.status_message).toBeUndefined();
+    const results = (await events(real, id))
+      .filter((e) => e.type === "tool_result" && e.data.tool === "tools__read")
+      .map((e) => e.data);
+    expect(results).toHaveLength(2);
+    expect(results[0]).toMatchObject({ error: true, output: expect.stringContaining("ENOENT") });
+    expect(String(results[0]!.output)).not.toContain("host-secret-b71c");
+    // Dispatch's process (and its environment) does not exist in the sandbox's pid namespace.
+    expect(results[1]).toMatchObject({ error: true, output: expect.stringContaining("ENOENT") });
   });
 
   it("fails the run naming an MCP server that does not start", async () => {

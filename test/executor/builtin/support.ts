@@ -5,6 +5,7 @@ import type { LanguageModelV4CallOptions, LanguageModelV4StreamPart } from "@ai-
 import { MockLanguageModelV4 } from "ai/test";
 import type { HarnessContext } from "../../../src/executor/harness.ts";
 import { PlainSandbox } from "../../../src/executor/plain-sandbox.ts";
+import type { Sandbox } from "../../../src/executor/sandbox.ts";
 import { createLogger } from "../../../src/log.ts";
 import type { AgentConfig, RunEvent, RunEventType, RunRecord } from "../../../src/model/run.ts";
 
@@ -91,10 +92,19 @@ export function userTexts(call: LanguageModelV4CallOptions): string[] {
     );
 }
 
-/** A harness context over a real PlainSandbox in a temporary workspace, with an in-memory transcript. */
+/**
+ * A harness context over a real sandbox (a PlainSandbox unless `sandbox` builds another) in a temporary
+ * workspace, with an in-memory transcript.
+ */
 export async function harnessContext(
   input: string[],
-  opts: { config?: AgentConfig; followups?: string[][]; signal?: AbortSignal; events?: RunEvent[] } = {},
+  opts: {
+    config?: AgentConfig;
+    followups?: string[][];
+    signal?: AbortSignal;
+    events?: RunEvent[];
+    sandbox?: (workspace: string, runId: string) => Sandbox;
+  } = {},
 ) {
   const root = await mkdtemp(join(tmpdir(), "dispatch-builtin-"));
   const workspace = join(root, "ws");
@@ -109,7 +119,7 @@ export async function harnessContext(
   const ctx: HarnessContext = {
     run,
     workspace,
-    sandbox: new PlainSandbox(workspace, run.id),
+    sandbox: opts.sandbox ? opts.sandbox(workspace, run.id) : new PlainSandbox(workspace, run.id),
     input,
     signal: opts.signal ?? new AbortController().signal,
     emit: async (type: RunEventType, data: Record<string, unknown>) => {

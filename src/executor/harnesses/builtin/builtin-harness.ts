@@ -26,6 +26,8 @@ export interface BuiltinHarnessOptions {
   minuteMs?: number;
   toolLimits?: Partial<ToolLimits>;
   mcpStartTimeoutMs?: number;
+  /** `url` MCP servers runs may use (`mcp.allowed_urls`); none when absent. */
+  mcpAllowedUrls?: readonly string[];
   /** Retries of a failed model call (rate limits, 5xx); default 2. */
   maxRetries?: number;
 }
@@ -85,8 +87,8 @@ export class BuiltinHarness implements Harness {
     try {
       try {
         mcp = await connectMcpServers(config.mcp_servers, {
-          workspace: ctx.workspace,
-          runId: ctx.run.id,
+          sandbox: ctx.sandbox,
+          allowedUrls: this.opts.mcpAllowedUrls ?? [],
           signal,
           ...(this.opts.mcpStartTimeoutMs ? { startTimeoutMs: this.opts.mcpStartTimeoutMs } : {}),
         });

@@ -1,8 +1,9 @@
 import { createMCPClient, type MCPClient } from "@ai-sdk/mcp";
-import { StdioMCPTransport } from "@ai-sdk/mcp/mcp-stdio";
 import { jsonSchema, type ToolSet, tool } from "ai";
+import { mcpUrlAllowed } from "../../../model/mcp-url-allowlist.ts";
 import type { McpServerConfig } from "../../../model/run.ts";
-import { sandboxEnv } from "../../workspace.ts";
+import type { Sandbox } from "../../sandbox.ts";
+import { SandboxStdioTransport } from "./mcp-sandbox-transport.ts";
 import { capText, formatForModel, type ToolOutput } from "./tools/tool-output.ts";
 
 /** A configured MCP server that could not be started or listed: the run fails naming it. */
@@ -23,8 +24,10 @@ export interface McpConnection {
 }
 
 export interface McpOptions {
-  workspace: string;
-  runId: string;
+  /** Where stdio servers run: the run's sandbox, like the agent's commands. */
+  sandbox: Sandbox;
+  /** `url` servers the operator allows (`mcp.allowed_urls`); any other is refused. */
+  allowedUrls: readonly string[];
   signal: AbortSignal;
   /** How long a server may take to start and list its tools. */
   startTimeoutMs?: number;
@@ -35,10 +38,11 @@ const DEFAULT_START_TIMEOUT_MS = 30_000;
 
 /**
  * Connects to every configured MCP server through the AI SDK's MCP client and offers their tools,
- * namespaced by server name. A stdio server is a process the agent controls: it starts in the workspace
- * with an environment built from nothing but the sandbox basics and the env given in its config (`env -i`,
- * so neither provider keys nor Dispatch secrets reach it). Everything opened is closed by `close()`, also
- * when a later server fails to start.
+ * namespaced by server name. A stdio server is a process whoever created the run chose: it runs in the
+ * run's sandbox, in the workspace, with an environment built from nothing but the sandbox basics and the
+ * env given in its config, and dies with the run. A `url` server is reached by Dispatch itself, so only
+ * the operator's allowed URLs are. Everything opened is closed by `close()`, also when a later server
+ * fails to start.
  */
 export async function connectMcpServers(
   servers: Record<string, McpServerConfig> | undefined,
@@ -104,21 +108,20 @@ export async function connectMcpServers(
 
 async function startClient(name: string, server: McpServerConfig, opts: McpOptions): Promise<MCPClient> {
   const timeout = opts.startTimeoutMs ?? DEFAULT_START_TIMEOUT_MS;
+  if (server.url && !mcpUrlAllowed(server.url, opts.allowedUrls)) {
+    throw new McpStartError(
+      name,
+      `MCP server "${name}": ${server.url} is not an allowed MCP server URL; the operator allows URLs with mcp.allowed_urls in dispatch.config.yaml`,
+    );
+  }
+  let transport: SandboxStdioTransport | undefined;
   try {
     if (server.command) {
-      const env = { ...sandboxEnv(opts.workspace, opts.runId), ...(server.env ?? {}) };
-      const transport = new StdioMCPTransport({
-        // `env -i` drops whatever the transport would inherit from Dispatch's own environment.
-        command: "env",
-        args: [
-          "-i",
-          ...Object.entries(env).map(([k, v]) => `${k}=${v}`),
-          server.command,
-          ...(server.args ?? []),
-        ],
-        env: { PATH: env.PATH ?? "/usr/bin:/bin" },
-        cwd: opts.workspace,
-        stderr: "ignore",
+      transport = new SandboxStdioTransport({
+        sandbox: opts.sandbox,
+        argv: [server.command, ...(server.args ?? [])],
+        env: server.env ?? {},
+        signal: opts.signal,
       });
       return await createMCPClient({
         transport,
@@ -135,7 +138,12 @@ async function startClient(name: string, server: McpServerConfig, opts: McpOptio
     }
     throw new Error("neither command nor url is set");
   } catch (err) {
-    throw new McpStartError(name, `MCP server "${name}" failed to start: ${errorText(err)}`);
+    await transport?.close();
+    const stderr = transport?.stderrTail;
+    throw new McpStartError(
+      name,
+      `MCP server "${name}" failed to start: ${errorText(err)}${stderr ? ` (its stderr: ${stderr})` : ""}`,
+    );
   }
 }
 

@@ -3,6 +3,7 @@ import type { Sandbox } from "../../../sandbox.ts";
 import { editFileTool } from "./edit-file.ts";
 import { listFilesTool } from "./list-files.ts";
 import { readFileTool } from "./read-file.ts";
+import { SandboxFiles } from "./sandbox-files.ts";
 import { searchFilesTool } from "./search-files.ts";
 import { shellTool } from "./shell.ts";
 import { DEFAULT_TOOL_LIMITS, type ToolContext, type ToolLimits } from "./tool-context.ts";
@@ -17,8 +18,10 @@ export interface CreateToolsOptions {
 
 /**
  * The agent's tools. Every command runs through the run's sandbox and every path goes through
- * `sandbox.resolvePath`, which refuses anything outside the workspace (symlinks included); directory
- * walks never follow symlinks. Outputs are capped and the cap is stated to the model.
+ * `sandbox.resolvePath`, which refuses anything outside the workspace (symlinks included); the file
+ * operations themselves run in the sandbox too, so a symlink swapped in after that check still cannot
+ * reach past it. Directory walks never follow symlinks. Outputs are capped and the cap is stated to the
+ * model.
  */
 export function createTools(opts: CreateToolsOptions): ToolSet {
   const ctx: ToolContext = {
@@ -26,6 +29,7 @@ export function createTools(opts: CreateToolsOptions): ToolSet {
     signal: opts.signal,
     limits: { ...DEFAULT_TOOL_LIMITS, ...opts.limits },
     paths: new WorkspacePaths(opts.sandbox),
+    files: new SandboxFiles(opts.sandbox, opts.signal),
   };
   return {
     shell: shellTool(ctx),

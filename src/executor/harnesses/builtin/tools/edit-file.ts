@@ -1,9 +1,8 @@
-import { readFile, writeFile } from "node:fs/promises";
 import { defineTool, ToolError } from "./define-tool.ts";
 import type { ToolContext } from "./tool-context.ts";
 
 /** Replaces an exact string in a file: once, where it is unique, or everywhere when asked. */
-export function editFileTool({ paths }: ToolContext) {
+export function editFileTool({ limits, paths, files }: ToolContext) {
   return defineTool({
     description:
       "Edit a file by exact string replacement: old_string must occur exactly once in the file (include " +
@@ -30,9 +29,14 @@ export function editFileTool({ paths }: ToolContext) {
       }
       if (typeof input.new_string !== "string") throw new ToolError("new_string must be a string");
       const abs = await paths.resolve(input.path);
-      const text = await readFile(abs, "utf8").catch(() => {
-        throw new ToolError(`${input.path} does not exist or cannot be read`);
-      });
+      const read = await files.read(abs, limits.maxFileBytes);
+      if (read.kind === "too_large") {
+        throw new ToolError(
+          `${input.path} is ${read.size} bytes, more than edit_file edits (${limits.maxFileBytes}); use shell (sed -i) instead`,
+        );
+      }
+      if (read.kind !== "file") throw new ToolError(`${input.path} does not exist or cannot be read`);
+      const text = read.data.toString("utf8");
       const count = text.split(input.old_string).length - 1;
       if (count === 0) throw new ToolError(`old_string was not found in ${input.path}; nothing changed`);
       if (count > 1 && !input.replace_all) {
@@ -43,7 +47,7 @@ export function editFileTool({ paths }: ToolContext) {
       const updated = input.replace_all
         ? text.split(input.old_string).join(input.new_string)
         : text.replace(input.old_string, () => input.new_string);
-      await writeFile(abs, updated);
+      await files.write(abs, updated);
       return {
         output: `replaced ${input.replace_all ? count : 1} occurrence${count > 1 && input.replace_all ? "s" : ""} in ${paths.display(abs)}`,
       };

@@ -1,11 +1,10 @@
-import { defineTool } from "./define-tool.ts";
+import { defineTool, ToolError } from "./define-tool.ts";
 import { globToRegExp, matchesGlob } from "./glob-to-regexp.ts";
 import type { ToolContext } from "./tool-context.ts";
 import { capText } from "./tool-output.ts";
-import { walkFiles } from "./walk-files.ts";
 
 /** Lists a directory tree, optionally through a glob. */
-export function listFilesTool({ signal, limits, paths }: ToolContext) {
+export function listFilesTool({ limits, paths, files }: ToolContext) {
   return defineTool({
     description:
       "List files under a directory of the workspace, recursively (skipping .git and node_modules), " +
@@ -21,12 +20,13 @@ export function listFilesTool({ signal, limits, paths }: ToolContext) {
     execute: async (input: { path?: string; pattern?: string }) => {
       const root = await paths.resolve(input.path ?? ".");
       const matcher = input.pattern ? globToRegExp(input.pattern) : undefined;
+      const walk = await files.walk(root, limits.maxWalkEntries);
+      if ("problem" in walk) throw new ToolError(`${input.path ?? "."} is not a readable directory`);
       const found: string[] = [];
-      const walk = await walkFiles(root, limits.maxWalkEntries, signal, (abs, isDir) => {
-        const rel = paths.display(abs);
-        if (!matchesGlob(matcher, rel)) return;
-        found.push(isDir ? `${rel}/` : rel);
-      });
+      for (const entry of walk.entries) {
+        const rel = paths.display(entry.abs);
+        if (matchesGlob(matcher, rel)) found.push(entry.type === "dir" ? `${rel}/` : rel);
+      }
       found.sort();
       let text = found.length ? found.join("\n") : "(no matching files)";
       if (walk.stopped)

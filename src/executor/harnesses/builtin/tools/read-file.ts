@@ -1,10 +1,9 @@
-import { readFile, stat } from "node:fs/promises";
 import { defineTool, ToolError } from "./define-tool.ts";
 import type { ToolContext } from "./tool-context.ts";
 import { capText } from "./tool-output.ts";
 
 /** Reads a text file as numbered lines, a window of it at a time. */
-export function readFileTool({ limits, paths }: ToolContext) {
+export function readFileTool({ limits, paths, files }: ToolContext) {
   return defineTool({
     description:
       "Read a text file in the workspace. Returns its lines prefixed with line numbers; use offset/limit " +
@@ -21,15 +20,16 @@ export function readFileTool({ limits, paths }: ToolContext) {
     },
     execute: async (input: { path: string; offset?: number; limit?: number }) => {
       const abs = await paths.resolve(input.path);
-      const info = await stat(abs).catch(() => undefined);
-      if (!info) throw new ToolError(`${input.path} does not exist`);
-      if (info.isDirectory()) throw new ToolError(`${input.path} is a directory: use list_files`);
-      if (info.size > limits.maxFileBytes) {
+      const read = await files.read(abs, limits.maxFileBytes);
+      if (read.kind === "missing") throw new ToolError(`${input.path} does not exist`);
+      if (read.kind === "directory") throw new ToolError(`${input.path} is a directory: use list_files`);
+      if (read.kind === "not_regular") throw new ToolError(`${input.path} is not a regular file`);
+      if (read.kind === "too_large") {
         throw new ToolError(
-          `${input.path} is ${info.size} bytes, more than read_file reads (${limits.maxFileBytes}); use shell (head, sed -n) instead`,
+          `${input.path} is ${read.size} bytes, more than read_file reads (${limits.maxFileBytes}); use shell (head, sed -n) instead`,
         );
       }
-      const buf = await readFile(abs);
+      const buf = read.data;
       if (buf.includes(0)) throw new ToolError(`${input.path} looks like a binary file`);
       const lines = buf.toString("utf8").split("\n");
       if (lines.at(-1) === "") lines.pop();

@@ -1,14 +1,12 @@
-import { lstat, readFile } from "node:fs/promises";
 import { defineTool, ToolError } from "./define-tool.ts";
 import { globToRegExp, matchesGlob } from "./glob-to-regexp.ts";
 import type { ToolContext } from "./tool-context.ts";
-import { walkFiles } from "./walk-files.ts";
 
 /** Longest matching line shown in full. */
 const MAX_LINE_CHARS = 500;
 
 /** grep -rn over the workspace (or one file), in JavaScript regular expressions. */
-export function searchFilesTool({ signal, limits, paths }: ToolContext) {
+export function searchFilesTool({ signal, limits, paths, files }: ToolContext) {
   return defineTool({
     description:
       "Search the contents of files in the workspace for a regular expression (JavaScript syntax), like grep -rn. " +
@@ -33,29 +31,29 @@ export function searchFilesTool({ signal, limits, paths }: ToolContext) {
       }
       const root = await paths.resolve(input.path ?? ".");
       const matcher = input.glob ? globToRegExp(input.glob) : undefined;
-      const files: string[] = [];
-      const info = await lstat(root).catch(() => undefined);
-      if (!info) throw new ToolError(`${input.path} does not exist`);
-      let stopped = false;
-      if (info.isFile()) files.push(root);
-      else {
-        const walk = await walkFiles(root, limits.maxWalkEntries, signal, (abs, isDir) => {
-          if (isDir) return;
-          if (!matchesGlob(matcher, paths.display(abs))) return;
-          files.push(abs);
-        });
-        stopped = walk.stopped;
+      const walk = await files.walk(root, limits.maxWalkEntries, { fileRoot: true });
+      if ("problem" in walk) {
+        throw new ToolError(
+          walk.problem === "missing"
+            ? `${input.path} does not exist`
+            : `${input.path} is neither a file nor a directory`,
+        );
       }
-      files.sort();
+      const candidates = walk.entries
+        .filter(
+          (e) =>
+            e.type === "file" &&
+            e.size <= limits.maxFileBytes &&
+            (e.abs === root || matchesGlob(matcher, paths.display(e.abs))),
+        )
+        .map((e) => e.abs)
+        .sort();
       const hits: string[] = [];
       let size = 0;
-      let truncated = stopped;
-      for (const file of files) {
-        if (signal.aborted || size > limits.outputChars) break;
-        const fi = await lstat(file).catch(() => undefined);
-        if (!fi?.isFile() || fi.size > limits.maxFileBytes) continue;
-        const buf = await readFile(file).catch(() => undefined);
-        if (!buf || buf.includes(0)) continue;
+      let truncated = walk.stopped;
+      await files.readEach(candidates, limits.maxFileBytes, (file, buf) => {
+        if (signal.aborted || size > limits.outputChars) return false;
+        if (buf.includes(0)) return true;
         const lines = buf.toString("utf8").split("\n");
         for (let i = 0; i < lines.length; i++) {
           if (!regex.test(lines[i]!)) continue;
@@ -69,7 +67,8 @@ export function searchFilesTool({ signal, limits, paths }: ToolContext) {
           }
           hits.push(hit);
         }
-      }
+        return true;
+      });
       let text = hits.length ? hits.join("\n") : "(no matches)";
       if (truncated) text += "\n[results truncated: narrow the pattern, path or glob]";
       return { output: text, ...(truncated ? { truncated: true } : {}) };

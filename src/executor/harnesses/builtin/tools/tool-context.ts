@@ -1,4 +1,5 @@
 import type { Sandbox } from "../../../sandbox.ts";
+import type { SandboxFiles } from "./sandbox-files.ts";
 import type { WorkspacePaths } from "./workspace-paths.ts";
 
 export interface ToolLimits {
@@ -28,4 +29,6 @@ export interface ToolContext {
   signal: AbortSignal;
   limits: ToolLimits;
   paths: WorkspacePaths;
+  /** File reads, writes and walks, done inside the sandbox. */
+  files: SandboxFiles;
 }

@@ -1,10 +1,8 @@
-import { mkdir, writeFile } from "node:fs/promises";
-import { dirname } from "node:path";
 import { defineTool, ToolError } from "./define-tool.ts";
 import type { ToolContext } from "./tool-context.ts";
 
 /** Creates or overwrites a whole file, with its parent directories. */
-export function writeFileTool({ paths }: ToolContext) {
+export function writeFileTool({ paths, files }: ToolContext) {
   return defineTool({
     description:
       "Create or overwrite a file in the workspace with the given content (parent directories are created).",
@@ -20,11 +18,8 @@ export function writeFileTool({ paths }: ToolContext) {
     execute: async (input: { path: string; content: string }) => {
       if (typeof input.content !== "string") throw new ToolError("content must be a string");
       const abs = await paths.resolve(input.path);
-      await mkdir(dirname(abs), { recursive: true });
-      // mkdir may have followed a symlinked directory: check again before writing.
-      const checked = await paths.resolve(input.path);
-      await writeFile(checked, input.content);
-      return { output: `wrote ${Buffer.byteLength(input.content)} bytes to ${paths.display(checked)}` };
+      await files.write(abs, input.content);
+      return { output: `wrote ${Buffer.byteLength(input.content)} bytes to ${paths.display(abs)}` };
     },
   });
 }
