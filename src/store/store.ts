@@ -40,6 +40,8 @@ export interface Store {
   countRunsByState(): Promise<Record<RunState, number>>;
   /** QUEUED plus INPROGRESS runs across teams (what the executors have to do), counted up to `upTo`. */
   countActiveRuns(upTo: number): Promise<number>;
+  /** Those of `runIds` that are in a terminal state reached before `before` (workspace retention). */
+  runsFinishedBefore(runIds: string[], before: string): Promise<string[]>;
   /**
    * Applies `trigger` if the run's state allows it (and, with `workerId`, only while that worker holds
    * the lease), sets `patch`, bumps updated_at and appends a `state` event, all at once. Returns the
@@ -126,6 +128,11 @@ export interface Store {
   takePendingFollowups(runId: string, execution: number): Promise<FollowupRecord[]>;
 
   // Transcript
+  /**
+   * Appends an event (and so does every method that appends one, such as `transition`). `data` over
+   * EVENT_DATA_MAX_BYTES is stored cut by `capEventData`: long strings keep their beginning and end, and
+   * the event carries `truncated: true` and `original_bytes`. Returns the event as stored.
+   */
   appendEvent(runId: string, type: RunEventType, data: Record<string, unknown>): Promise<RunEvent>;
   listEvents(runId: string, after: number, limit: number): Promise<RunEvent[]>;
 
@@ -135,18 +142,40 @@ export interface Store {
    * older than the window counts as new again (a command retyped a minute later is a new request).
    */
   claimInbound(key: string, source: string, windowMs?: number): Promise<boolean>;
+  /**
+   * Records a verified delivery durably, in one transaction with its dedupe keys (as `claimInbound`):
+   * true when it was stored for handling, false (nothing stored) when any key was seen before.
+   */
+  acceptInbound(delivery: NewInboundDelivery): Promise<boolean>;
+  /**
+   * Claims up to `limit` deliveries of `source` for `owner` with a lease, oldest first: those not done, not
+   * leased (or whose lease expired: their owner died) and with fewer than `maxAttempts` attempts so far.
+   */
+  claimInboundDeliveries(
+    owner: string,
+    opts: { source: string; limit: number; leaseMs: number; maxAttempts: number },
+  ): Promise<InboundDelivery[]>;
+  /** Marks a delivery handled and drops its payload (its dedupe keys stay); false when `owner` no longer holds it. */
+  finishInboundDelivery(id: number, owner: string): Promise<boolean>;
+  /** Hands a delivery back after a failed attempt; it is due again at `retryAt`. */
+  releaseInboundDelivery(id: number, owner: string, retryAt: string): Promise<void>;
   bindThread(binding: ThreadBinding): Promise<void>;
   getThreadBinding(runId: string): Promise<ThreadBinding | undefined>;
   /** The binding of the latest run started in a thread (Slack) or on an issue (GitHub). */
   findLatestBinding(
     where: Pick<ThreadBinding, "platform" | "workspace" | "channel"> & { thread: string | null },
   ): Promise<ThreadBinding | undefined>;
+  /** The bindings of a Slack channel or a GitHub issue (every thread of it), newest first. */
+  listChannelBindings(
+    where: Pick<ThreadBinding, "platform" | "workspace" | "channel">,
+    limit: number,
+  ): Promise<ThreadBinding[]>;
   /** Sets the thread of a binding that had none (a slash command's status card became its root). */
   setBindingThread(runId: string, thread: string): Promise<void>;
 
   /** Drops idempotency records older than the retention window. */
   pruneIdempotencyKeys(olderThan: string): Promise<number>;
-  /** Drops inbound delivery keys older than the retention window. */
+  /** Drops inbound delivery keys and deliveries older than the retention window. */
   pruneInbox(olderThan: string): Promise<number>;
 
   // Notifier: read position, status cards, outbox (DESIGN.md "notifier")
@@ -225,6 +254,30 @@ export interface OutboxMessage {
   payload: Record<string, unknown>;
 }
 
+export interface NewInboundDelivery {
+  /** The integration that handles it: "slack" | "github". */
+  source: string;
+  /** What the payload is (GitHub: the event name). */
+  kind: string;
+  /** The platform's id of the delivery (X-GitHub-Delivery, Slack event id). */
+  deliveryId: string;
+  /** The verified payload, as JSON. */
+  payload: string;
+  /** Dedupe keys; one seen before makes the delivery a duplicate. `windowMs` as in `claimInbound`. */
+  keys: Array<{ key: string; windowMs?: number }>;
+}
+
+export interface InboundDelivery {
+  id: number;
+  source: string;
+  kind: string;
+  deliveryId: string;
+  payload: string;
+  /** Attempts so far, this one included. */
+  attempts: number;
+  receivedAt: string;
+}
+
 export interface OutboxRow extends OutboxMessage {
   id: number;
   runId: string;
@@ -300,5 +353,6 @@ export interface RunListQuery {
   createdAfter?: string;
   createdBefore?: string;
   updatedAfter?: string;
+  /** Substring of the title or prompt, compared after `foldCase` on both sides (Unicode, not ASCII only). */
   q?: string;
 }

@@ -54,6 +54,7 @@ export class FakeGitHub {
   private server: Server | undefined;
   private readonly failures: Array<{ match: (c: GitHubCall) => boolean; failure: GitHubFailure }> = [];
   private nextId = 1_000_000;
+  private readonly held: Array<{ match: (c: GitHubCall) => boolean; gate: Promise<void> }> = [];
   /** The login comments are written as (an App writes as "<slug>[bot]"). */
   botLogin = "dispatch-bot";
 
@@ -93,11 +94,26 @@ export class FakeGitHub {
 
   /** The next call matching `method path` (path may contain `*`) fails this way, once per failure. */
   failNext(route: string, ...failures: GitHubFailure[]): void {
-    const [method, pattern] = route.split(" ") as [string, string];
-    const re = new RegExp(`^${pattern.replace(/[.+?^${}()|[\]\\]/g, "\\$&").replaceAll("*", "[^/]+")}$`);
-    for (const failure of failures) {
-      this.failures.push({ match: (c) => c.method === method && re.test(c.path), failure });
-    }
+    const match = routeMatcher(route);
+    for (const failure of failures) this.failures.push({ match, failure });
+  }
+
+  /**
+   * Calls matching `method path` (path may contain `*`) are received (and recorded in `calls`) but not
+   * answered until the returned function is called.
+   */
+  holdBack(route: string): () => void {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const hold = { match: routeMatcher(route), gate };
+    this.held.push(hold);
+    return () => {
+      const i = this.held.indexOf(hold);
+      if (i >= 0) this.held.splice(i, 1);
+      release();
+    };
   }
 
   /** Successful calls of `method` on paths matching `pattern` (a RegExp). */
@@ -137,6 +153,7 @@ export class FakeGitHub {
       at: Date.now(),
     };
     this.calls.push(call);
+    await Promise.all(this.held.filter((h) => h.match(call)).map((h) => h.gate));
     const answer = this.answer(call);
     call.status = answer.status;
     return answer;
@@ -312,6 +329,13 @@ export class FakeGitHub {
     };
     return String(claims.iss) === this.appId && (claims.exp ?? 0) * 1000 > Date.now();
   }
+}
+
+/** `METHOD /path/with/*` → a matcher of calls. */
+function routeMatcher(route: string): (c: GitHubCall) => boolean {
+  const [method, pattern] = route.split(" ") as [string, string];
+  const re = new RegExp(`^${pattern.replace(/[.+?^${}()|[\]\\]/g, "\\$&").replaceAll("*", "[^/]+")}$`);
+  return (c) => c.method === method && re.test(c.path);
 }
 
 function safeJson(raw: string): unknown {

@@ -20,9 +20,13 @@ export class FakeSlack {
   url = "";
   private server: Server | undefined;
   private readonly failures = new Map<string, ScriptedFailure[]>();
-  private ts = 1_700_000_000;
+  /** Message timestamps are seconds since the epoch, as Slack's are (`oldest` filters compare them). */
+  private ts = Math.floor(Date.now() / 1000);
   private readonly messages = new Map<string, Record<string, unknown>>();
   private readonly held = new Map<string, Promise<void>>();
+  private readonly lostAnswers: string[] = [];
+  /** Members of each channel, for conversations.members; a channel not listed here is channel_not_found. */
+  readonly channelMembers = new Map<string, string[]>();
 
   readonly token: string;
 
@@ -68,6 +72,14 @@ export class FakeSlack {
     };
   }
 
+  /**
+   * The next call of `method` is carried out (a posted message exists) but answered with HTTP 500, as when
+   * the answer is lost on the way back.
+   */
+  loseAnswer(method: string): void {
+    this.lostAnswers.push(method);
+  }
+
   /** Successful calls of `method` (failed attempts are in `calls` but not here). */
   succeeded(method: string): SlackCall[] {
     return this.calls.filter((c) => c.method === method && (c as SlackCall & { ok?: boolean }).ok);
@@ -105,8 +117,14 @@ export class FakeSlack {
       }
       return { status: 500, headers: {}, body: { ok: false, error: "internal_error" } };
     }
+    const body = this.answer(method, args);
+    const lost = this.lostAnswers.indexOf(method);
+    if (lost >= 0) {
+      this.lostAnswers.splice(lost, 1);
+      return { status: 500, headers: {}, body: { ok: false, error: "internal_error" } };
+    }
     call.ok = true;
-    return { status: 200, headers: {}, body: this.answer(method, args) };
+    return { status: 200, headers: {}, body };
   }
 
   private answer(method: string, args: Record<string, unknown>): Record<string, unknown> {
@@ -124,9 +142,35 @@ export class FakeSlack {
         };
       case "chat.postMessage": {
         const ts = `${++this.ts}.000100`;
-        const message = { text: args.text, blocks: args.blocks, thread_ts: args.thread_ts, ts };
+        const message = {
+          text: args.text,
+          blocks: args.blocks,
+          thread_ts: args.thread_ts,
+          ts,
+          ...(args.metadata ? { metadata: args.metadata } : {}),
+        };
         this.messages.set(`${channel}/${ts}`, message);
         return { ok: true, channel, ts, message };
+      }
+      case "conversations.history":
+      case "conversations.replies": {
+        // History: the channel's top-level messages, newest first; replies: a thread, parent first.
+        const thread = method === "conversations.replies" ? String(args.ts) : undefined;
+        const withMetadata = String(args.include_all_metadata) === "true";
+        const messages = [...this.messages.entries()]
+          .filter(([key]) => key.startsWith(`${channel}/`))
+          .map(([, m]) => m)
+          .filter((m) => Number(m.ts) >= Number(args.oldest ?? 0))
+          .filter((m) =>
+            thread ? m.ts === thread || m.thread_ts === thread : !m.thread_ts || m.thread_ts === m.ts,
+          )
+          .sort((a, b) => (Number(a.ts) - Number(b.ts)) * (thread ? 1 : -1))
+          .map(({ metadata, ...m }) => ({
+            type: "message",
+            ...m,
+            ...(withMetadata && metadata ? { metadata } : {}),
+          }));
+        return { ok: true, messages, has_more: false };
       }
       case "chat.update": {
         const key = `${channel}/${String(args.ts)}`;
@@ -145,6 +189,19 @@ export class FakeSlack {
       case "reactions.add":
       case "reactions.remove":
         return { ok: true };
+      case "conversations.members": {
+        const members = this.channelMembers.get(channel);
+        if (!members) return { ok: false, error: "channel_not_found" };
+        // Paged like Slack: the cursor is opaque to callers; here it is the offset of the next page.
+        const offset = Number(args.cursor || 0);
+        const limit = Number(args.limit || 100);
+        const next = offset + limit < members.length ? String(offset + limit) : "";
+        return {
+          ok: true,
+          members: members.slice(offset, offset + limit),
+          response_metadata: { next_cursor: next },
+        };
+      }
       case "users.info":
         return {
           ok: true,

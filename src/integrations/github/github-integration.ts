@@ -5,8 +5,9 @@ import type { GitHubConfig } from "../../config.ts";
 import type { GitHubSettings } from "../../config-file.ts";
 import type { Creator } from "../../model/run.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
-import type { Store } from "../../store/store.ts";
+import type { InboundDelivery, Store } from "../../store/store.ts";
 import { type Command, GrammarError, parseCommand } from "../grammar.ts";
+import { InboxQueue, type InboxStore } from "../inbox-queue.ts";
 import { CollaboratorPermissions } from "./collaborator-permissions.ts";
 import type { CommentPayload } from "./comment-payload.ts";
 import type { GitHubClients } from "./github-clients.ts";
@@ -14,7 +15,9 @@ import { IssueThread } from "./issue-thread.ts";
 import { commandText } from "./mention.ts";
 import { Verbs } from "./verbs.ts";
 import { WebhookRoute } from "./webhook-route.ts";
-import { WorkQueue } from "./work-queue.ts";
+
+/** Deliveries handled at once (each is a few store writes and at most one GitHub call). */
+const WORK_CONCURRENCY = 4;
 
 /** Words that are commands on an issue that has a run; anything else there is a follow-up. */
 const VERBS = new Set(["cancel", "status", "help", "list", "new"]);
@@ -22,7 +25,8 @@ const VERBS = new Set(["cancel", "status", "help", "list", "new"]);
 export type GitHubStore = Pick<
   Store,
   "claimInbound" | "bindThread" | "findLatestBinding" | "getThreadBinding" | "enqueueOutbox"
->;
+> &
+  InboxStore;
 
 export interface GitHubIntegrationDeps {
   config: GitHubConfig;
@@ -30,27 +34,37 @@ export interface GitHubIntegrationDeps {
   runs: RunsApi;
   store: GitHubStore;
   clients: GitHubClients;
+  /** The lease on a delivery being handled, and how often the inbox is polled for ones nobody holds. */
+  inbox: { leaseMs: number; pollMs: number };
   /** Each part logs under its own `component` (github-webhook, github-verbs, …). */
   log: Logger;
 }
 
 /**
  * The GitHub side of Dispatch: `issue_comment` webhooks that mention the bot start, steer, cancel and
- * report runs (INTEGRATIONS.md). The webhook route acknowledges trigger comments and queues them; each is
- * then handled here: 👀 reaction, permission check, the command's verb, thread binding. The notifier
- * reports progress afterwards.
+ * report runs (INTEGRATIONS.md). The webhook route stores trigger comments in the inbox and acknowledges
+ * them; the inbox queue hands each to this class: 👀 reaction, permission check, the command's verb, thread
+ * binding. The notifier reports progress afterwards.
  */
 export class GitHubIntegration {
   private readonly deps: GitHubIntegrationDeps;
   private readonly route: WebhookRoute;
-  private readonly queue: WorkQueue;
+  private readonly queue: InboxQueue;
   private readonly permissions: CollaboratorPermissions;
   private readonly verbs: Verbs;
 
   constructor(deps: GitHubIntegrationDeps) {
     this.deps = deps;
     const { config, settings, log } = deps;
-    this.queue = new WorkQueue(log.child({ component: "github-work-queue" }));
+    this.queue = new InboxQueue({
+      source: "github",
+      store: deps.store,
+      handle: (delivery) => this.onDelivery(delivery),
+      leaseMs: deps.inbox.leaseMs,
+      pollMs: deps.inbox.pollMs,
+      concurrency: WORK_CONCURRENCY,
+      log: log.child({ component: "github-work-queue" }),
+    });
     this.permissions = new CollaboratorPermissions({
       clients: deps.clients,
       minimum: settings.min_permission,
@@ -68,7 +82,6 @@ export class GitHubIntegration {
       config,
       store: deps.store,
       queue: this.queue,
-      onComment: (delivery, payload) => this.onComment(delivery, payload),
       log: log.child({ component: "github-webhook" }),
     });
   }
@@ -78,14 +91,24 @@ export class GitHubIntegration {
     this.route.register(server);
   }
 
-  /** Lets work that started after an acknowledgement finish. */
+  /** Starts handling stored deliveries, those an earlier process acknowledged but did not handle first. */
+  start(): void {
+    this.queue.start();
+  }
+
+  /** Lets work that started after an acknowledgement finish; the rest stays in the inbox. */
   stop(): Promise<void> {
-    return this.queue.idle();
+    return this.queue.stop();
   }
 
   /** Resolves once every delivery acknowledged so far has been handled (tests, benchmarks). */
   idle(): Promise<void> {
     return this.queue.idle();
+  }
+
+  private async onDelivery(delivery: InboundDelivery): Promise<void> {
+    if (delivery.kind !== "issue_comment") return;
+    await this.onComment(delivery.deliveryId, JSON.parse(delivery.payload) as CommentPayload);
   }
 
   /** A comment that mentions the bot, acknowledged and deduped by the route. */

@@ -24,6 +24,8 @@ export function createGitHubIntegration(opts: {
   runs: RunsApi;
   store: Store;
   log: Logger;
+  /** The lease on a delivery being handled, and how often the inbox is polled for ones nobody holds. */
+  inbox: { leaseMs: number; pollMs: number };
 }): GitHubIntegration {
   return new GitHubIntegration(opts);
 }

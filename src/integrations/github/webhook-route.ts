@@ -1,40 +1,41 @@
+import { Transform } from "node:stream";
 import { Webhooks } from "@octokit/webhooks";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import type { GitHubConfig } from "../../config.ts";
 import { RunError } from "../../model/errors.ts";
-import type { Store } from "../../store/store.ts";
+import type { InboxQueue, InboxStore } from "../inbox-queue.ts";
 import { type CommentPayload, whyIgnored } from "./comment-payload.ts";
-import type { WorkQueue } from "./work-queue.ts";
 
 export const GITHUB_WEBHOOK_PATH = "/github/webhooks";
 
+/** GitHub's own cap on a webhook payload; only events Dispatch handles may be that large. */
+const HANDLED_EVENT_BODY_LIMIT = 25 * 1024 * 1024;
+/** Any other event (GitHub sends every event the App subscribes to) is refused beyond this. */
+const OTHER_EVENT_BODY_LIMIT = 1024 * 1024;
+/** Events whose payload Dispatch reads; the rest are only acknowledged. */
+const HANDLED_EVENTS = new Set(["issue_comment"]);
+
 export interface WebhookRouteDeps {
   config: Pick<GitHubConfig, "webhookSecret" | "botHandle" | "appId">;
-  store: Pick<Store, "claimInbound">;
-  queue: WorkQueue;
-  /** Handles a trigger comment, after the acknowledgement. */
-  onComment: (delivery: string, payload: CommentPayload) => Promise<void>;
+  store: Pick<InboxStore, "acceptInbound">;
+  /** Handles the stored trigger comments, after the acknowledgement. */
+  queue: Pick<InboxQueue, "kick">;
   log: Logger;
 }
 
 /**
- * POST /github/webhooks: verifies the signature on the raw bytes before anything is parsed, drops what is
- * not a trigger, dedupes (delivery id and (repo, comment id), persisted), answers 202 and leaves the work
- * to the queue.
+ * POST /github/webhooks: refuses a body over its event's cap before reading it, verifies the signature on
+ * the raw bytes before anything is parsed, drops what is not a trigger, stores the trigger in the inbox
+ * (deduped on the delivery id and (repo, comment id)), answers 202 and leaves the work to the queue.
  */
 export class WebhookRoute {
   private readonly deps: WebhookRouteDeps;
-  private readonly log: Logger;
   private readonly webhooks: Webhooks;
 
   constructor(deps: WebhookRouteDeps) {
     this.deps = deps;
-    this.log = deps.log;
     this.webhooks = new Webhooks({ secret: deps.config.webhookSecret });
-    this.webhooks.on("issue_comment.created", ({ id, payload }) =>
-      deps.onComment(id, payload as unknown as CommentPayload),
-    );
   }
 
   /** Mounts the route. Call before the server listens. */
@@ -44,17 +45,23 @@ export class WebhookRoute {
       scope.removeAllContentTypeParsers();
       scope.addContentTypeParser(
         ["application/json", "application/x-www-form-urlencoded"],
-        { parseAs: "buffer", bodyLimit: 26 * 1024 * 1024 },
+        { parseAs: "buffer" },
         (_req, body, done) => done(null, body),
       );
       scope.post(
         GITHUB_WEBHOOK_PATH,
         {
-          onRequest: async (req) => {
+          bodyLimit: HANDLED_EVENT_BODY_LIMIT,
+          // Unsigned requests and bodies over their event's cap are refused before the body is read.
+          onRequest: async (req, reply) => {
             if (!header(req, "x-hub-signature-256")) {
               throw new RunError("authentication_required", "GitHub webhook: missing X-Hub-Signature-256");
             }
+            if (Number(header(req, "content-length")) > bodyLimit(req)) throw tooLarge(req, reply);
           },
+          // A body without Content-Length (chunked) is counted as it arrives.
+          preParsing: async (req, reply, payload) =>
+            capStream(payload, bodyLimit(req), () => tooLarge(req, reply)),
         },
         (req, reply) => this.handle(req, reply),
       );
@@ -85,32 +92,70 @@ export class WebhookRoute {
     const ignored = event === "issue_comment" ? whyIgnored(comment, this.deps.config) : "not issue_comment";
     if (ignored) return reply.code(202).send({ ok: true, ignored });
 
-    if (!(await this.claim(delivery, comment))) {
+    if (!(await this.accept(event, delivery, comment))) {
       req.log.debug({ delivery }, "duplicate GitHub delivery acknowledged");
       return reply.code(200).send({ ok: true, duplicate: true });
     }
-    this.deps.queue.enqueue(() =>
-      this.webhooks.receive({ id: delivery, name: "issue_comment", payload } as never),
-    );
+    this.deps.queue.kick();
     return reply.code(202).send({ ok: true });
   }
 
   /**
-   * Dedupe on the delivery id (redeliveries reuse it) and on (repo, comment id). If the store cannot
-   * record them, the delivery is processed anyway: the RunsApi calls carry idempotency keys.
+   * Stores the delivery for the queue, deduped on the delivery id (redeliveries reuse it) and on (repo,
+   * comment id). Only a stored delivery is acknowledged: if the store cannot take it, GitHub is answered
+   * 503 and the delivery can be redelivered.
    */
-  private async claim(delivery: string, p: CommentPayload): Promise<boolean> {
+  private async accept(event: string, delivery: string, p: CommentPayload): Promise<boolean> {
     try {
-      const claimed = await Promise.all([
-        this.deps.store.claimInbound(`github:delivery:${delivery}`, "github"),
-        this.deps.store.claimInbound(`github:comment:${p.repository.full_name}:${p.comment.id}`, "github"),
-      ]);
-      return claimed.every(Boolean);
+      return await this.deps.store.acceptInbound({
+        source: "github",
+        kind: event,
+        deliveryId: delivery,
+        payload: JSON.stringify(p),
+        keys: [
+          { key: `github:delivery:${delivery}` },
+          { key: `github:comment:${p.repository.full_name}:${p.comment.id}` },
+        ],
+      });
     } catch (err) {
-      this.log.warn({ err, delivery }, "could not record a GitHub delivery for dedupe; processing it");
-      return true;
+      this.deps.log.error({ err, delivery }, "could not store a GitHub delivery");
+      throw new RunError(
+        "resource_unavailable",
+        "GitHub webhook: could not store the delivery; redeliver it",
+        {
+          retryAfterSeconds: 5,
+        },
+      );
     }
   }
+}
+
+function bodyLimit(req: FastifyRequest): number {
+  return HANDLED_EVENTS.has(header(req, "x-github-event") ?? "")
+    ? HANDLED_EVENT_BODY_LIMIT
+    : OTHER_EVENT_BODY_LIMIT;
+}
+
+/** The 413 for an oversized body; the connection is closed so the rest of the body is not read. */
+function tooLarge(req: FastifyRequest, reply: FastifyReply): RunError {
+  reply.header("connection", "close");
+  return new RunError(
+    "payload_too_large",
+    `GitHub webhook: a ${header(req, "x-github-event") ?? "webhook"} body is limited to ${bodyLimit(req)} bytes`,
+  );
+}
+
+/** Passes `payload` through, failing with `error()` once more than `limit` bytes have arrived. */
+function capStream(payload: NodeJS.ReadableStream, limit: number, error: () => Error): NodeJS.ReadableStream {
+  let received = 0;
+  const capped = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      received += chunk.length;
+      done(received > limit ? error() : null, chunk);
+    },
+  });
+  payload.on("error", (err) => capped.destroy(err));
+  return payload.pipe(capped);
 }
 
 function header(req: FastifyRequest, name: string): string | undefined {

@@ -1,5 +1,6 @@
 import type { SlackSettings } from "../../config-file.ts";
 import type { ThreadBinding } from "../../model/thread-binding.ts";
+import type { ChannelMembership } from "./channel-members.ts";
 
 /** Who is asking, and where. */
 export interface Actor {
@@ -37,28 +38,46 @@ export function isExternal(actor: Actor): boolean {
 }
 
 /**
- * Whether the actor may cancel or follow up a run bound to a Slack thread. The run must come from this
- * workspace (the bot's service account sees every run of its team; Slack users must not reach runs
- * started elsewhere). `channel` policy: anyone allowed in the run's channel; `requester`: its requester.
+ * The run's binding when the run was started in the channel (and workspace) the actor is in; undefined
+ * otherwise. Every Slack verb reaches runs through this: a run of another channel, private or not, answers
+ * as if it did not exist.
  */
-export function mayActOnRun(
-  settings: SlackSettings,
-  policy: "channel" | "requester",
-  actor: Actor,
-  binding: ThreadBinding | undefined,
-): string | undefined {
-  if (!boundInWorkspace(binding, actor.team)) return "That run was not started from this Slack workspace.";
-  if (policy === "requester" && binding.requester !== actor.user) {
-    return `Only <@${binding.requester}>, who started this run, may do that.`;
-  }
-  if (policy === "channel" && binding.channel !== actor.channel) {
-    const there = refusal(settings, { ...actor, channel: binding.channel });
-    if (there) return `You may not act on runs in <#${binding.channel}>: ${there}`;
-  }
-  return undefined;
+export function boundHere(binding: ThreadBinding | undefined, actor: Actor): ThreadBinding | undefined {
+  return binding?.platform === "slack" &&
+    binding.workspace === actor.team &&
+    binding.channel === actor.channel
+    ? binding
+    : undefined;
 }
 
-/** The binding is a Slack thread of this workspace (the only runs Slack users may reach). */
-export function boundInWorkspace(binding: ThreadBinding | undefined, team: string): binding is ThreadBinding {
-  return binding !== undefined && binding.platform === "slack" && binding.workspace === team;
+/** The one answer for a run id that is unknown or belongs to another channel: it reveals neither. */
+export function notHereText(runId: string): string {
+  return `There is no run \`${runId}\` in this channel; \`list\` shows the runs started here.`;
+}
+
+/**
+ * Whether the actor may cancel or follow up a run bound to this channel. `requester` policy: only who
+ * started it. `channel` policy: anyone who is a member of the run's channel now, as Slack says (where a
+ * request came from is not proof of that).
+ */
+export async function mayActOnRun(
+  policy: "channel" | "requester",
+  actor: Actor,
+  binding: ThreadBinding,
+  members: ChannelMembership,
+): Promise<string | undefined> {
+  if (policy === "requester") {
+    return binding.requester === actor.user
+      ? undefined
+      : `Only <@${binding.requester}>, who started this run, may do that.`;
+  }
+  const membership = await members.check(binding.channel, actor.user);
+  switch (membership.kind) {
+    case "member":
+      return undefined;
+    case "not_member":
+      return `Only members of <#${binding.channel}> may act on its runs; join the channel first.`;
+    case "unknown":
+      return `Could not check that you are a member of <#${binding.channel}> (Slack said: ${membership.reason}). Try again; if it persists, an admin needs to give the Dispatch app the channels:read, groups:read, im:read and mpim:read scopes.`;
+  }
 }

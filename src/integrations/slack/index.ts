@@ -22,6 +22,8 @@ export function createSlackIntegration(opts: {
   store: Store;
   log: Logger;
   renderStatus?: StatusRenderer;
+  /** The lease on a delivery being handled, and how often the inbox is polled for ones nobody holds. */
+  inbox: { leaseMs: number; pollMs: number };
 }): SlackIntegration {
   // Each part of the integration logs under its own `component` (slack, slack-receiver, …).
   return new SlackIntegration(opts);

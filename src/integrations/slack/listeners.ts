@@ -31,7 +31,7 @@ export interface ListenersDeps {
 /**
  * Bolt's listeners: the slash command, mentions and the status card's buttons. Each acknowledges first,
  * then reads the payload into an actor and a command, checks the allowlists and hands the command to a
- * verb as background work.
+ * verb; over HTTP the delivery was acknowledged when it was stored, and this is the inbox queue's work.
  */
 export class Listeners {
   private readonly deps: ListenersDeps;
@@ -41,7 +41,7 @@ export class Listeners {
   }
 
   register(app: App): void {
-    const { command: slashCommand, store, work, log } = this.deps;
+    const { command: slashCommand, store, log } = this.deps;
     app.use(async ({ body, context, next }) => {
       // Socket Mode deliveries skip the HTTP receiver, which claims before acknowledging.
       if (!context[CLAIMED] && !(await claimDelivery(store, body as Payload))) return;
@@ -49,14 +49,14 @@ export class Listeners {
     });
     app.command(slashCommand, async ({ ack, command }) => {
       await ack();
-      work.track(this.onCommand(command as unknown as Payload));
+      await this.onCommand(command as unknown as Payload);
     });
     app.event("app_mention", async ({ event, body }) => {
-      work.track(this.onMention(event as unknown as Payload, body as Payload));
+      await this.onMention(event as unknown as Payload, body as Payload);
     });
     app.action(ACTION_CANCEL, async ({ ack, body }) => {
       await ack();
-      work.track(this.onCancelButton(body as Payload));
+      await this.onCancelButton(body as Payload);
     });
     // A link button still sends an action; acknowledge it so Slack shows no error.
     app.action(ACTION_OPEN_SESSION, async ({ ack }) => {
@@ -87,7 +87,7 @@ export class Listeners {
       case "list":
         return verbs.list(actor);
       case "status":
-        if (!command.runId) return verbs.listOwn(actor, user);
+        if (!command.runId) return verbs.listOwn(actor);
         return verbs.status(actor, command.runId);
       case "cancel":
         if (!command.runId) return say(`Which run? \`${slashCommand} cancel <run>\``);
@@ -190,11 +190,13 @@ export class Listeners {
       userTeam: body.user?.team_id,
     };
     if (!action?.value || !actor.user || !actor.channel) return;
-    const threadTs: string | undefined = body.message?.thread_ts ?? body.container?.message_ts;
+    const cardTs: string | undefined = body.container?.message_ts ?? body.message?.ts;
+    const threadTs: string | undefined = body.message?.thread_ts ?? cardTs;
     const early = refusal(settings, actor);
     if (early) return responder.ephemeral(actor, early, threadTs);
     const user = await users.lookUp(actor);
-    await verbs.cancel(actor, user, String(action.value), idempotencyKeyFor(body, "cancel"), threadTs);
+    const key = idempotencyKeyFor(body, "cancel");
+    await verbs.cancelFromCard(actor, user, String(action.value), cardTs, key, threadTs);
   }
 }
 

@@ -2,33 +2,42 @@ import type { App, Receiver, ReceiverEvent } from "@slack/bolt";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { RunError } from "../../model/errors.ts";
-import type { Store } from "../../store/store.ts";
-import { claimDelivery } from "./inbound.ts";
+import type { InboundDelivery } from "../../store/store.ts";
+import type { InboxQueue, InboxStore } from "../inbox-queue.ts";
+import { inboundKeys } from "./inbound.ts";
 import { checkTimestamp, verifySlackSignature } from "./signature.ts";
 
 export const SLACK_EVENTS_PATH = "/slack/events";
 
-/** Bolt's own limit: Slack drops the request (and retries an event) after 3 s. */
-const ACK_DEADLINE_MS = 2_500;
+/** Slash commands, events and interactivity payloads are a few KiB; anything near this is not Slack's. */
+const SLACK_BODY_LIMIT = 1024 * 1024;
 
 /** Context property saying the receiver already claimed the delivery's dedupe keys. */
 export const CLAIMED = "dispatchInboundClaimed";
 
 /**
  * Bolt's receiver on the project's Fastify server: events, slash commands and interactivity all arrive
- * at POST /slack/events. Order per INTEGRATIONS.md: verify the signature on the raw bytes, dedupe
- * (persisted, so a retry after a restart is still recognised), hand to bolt, answer as soon as the
- * listener acks; the listener then works asynchronously.
+ * at POST /slack/events. Order per INTEGRATIONS.md: verify the signature on the raw bytes, dedupe and
+ * persist the delivery in the inbox (so a retry after a restart is still recognised, and a delivery
+ * acknowledged before a crash is handled after it), answer at once; the inbox queue then hands the
+ * delivery to bolt's listeners (`process`).
  */
 export class FastifySlackReceiver implements Receiver {
   private app: App | undefined;
   private readonly signingSecret: string;
-  private readonly store: Pick<Store, "claimInbound">;
+  private readonly store: Pick<InboxStore, "acceptInbound">;
+  private readonly queue: Pick<InboxQueue, "kick">;
   private readonly log: Logger;
 
-  constructor(opts: { signingSecret: string; store: Pick<Store, "claimInbound">; log: Logger }) {
+  constructor(opts: {
+    signingSecret: string;
+    store: Pick<InboxStore, "acceptInbound">;
+    queue: Pick<InboxQueue, "kick">;
+    log: Logger;
+  }) {
     this.signingSecret = opts.signingSecret;
     this.store = opts.store;
+    this.queue = opts.queue;
     this.log = opts.log;
   }
 
@@ -53,6 +62,7 @@ export class FastifySlackReceiver implements Receiver {
       scope.post(
         SLACK_EVENTS_PATH,
         {
+          bodyLimit: SLACK_BODY_LIMIT,
           // Stale or unsigned requests are refused before their body is read.
           onRequest: async (req) => {
             const check = checkTimestamp(header(req, "x-slack-request-timestamp"));
@@ -81,63 +91,48 @@ export class FastifySlackReceiver implements Receiver {
     if (body.type === "url_verification") return reply.send({ challenge: body.challenge });
     if (body.ssl_check) return reply.code(200).send();
 
-    if (!(await this.claim(body))) {
+    if (!(await this.accept(body))) {
       req.log.debug({ retry: header(req, "x-slack-retry-num") }, "duplicate Slack delivery acknowledged");
       return reply.code(200).send();
     }
-    const app = this.app;
-    if (!app)
-      throw new RunError("resource_unavailable", "the Slack app is starting", { retryAfterSeconds: 1 });
-
-    const retryNum = header(req, "x-slack-retry-num");
-    const retryReason = header(req, "x-slack-retry-reason");
-    const response = await new Promise<unknown>((resolve) => {
-      let done = false;
-      const answer = (value: unknown) => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        resolve(value);
-      };
-      const timer = setTimeout(() => {
-        this.log.warn(
-          { type: body.type ?? body.command },
-          "Slack delivery not acknowledged in time; answering",
-        );
-        answer(undefined);
-      }, ACK_DEADLINE_MS);
-      const event: ReceiverEvent = {
-        body,
-        ack: async (value?: unknown) => answer(value),
-        ...(retryNum ? { retryNum: Number(retryNum) } : {}),
-        ...(retryReason ? { retryReason } : {}),
-        customProperties: { [CLAIMED]: true },
-      };
-      app.processEvent(event).then(
-        () => answer(undefined),
-        (err: unknown) => {
-          this.log.error({ err }, "Slack listener failed");
-          answer(undefined);
-        },
-      );
-    });
-    if (response === undefined || response === "") return reply.code(200).send();
-    if (typeof response === "string") return reply.code(200).type("text/plain; charset=utf-8").send(response);
-    return reply.code(200).send(response);
+    this.queue.kick();
+    // Every listener acknowledges without a body: the answers are ephemeral messages and the status card.
+    return reply.code(200).send();
   }
 
   /**
-   * Dedupe. If the store cannot record the keys (busy beyond its timeout), the delivery is processed
-   * anyway: RunsApi calls carry an idempotency key, and failing the ack would make Slack retry into the
-   * same busy store.
+   * Stores the delivery in the inbox, deduped on its keys. Only a stored delivery is acknowledged: if the
+   * store cannot take it, Slack gets an error (and retries an event; a person retypes a command).
    */
-  private async claim(body: Record<string, unknown>): Promise<boolean> {
+  private async accept(body: Record<string, unknown>): Promise<boolean> {
+    const keys = inboundKeys(body);
     try {
-      return await claimDelivery(this.store, body);
+      return await this.store.acceptInbound({
+        source: "slack",
+        kind: String(body.type ?? (body.command ? "command" : "unknown")),
+        deliveryId: keys[0]?.key ?? String(body.type ?? "unknown"),
+        payload: JSON.stringify(body),
+        keys,
+      });
     } catch (err) {
-      this.log.warn({ err }, "could not record a Slack delivery for dedupe; processing it");
-      return true;
+      this.log.error({ err }, "could not store a Slack delivery");
+      throw new RunError("resource_unavailable", "Slack request: could not store it; try again", {
+        retryAfterSeconds: 1,
+      });
     }
+  }
+
+  /** Hands a stored delivery to bolt's listeners; resolves when they are done with it. */
+  async process(delivery: InboundDelivery): Promise<void> {
+    const app = this.app;
+    if (!app) throw new Error("the Slack app is not initialised");
+    const event: ReceiverEvent = {
+      body: JSON.parse(delivery.payload) as Record<string, unknown>,
+      // Acknowledged when it was stored.
+      ack: async () => {},
+      customProperties: { [CLAIMED]: true },
+    };
+    await app.processEvent(event);
   }
 }
 

@@ -6,7 +6,9 @@ import type { SlackConfig } from "../../config.ts";
 import type { SlackSettings } from "../../config-file.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
 import type { Store } from "../../store/store.ts";
+import { InboxQueue, type InboxStore } from "../inbox-queue.ts";
 import { boltLogger } from "./bolt-logger.ts";
+import { ChannelMembers } from "./channel-members.ts";
 import { Listeners } from "./listeners.ts";
 import { FastifySlackReceiver } from "./receiver.ts";
 import { Responder } from "./responder.ts";
@@ -16,8 +18,17 @@ import { WorkQueue } from "./work-queue.ts";
 
 export type SlackStore = Pick<
   Store,
-  "claimInbound" | "bindThread" | "findLatestBinding" | "getThreadBinding"
->;
+  | "claimInbound"
+  | "bindThread"
+  | "findLatestBinding"
+  | "getThreadBinding"
+  | "listChannelBindings"
+  | "getCardState"
+> &
+  InboxStore;
+
+/** Deliveries handled at once. */
+const WORK_CONCURRENCY = 8;
 
 export interface SlackIntegrationDeps {
   config: SlackConfig;
@@ -26,6 +37,8 @@ export interface SlackIntegrationDeps {
   store: SlackStore;
   log: Logger;
   renderStatus?: StatusRenderer;
+  /** The lease on a delivery being handled, and how often the inbox is polled for ones nobody holds. */
+  inbox: { leaseMs: number; pollMs: number };
 }
 
 /**
@@ -39,6 +52,8 @@ export class SlackIntegration {
   private readonly app: App;
   private readonly receiver: FastifySlackReceiver | undefined;
   private readonly socketMode: SocketModeReceiver | undefined;
+  /** Deliveries stored by the HTTP receiver, handed to the listeners (HTTP mode). */
+  private readonly inbox: InboxQueue | undefined;
   private readonly work: WorkQueue;
 
   constructor(deps: SlackIntegrationDeps) {
@@ -61,11 +76,23 @@ export class SlackIntegration {
         logger: slackLog,
       });
     } else {
-      this.receiver = new FastifySlackReceiver({
+      const inbox: InboxQueue = new InboxQueue({
+        source: "slack",
+        store,
+        handle: (delivery): Promise<void> => receiver.process(delivery),
+        leaseMs: deps.inbox.leaseMs,
+        pollMs: deps.inbox.pollMs,
+        concurrency: WORK_CONCURRENCY,
+        log: log.child({ component: "slack-inbox" }),
+      });
+      const receiver: FastifySlackReceiver = new FastifySlackReceiver({
         signingSecret: config.signingSecret!,
         store,
+        queue: inbox,
         log: log.child({ component: "slack-receiver" }),
       });
+      this.inbox = inbox;
+      this.receiver = receiver;
     }
     this.app = new App({
       receiver: this.socketMode ?? this.receiver!,
@@ -83,6 +110,7 @@ export class SlackIntegration {
       runs,
       store,
       responder,
+      members: new ChannelMembers(client, log.child({ component: "slack-members" })),
       ...(deps.renderStatus ? { renderStatus: deps.renderStatus } : {}),
     });
     new Listeners({
@@ -102,17 +130,21 @@ export class SlackIntegration {
     this.receiver?.register(server);
   }
 
+  /** Starts handling stored deliveries (those an earlier process acknowledged too), or connects. */
   async start(): Promise<void> {
+    this.inbox?.start();
     if (this.socketMode) await this.app.start();
   }
 
   async stop(): Promise<void> {
     if (this.socketMode) await this.app.stop();
+    await this.inbox?.stop();
     await this.work.drain();
   }
 
   /** Resolves when every piece of work started so far is done (tests, shutdown). */
   async idle(): Promise<void> {
+    await this.inbox?.idle();
     await this.work.idle();
   }
 }

@@ -6,12 +6,15 @@ import type { RunsApi } from "../../runs/runs-api.ts";
 import type { Store } from "../../store/store.ts";
 import { type Command, createBody } from "../grammar.ts";
 import { describeError, runErrorCode } from "../run-errors.ts";
-import { type Actor, boundInWorkspace, mayActOnRun } from "./access.ts";
+import { type Actor, boundHere, mayActOnRun, notHereText } from "./access.ts";
+import type { ChannelMembership } from "./channel-members.ts";
 import { followupText, helpText, listText, statusText } from "./messages.ts";
 import type { Responder } from "./responder.ts";
 import type { SlackUser } from "./user-directory.ts";
 
 const LIST_LIMIT = 10;
+/** How many of a channel's latest runs `status` looks through for the actor's own. */
+const SCAN_LIMIT = 100;
 
 /** Renders a run for `status` (the notifier's status card when it provides one). */
 export type StatusRenderer = (
@@ -24,14 +27,16 @@ export interface VerbsDeps {
   command: string;
   settings: SlackSettings;
   runs: RunsApi;
-  store: Pick<Store, "bindThread" | "getThreadBinding">;
+  store: Pick<Store, "bindThread" | "getThreadBinding" | "listChannelBindings" | "getCardState">;
   responder: Responder;
+  members: ChannelMembership;
   renderStatus?: StatusRenderer;
 }
 
 /**
  * What each parsed command does, whichever surface it came from (slash command, mention, button): acts
- * through RunsApi and answers the actor ephemerally, in `thread` when one is given.
+ * through RunsApi and answers the actor ephemerally, in `thread` when one is given. Every verb sees only
+ * the runs started in the channel (and workspace) it was typed in.
  */
 export class Verbs {
   private readonly deps: VerbsDeps;
@@ -45,17 +50,14 @@ export class Verbs {
   }
 
   async list(actor: Actor, thread?: string): Promise<void> {
-    await this.deps.responder.ephemeral(
-      actor,
-      listText(await this.recentRuns(), "Recent runs from Slack"),
-      thread,
-    );
+    const runs = await this.runsHere(actor, LIST_LIMIT);
+    await this.deps.responder.ephemeral(actor, listText(runs, "Recent runs in this channel"), thread);
   }
 
-  /** `status` without a run: the actor's own recent runs. */
-  async listOwn(actor: Actor, user: SlackUser): Promise<void> {
-    const mine = (await this.recentRuns(100)).filter((r) => r.creator?.uid === user.creator.uid);
-    await this.deps.responder.ephemeral(actor, listText(mine.slice(0, LIST_LIMIT), "Your recent runs"));
+  /** `status` without a run: the actor's own recent runs in this channel. */
+  async listOwn(actor: Actor): Promise<void> {
+    const mine = await this.runsHere(actor, LIST_LIMIT, (b) => b.requester === actor.user);
+    await this.deps.responder.ephemeral(actor, listText(mine, "Your recent runs in this channel"));
   }
 
   async startRun(
@@ -108,10 +110,11 @@ export class Verbs {
     idempotencyKey: string,
     known?: ThreadBinding,
   ): Promise<void> {
-    const { settings, runs, store, responder } = this.deps;
+    const { settings, runs, responder, members } = this.deps;
     const thread = known?.thread ?? undefined;
-    const binding = known ?? (await store.getThreadBinding(runId));
-    const refused = mayActOnRun(settings, settings.followup, actor, binding);
+    const binding = boundHere(known ?? (await this.deps.store.getThreadBinding(runId)), actor);
+    if (!binding) return responder.ephemeral(actor, notHereText(runId), thread);
+    const refused = await mayActOnRun(settings.followup, actor, binding, members);
     if (refused) return responder.ephemeral(actor, refused, thread);
     if (message === "")
       return responder.ephemeral(actor, "The follow-up is empty: say what the agent should do.", thread);
@@ -130,9 +133,10 @@ export class Verbs {
     idempotencyKey: string,
     thread?: string,
   ): Promise<void> {
-    const { settings, runs, store, responder } = this.deps;
-    const binding = await store.getThreadBinding(runId);
-    const refused = mayActOnRun(settings, settings.cancel, actor, binding);
+    const { settings, runs, store, responder, members } = this.deps;
+    const binding = boundHere(await store.getThreadBinding(runId), actor);
+    if (!binding) return responder.ephemeral(actor, notHereText(runId), thread);
+    const refused = await mayActOnRun(settings.cancel, actor, binding, members);
     if (refused) return responder.ephemeral(actor, refused, thread);
     try {
       await runs.cancel(runId, { by: user.creator, idempotencyKey });
@@ -150,12 +154,26 @@ export class Verbs {
     }
   }
 
+  /** The Cancel button: it acts only on the run of the status card it is on (`cardTs`). */
+  async cancelFromCard(
+    actor: Actor,
+    user: SlackUser,
+    runId: string,
+    cardTs: string | undefined,
+    idempotencyKey: string,
+    thread?: string,
+  ): Promise<void> {
+    const card = await this.deps.store.getCardState(runId);
+    if (!cardTs || card?.cardRef !== cardTs) {
+      return this.deps.responder.ephemeral(actor, notHereText(runId), thread);
+    }
+    await this.cancel(actor, user, runId, idempotencyKey, thread);
+  }
+
   async status(actor: Actor, runId: string, thread?: string): Promise<void> {
     const { runs, store, responder, renderStatus } = this.deps;
-    const binding = await store.getThreadBinding(runId);
-    if (!boundInWorkspace(binding, actor.team)) {
-      return responder.ephemeral(actor, `No run \`${runId}\` was started from this workspace.`, thread);
-    }
+    const binding = boundHere(await store.getThreadBinding(runId), actor);
+    if (!binding) return responder.ephemeral(actor, notHereText(runId), thread);
     let run: RunItem;
     try {
       run = await runs.get(runId);
@@ -166,13 +184,19 @@ export class Verbs {
     await responder.ephemeral(actor, rendered.text, thread, rendered.blocks);
   }
 
-  private async recentRuns(limit = LIST_LIMIT): Promise<RunItem[]> {
-    const page = await this.deps.runs.list({
-      source: "SLACK",
-      limit,
-      sort_by: "created_at",
-      sort_order: "desc",
-    });
-    return page.runs;
+  /** The newest runs started in the actor's channel (those `keep` accepts), at most `limit`. */
+  private async runsHere(
+    actor: Actor,
+    limit: number,
+    keep?: (binding: ThreadBinding) => boolean,
+  ): Promise<RunItem[]> {
+    const bindings = await this.deps.store.listChannelBindings(
+      { platform: "slack", workspace: actor.team, channel: actor.channel },
+      keep ? SCAN_LIMIT : limit,
+    );
+    const wanted = (keep ? bindings.filter(keep) : bindings).slice(0, limit);
+    // A run the service no longer has (or cannot read now) is left out rather than failing the list.
+    const runs = await Promise.all(wanted.map((b) => this.deps.runs.get(b.runId).catch(() => undefined)));
+    return runs.filter((r): r is RunItem => r !== undefined);
   }
 }

@@ -3,8 +3,25 @@ import type { Logger } from "pino";
 import { SendError } from "../../notifier/platform.ts";
 
 /**
- * The three Slack Web API calls the notifier makes, one attempt each: retries, backoff and Retry-After
- * are the outbox's job, so the WebClient's own retry loop is off and rate-limited calls are rejected.
+ * What Dispatch attaches to the messages it posts (Slack message metadata), so that a post whose answer
+ * was lost (a timeout, a crash) is found again instead of being posted twice.
+ */
+export interface DispatchMessageMetadata {
+  event_type: typeof DISPATCH_MESSAGE_EVENT;
+  event_payload: { run_id: string; kind: string; dedupe_key: string };
+}
+
+export const DISPATCH_MESSAGE_EVENT = "dispatch_message";
+
+/** A message read back from a channel or thread: its ts and Dispatch's metadata, if it has some. */
+export interface PostedMessage {
+  ts: string;
+  metadata?: { event_type?: string; event_payload?: Record<string, unknown> };
+}
+
+/**
+ * The Slack Web API calls the notifier makes, one attempt each: retries, backoff and Retry-After are the
+ * outbox's job, so the WebClient's own retry loop is off and rate-limited calls are rejected.
  */
 export interface SlackPoster {
   postMessage(args: {
@@ -12,10 +29,25 @@ export interface SlackPoster {
     thread_ts?: string;
     text: string;
     blocks?: unknown[];
+    metadata?: DispatchMessageMetadata;
   }): Promise<{ ts: string }>;
+  /**
+   * Messages with their metadata posted since `oldest` (Slack ts): the replies of `thread_ts` (the
+   * parent included), or the channel's messages when no thread is given. Stops at the first one that
+   * `wanted` accepts and returns it.
+   */
+  findMessage(args: {
+    channel: string;
+    thread_ts?: string;
+    oldest: string;
+    wanted: (m: PostedMessage) => boolean;
+  }): Promise<PostedMessage | undefined>;
   update(args: { channel: string; ts: string; text: string; blocks?: unknown[] }): Promise<void>;
   addReaction(args: { channel: string; timestamp: string; name: string }): Promise<void>;
 }
+
+/** Pages of history read when looking for a message an earlier attempt may have posted. */
+const MAX_LOOKUP_PAGES = 5;
 
 /** A failed Slack call, classified for the outbox. */
 export class SlackSendError extends SendError {
@@ -84,18 +116,56 @@ export class WebApiSlackPoster implements SlackPoster {
     });
   }
 
-  async postMessage(args: { channel: string; thread_ts?: string; text: string; blocks?: unknown[] }) {
+  async postMessage(args: {
+    channel: string;
+    thread_ts?: string;
+    text: string;
+    blocks?: unknown[];
+    metadata?: DispatchMessageMetadata;
+  }) {
     try {
       const res = await this.client.chat.postMessage({
         channel: args.channel,
         text: args.text,
         ...(args.blocks ? { blocks: args.blocks as never } : {}),
         ...(args.thread_ts ? { thread_ts: args.thread_ts } : {}),
+        ...(args.metadata ? { metadata: args.metadata } : {}),
         unfurl_links: false,
         unfurl_media: false,
       });
       if (!res.ts) throw new SlackSendError("permanent", "chat.postMessage answered without a ts");
       return { ts: res.ts };
+    } catch (err) {
+      throw classifySlackError(err);
+    }
+  }
+
+  async findMessage(args: {
+    channel: string;
+    thread_ts?: string;
+    oldest: string;
+    wanted: (m: PostedMessage) => boolean;
+  }): Promise<PostedMessage | undefined> {
+    try {
+      let cursor: string | undefined;
+      // A few pages: the message looked for was posted moments before the failed attempt.
+      for (let page = 0; page < MAX_LOOKUP_PAGES; page++) {
+        const common = {
+          channel: args.channel,
+          oldest: args.oldest,
+          include_all_metadata: true,
+          limit: 200,
+          ...(cursor ? { cursor } : {}),
+        };
+        const res = args.thread_ts
+          ? await this.client.conversations.replies({ ...common, ts: args.thread_ts })
+          : await this.client.conversations.history(common);
+        const found = (res.messages as PostedMessage[] | undefined)?.find(args.wanted);
+        if (found) return found;
+        cursor = res.response_metadata?.next_cursor || undefined;
+        if (!cursor) return undefined;
+      }
+      return undefined;
     } catch (err) {
       throw classifySlackError(err);
     }

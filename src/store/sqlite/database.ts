@@ -2,6 +2,7 @@ import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
+import { foldCase } from "../fold-case.ts";
 import { StoreSignals } from "../signals.ts";
 
 const MIGRATIONS_DIR = fileURLToPath(new URL("./migrations/", import.meta.url));
@@ -32,6 +33,10 @@ export class Database {
     this.handle.exec("PRAGMA foreign_keys = ON");
     // Reads through a memory map skip a pread per page: run lookups are random over the whole table.
     this.handle.exec("PRAGMA mmap_size = 268435456");
+    // SQLite's lower() folds ASCII only; statements match text with this instead.
+    this.handle.function("fold_case", { deterministic: true }, (text) =>
+      typeof text === "string" ? foldCase(text) : text,
+    );
   }
 
   /** The prepared statement for `text`, prepared once and cached. */

@@ -1,4 +1,5 @@
 import type { RunEvent, RunEventType } from "../../model/run.ts";
+import { capEventData } from "../event-cap.ts";
 import type { Database } from "./database.ts";
 import { iso, type Row } from "./rows.ts";
 
@@ -44,12 +45,13 @@ export function insertEvent(
     .get(runId) as Row | undefined;
   if (!row) throw new Error(`run ${runId} does not exist`);
   const seq = Number(row.last_event_seq);
+  const capped = capEventData(data);
   db.sql("INSERT INTO run_events (run_id, seq, at, type, data) VALUES (?, ?, ?, ?, ?)").run(
     runId,
     seq,
     at,
     type,
-    JSON.stringify(data),
+    capped.json,
   );
-  return { seq, at, type, data };
+  return { seq, at, type, data: capped.data };
 }

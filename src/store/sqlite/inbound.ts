@@ -1,8 +1,12 @@
 import type { ThreadBinding } from "../../model/thread-binding.ts";
+import type { InboundDelivery, NewInboundDelivery } from "../store.ts";
 import type { Database } from "./database.ts";
 import { iso, type Row, toBinding } from "./rows.ts";
 
-/** Inbound deliveries already handled (the inbox), and the thread bindings of runs. */
+/**
+ * The inbox: dedupe keys of inbound deliveries, and the deliveries themselves, stored before they are
+ * acknowledged and handled from here with a lease. Also the thread bindings of runs.
+ */
 
 export async function claimInbound(
   db: Database,
@@ -10,16 +14,97 @@ export async function claimInbound(
   source: string,
   windowMs?: number,
 ): Promise<boolean> {
+  return db.grouped(() => claimKey(db, key, source, windowMs, Date.now()));
+}
+
+/** Records `key`; false when it was seen before (within `windowMs`, when given). */
+function claimKey(db: Database, key: string, source: string, windowMs: number | undefined, now: number) {
+  const seen = db.sql("SELECT received_at FROM inbox WHERE key = ?").get(key) as Row | undefined;
+  if (seen && (windowMs === undefined || now - Date.parse(String(seen.received_at)) < windowMs)) return false;
+  db.sql(
+    "INSERT INTO inbox (key, source, received_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET received_at = excluded.received_at",
+  ).run(key, source, iso(now));
+  return true;
+}
+
+export async function acceptInbound(db: Database, d: NewInboundDelivery): Promise<boolean> {
+  return db
+    .grouped(() => {
+      const now = Date.now();
+      for (const k of d.keys) {
+        // Thrown, not returned: the savepoint then undoes the keys recorded before this one.
+        if (!claimKey(db, k.key, d.source, k.windowMs, now)) throw new DuplicateDelivery();
+      }
+      db.sql(
+        `INSERT INTO inbox_deliveries (source, kind, delivery_id, payload, received_at)
+       VALUES (?, ?, ?, ?, ?)`,
+      ).run(d.source, d.kind, d.deliveryId, d.payload, iso(now));
+      return true;
+    })
+    .catch((err: unknown) => {
+      if (err instanceof DuplicateDelivery) return false;
+      throw err;
+    });
+}
+
+class DuplicateDelivery extends Error {}
+
+export async function claimInboundDeliveries(
+  db: Database,
+  owner: string,
+  opts: { source: string; limit: number; leaseMs: number; maxAttempts: number },
+): Promise<InboundDelivery[]> {
   return db.grouped(() => {
     const now = Date.now();
-    const seen = db.sql("SELECT received_at FROM inbox WHERE key = ?").get(key) as Row | undefined;
-    if (seen && (windowMs === undefined || now - Date.parse(String(seen.received_at)) < windowMs))
-      return false;
-    db.sql(
-      "INSERT INTO inbox (key, source, received_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET received_at = excluded.received_at",
-    ).run(key, source, iso(now));
-    return true;
+    const rows = db
+      .sql(
+        `SELECT * FROM inbox_deliveries
+          WHERE source = ? AND attempts < ?
+            AND (lease_expires_at IS NULL OR lease_expires_at <= ?)
+          ORDER BY id LIMIT ?`,
+      )
+      .all(opts.source, opts.maxAttempts, iso(now), opts.limit) as Row[];
+    const until = iso(now + opts.leaseMs);
+    return rows.map((row) => {
+      db.sql(
+        "UPDATE inbox_deliveries SET attempts = attempts + 1, lease_owner = ?, lease_expires_at = ? WHERE id = ?",
+      ).run(owner, until, row.id!);
+      return {
+        id: Number(row.id),
+        source: String(row.source),
+        kind: String(row.kind),
+        deliveryId: String(row.delivery_id),
+        payload: String(row.payload),
+        attempts: Number(row.attempts) + 1,
+        receivedAt: String(row.received_at),
+      };
+    });
   });
+}
+
+export async function finishInboundDelivery(db: Database, id: number, owner: string): Promise<boolean> {
+  // A handled payload is not kept: the dedupe keys in `inbox` are what stop a redelivery.
+  return db.grouped(
+    () =>
+      Number(db.sql("DELETE FROM inbox_deliveries WHERE id = ? AND lease_owner = ?").run(id, owner).changes) >
+      0,
+  );
+}
+
+export async function releaseInboundDelivery(
+  db: Database,
+  id: number,
+  owner: string,
+  retryAt: string,
+): Promise<void> {
+  await db.grouped(() =>
+    db
+      .sql(
+        `UPDATE inbox_deliveries SET lease_owner = NULL, lease_expires_at = ?
+          WHERE id = ? AND lease_owner = ?`,
+      )
+      .run(retryAt, id, owner),
+  );
 }
 
 export async function bindThread(db: Database, b: ThreadBinding): Promise<void> {
@@ -53,6 +138,20 @@ export async function findLatestBinding(
   return row ? toBinding(row) : undefined;
 }
 
+export async function listChannelBindings(
+  db: Database,
+  where: Pick<ThreadBinding, "platform" | "workspace" | "channel">,
+  limit: number,
+): Promise<ThreadBinding[]> {
+  const rows = db
+    .sql(
+      `SELECT * FROM thread_bindings WHERE platform = ? AND workspace = ? AND channel = ?
+        ORDER BY created_at DESC, run_id DESC LIMIT ?`,
+    )
+    .all(where.platform, where.workspace, where.channel, limit) as Row[];
+  return rows.map(toBinding);
+}
+
 export async function setBindingThread(db: Database, runId: string, thread: string): Promise<void> {
   await db.grouped(() =>
     db.sql("UPDATE thread_bindings SET thread = ? WHERE run_id = ? AND thread IS NULL").run(thread, runId),
@@ -60,5 +159,9 @@ export async function setBindingThread(db: Database, runId: string, thread: stri
 }
 
 export async function pruneInbox(db: Database, olderThan: string): Promise<number> {
-  return db.grouped(() => Number(db.sql("DELETE FROM inbox WHERE received_at < ?").run(olderThan).changes));
+  return db.grouped(
+    () =>
+      Number(db.sql("DELETE FROM inbox WHERE received_at < ?").run(olderThan).changes) +
+      Number(db.sql("DELETE FROM inbox_deliveries WHERE received_at < ?").run(olderThan).changes),
+  );
 }

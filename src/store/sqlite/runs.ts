@@ -1,6 +1,7 @@
 import type { SQLInputValue } from "node:sqlite";
 import type { RunRecord } from "../../model/run.ts";
 import { canApply, RUN_STATES, type RunState, type Trigger } from "../../model/run-state.ts";
+import { foldCase } from "../fold-case.ts";
 import type { IdempotencyClaim, IdempotentResult, RunListQuery, RunPatch } from "../store.ts";
 import type { Database } from "./database.ts";
 import { insertEvent } from "./events.ts";
@@ -112,8 +113,8 @@ export async function listRuns(
     }
   }
   if (q.q) {
-    where.push("(instr(lower(title), ?) > 0 OR instr(lower(prompt), ?) > 0)");
-    const needle = q.q.toLowerCase();
+    where.push("(instr(fold_case(title), ?) > 0 OR instr(fold_case(prompt), ?) > 0)");
+    const needle = foldCase(q.q);
     params.push(needle, needle);
   }
   if (q.after) {
@@ -141,6 +142,18 @@ export async function countActiveRuns(db: Database, upTo: number): Promise<numbe
     .sql("SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE state IN ('QUEUED', 'INPROGRESS') LIMIT ?)")
     .get(upTo) as Row;
   return Number(row.n);
+}
+
+export async function runsFinishedBefore(db: Database, runIds: string[], before: string): Promise<string[]> {
+  if (runIds.length === 0) return [];
+  // The ids travel as one JSON array: one cached statement whatever their number.
+  const rows = db
+    .sql(
+      `SELECT id FROM runs WHERE id IN (SELECT value FROM json_each(?))
+         AND state IN ('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED') AND finished_at < ?`,
+    )
+    .all(JSON.stringify(runIds), before) as Row[];
+  return rows.map((row) => String(row.id));
 }
 
 export async function transition(

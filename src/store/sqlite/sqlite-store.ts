@@ -8,7 +8,9 @@ import type {
   CardState,
   IdempotencyClaim,
   IdempotentResult,
+  InboundDelivery,
   NewApiKey,
+  NewInboundDelivery,
   NotifierCursor,
   OutboxMessage,
   OutboxRow,
@@ -113,6 +115,10 @@ export class SqliteStore implements Store {
     return runs.countActiveRuns(this.db, upTo);
   }
 
+  runsFinishedBefore(runIds: string[], before: string): Promise<string[]> {
+    return runs.runsFinishedBefore(this.db, runIds, before);
+  }
+
   transition(
     runId: string,
     trigger: Trigger,
@@ -202,6 +208,25 @@ export class SqliteStore implements Store {
     return inbound.claimInbound(this.db, key, source, windowMs);
   }
 
+  acceptInbound(delivery: NewInboundDelivery): Promise<boolean> {
+    return inbound.acceptInbound(this.db, delivery);
+  }
+
+  claimInboundDeliveries(
+    owner: string,
+    opts: { source: string; limit: number; leaseMs: number; maxAttempts: number },
+  ): Promise<InboundDelivery[]> {
+    return inbound.claimInboundDeliveries(this.db, owner, opts);
+  }
+
+  finishInboundDelivery(id: number, owner: string): Promise<boolean> {
+    return inbound.finishInboundDelivery(this.db, id, owner);
+  }
+
+  releaseInboundDelivery(id: number, owner: string, retryAt: string): Promise<void> {
+    return inbound.releaseInboundDelivery(this.db, id, owner, retryAt);
+  }
+
   bindThread(b: ThreadBinding): Promise<void> {
     return inbound.bindThread(this.db, b);
   }
@@ -214,6 +239,13 @@ export class SqliteStore implements Store {
     where: Pick<ThreadBinding, "platform" | "workspace" | "channel"> & { thread: string | null },
   ): Promise<ThreadBinding | undefined> {
     return inbound.findLatestBinding(this.db, where);
+  }
+
+  listChannelBindings(
+    where: Pick<ThreadBinding, "platform" | "workspace" | "channel">,
+    limit: number,
+  ): Promise<ThreadBinding[]> {
+    return inbound.listChannelBindings(this.db, where, limit);
   }
 
   setBindingThread(runId: string, thread: string): Promise<void> {

@@ -101,7 +101,23 @@ describe("manifests/slack-app.yaml", () => {
       expect(url).toMatch(/\/slack\/events$/);
     }
     expect([...manifest.oauth_config.scopes.bot].sort()).toEqual(
-      ["app_mentions:read", "chat:write", "commands", "reactions:write", "users:read"].sort(),
+      [
+        "app_mentions:read",
+        "chat:write",
+        "commands",
+        "reactions:write",
+        "users:read",
+        // Reading back a message whose posting answer was lost, by its metadata.
+        "channels:history",
+        "groups:history",
+        "im:history",
+        "mpim:history",
+        // conversations.members, for the `channel` policy.
+        "channels:read",
+        "groups:read",
+        "im:read",
+        "mpim:read",
+      ].sort(),
     );
   });
 });
@@ -142,6 +158,7 @@ describe("Socket Mode", () => {
       runs: {} as never,
       store: {} as never,
       log: createLogger("silent"),
+      inbox: { leaseMs: 30_000, pollMs: 1000 },
     });
     const registered: string[] = [];
     slack.register({ register: () => registered.push("route") } as never);

@@ -31,7 +31,14 @@ export interface SlackDispatch {
     },
     opts?: { eventId?: string; headers?: Record<string, string> },
   ): Promise<SlackResponse>;
-  clickCancel(runId: string, opts?: { user?: string; channel?: string }): Promise<SlackResponse>;
+  /**
+   * Clicks Cancel on a status card: the run's own card (once the notifier has posted it) unless `cardTs`
+   * names another message.
+   */
+  clickCancel(
+    runId: string,
+    opts?: { user?: string; channel?: string; cardTs?: string },
+  ): Promise<SlackResponse>;
   /** Runs of the default team, newest first. */
   // biome-ignore lint/suspicious/noExplicitAny: test responses are asserted field by field
   runs(): Promise<Array<Record<string, any>>>;
@@ -63,6 +70,8 @@ export async function startSlackDispatch(
   opts: { settings?: string; env?: Record<string, string> } = {},
 ): Promise<SlackDispatch> {
   const fake = await new FakeSlack().start();
+  // The default channel's people: members under the `channel` policy.
+  fake.channelMembers.set(CHANNEL, ["U1", "U2", "U3", "U4", "U5", "U6", "U7", "U8", "U9"]);
   const dir = await mkdtemp(join(tmpdir(), "dispatch-slack-"));
   const settingsPath = join(dir, "dispatch.config.yaml");
   await writeFile(settingsPath, opts.settings ?? "slack: {}\n");
@@ -143,8 +152,12 @@ export async function startSlackDispatch(
       };
       return post(JSON.stringify(body), "application/json", o.headers);
     },
-    clickCancel(runId, o = {}) {
-      const cardRef = nextTs();
+    async clickCancel(runId, o = {}) {
+      const cardRef =
+        o.cardTs ??
+        (await waitFor(async () => (await t.dispatch.store.getCardState(runId))?.cardRef ?? undefined, {
+          what: `the status card of ${runId}`,
+        }));
       const payload = {
         type: "block_actions",
         team: { id: TEAM, domain: "acme" },

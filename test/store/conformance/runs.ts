@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { RUN_STATES, type RunState } from "../../../src/model/run-state.ts";
 import type { Store } from "../../../src/store/store.ts";
-import { type StoreSuite, W } from "./suite.ts";
+import { type StoreSuite, W, waitPast } from "./suite.ts";
 
 export function runsConformance(t: StoreSuite): void {
   const { create, runIn } = t;
@@ -62,6 +62,25 @@ export function runsConformance(t: StoreSuite): void {
       const again = await t.store.transition(run.id, "handoff");
       expect(again).toMatchObject({ state: "QUEUED", statusMessage: null, finishedAt: null, execution: 2 });
     });
+  });
+
+  it("runsFinishedBefore names those of the given runs that reached a terminal state before the time", async () => {
+    const old: string[] = [];
+    for (const state of ["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"] as const)
+      old.push((await runIn(state)).id);
+    await waitPast(1);
+    const cutoff = new Date().toISOString();
+    await waitPast(1);
+    const recent = await runIn("SUCCEEDED");
+    const running = await runIn("INPROGRESS");
+    const queued = await runIn("QUEUED");
+    const all = [...old, recent.id, running.id, queued.id, "no-such-run"];
+    expect((await t.store.runsFinishedBefore(all, cutoff)).sort()).toEqual([...old].sort());
+    expect(await t.store.runsFinishedBefore([old[0]!, recent.id], cutoff)).toEqual([old[0]]);
+    expect(await t.store.runsFinishedBefore([], cutoff)).toEqual([]);
+    // A follow-up hands a finished run back to the queue: its workspace is in use again.
+    await t.store.transition(old[1]!, "handoff");
+    expect(await t.store.runsFinishedBefore([old[1]!], cutoff)).toEqual([]);
   });
 
   it("concurrent cancel and finish leave exactly one terminal state", async () => {
@@ -149,5 +168,25 @@ export function runsConformance(t: StoreSuite): void {
       runs: [],
       hasMore: false,
     });
+  });
+
+  it("matches q case-insensitively in any script, not only ASCII", async () => {
+    const umlaut = await create({ title: "Ärger mit dem Build", prompt: "p" });
+    const street = await create({ title: "t", prompt: "Rename STRASSE in the address form" });
+    const greek = await create({ title: "ΟΔΌΣ ΣΤΑΘΜΌΣ", prompt: "p" });
+    const cyrillic = await create({ title: "t", prompt: "Проверь ЖУРНАЛ ошибок" });
+    const ids = async (q: string) =>
+      (await t.store.listRuns("t1", { limit: 50, sortBy: "created_at", sortOrder: "asc", q })).runs.map(
+        (r) => r.id,
+      );
+    expect(await ids("ärger")).toEqual([umlaut.id]);
+    expect(await ids("ÄRGER")).toEqual([umlaut.id]);
+    // Full folding: ß is ss, either way round.
+    expect(await ids("straße")).toEqual([street.id]);
+    expect(await ids("Strasse")).toEqual([street.id]);
+    // A final sigma matches a capital sigma and a medial one.
+    expect(await ids("οδός σταθμός")).toEqual([greek.id]);
+    expect(await ids("журнал")).toEqual([cyrillic.id]);
+    expect(await ids("ärgerlich")).toEqual([]);
   });
 }
