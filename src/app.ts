@@ -7,6 +7,7 @@ import { systemRoutes } from "./api/routes/system.ts";
 import { buildServer } from "./api/server.ts";
 import { ensureAdminKey } from "./auth/bootstrap.ts";
 import type { Config } from "./config.ts";
+import { DEFAULT_DISK_CHECK_INTERVAL_MS } from "./executor/disk-quota.ts";
 import { Executor } from "./executor/executor.ts";
 import { HarnessRegistry } from "./executor/harness.ts";
 import { BuiltinHarness, type BuiltinHarnessOptions } from "./executor/harnesses/builtin/builtin-harness.ts";
@@ -14,6 +15,7 @@ import { configModelResolver } from "./executor/harnesses/builtin/models.ts";
 import { ScriptedHarness } from "./executor/harnesses/scripted.ts";
 import { createSandboxProvider, type SandboxProvider } from "./executor/sandbox-provider.ts";
 import { SkillResolver } from "./executor/skills.ts";
+import { removeExpiredWorkspaces } from "./executor/workspace-retention.ts";
 import {
   createGitHubIntegration,
   GITHUB_PRINCIPAL,
@@ -77,6 +79,8 @@ export async function startDispatch(
     builtin?: Partial<BuiltinHarnessOptions>;
     /** GitHub client overrides (tests turn the request pacing off so that they need not wait). */
     github?: { throttle?: boolean };
+    /** Pause between measurements of a running workspace's disk use (tests shorten it). */
+    diskCheckIntervalMs?: number;
   } = {},
 ): Promise<Dispatch> {
   // The sandbox is decided once, before anything else starts: DISPATCH_SANDBOX=bwrap stops start-up here.
@@ -85,7 +89,13 @@ export async function startDispatch(
       ? await createSandboxProvider({
           mode: config.sandbox.mode,
           ...(config.sandbox.bwrapPath ? { bwrapPath: config.sandbox.bwrapPath } : {}),
-          hide: [config.dataDir],
+          // Everything Dispatch reads secrets from, in case it lies in what the sandbox shows (/usr, /etc…).
+          hide: [
+            config.dataDir,
+            ...["", "-wal", "-shm"].map((suffix) => `${config.databasePath}${suffix}`),
+            ...config.sandbox.secretFiles,
+          ],
+          secrets: config.sandbox.secrets,
           limits: { memoryBytes: config.sandbox.memoryBytes, pidsMax: config.sandbox.pidsMax },
           log,
         })
@@ -98,6 +108,7 @@ export async function startDispatch(
   const generatedAdminKey = await ensureAdminKey(store, config.adminApiKey);
   const runService = new RunService(store, {
     environmentIds: Object.keys(config.settings.environments),
+    mcpAllowedUrls: config.settings.mcp.allowed_urls,
     skills,
     capacity: config.maxConcurrentRuns,
     ...(config.defaultModel ? { defaultModel: config.defaultModel } : {}),
@@ -107,6 +118,7 @@ export async function startDispatch(
       resolveModel: configModelResolver(config.models),
       maxSteps: config.settings.builtin.max_steps,
       defaultMaxRunMinutes: config.settings.builtin.max_run_minutes,
+      mcpAllowedUrls: config.settings.mcp.allowed_urls,
       toolLimits: {
         commandTimeoutMs: config.settings.builtin.command_timeout_seconds * 1000,
         maxCommandTimeoutMs: config.settings.builtin.command_timeout_seconds * 10_000,
@@ -124,9 +136,15 @@ export async function startDispatch(
     metrics,
     logger: log,
     rateLimit: { perMinute: config.rateLimitPerMinute, burst: config.rateLimitBurst },
+    http: config.http,
     isAccepting: () => accepting,
   });
-  server.register(systemRoutes, { runService, metrics, isAccepting: () => accepting });
+  server.register(systemRoutes, {
+    runService,
+    metrics,
+    isAccepting: () => accepting,
+    disk: { dataDir: config.dataDir, minFreeBytes: config.disk.minFreeBytes },
+  });
   server.register(runRoutes, { runService, publicUrl: () => publicUrl });
   server.register(sessionPage, { runService });
   // Slack: the app answers POST /slack/events (or connects in Socket Mode); the notifier reports back.
@@ -150,6 +168,7 @@ export async function startDispatch(
         store,
         log,
         renderStatus: (run, binding) => renderStatusCard(run, binding ?? null, Date.now()),
+        inbox: { leaseMs: config.leaseMs, pollMs: config.pollIntervalMs },
       })
     : undefined;
   slack?.register(server); // routes must exist before the server listens
@@ -171,6 +190,7 @@ export async function startDispatch(
           runs: await runsApiFor(GITHUB_PRINCIPAL, "member"),
           store,
           log,
+          inbox: { leaseMs: config.leaseMs, pollMs: config.pollIntervalMs },
         })
       : undefined;
   github?.register(server);
@@ -201,10 +221,16 @@ export async function startDispatch(
       ...(sandboxes ? { sandboxes } : {}),
       environments: config.settings.environments,
       skills,
+      diskQuota: {
+        limitBytes: config.disk.runQuotaBytes,
+        intervalMs: opts.diskCheckIntervalMs ?? DEFAULT_DISK_CHECK_INTERVAL_MS,
+      },
     });
     await executor.start();
   }
-  await slack?.start(); // connects in Socket Mode; nothing to do over HTTP
+  // Handle stored deliveries, also those acknowledged before a crash; connect in Socket Mode.
+  await slack?.start();
+  github?.start();
   // The notifier reports SLACK runs with the bot token and GITHUB_WEBHOOK runs through the GitHub clients.
   const notifierOptions = { ...DEFAULT_NOTIFIER_OPTIONS, ...opts.notifier };
   const platforms: NotifierPlatform[] = [];
@@ -238,13 +264,17 @@ export async function startDispatch(
         })
       : undefined;
   notifier?.start();
-  // Housekeeping: idempotency keys live 24 h (API.md); inbound dedupe keys and delivered outbox rows a week.
+  // Housekeeping: idempotency keys live 24 h (API.md); inbound dedupe keys and delivered outbox rows a week;
+  // finished runs' workspaces DISPATCH_WORKSPACE_RETENTION_HOURS.
   const housekeeping = setInterval(() => {
     const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
+    const retentionMs = config.disk.workspaceRetentionMs;
     Promise.all([
       store.pruneIdempotencyKeys(ago(DAY_MS)),
       store.pruneInbox(ago(7 * DAY_MS)),
       store.pruneOutbox(ago(7 * DAY_MS)),
+      retentionMs > 0 &&
+        removeExpiredWorkspaces({ store, dataDir: config.dataDir, finishedBefore: ago(retentionMs), log }),
     ]).catch((err) => log.warn({ err }, "housekeeping failed; retrying at the next interval"));
   }, HOUSEKEEPING_MS);
   housekeeping.unref();

@@ -121,6 +121,19 @@ const BuiltinSettingsSchema = z
   })
   .strict();
 
+/** MCP servers runs may name by `url`: Dispatch itself connects to them, so the operator decides which. */
+const McpSettingsSchema = z
+  .object({
+    /**
+     * Origins (`https://mcp.example.com`: any path there) or origin + path prefixes
+     * (`https://example.com/mcp`: that path and below); a run naming any other `url` is refused.
+     */
+    allowed_urls: z
+      .array(z.url({ protocol: /^https?$/, error: "must be an http(s) URL such as https://mcp.example.com" }))
+      .default([]),
+  })
+  .strict();
+
 /** The `github:` section: who may act through issue and pull-request comments. */
 const GitHubSettingsSchema = z
   .object({
@@ -154,6 +167,7 @@ const SettingsSchema = z
       followup: "channel",
     }),
     github: GitHubSettingsSchema.default({ min_permission: "write", permission_cache_seconds: 60 }),
+    mcp: McpSettingsSchema.default({ allowed_urls: [] }),
   })
   // Other sections (environments, GitHub) belong to other parts of the service and are read there.
   .loose();

@@ -2,7 +2,7 @@ import { createPrivateKey } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { z } from "zod";
-import { loadSettings, type Settings, SettingsError } from "./config-file.ts";
+import { DEFAULT_SETTINGS_FILE, loadSettings, type Settings, SettingsError } from "./config-file.ts";
 import { ModelsEnvSchema, modelsConfig } from "./models-config.ts";
 
 /**
@@ -81,6 +81,8 @@ const EnvSchema = z.object({
   DISPATCH_SHUTDOWN_GRACE_MS: intFrom(0, 600_000).default(10_000),
   DISPATCH_RATE_LIMIT_PER_MINUTE: intFrom(1, 10_000_000).default(1200),
   DISPATCH_RATE_LIMIT_BURST: intFrom(1, 10_000_000).default(200),
+  DISPATCH_REQUEST_TIMEOUT_MS: intFrom(100, 3_600_000).default(30_000),
+  DISPATCH_MAX_CONNECTIONS: intFrom(1, 1_000_000).default(1000),
   DISPATCH_RUN_SERVICE_URL: z.url().optional(),
   DISPATCH_RUN_SERVICE_API_KEY: apiKey(),
   ...ModelsEnvSchema.shape,
@@ -91,6 +93,9 @@ const EnvSchema = z.object({
   DISPATCH_BWRAP_PATH: z.string().min(1).optional(),
   DISPATCH_SANDBOX_MEMORY_MB: intFrom(0, 16_777_216).default(4096),
   DISPATCH_SANDBOX_PIDS_MAX: intFrom(0, 4_194_304).default(4096),
+  DISPATCH_RUN_DISK_QUOTA_MB: intFrom(0, 1_073_741_824).default(10_240),
+  DISPATCH_WORKSPACE_RETENTION_HOURS: intFrom(0, 876_000).default(168),
+  DISPATCH_MIN_FREE_DISK_MB: intFrom(0, 1_073_741_824).default(1024),
   SLACK_BOT_TOKEN: z
     .string()
     .regex(/^xox[a-z]-/, "must be a bot token (xoxb-…)")
@@ -160,6 +165,11 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
       shutdownGraceMs: e.DISPATCH_SHUTDOWN_GRACE_MS,
       rateLimitPerMinute: e.DISPATCH_RATE_LIMIT_PER_MINUTE,
       rateLimitBurst: e.DISPATCH_RATE_LIMIT_BURST,
+      /**
+       * A request (headers and body) must arrive within requestTimeoutMs; at most maxConnections sockets are
+       * open at once, event streams included.
+       */
+      http: { requestTimeoutMs: e.DISPATCH_REQUEST_TIMEOUT_MS, maxConnections: e.DISPATCH_MAX_CONNECTIONS },
       defaultModel: e.DISPATCH_DEFAULT_MODEL,
       /**
        * Remote mode: the integrations and the notifier reach runs in another Dispatch (or an Oz-compatible
@@ -205,6 +215,19 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
         /** Per-run cgroup limits where cgroups are writable; 0 = none. */
         memoryBytes: e.DISPATCH_SANDBOX_MEMORY_MB * 2 ** 20,
         pidsMax: e.DISPATCH_SANDBOX_PIDS_MAX,
+        /** The secret variables that are set: `auto` does not fall back to no sandbox when any is. */
+        secrets: configuredSecrets(env, settings),
+        /** Files Dispatch reads secrets from (the settings file, the App's key), hidden from runs. */
+        secretFiles: secretFiles(e.DISPATCH_CONFIG_FILE, env.GITHUB_PRIVATE_KEY),
+      },
+      /** Disk use of runs and of the data directory (DISPATCH_RUN_DISK_QUOTA_MB and the others below). */
+      disk: {
+        /** What one run's workspace may hold on disk; 0 = no quota. */
+        runQuotaBytes: e.DISPATCH_RUN_DISK_QUOTA_MB * 2 ** 20,
+        /** How long a finished run's workspace is kept for follow-ups; 0 = for ever. */
+        workspaceRetentionMs: e.DISPATCH_WORKSPACE_RETENTION_HOURS * 3_600_000,
+        /** /readyz fails below this much free space on the data directory's filesystem; 0 = no check. */
+        minFreeBytes: e.DISPATCH_MIN_FREE_DISK_MB * 2 ** 20,
       },
     };
   });
@@ -329,4 +352,34 @@ function readPrivateKey(value: string, problem: (message: string) => void): stri
     return undefined;
   }
   return pem;
+}
+
+const SECRET_VARIABLES = [
+  "DISPATCH_ADMIN_API_KEY",
+  "DISPATCH_RUN_SERVICE_API_KEY",
+  "SLACK_BOT_TOKEN",
+  "SLACK_SIGNING_SECRET",
+  "SLACK_APP_TOKEN",
+  "GITHUB_PRIVATE_KEY",
+  "GITHUB_WEBHOOK_SECRET",
+  "GITHUB_TOKEN",
+  "ANTHROPIC_API_KEY",
+  "OPENAI_API_KEY",
+  "OPENAI_COMPATIBLE_API_KEY",
+];
+
+/** The names of the secret variables set in `env`, with those the settings name (api_key_env, token_env). */
+function configuredSecrets(env: NodeJS.ProcessEnv, settings: Settings): string[] {
+  const named = [
+    settings.models.openai_compatible.api_key_env,
+    ...Object.values(settings.environments).flatMap((e) => e.repos.map((r) => r.token_env)),
+  ].filter((name): name is string => Boolean(name));
+  return [...new Set([...SECRET_VARIABLES, ...named])].filter((name) => env[name]);
+}
+
+function secretFiles(configFile: string | undefined, privateKey: string | undefined): string[] {
+  return [
+    resolve(configFile ?? DEFAULT_SETTINGS_FILE),
+    ...(privateKey && !privateKey.includes("-----BEGIN") ? [resolve(privateKey)] : []),
+  ];
 }

@@ -1,10 +1,18 @@
+import { once } from "node:events";
+import type { ServerResponse } from "node:http";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { RunService } from "../runs/run-service.ts";
+import { EVENT_DATA_MAX_BYTES } from "../store/event-cap.ts";
 import { ApiError } from "./problem.ts";
 
 const KEEPALIVE_MS = 15_000;
 const BACKSTOP_MS = 2_000;
-const BATCH = 500;
+/**
+ * What one read of the transcript may hold: events are at most EVENT_DATA_MAX_BYTES each, so a batch of
+ * this many is bounded in bytes whatever the run printed, and a client that stops reading pins no more.
+ */
+export const STREAM_BATCH_BYTES = 2 * 1024 * 1024;
+const BATCH = Math.floor(STREAM_BATCH_BYTES / EVENT_DATA_MAX_BYTES);
 
 /** What a stream reads: the transcript after a seq, and the signal that a transcript grew. */
 export type RunTranscript = Pick<RunService, "transcript" | "onEventAppended">;
@@ -27,7 +35,8 @@ export function resumeAfter(req: FastifyRequest): number | undefined {
  * Streams a run's transcript as Server-Sent Events: every event once, in order, `id: <seq>` so that a
  * reconnect with Last-Event-ID resumes exactly after the last one received. New events are announced by
  * the store's signals; each announcement triggers a read of everything after the last seq sent, so a
- * missed or coalesced signal can delay an event but never drop or repeat it.
+ * missed or coalesced signal can delay an event but never drop or repeat it. The transcript is read one
+ * bounded batch at a time, and not again until the socket has taken the previous one (`drain`).
  */
 export async function streamRunEvents(
   req: FastifyRequest,
@@ -66,9 +75,10 @@ export async function streamRunEvents(
           if (closed) return;
           const events = await runs.transcript(runId, lastSent, BATCH);
           for (const event of events) {
+            if (closed) return;
             const ok = res.write(`id: ${event.seq}\ndata: ${JSON.stringify(event)}\n\n`);
             lastSent = event.seq;
-            if (!ok) await new Promise((resolve) => res.once("drain", resolve));
+            if (!ok) await drained(res);
           }
           if (events.length < BATCH) break;
         }
@@ -95,4 +105,17 @@ export async function streamRunEvents(
   };
   res.on("close", close);
   await drain();
+}
+
+/** Resolves once `res` has flushed what it buffered, or has closed (then nothing more is written). */
+async function drained(res: ServerResponse): Promise<void> {
+  const ac = new AbortController();
+  try {
+    await Promise.race([
+      once(res, "drain", { signal: ac.signal }),
+      once(res, "close", { signal: ac.signal }),
+    ]);
+  } finally {
+    ac.abort();
+  }
 }

@@ -4,10 +4,13 @@ import type { Logger } from "pino";
 import { RunError } from "../model/errors.ts";
 import type { RunService } from "../runs/run-service.ts";
 import { type ApiKeyLookup, Authenticator } from "./auth.ts";
+import { acceptJsonBodies } from "./json-body.ts";
 import type { Metrics } from "./metrics.ts";
 import { ApiError, codeForStatus, sendProblem } from "./problem.ts";
 import { RateLimiter } from "./rate-limit.ts";
 import { LIMITS } from "./schemas.ts";
+
+const IDLE_CONNECTION_MS = 120_000;
 
 export interface ServerDeps {
   apiKeys: ApiKeyLookup;
@@ -16,6 +19,8 @@ export interface ServerDeps {
   metrics: Pick<Metrics, "httpRequests" | "httpDuration">;
   logger: Logger;
   rateLimit: { perMinute: number; burst: number };
+  /** How long a request's headers and body may take to arrive, and how many sockets may be open at once. */
+  http: { requestTimeoutMs: number; maxConnections: number };
   /** False while shutting down: new API calls get resource_unavailable. */
   isAccepting: () => boolean;
 }
@@ -26,9 +31,22 @@ export interface ServerDeps {
  * routes themselves are plugins that the caller registers.
  */
 export function buildServer(deps: ServerDeps): FastifyInstance {
+  const { requestTimeoutMs, maxConnections } = deps.http;
   const app = Fastify({
     loggerInstance: deps.logger,
     bodyLimit: LIMITS.bodyBytes,
+    // A client that trickles its headers or body is answered 408 and disconnected. The timer stops once
+    // the request has arrived: an event stream's response may last as long as its client reads it.
+    requestTimeout: requestTimeoutMs,
+    http: {
+      requestTimeout: requestTimeoutMs,
+      headersTimeout: requestTimeoutMs,
+      // Node looks for late requests this often (30 s by default, longer than short timeouts).
+      connectionsCheckingInterval: Math.min(5_000, Math.max(25, Math.floor(requestTimeoutMs / 4))),
+    },
+    // A socket on which nothing moves this long is closed: longer than the event streams' keepalive, so
+    // only a client that stopped reading (or never sent a request) is dropped.
+    connectionTimeout: IDLE_CONNECTION_MS,
     genReqId: (req) => {
       const given = req.headers["x-request-id"];
       return typeof given === "string" && /^[A-Za-z0-9._-]{1,128}$/.test(given) ? given : randomUUID();
@@ -48,8 +66,12 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     forceCloseConnections: true,
   }) as unknown as FastifyInstance;
 
+  // Past the cap, node closes new connections at once instead of letting them queue up memory.
+  app.server.maxConnections = maxConnections;
+
   // Only JSON bodies are accepted on the API (415 for anything else); Fastify also parses text/plain by default.
   app.removeContentTypeParser("text/plain");
+  acceptJsonBodies(app);
 
   const routes: Array<{ method: string; pattern: RegExp }> = [];
   app.addHook("onRoute", (route) => {

@@ -2,7 +2,9 @@ import { createHash, randomBytes } from "node:crypto";
 import { v7 as uuidv7 } from "uuid";
 import { RunError } from "../model/errors.ts";
 import { type Caller, DEFAULT_TEAM } from "../model/identity.ts";
+import { mcpUrlAllowed } from "../model/mcp-url-allowlist.ts";
 import type { AgentConfig, Creator, FollowupOutcome, RunEvent, RunRecord } from "../model/run.ts";
+import { parseSkillSpec } from "../model/skill-spec.ts";
 import type { IdempotencyClaim, RunListQuery, SortBy, SortOrder, Store } from "../store/store.ts";
 
 const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -34,6 +36,8 @@ export interface RunServiceOptions {
   defaultModel?: string;
   /** Executor slots across the deployment; `at_capacity` says a new run will wait for one. */
   capacity: number;
+  /** `url` MCP servers runs may name (`mcp.allowed_urls`); any other is refused at create, all when absent. */
+  mcpAllowedUrls?: readonly string[];
   /** Configured environment ids: any other `environment_id` is refused at create. Unchecked when absent. */
   environmentIds?: readonly string[];
   /** Resolves `skill_spec` at create where it can be (local sources): an unknown skill is refused. */
@@ -240,6 +244,17 @@ export class RunService {
     config: AgentConfig,
     input: CreateRunInput,
   ): Promise<RunRecord["agentSkill"]> {
+    for (const [name, server] of Object.entries(config.mcp_servers ?? {})) {
+      const allowed = this.options.mcpAllowedUrls ?? [];
+      if (server.url && !mcpUrlAllowed(server.url, allowed)) {
+        throw new RunError(
+          "invalid_request",
+          `config.mcp_servers.${name}.url: ${server.url} is not an allowed MCP server URL on this server (${
+            allowed.length ? `allowed: ${allowed.join(", ")}` : "none is allowed"
+          }); an operator allows URLs with mcp.allowed_urls in dispatch.config.yaml`,
+        );
+      }
+    }
     const envIds = this.options.environmentIds;
     if (config.environment_id && envIds && !envIds.includes(config.environment_id)) {
       throw new RunError(
@@ -250,8 +265,12 @@ export class RunService {
       );
     }
     const spec = config.skill_spec;
-    if (!spec || !this.options.skills) return null;
+    if (!spec) return null;
     const field = input.config?.skill_spec ? "config.skill_spec" : "skill";
+    // Refused whether or not this server resolves skills now: the executor resolves the same spec later.
+    const parsed = parseSkillSpec(spec);
+    if (typeof parsed === "string") throw new RunError("invalid_request", `${field}: ${parsed}`);
+    if (!this.options.skills) return null;
     const found = await this.options.skills.resolveNow(spec);
     if (found.kind === "not_found") throw new RunError("invalid_request", `${field}: ${found.message}`);
     if (found.kind === "deferred") return null;

@@ -6,7 +6,15 @@ import { STATE_WORDS, stateWord } from "../model/run-wording.ts";
 import { isoDuration, runTimeMs } from "../runs/run-item.ts";
 import type { RunService } from "../runs/run-service.ts";
 
-const TRANSCRIPT_LIMIT = 5000;
+/**
+ * What one page renders of the transcript: a run that printed 75 MB is read a page at a time, so a page
+ * costs the server (and the browser) about this much however large the run. The live script keeps to the
+ * same budget and then links to the next page.
+ */
+export const PAGE_EVENTS = 500;
+export const PAGE_BYTES = 1024 * 1024;
+/** Events read from the store at once while a page is rendered. */
+const READ_BATCH = 32;
 
 export interface SessionPageOptions {
   runService: Pick<RunService, "findBySession"> & RunTranscript;
@@ -29,13 +37,20 @@ export async function sessionPage(app: FastifyInstance, opts: SessionPageOptions
         .type("text/html; charset=utf-8")
         .send(page("Session not found", "", "<p>No session here.</p>"));
     }
-    const events = await runService.transcript(run.id, 0, TRANSCRIPT_LIMIT);
+    const q = req.query as { after?: string };
+    if (q.after !== undefined && !/^\d{1,15}$/.test(q.after)) {
+      return reply
+        .code(400)
+        .type("text/html; charset=utf-8")
+        .send(page("Bad page", "", "<p>after must be the sequence number of a transcript event.</p>"));
+    }
+    const transcriptPage = await readPage(runService, run.id, Number(q.after ?? 0));
     const nonce = randomBytes(16).toString("base64");
     reply.header(
       "content-security-policy",
       `default-src 'none'; style-src 'unsafe-inline'; script-src 'nonce-${nonce}'; connect-src 'self'; base-uri 'none'; form-action 'none'`,
     );
-    return reply.type("text/html; charset=utf-8").send(renderSession(run, events, nonce));
+    return reply.type("text/html; charset=utf-8").send(renderSession(run, transcriptPage, nonce));
   });
 
   app.get<{ Params: { sessionId: string } }>("/sessions/:sessionId/events", async (req, reply) => {
@@ -45,6 +60,35 @@ export async function sessionPage(app: FastifyInstance, opts: SessionPageOptions
     const after = resumeAfter(req) ?? (q.after && /^\d{1,15}$/.test(q.after) ? Number(q.after) : 0);
     return streamRunEvents(req, reply, runService, run.id, after);
   });
+}
+
+/** A page of the transcript, rendered: the events after `after` that fit PAGE_EVENTS and PAGE_BYTES. */
+interface TranscriptPage {
+  after: number;
+  html: string[];
+  count: number;
+  lastSeq: number;
+  /** Whether events exist after `lastSeq` (then the page links to them instead of following live). */
+  more: boolean;
+}
+
+async function readPage(runs: RunTranscript, runId: string, after: number): Promise<TranscriptPage> {
+  const html: string[] = [];
+  let bytes = 0;
+  let lastSeq = after;
+  for (;;) {
+    const events = await runs.transcript(runId, lastSeq, READ_BATCH);
+    for (const event of events) {
+      if (html.length > 0 && (html.length >= PAGE_EVENTS || bytes >= PAGE_BYTES)) {
+        return { after, html, count: html.length, lastSeq, more: true };
+      }
+      const rendered = renderEvent(event);
+      html.push(rendered);
+      bytes += Buffer.byteLength(rendered);
+      lastSeq = event.seq;
+    }
+    if (events.length < READ_BATCH) return { after, html, count: html.length, lastSeq, more: false };
+  }
 }
 
 export function escapeHtml(text: string): string {
@@ -62,6 +106,14 @@ function safeHref(url: string): string | undefined {
 
 /** One transcript entry as text; the client script renders streamed events with the same rules. */
 export function describeEvent(event: Pick<RunEvent, "type" | "data">): { label: string; text: string } {
+  const described = describeData(event);
+  // Cut by the store (or its tool cut the output): said next to the entry, not only inside its text.
+  return event.data.truncated === true
+    ? { ...described, label: `${described.label} · truncated` }
+    : described;
+}
+
+function describeData(event: Pick<RunEvent, "type" | "data">): { label: string; text: string } {
   const d = event.data as Record<string, unknown>;
   switch (event.type) {
     case "state": {
@@ -95,7 +147,7 @@ function renderEvent(event: RunEvent): string {
   return `<li class="ev ev-${escapeHtml(event.type)}" data-seq="${event.seq}"><span class="label">${escapeHtml(label)}</span><pre>${escapeHtml(text)}</pre></li>`;
 }
 
-function renderSession(run: RunRecord, events: RunEvent[], nonce: string): string {
+function renderSession(run: RunRecord, transcript: TranscriptPage, nonce: string): string {
   const links: string[] = [];
   if (run.triggerUrl && safeHref(run.triggerUrl))
     links.push(`<a href="${safeHref(run.triggerUrl)}">Where it started</a>`);
@@ -106,7 +158,13 @@ function renderSession(run: RunRecord, events: RunEvent[], nonce: string): strin
         `<a href="${url}">${escapeHtml(artifact.artifact_type === "PULL_REQUEST" ? "Pull request" : artifact.artifact_type)}</a>`,
       );
   }
-  const lastSeq = events.at(-1)?.seq ?? 0;
+  const { after, lastSeq, more } = transcript;
+  // Sequence numbers are consecutive: stepping back by this page's length reaches the events before it.
+  const earlier =
+    after > 0
+      ? `<a href="?after=${Math.max(0, after - Math.max(transcript.count, 1))}">Earlier events</a>`
+      : "";
+  const later = `<a id="later" href="?after=${lastSeq}"${more ? "" : " hidden"}>Later events</a>`;
   const body = `
 <header>
   <h1>${escapeHtml(run.title)}</h1>
@@ -116,7 +174,10 @@ function renderSession(run: RunRecord, events: RunEvent[], nonce: string): strin
   ${links.length ? `<p class="links">${links.join(" · ")}</p>` : ""}
 </header>
 <section><h2>Prompt</h2><pre class="prompt">${escapeHtml(run.prompt)}</pre></section>
-<section><h2>Transcript</h2><ol id="transcript" data-last-seq="${lastSeq}">${events.map(renderEvent).join("")}</ol></section>
+<section><h2>Transcript</h2>
+${earlier ? `<p class="pages">${earlier}</p>` : ""}
+<ol id="transcript" data-last-seq="${lastSeq}" data-live="${more ? "false" : "true"}">${transcript.html.join("")}</ol>
+<p class="pages">${later}</p></section>
 <script nonce="${nonce}">${CLIENT_SCRIPT}</script>`;
   return page(run.title, "", body);
 }
@@ -127,7 +188,12 @@ const CLIENT_SCRIPT = `
   const list = document.getElementById("transcript");
   const stateEl = document.getElementById("state");
   const statusEl = document.getElementById("status-message");
+  const later = document.getElementById("later");
+  if (list.dataset.live !== "true") return;
   let last = Number(list.dataset.lastSeq || 0);
+  // The page's budget holds for what is streamed into it too; past it, the next page takes over.
+  let count = list.children.length;
+  let chars = list.textContent.length;
   // Mirrors describeEvent (same rules, same ?? fallbacks) so a streamed entry reads like a rendered one.
   const describe = (e) => {
     const d = e.data ?? {};
@@ -147,8 +213,18 @@ const CLIENT_SCRIPT = `
   source.onmessage = (msg) => {
     const e = JSON.parse(msg.data);
     if (e.seq <= last) return;
+    if (count >= ${PAGE_EVENTS} || chars >= ${PAGE_BYTES}) {
+      source.close();
+      later.href = "?after=" + last;
+      later.hidden = false;
+      return;
+    }
     last = e.seq;
-    const [label, text] = describe(e);
+    count += 1;
+    const described = describe(e);
+    const label = described[0] + (e.data?.truncated === true ? " · truncated" : "");
+    const text = described[1];
+    chars += label.length + text.length;
     const li = document.createElement("li");
     li.className = "ev ev-" + e.type;
     li.dataset.seq = String(e.seq);

@@ -49,6 +49,8 @@ describe("remote mode (DISPATCH_RUN_SERVICE_URL)", () => {
   });
 
   it("the Cancel button on the bot cancels the remote run, in the clicking user's name", async () => {
+    // Under the default `channel` policy the person cancelling must be in the run's channel.
+    bot.fake.channelMembers.get(CHANNEL)?.push("U43");
     const res = await bot.command({ text: "$ sleep 30", user_id: "U43" });
     expect(res.status).toBe(200);
     const run = await waitFor(

@@ -3,6 +3,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PAGE_BYTES, PAGE_EVENTS } from "../../src/web/session-page.ts";
 import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -120,6 +121,59 @@ describe("session page HTML (no JavaScript)", () => {
     // The only script element is the page's own, nonce-bound one.
     expect(html.match(/<script\b/g)).toHaveLength(1);
     expect(html).toMatch(/<script nonce="[A-Za-z0-9+/=]+">/);
+  });
+
+  it("pages a run with 75 MB of tool output, in bounded pages, while the server keeps answering", async () => {
+    const run = await createRun("A run that printed a lot");
+    await waitForState(t, run.run_id, ["SUCCEEDED"]);
+    const before = (await t.api("GET", `/api/v1/agent/runs/${run.run_id}/events?limit=1000`)).body.next_after;
+    // Straight through the store, as the executor appends them: 1,200 results of 64,000 characters.
+    const store = t.dispatch.store;
+    const output = (i: number) => `result ${i}\n${"x".repeat(64_000)}`;
+    await Promise.all(
+      Array.from({ length: 1200 }, (_, i) =>
+        store.appendEvent(run.run_id, "tool_result", { tool: "shell", exit_code: 0, output: output(i) }),
+      ),
+    );
+    // One more over the store's cap: cut, and shown as cut.
+    await store.appendEvent(run.run_id, "tool_result", {
+      tool: "shell",
+      exit_code: 0,
+      output: "y".repeat(200_000),
+    });
+    const total = before + 1201;
+
+    // The page and a health check in flight together: both are answered.
+    const [first, health] = await Promise.all([fetchHtml(run.session_link), fetch(`${t.url}/healthz`)]);
+    expect(health.status).toBe(200);
+    expect(first.status).toBe(200);
+    expect(Buffer.byteLength(first.html)).toBeLessThan(2 * PAGE_BYTES);
+    const seqs = (html: string) =>
+      [...transcriptOf(html).matchAll(/data-seq="(\d+)"/g)].map((m) => Number(m[1]));
+    const firstSeqs = seqs(first.html);
+    expect(firstSeqs[0]).toBe(1);
+    const lastShown = firstSeqs.at(-1)!;
+    expect(lastShown).toBeLessThan(total);
+    // Not the end: no live following, a link to what comes next instead (readable without JavaScript).
+    expect(first.html).toContain('data-live="false"');
+    expect(first.html).toContain(`<a id="later" href="?after=${lastShown}">Later events</a>`);
+    expect(first.html).not.toContain("Earlier events");
+
+    const second = await fetchHtml(`${run.session_link}?after=${lastShown}`);
+    expect(Buffer.byteLength(second.html)).toBeLessThan(2 * PAGE_BYTES);
+    expect(seqs(second.html)[0]).toBe(lastShown + 1);
+    expect(second.html).toMatch(/<a href="\?after=\d+">Earlier events<\/a>/);
+
+    const last = await fetchHtml(`${run.session_link}?after=${total - 2}`);
+    expect(seqs(last.html)).toEqual([total - 1, total]);
+    expect(last.html).toContain('data-live="true"');
+    expect(last.html).toMatch(/<a id="later" href="[^"]*" hidden>/);
+    const [cut] = entries(transcriptOf(last.html), "tool_result").slice(-1);
+    expect(cut).toContain('<span class="label">tool result · exit 0 · truncated</span>');
+    expect(cut).toMatch(/\[truncated by Dispatch: \d+ of 200000 characters cut\]/);
+
+    const bad = await fetchHtml(`${run.session_link}?after=-1`);
+    expect(bad.status).toBe(400);
   });
 
   it("answers 404 for an unknown session id", async () => {
@@ -274,6 +328,34 @@ describe.runIf(runBrowserTests)("session page in headless Chromium", () => {
       expect(dialogs).toEqual(["probe"]);
     } finally {
       await context.close();
+    }
+  });
+
+  it("stops following once the page holds a page's worth of events, and links to the next page", async () => {
+    const run = await createRun("$ until [ -e gate ]; do sleep 0.02; done");
+    await waitForState(t, run.run_id, ["INPROGRESS"]);
+    const { page, context } = await openPage(run.session_link);
+    try {
+      const store = t.dispatch.store;
+      // Appended together, as a busy run does: one group commit.
+      await Promise.all(
+        Array.from({ length: PAGE_EVENTS + 10 }, (_, i) =>
+          store.appendEvent(run.run_id, "log", { message: `line ${i}` }),
+        ),
+      );
+      const later = page.locator("#later");
+      await later.waitFor({ state: "visible", timeout: LIVE_DEADLINE_MS });
+      expect(await page.locator("#transcript li").count()).toBe(PAGE_EVENTS);
+      const lastSeq = await page.locator("#transcript li").last().getAttribute("data-seq");
+      expect(await later.getAttribute("href")).toBe(`?after=${lastSeq}`);
+      await later.click();
+      await page.waitForURL(`**?after=${lastSeq}`);
+      expect(await page.locator("#transcript li").first().getAttribute("data-seq")).toBe(
+        String(Number(lastSeq) + 1),
+      );
+    } finally {
+      await context.close();
+      await writeFile(join(t.dataDir, "workspaces", run.run_id, "gate"), "");
     }
   });
 

@@ -1,3 +1,4 @@
+import { statfs } from "node:fs/promises";
 import type { FastifyInstance } from "fastify";
 import type { RunService } from "../../runs/run-service.ts";
 import type { Metrics } from "../metrics.ts";
@@ -10,6 +11,8 @@ export interface SystemRoutesOptions {
   metrics: Pick<Metrics, "registry">;
   /** False while shutting down: /readyz answers 503. */
   isAccepting: () => boolean;
+  /** /readyz answers 503 while the data directory's filesystem has less than `minFreeBytes` free (0: never). */
+  disk?: { dataDir: string; minFreeBytes: number };
 }
 
 /** Health, readiness, Prometheus metrics and the OpenAPI document: the routes that need no API key. */
@@ -27,6 +30,8 @@ export async function systemRoutes(app: FastifyInstance, opts: SystemRoutesOptio
     } catch {
       throw new ApiError("resource_unavailable", "the database is not reachable", { "retry-after": "5" });
     }
+    if (opts.disk && opts.disk.minFreeBytes > 0)
+      await checkFreeDisk(opts.disk.dataDir, opts.disk.minFreeBytes);
     return { status: "ready" };
   });
 
@@ -36,4 +41,25 @@ export async function systemRoutes(app: FastifyInstance, opts: SystemRoutesOptio
   });
 
   app.get("/api/v1/openapi.json", async (_req, reply) => reply.type("application/json").send(openapi));
+}
+
+/** Runs' workspaces and the database share the data directory's filesystem: refuse work before it fills. */
+async function checkFreeDisk(dataDir: string, minFreeBytes: number): Promise<void> {
+  const mb = (bytes: number) => Math.floor(bytes / 2 ** 20);
+  let free: number;
+  try {
+    const fs = await statfs(dataDir);
+    free = fs.bavail * fs.bsize;
+  } catch {
+    throw new ApiError("resource_unavailable", "the free space of the data directory cannot be read", {
+      "retry-after": "60",
+    });
+  }
+  if (free < minFreeBytes) {
+    throw new ApiError(
+      "resource_unavailable",
+      `only ${mb(free)} MB free on the data directory's filesystem, below DISPATCH_MIN_FREE_DISK_MB=${mb(minFreeBytes)}; free disk space (finished runs' workspaces go after DISPATCH_WORKSPACE_RETENTION_HOURS) or lower the threshold`,
+      { "retry-after": "60" },
+    );
+  }
 }
