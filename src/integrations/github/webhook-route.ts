@@ -1,10 +1,10 @@
-import { Transform } from "node:stream";
 import { Webhooks } from "@octokit/webhooks";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import type { GitHubConfig } from "../../config.ts";
 import { RunError } from "../../model/errors.ts";
 import type { InboxQueue, InboxStore } from "../inbox-queue.ts";
+import { DEFAULT_UNVERIFIED_BODY_BUDGET_BYTES, UnverifiedBodyBudget } from "../unverified-body-budget.ts";
 import { type CommentPayload, whyIgnored } from "./comment-payload.ts";
 
 export const GITHUB_WEBHOOK_PATH = "/github/webhooks";
@@ -22,6 +22,8 @@ export interface WebhookRouteDeps {
   /** Handles the stored trigger comments, after the acknowledgement. */
   queue: Pick<InboxQueue, "kick">;
   log: Logger;
+  /** Bytes of not-yet-verified bodies this route holds at most across requests. */
+  unverifiedBodyBudgetBytes?: number;
 }
 
 /**
@@ -32,10 +34,14 @@ export interface WebhookRouteDeps {
 export class WebhookRoute {
   private readonly deps: WebhookRouteDeps;
   private readonly webhooks: Webhooks;
+  readonly unverifiedBodies: UnverifiedBodyBudget;
 
   constructor(deps: WebhookRouteDeps) {
     this.deps = deps;
     this.webhooks = new Webhooks({ secret: deps.config.webhookSecret });
+    this.unverifiedBodies = new UnverifiedBodyBudget(
+      deps.unverifiedBodyBudgetBytes ?? DEFAULT_UNVERIFIED_BODY_BUDGET_BYTES,
+    );
   }
 
   /** Mounts the route. Call before the server listens. */
@@ -59,9 +65,9 @@ export class WebhookRoute {
             }
             if (Number(header(req, "content-length")) > bodyLimit(req)) throw tooLarge(req, reply);
           },
-          // A body without Content-Length (chunked) is counted as it arrives.
+          // Counted as it arrives (also without Content-Length), against its cap and the route's budget.
           preParsing: async (req, reply, payload) =>
-            capStream(payload, bodyLimit(req), () => tooLarge(req, reply)),
+            this.unverifiedBodies.meter(req, reply, payload, bodyLimit(req), () => tooLarge(req, reply)),
         },
         (req, reply) => this.handle(req, reply),
       );
@@ -143,19 +149,6 @@ function tooLarge(req: FastifyRequest, reply: FastifyReply): RunError {
     "payload_too_large",
     `GitHub webhook: a ${header(req, "x-github-event") ?? "webhook"} body is limited to ${bodyLimit(req)} bytes`,
   );
-}
-
-/** Passes `payload` through, failing with `error()` once more than `limit` bytes have arrived. */
-function capStream(payload: NodeJS.ReadableStream, limit: number, error: () => Error): NodeJS.ReadableStream {
-  let received = 0;
-  const capped = new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      received += chunk.length;
-      done(received > limit ? error() : null, chunk);
-    },
-  });
-  payload.on("error", (err) => capped.destroy(err));
-  return payload.pipe(capped);
 }
 
 function header(req: FastifyRequest, name: string): string | undefined {

@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import { RunError } from "../../model/errors.ts";
 import type { InboundDelivery } from "../../store/store.ts";
 import type { InboxQueue, InboxStore } from "../inbox-queue.ts";
+import { DEFAULT_UNVERIFIED_BODY_BUDGET_BYTES, UnverifiedBodyBudget } from "../unverified-body-budget.ts";
 import { inboundKeys } from "./inbound.ts";
 import { checkTimestamp, verifySlackSignature } from "./signature.ts";
 
@@ -28,13 +29,19 @@ export class FastifySlackReceiver implements Receiver {
   private readonly store: Pick<InboxStore, "acceptInbound">;
   private readonly queue: Pick<InboxQueue, "kick">;
   private readonly log: Logger;
+  readonly unverifiedBodies: UnverifiedBodyBudget;
 
   constructor(opts: {
     signingSecret: string;
     store: Pick<InboxStore, "acceptInbound">;
     queue: Pick<InboxQueue, "kick">;
     log: Logger;
+    /** Bytes of not-yet-verified bodies this route holds at most across requests. */
+    unverifiedBodyBudgetBytes?: number;
   }) {
+    this.unverifiedBodies = new UnverifiedBodyBudget(
+      opts.unverifiedBodyBudgetBytes ?? DEFAULT_UNVERIFIED_BODY_BUDGET_BYTES,
+    );
     this.signingSecret = opts.signingSecret;
     this.store = opts.store;
     this.queue = opts.queue;
@@ -71,6 +78,14 @@ export class FastifySlackReceiver implements Receiver {
               throw new RunError("authentication_required", "Slack request: missing X-Slack-Signature");
             }
           },
+          preParsing: async (req, reply, payload) =>
+            this.unverifiedBodies.meter(req, reply, payload, SLACK_BODY_LIMIT, () => {
+              reply.header("connection", "close");
+              return new RunError(
+                "payload_too_large",
+                `Slack request: the body is limited to ${SLACK_BODY_LIMIT} bytes`,
+              );
+            }),
         },
         (req, reply) => this.handle(req, reply),
       );

@@ -116,4 +116,53 @@ describe("POST /github/webhooks body limits", () => {
       { what: "the run of the large delivery" },
     );
   });
+
+  it("bounds what unverified bodies hold together: past the budget, 503 until the holders are answered", async () => {
+    // Three 24 MiB bodies (each under its cap) are sent but never finished: together they are over the
+    // 64 MiB budget, so the server refuses one of them while it is still arriving.
+    const holders = [0, 1, 2].map(() => startUnfinished(g.t.url, 24 * MiB));
+    await waitFor(() => holders.some((h) => h.status() === 503), { what: "a body refused over the budget" });
+    // Those within the budget are still being received, not refused.
+    expect(holders.filter((h) => h.status() === undefined).length).toBeGreaterThanOrEqual(1);
+    // The holders hang up; their bytes are given back and a delivery of the same size is taken again.
+    for (const h of holders) h.abort();
+    const issue = uniqueIssue();
+    const payload = commentPayload({ body: `@${HANDLE} $ echo after`, login: "octocat", issue });
+    await waitFor(
+      async () =>
+        (
+          await postStreaming(
+            `${g.t.url}/github/webhooks`,
+            "issue_comment",
+            paddedPayload(payload, 24 * MiB),
+            {
+              chunked: false,
+            },
+          )
+        ).status === 202,
+      { what: "the budget given back" },
+    );
+  });
 });
+
+/** Sends all but the last byte of an issue_comment body of `size` bytes; `status` once answered. */
+function startUnfinished(url: string, size: number): { status: () => number | undefined; abort: () => void } {
+  let status: number | undefined;
+  const req = request(`${url}/github/webhooks`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "x-github-event": "issue_comment",
+      "x-github-delivery": randomUUID(),
+      "x-hub-signature-256": `sha256=${"0".repeat(64)}`,
+      "content-length": String(size),
+    },
+  });
+  req.on("response", (res) => {
+    status = res.statusCode;
+    res.resume();
+  });
+  req.on("error", () => {});
+  req.write(Buffer.alloc(size - 1, 0x20));
+  return { status: () => status, abort: () => req.destroy() };
+}
