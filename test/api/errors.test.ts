@@ -197,6 +197,24 @@ describe("every error code of API.md", () => {
   });
 });
 
+describe("a JSON Content-Type with an empty body is a request without a body", () => {
+  it("cancel as the official Oz Python SDK sends it → 200; create still says what it needs", async () => {
+    const created = await t.api("POST", "/api/v1/agent/runs", { prompt: "$ sleep 30" });
+    const id = created.body.run_id;
+    const cancel = await raw("POST", `/api/v1/agent/runs/${id}/cancel`, {
+      headers: { "content-type": "application/json" },
+      body: "",
+    });
+    expect(cancel.status, cancel.text).toBe(200);
+    expect(cancel.body).toBe(id);
+    const create = await raw("POST", "/api/v1/agent/runs", {
+      headers: { "content-type": "application/json" },
+      body: "",
+    });
+    expect(expectProblem(create, 400, "invalid_request").detail).toBe("body: expected a JSON object");
+  });
+});
+
 describe("no input of any shape yields a 5xx", () => {
   const bodies: Array<[string, string | Uint8Array<ArrayBuffer>]> = [
     ["malformed JSON", "{"],
