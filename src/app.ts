@@ -2,10 +2,17 @@ import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { Metrics } from "./api/metrics.ts";
+import { agentRoutes } from "./api/routes/agents.ts";
+import { environmentRoutes } from "./api/routes/environments.ts";
+import { identityRoutes } from "./api/routes/identities.ts";
+import { modelRoutes } from "./api/routes/models.ts";
 import { runRoutes } from "./api/routes/runs.ts";
 import { systemRoutes } from "./api/routes/system.ts";
 import { buildServer } from "./api/server.ts";
 import { ensureAdminKey } from "./auth/bootstrap.ts";
+import { AgentCatalog } from "./catalog/agents.ts";
+import { EnvironmentCatalog } from "./catalog/environments.ts";
+import { listModels } from "./catalog/models.ts";
 import type { Config } from "./config.ts";
 import { DEFAULT_DISK_CHECK_INTERVAL_MS } from "./executor/disk-quota.ts";
 import { Executor } from "./executor/executor.ts";
@@ -14,8 +21,10 @@ import { BuiltinHarness, type BuiltinHarnessOptions } from "./executor/harnesses
 import { configModelResolver } from "./executor/harnesses/builtin/models.ts";
 import { ScriptedHarness } from "./executor/harnesses/scripted.ts";
 import { createSandboxProvider, type SandboxProvider } from "./executor/sandbox-provider.ts";
+import { listLocalSkills } from "./executor/skill-catalog.ts";
 import { SkillResolver } from "./executor/skills.ts";
 import { removeExpiredWorkspaces } from "./executor/workspace-retention.ts";
+import { IdentityService } from "./identities/identity-service.ts";
 import {
   createGitHubIntegration,
   GITHUB_PRINCIPAL,
@@ -146,6 +155,17 @@ export async function startDispatch(
     disk: { dataDir: config.dataDir, minFreeBytes: config.disk.minFreeBytes },
   });
   server.register(runRoutes, { runService, publicUrl: () => publicUrl });
+  const models = listModels(config.models);
+  server.register(modelRoutes, { models: () => models });
+  const environments = new EnvironmentCatalog(config.settings.environments, store, new Date());
+  server.register(environmentRoutes, { environments });
+  const agents = new AgentCatalog({
+    skills: () => listLocalSkills(config.settings.skills, process.cwd()),
+    environments: () => environments.names(),
+    store,
+  });
+  server.register(agentRoutes, { agents });
+  server.register(identityRoutes, { identities: new IdentityService(store) });
   server.register(sessionPage, { runService });
   // Slack: the app answers POST /slack/events (or connects in Socket Mode); the notifier reports back.
   // Remote mode: the integrations and the notifier front another Dispatch instead of this one.

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { CATALOG_USAGE, isCatalogCommand } from "./cli/catalog-commands.ts";
 import { isRunCommand, RUNS_USAGE } from "./cli/run-commands.ts";
 import { ConfigError } from "./config.ts";
 
@@ -10,11 +11,16 @@ Usage:
 
 Runs (over the HTTP API):
 ${RUNS_USAGE}
+
+Models, environments, skills and identities (over the HTTP API):
+${CATALOG_USAGE}
 `;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (isRunCommand(command)) return (await import("./cli/runs.ts")).runCommand(command, rest);
+  if (command === "identities") return (await import("./cli/identities.ts")).identitiesCommand(rest);
+  if (isCatalogCommand(command)) return (await import("./cli/catalog.ts")).catalogCommand(command, rest);
   switch (command) {
     case "serve":
       // Loaded on demand: the run commands should not pay for the server's modules at start-up.

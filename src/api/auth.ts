@@ -12,6 +12,8 @@ declare module "fastify" {
   interface FastifyContextConfig {
     /** Route needs an API key (everything under /api/v1 but the OpenAPI document). */
     auth?: boolean;
+    /** Route needs an admin key (team administration such as agent identities). */
+    admin?: boolean;
   }
 }
 

@@ -2,17 +2,26 @@ import { z } from "zod";
 import pkg from "../../package.json" with { type: "json" };
 import { ERROR_CODES } from "./problem.ts";
 import {
+  AgentIdentitySchema,
   CancelRunRequestSchema,
+  CreateAgentIdentityRequestSchema,
   CreateRunRequestSchema,
   CreateRunResponseSchema,
   EventsQuerySchema,
   EventsResponseSchema,
   FollowupRequestSchema,
   FollowupResponseSchema,
+  ListAgentIdentitiesResponseSchema,
+  ListAgentsQuerySchema,
+  ListAgentsResponseSchema,
+  ListEnvironmentsQuerySchema,
+  ListEnvironmentsResponseSchema,
+  ListModelsResponseSchema,
   ListRunsQuerySchema,
   ListRunsResponseSchema,
   ProblemSchema,
   RunItemSchema,
+  UpdateAgentIdentityRequestSchema,
 } from "./schemas.ts";
 
 type Json = Record<string, unknown>;
@@ -47,6 +56,7 @@ function queryParameters(schema: z.ZodObject): Json[] {
   });
 }
 
+const uidParam = { name: "uid", in: "path", required: true, schema: { type: "string" } };
 const runIdParam = { name: "runId", in: "path", required: true, schema: { type: "string" } };
 const idempotencyHeader = {
   name: "Idempotency-Key",
@@ -185,6 +195,103 @@ export function buildOpenApiDocument(): Json {
                 "Events after `after`; as SSE, each message has `id: <seq>` and the event as JSON data.",
               content: { ...json(EventsResponseSchema), "text/event-stream": { schema: { type: "string" } } },
             },
+            ...problems("invalid_request", "resource_not_found"),
+            ...common,
+          },
+        },
+      },
+      "/agent/models": {
+        get: {
+          operationId: "listModels",
+          tags: ["models"],
+          summary: "The models runs can name, and the default",
+          responses: {
+            "200": { description: "The configured models.", content: json(ListModelsResponseSchema) },
+            ...problems("invalid_request"),
+            ...common,
+          },
+        },
+      },
+      "/agent/environments": {
+        get: {
+          operationId: "listEnvironments",
+          tags: ["environments"],
+          summary: "The configured environments, with the team's latest run in each",
+          parameters: queryParameters(ListEnvironmentsQuerySchema),
+          responses: {
+            "200": { description: "The environments.", content: json(ListEnvironmentsResponseSchema) },
+            ...problems("invalid_request"),
+            ...common,
+          },
+        },
+      },
+      "/agent": {
+        get: {
+          operationId: "listAgents",
+          tags: ["agents"],
+          summary: "The skills runs can use without a fetch, grouped by name",
+          parameters: queryParameters(ListAgentsQuerySchema),
+          responses: {
+            "200": { description: "The agents (skills).", content: json(ListAgentsResponseSchema) },
+            ...problems("invalid_request"),
+            ...common,
+          },
+        },
+      },
+      "/agent/identities": {
+        post: {
+          operationId: "createAgentIdentity",
+          tags: ["identities"],
+          summary: "Create a service account of the team (admin keys only)",
+          requestBody: { required: true, content: json(CreateAgentIdentityRequestSchema) },
+          responses: {
+            "201": { description: "The new identity.", content: json(AgentIdentitySchema) },
+            ...problems("invalid_request", "unsupported_media_type"),
+            ...common,
+          },
+        },
+        get: {
+          operationId: "listAgentIdentities",
+          tags: ["identities"],
+          summary: "The team's service accounts, oldest first (admin keys only)",
+          responses: {
+            "200": { description: "The identities.", content: json(ListAgentIdentitiesResponseSchema) },
+            ...problems("invalid_request"),
+            ...common,
+          },
+        },
+      },
+      "/agent/identities/{uid}": {
+        get: {
+          operationId: "getAgentIdentity",
+          tags: ["identities"],
+          summary: "One service account (admin keys only)",
+          parameters: [uidParam],
+          responses: {
+            "200": { description: "The identity.", content: json(AgentIdentitySchema) },
+            ...problems("resource_not_found"),
+            ...common,
+          },
+        },
+        put: {
+          operationId: "updateAgentIdentity",
+          tags: ["identities"],
+          summary: "Change a service account (admin keys only)",
+          parameters: [uidParam],
+          requestBody: { required: false, content: json(UpdateAgentIdentityRequestSchema) },
+          responses: {
+            "200": { description: "The identity as changed.", content: json(AgentIdentitySchema) },
+            ...problems("invalid_request", "resource_not_found", "unsupported_media_type"),
+            ...common,
+          },
+        },
+        delete: {
+          operationId: "deleteAgentIdentity",
+          tags: ["identities"],
+          summary: "Delete a service account and revoke its API keys (admin keys only)",
+          parameters: [uidParam],
+          responses: {
+            "204": { description: "Deleted; its keys no longer authenticate." },
             ...problems("invalid_request", "resource_not_found"),
             ...common,
           },

@@ -274,6 +274,140 @@ export const ProblemSchema = z
   })
   .meta({ id: "Problem" });
 
+/** A query string that takes no parameters: any parameter is refused by name instead of ignored. */
+export const NoQuerySchema = z.strictObject({});
+
+const booleanParam = (name: string) =>
+  z.enum(["true", "false"], { error: `${name} must be true or false` }).transform((v) => v === "true");
+
+export const ModelSchema = z
+  .object({
+    id: z.string(),
+    display_name: z.string(),
+    provider: z.enum(["OPENAI", "ANTHROPIC", "GOOGLE", "UNKNOWN"]),
+    vision_supported: z.boolean(),
+    description: z.string().optional(),
+  })
+  .meta({ id: "Model" });
+
+export const ListModelsResponseSchema = z
+  .object({ default_model_id: z.string(), models: z.array(ModelSchema) })
+  .meta({ id: "ListModelsResponse" });
+
+export const ListEnvironmentsQuerySchema = z.strictObject({
+  sort_by: z.enum(["name", "last_updated"]).optional(),
+});
+
+export const CloudEnvironmentSchema = z
+  .object({
+    uid: z.string(),
+    config: z.object({
+      name: z.string(),
+      description: z.string().nullable(),
+      github_repos: z.array(z.object({ owner: z.string(), repo: z.string() })),
+      setup_commands: z.array(z.string()),
+    }),
+    last_updated: Timestamp,
+    setup_failed: z.boolean(),
+    last_task_run_timestamp: Timestamp.nullable(),
+    last_task_created: z
+      .object({
+        id: z.string(),
+        title: z.string(),
+        state: RunStateSchema,
+        created_at: Timestamp,
+        updated_at: Timestamp,
+        started_at: Timestamp.nullable(),
+      })
+      .nullable(),
+  })
+  .meta({ id: "CloudEnvironment" });
+
+export const ListEnvironmentsResponseSchema = z
+  .object({ environments: z.array(CloudEnvironmentSchema) })
+  .meta({ id: "ListEnvironmentsResponse" });
+
+export const ListAgentsQuerySchema = z.strictObject({
+  repo: z
+    .string()
+    .regex(/^[^/\s:]+\/[^/\s:]+$/, "repo must be owner/repo")
+    .optional(),
+  sort_by: z.enum(["name", "last_run"]).optional(),
+  refresh: booleanParam("refresh").optional(),
+  include_malformed_skills: booleanParam("include_malformed_skills").optional(),
+});
+
+export const AgentSkillSchema = z
+  .object({
+    name: z.string(),
+    variants: z.array(
+      z.object({
+        id: z.string(),
+        description: z.string(),
+        base_prompt: z.string(),
+        source: z.object({ owner: z.string(), name: z.string(), skill_path: z.string() }),
+        environments: z.array(z.object({ uid: z.string(), name: z.string() })),
+        last_run_timestamp: Timestamp.nullable(),
+        error: z.string().optional(),
+      }),
+    ),
+  })
+  .meta({ id: "AgentSkill" });
+
+export const ListAgentsResponseSchema = z
+  .object({ agents: z.array(AgentSkillSchema) })
+  .meta({ id: "ListAgentsResponse" });
+
+const identityText = (max: number, what: string) => boundedText(max, what).nullish();
+
+/** Oz accepts named managed secrets; Dispatch has none, so only an empty list is accepted. */
+const SecretsSchema = z
+  .array(z.object({ name: z.string().min(1).max(200) }))
+  .max(0, "secrets: Dispatch has no managed secrets; omit secrets or send []");
+
+export const CreateAgentIdentityRequestSchema = z
+  .object({
+    name: z.string().trim().min(1, "name must not be empty").max(200),
+    description: identityText(2000, "description"),
+    prompt: identityText(LIMITS.promptChars, "prompt"),
+    base_model: z.string().max(200).nullish(),
+    skills: z.array(z.string().min(1).max(500)).max(50).nullish(),
+    secrets: SecretsSchema.nullish(),
+  })
+  .meta({ id: "CreateAgentIdentityRequest" });
+
+export const UpdateAgentIdentityRequestSchema = z
+  .object({
+    name: z.string().trim().min(1, "name must not be empty").max(200).optional(),
+    description: identityText(2000, "description"),
+    prompt: identityText(LIMITS.promptChars, "prompt"),
+    base_model: z.string().max(200).nullish(),
+    skills: z.array(z.string().min(1).max(500)).max(50).nullish(),
+    secrets: SecretsSchema.nullish(),
+  })
+  .meta({
+    id: "UpdateAgentIdentityRequest",
+    description: "Absent or null leaves a field unchanged; an empty string or list clears it.",
+  });
+
+export const AgentIdentitySchema = z
+  .object({
+    uid: z.string(),
+    name: z.string(),
+    available: z.boolean(),
+    created_at: Timestamp,
+    description: z.string().optional(),
+    prompt: z.string().optional(),
+    base_model: z.string().optional(),
+    skills: z.array(z.string()),
+    secrets: z.array(z.object({ name: z.string() })),
+  })
+  .meta({ id: "AgentIdentity" });
+
+export const ListAgentIdentitiesResponseSchema = z
+  .object({ agents: z.array(AgentIdentitySchema) })
+  .meta({ id: "ListAgentIdentitiesResponse" });
+
 /** "config.model_id: Invalid input: expected string" — names the field, as API.md asks. */
 export function describeIssues(error: z.ZodError): string {
   return error.issues

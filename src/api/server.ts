@@ -97,6 +97,12 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
         "retry-after": String(wait),
       });
     }
+    if (req.routeOptions.config.admin && req.caller.key.role !== "admin") {
+      throw new ApiError(
+        "not_authorized",
+        `this route needs an admin key and this one is a ${req.caller.key.role} key; ask an administrator, or create one with dispatch keys create --role admin`,
+      );
+    }
     if (req.method !== "GET" && req.method !== "HEAD" && req.caller.key.role === "read") {
       throw new ApiError(
         "not_authorized",

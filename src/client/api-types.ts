@@ -155,6 +155,111 @@ export interface Problem {
   trace_id?: string;
 }
 
+export interface Model {
+  id: string;
+  display_name: string;
+  provider: "OPENAI" | "ANTHROPIC" | "GOOGLE" | "UNKNOWN";
+  vision_supported: boolean;
+  description?: string;
+}
+
+export interface ListModelsResponse {
+  default_model_id: string;
+  models: Model[];
+}
+
+export interface CloudEnvironment {
+  uid: string;
+  config: {
+    name: string;
+    description: string | null;
+    github_repos: Array<{
+      owner: string;
+      repo: string;
+    }>;
+    setup_commands: string[];
+  };
+  last_updated: string;
+  setup_failed: boolean;
+  last_task_run_timestamp: string | null;
+  last_task_created: {
+    id: string;
+    title: string;
+    state: RunState;
+    created_at: string;
+    updated_at: string;
+    started_at: string | null;
+  } | null;
+}
+
+export interface ListEnvironmentsResponse {
+  environments: CloudEnvironment[];
+}
+
+export interface AgentSkill {
+  name: string;
+  variants: Array<{
+    id: string;
+    description: string;
+    base_prompt: string;
+    source: {
+      owner: string;
+      name: string;
+      skill_path: string;
+    };
+    environments: Array<{
+      uid: string;
+      name: string;
+    }>;
+    last_run_timestamp: string | null;
+    error?: string;
+  }>;
+}
+
+export interface ListAgentsResponse {
+  agents: AgentSkill[];
+}
+
+export interface CreateAgentIdentityRequest {
+  name: string;
+  description?: string | null;
+  prompt?: string | null;
+  base_model?: string | null;
+  skills?: string[] | null;
+  secrets?: Array<{
+    name: string;
+  }> | null;
+}
+
+export interface UpdateAgentIdentityRequest {
+  name?: string;
+  description?: string | null;
+  prompt?: string | null;
+  base_model?: string | null;
+  skills?: string[] | null;
+  secrets?: Array<{
+    name: string;
+  }> | null;
+}
+
+export interface AgentIdentity {
+  uid: string;
+  name: string;
+  available: boolean;
+  created_at: string;
+  description?: string;
+  prompt?: string;
+  base_model?: string;
+  skills: string[];
+  secrets: Array<{
+    name: string;
+  }>;
+}
+
+export interface ListAgentIdentitiesResponse {
+  agents: AgentIdentity[];
+}
+
 /** Query parameters of listRuns; whole numbers travel as strings but are given as numbers. */
 export interface ListRunsQuery {
   limit?: number;
@@ -199,4 +304,17 @@ export interface ListRunsQuery {
 export interface ListRunEventsQuery {
   after?: number;
   limit?: number;
+}
+
+/** Query parameters of listEnvironments; whole numbers travel as strings but are given as numbers. */
+export interface ListEnvironmentsQuery {
+  sort_by?: "name" | "last_updated";
+}
+
+/** Query parameters of listAgents; whole numbers travel as strings but are given as numbers. */
+export interface ListAgentsQuery {
+  repo?: string;
+  sort_by?: "name" | "last_run";
+  refresh?: "true" | "false";
+  include_malformed_skills?: "true" | "false";
 }

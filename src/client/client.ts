@@ -1,5 +1,9 @@
 import { APIPromise, type Fetch, type HeadersLike, type RequestOptions, readEnv, Transport } from "./core.ts";
 import { DispatchError } from "./errors.ts";
+import { Agents } from "./resources/agents.ts";
+import { Environments } from "./resources/environments.ts";
+import { Identities } from "./resources/identities.ts";
+import { Models } from "./resources/models.ts";
 import { Runs } from "./resources/runs.ts";
 
 export interface ClientOptions {
@@ -37,6 +41,14 @@ export class Dispatch {
   readonly timeout: number;
   readonly maxRetries: number;
   readonly runs: Runs;
+  /** /agent/models. */
+  readonly models: Models;
+  /** /agent/environments. */
+  readonly environments: Environments;
+  /** /agent: skills as agents. */
+  readonly agents: Agents;
+  /** /agent/identities (admin keys). */
+  readonly identities: Identities;
   readonly #options: ClientOptions;
   readonly #transport: Transport;
 
@@ -64,6 +76,10 @@ export class Dispatch {
       defaultHeaders: options.defaultHeaders,
     });
     this.runs = new Runs(this.#transport);
+    this.models = new Models(this.#transport);
+    this.environments = new Environments(this.#transport);
+    this.agents = new Agents(this.#transport);
+    this.identities = new Identities(this.#transport);
   }
 
   /**

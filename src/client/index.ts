@@ -4,20 +4,32 @@
  */
 export type {
   AgentConfig,
+  AgentIdentity,
+  AgentSkill,
   CancelRunRequest,
+  CloudEnvironment,
+  CreateAgentIdentityRequest,
   CreateRunRequest,
   CreateRunResponse,
   FollowupRequest,
   FollowupResponse,
+  ListAgentIdentitiesResponse,
+  ListAgentsQuery,
+  ListAgentsResponse,
+  ListEnvironmentsQuery,
+  ListEnvironmentsResponse,
+  ListModelsResponse,
   ListRunEventsQuery,
   ListRunsQuery,
   ListRunsResponse,
   MCPServerConfig,
+  Model,
   Problem,
   RunEvent,
   RunEventsResponse,
   RunItem,
   RunState,
+  UpdateAgentIdentityRequest,
 } from "./api-types.ts";
 export {
   type ClientOptions,
@@ -45,6 +57,14 @@ export {
 } from "./errors.ts";
 export { RunEventStream } from "./event-stream.ts";
 export { RunsPage, RunsPagePromise } from "./pagination.ts";
+export { type AgentListParams, Agents } from "./resources/agents.ts";
+export { type EnvironmentListParams, Environments } from "./resources/environments.ts";
+export {
+  Identities,
+  type IdentityCreateParams,
+  type IdentityUpdateParams,
+} from "./resources/identities.ts";
+export { Models } from "./resources/models.ts";
 export {
   isTerminalState,
   type RunCreateParams,

@@ -37,3 +37,26 @@ export interface Caller {
   principal: Principal;
   team: Team;
 }
+
+/** A service account of a team as the API shows it (Oz "agent identity"): who runs act as. */
+export interface AgentIdentity {
+  id: string;
+  teamId: string;
+  name: string;
+  description: string | null;
+  /** Base prompt for runs executed as this identity. */
+  prompt: string | null;
+  baseModel: string | null;
+  /** Skill specs attached to the identity, in order. */
+  skills: string[];
+  createdAt: string;
+}
+
+/** The fields of an identity that can be changed; absent means unchanged, null clears. */
+export interface AgentIdentityPatch {
+  name?: string;
+  description?: string | null;
+  prompt?: string | null;
+  baseModel?: string | null;
+  skills?: string[];
+}

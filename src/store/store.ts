@@ -1,4 +1,12 @@
-import type { ApiKeyRecord, ApiKeyRole, Caller, Principal, Team } from "../model/identity.ts";
+import type {
+  AgentIdentity,
+  AgentIdentityPatch,
+  ApiKeyRecord,
+  ApiKeyRole,
+  Caller,
+  Principal,
+  Team,
+} from "../model/identity.ts";
 import type { FollowupRecord, RunEvent, RunEventType, RunRecord } from "../model/run.ts";
 import type { RunState, Trigger } from "../model/run-state.ts";
 import type { ThreadBinding } from "../model/thread-binding.ts";
@@ -30,6 +38,19 @@ export interface Store {
   listApiKeys(): Promise<Array<ApiKeyRecord & { principal: Principal }>>;
   revokeApiKey(idOrPrefix: string, at: string): Promise<ApiKeyRecord | undefined>;
   countActiveApiKeys(): Promise<number>;
+
+  // Agent identities: a team's service-account principals that are not deleted
+  createIdentity(identity: AgentIdentity): Promise<AgentIdentity>;
+  /** Undefined for another team's identity, a user, or a deleted identity. */
+  getIdentity(teamId: string, id: string): Promise<AgentIdentity | undefined>;
+  /** Oldest first. */
+  listIdentities(teamId: string): Promise<AgentIdentity[]>;
+  updateIdentity(teamId: string, id: string, patch: AgentIdentityPatch): Promise<AgentIdentity | undefined>;
+  /**
+   * Marks the identity deleted and revokes all its API keys at once (publishing `api_key_revoked` for
+   * each); undefined when the team has no such identity.
+   */
+  deleteIdentity(teamId: string, id: string, at: string): Promise<{ revokedKeyIds: string[] } | undefined>;
 
   // Runs
   /** Inserts a QUEUED run, or with `idempotency` returns the remembered response of an earlier equal request. */

@@ -28,6 +28,11 @@ describe("OpenAPI document", () => {
         "/agent/runs/{runId}/cancel",
         "/agent/runs/{runId}/events",
         "/agent/runs/{runId}/followups",
+        "/agent/models",
+        "/agent/environments",
+        "/agent",
+        "/agent/identities",
+        "/agent/identities/{uid}",
       ].sort(),
     );
     const listParams = doc.paths["/agent/runs"].get.parameters.map((p: { name: string }) => p.name);

@@ -26,6 +26,16 @@ const fieldNamesMatch: {
   RunEvent: true,
   RunEventsResponse: true,
   Problem: true,
+  Model: true,
+  ListModelsResponse: true,
+  CloudEnvironment: true,
+  ListEnvironmentsResponse: true,
+  AgentSkill: true,
+  ListAgentsResponse: true,
+  CreateAgentIdentityRequest: true,
+  UpdateAgentIdentityRequest: true,
+  AgentIdentity: true,
+  ListAgentIdentitiesResponse: true,
 };
 type ApiTypes = {
   MCPServerConfig: Api.MCPServerConfig;
@@ -40,6 +50,16 @@ type ApiTypes = {
   RunEvent: Api.RunEvent;
   RunEventsResponse: Api.RunEventsResponse;
   Problem: Api.Problem;
+  Model: Api.Model;
+  ListModelsResponse: Api.ListModelsResponse;
+  CloudEnvironment: Api.CloudEnvironment;
+  ListEnvironmentsResponse: Api.ListEnvironmentsResponse;
+  AgentSkill: Api.AgentSkill;
+  ListAgentsResponse: Api.ListAgentsResponse;
+  CreateAgentIdentityRequest: Api.CreateAgentIdentityRequest;
+  UpdateAgentIdentityRequest: Api.UpdateAgentIdentityRequest;
+  AgentIdentity: Api.AgentIdentity;
+  ListAgentIdentitiesResponse: Api.ListAgentIdentitiesResponse;
 };
 
 describe("client wire types", () => {

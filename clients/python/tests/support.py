@@ -169,6 +169,17 @@ def start_server(**extra_env: str) -> DispatchServer:
     raise AssertionError("unreachable")
 
 
+def require_route(server: DispatchServer, path: str) -> None:
+    """Skips the test while the server has no route at ``path`` (its 404 "no route ..." for unknown
+    routes), so that tests of a route still being built run as soon as the server has it. Any other
+    answer, a 404 for an unknown resource included, lets the test run."""
+    response = httpx.get(
+        f"{server.base_url}/{path}", headers={"Authorization": f"Bearer {server.admin_key}"}, timeout=30
+    )
+    if response.status_code == 404 and "no route" in response.text:
+        pytest.skip(f"the server has no route GET /api/v1/{path} yet")
+
+
 class SleepRecorder:
     """Stands in for a client's ``_sleep``: records the delays instead of waiting."""
 

@@ -36,7 +36,7 @@ export async function findCallerByKeyHash(db: Database, hash: string): Promise<C
       `SELECT k.*, p.team_id AS p_team_id, p.type AS p_type, p.display_name AS p_display_name, p.email AS p_email,
               t.name AS t_name
          FROM api_keys k JOIN principals p ON p.id = k.principal_id JOIN teams t ON t.id = p.team_id
-        WHERE k.hash = ? AND k.revoked_at IS NULL`,
+        WHERE k.hash = ? AND k.revoked_at IS NULL AND p.deleted_at IS NULL`,
     )
     .get(hash) as Row | undefined;
   if (!row) return undefined;

@@ -1,4 +1,11 @@
-import type { ApiKeyRecord, Caller, Principal, Team } from "../../model/identity.ts";
+import type {
+  AgentIdentity,
+  AgentIdentityPatch,
+  ApiKeyRecord,
+  Caller,
+  Principal,
+  Team,
+} from "../../model/identity.ts";
 import type { FollowupRecord, RunEvent, RunEventType, RunRecord } from "../../model/run.ts";
 import type { RunState, Trigger } from "../../model/run-state.ts";
 import type { ThreadBinding } from "../../model/thread-binding.ts";
@@ -24,6 +31,7 @@ import { classifyError, Database, migrate, ping } from "./database.ts";
 import * as events from "./events.ts";
 import * as followups from "./followups.ts";
 import * as idempotency from "./idempotency.ts";
+import * as identities from "./identities.ts";
 import * as inbound from "./inbound.ts";
 import * as leases from "./leases.ts";
 import * as outbox from "./outbox.ts";
@@ -34,7 +42,7 @@ import * as runs from "./runs.ts";
  * method body runs to completion without interleaving inside this process; BEGIN IMMEDIATE plus a busy
  * timeout serialises writers across processes (the admin CLI next to a running server).
  *
- * The statements live in one module per family (runs, leases, follow-ups, events, idempotency, API keys,
+ * The statements live in one module per family (runs, leases, follow-ups, events, idempotency, API keys, identities,
  * inbound, outbox), each function taking the Database first; this class only delegates to them.
  */
 export class SqliteStore implements Store {
@@ -89,6 +97,26 @@ export class SqliteStore implements Store {
 
   countActiveApiKeys(): Promise<number> {
     return apiKeys.countActiveApiKeys(this.db);
+  }
+
+  createIdentity(identity: AgentIdentity): Promise<AgentIdentity> {
+    return identities.createIdentity(this.db, identity);
+  }
+
+  getIdentity(teamId: string, id: string): Promise<AgentIdentity | undefined> {
+    return identities.getIdentity(this.db, teamId, id);
+  }
+
+  listIdentities(teamId: string): Promise<AgentIdentity[]> {
+    return identities.listIdentities(this.db, teamId);
+  }
+
+  updateIdentity(teamId: string, id: string, patch: AgentIdentityPatch): Promise<AgentIdentity | undefined> {
+    return identities.updateIdentity(this.db, teamId, id, patch);
+  }
+
+  deleteIdentity(teamId: string, id: string, at: string): Promise<{ revokedKeyIds: string[] } | undefined> {
+    return identities.deleteIdentity(this.db, teamId, id, at);
   }
 
   createRun(run: RunRecord, idem?: IdempotencyClaim): Promise<IdempotentResult<RunRecord>> {

@@ -33,6 +33,8 @@ export const TYPES_PATH = fileURLToPath(new URL("../../../src/client/api-types.t
 const QUERIES: Record<string, string> = {
   listRuns: "ListRunsQuery",
   listRunEvents: "ListRunEventsQuery",
+  listEnvironments: "ListEnvironmentsQuery",
+  listAgents: "ListAgentsQuery",
 };
 
 export function renderApiTypes(doc: OpenApi): string {

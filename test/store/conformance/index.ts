@@ -4,6 +4,7 @@ import { databaseConformance } from "./database.ts";
 import { eventsConformance } from "./events.ts";
 import { followupsConformance } from "./followups.ts";
 import { idempotencyConformance } from "./idempotency.ts";
+import { identitiesConformance } from "./identities.ts";
 import { inboundConformance } from "./inbound.ts";
 import { leasesConformance } from "./leases.ts";
 import { outboxConformance } from "./outbox.ts";
@@ -39,6 +40,7 @@ export function storeConformance(
     leasesConformance(suite);
     followupsConformance(suite);
     idempotencyConformance(suite);
+    identitiesConformance(suite);
     inboundConformance(suite);
     outboxConformance(suite);
     eventsConformance(suite);

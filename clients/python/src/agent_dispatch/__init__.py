@@ -1,4 +1,4 @@
-"""Python client for the Dispatch agent-run HTTP API v1.
+"""Python client for the Dispatch agent-run HTTP API v1 (runs, models, environments, skills, identities).
 
 from agent_dispatch import Dispatch
 
@@ -36,8 +36,15 @@ from .types import (
     TERMINAL_STATES,
     AgentConfig,
     AgentConfigParam,
+    AgentIdentity,
+    CloudEnvironment,
     CreateRunResponse,
     FollowupResponse,
+    ListAgentIdentitiesResponse,
+    ListAgentsResponse,
+    ListEnvironmentsResponse,
+    ListModelsResponse,
+    ModelInfo,
     Problem,
     RunEvent,
     RunEventsResponse,
@@ -88,4 +95,11 @@ __all__ = [
     "RunEventsResponse",
     "RunItem",
     "RunState",
+    "ModelInfo",
+    "ListModelsResponse",
+    "CloudEnvironment",
+    "ListEnvironmentsResponse",
+    "ListAgentsResponse",
+    "AgentIdentity",
+    "ListAgentIdentitiesResponse",
 ]

@@ -19,6 +19,20 @@ from ._base_client import (
 )
 from ._response import APIResponse, async_to_raw_response_wrapper, to_raw_response_wrapper
 from ._types import NOT_GIVEN, NotGiven, TimeoutTypes
+from .resources.agents import Agents, AgentsWithRawResponse, AsyncAgents, AsyncAgentsWithRawResponse
+from .resources.environments import (
+    AsyncEnvironments,
+    AsyncEnvironmentsWithRawResponse,
+    Environments,
+    EnvironmentsWithRawResponse,
+)
+from .resources.identities import (
+    AsyncIdentities,
+    AsyncIdentitiesWithRawResponse,
+    Identities,
+    IdentitiesWithRawResponse,
+)
+from .resources.models import AsyncModels, AsyncModelsWithRawResponse, Models, ModelsWithRawResponse
 from .resources.runs import AsyncRuns, AsyncRunsWithRawResponse, Runs, RunsWithRawResponse
 
 __all__ = ["Dispatch", "AsyncDispatch"]
@@ -63,6 +77,10 @@ class Dispatch(SyncAPIClient):
     """
 
     runs: Runs
+    models: Models
+    environments: Environments
+    agents: Agents
+    identities: Identities
     with_raw_response: DispatchWithRawResponse
 
     def __init__(
@@ -84,6 +102,10 @@ class Dispatch(SyncAPIClient):
             http_client=http_client,
         )
         self.runs = Runs(self)
+        self.models = Models(self)
+        self.environments = Environments(self)
+        self.agents = Agents(self)
+        self.identities = Identities(self)
         self.with_raw_response = DispatchWithRawResponse(self)
 
     def with_options(
@@ -226,6 +248,10 @@ class AsyncDispatch(AsyncAPIClient):
     """Asynchronous client of the Dispatch API v1: the surface of :class:`Dispatch`, awaited."""
 
     runs: AsyncRuns
+    models: AsyncModels
+    environments: AsyncEnvironments
+    agents: AsyncAgents
+    identities: AsyncIdentities
     with_raw_response: AsyncDispatchWithRawResponse
 
     def __init__(
@@ -247,6 +273,10 @@ class AsyncDispatch(AsyncAPIClient):
             http_client=http_client,
         )
         self.runs = AsyncRuns(self)
+        self.models = AsyncModels(self)
+        self.environments = AsyncEnvironments(self)
+        self.agents = AsyncAgents(self)
+        self.identities = AsyncIdentities(self)
         self.with_raw_response = AsyncDispatchWithRawResponse(self)
 
     def with_options(
@@ -382,6 +412,10 @@ class DispatchWithRawResponse:
     def __init__(self, client: Dispatch) -> None:
         self._client = client
         self.runs = RunsWithRawResponse(client.runs)
+        self.models = ModelsWithRawResponse(client.models)
+        self.environments = EnvironmentsWithRawResponse(client.environments)
+        self.agents = AgentsWithRawResponse(client.agents)
+        self.identities = IdentitiesWithRawResponse(client.identities)
 
     def get(
         self,
@@ -424,6 +458,10 @@ class AsyncDispatchWithRawResponse:
     def __init__(self, client: AsyncDispatch) -> None:
         self._client = client
         self.runs = AsyncRunsWithRawResponse(client.runs)
+        self.models = AsyncModelsWithRawResponse(client.models)
+        self.environments = AsyncEnvironmentsWithRawResponse(client.environments)
+        self.agents = AsyncAgentsWithRawResponse(client.agents)
+        self.identities = AsyncIdentitiesWithRawResponse(client.identities)
 
     async def get(
         self,

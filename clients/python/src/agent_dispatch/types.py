@@ -40,6 +40,22 @@ __all__ = [
     "AgentConfigParam",
     "MCPServerConfigParam",
     "HarnessParam",
+    "ModelProvider",
+    "ModelInfo",
+    "ListModelsResponse",
+    "GitHubRepo",
+    "EnvironmentConfig",
+    "LastTaskCreated",
+    "CloudEnvironment",
+    "ListEnvironmentsResponse",
+    "SkillVariantSource",
+    "SkillVariantEnvironment",
+    "SkillVariant",
+    "SkillAgent",
+    "ListAgentsResponse",
+    "IdentitySecret",
+    "AgentIdentity",
+    "ListAgentIdentitiesResponse",
 ]
 
 RunState = Literal["QUEUED", "INPROGRESS", "SUCCEEDED", "FAILED", "ERROR", "CANCELLED"]
@@ -209,6 +225,132 @@ class Problem(DispatchModel):
     retryable: bool
     instance: str
     trace_id: str | None = None
+
+
+# --- models, environments, skills, identities (the rest of the Oz surface) ---
+
+ModelProvider = Literal["OPENAI", "ANTHROPIC", "GOOGLE", "UNKNOWN"]
+"""The providers this version knows; ``ModelInfo.provider`` may carry others."""
+
+
+class ModelInfo(DispatchModel):
+    """One configured model, as ``GET /agent/models`` lists it."""
+
+    id: str
+    """What ``config.model_id`` of a run takes."""
+    display_name: str
+    provider: ModelProvider | str
+    vision_supported: bool
+    """Whether the model takes image attachments as input."""
+    description: str | None = None
+
+
+class ListModelsResponse(DispatchModel):
+    default_model_id: str
+    """The model a run gets when it names none (``scripted`` when the server has no model configured)."""
+    models: list[ModelInfo]
+
+
+class GitHubRepo(DispatchModel):
+    owner: str
+    repo: str
+
+
+class EnvironmentConfig(DispatchModel):
+    name: str
+    description: str | None
+    github_repos: list[GitHubRepo]
+    """The repositories cloned into a run's workspace, as owner and name."""
+    setup_commands: list[str]
+
+
+class LastTaskCreated(DispatchModel):
+    """The environment's most recently created run."""
+
+    id: str
+    title: str
+    state: RunState | str
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None
+
+
+class CloudEnvironment(DispatchModel):
+    """One configured environment, as ``GET /agent/environments`` lists it."""
+
+    uid: str
+    """What ``config.environment_id`` of a run takes."""
+    config: EnvironmentConfig
+    last_updated: datetime
+    setup_failed: bool
+    """Whether the latest run in it failed while setting the environment up."""
+    last_task_run_timestamp: datetime | None
+    last_task_created: LastTaskCreated | None
+
+
+class ListEnvironmentsResponse(DispatchModel):
+    environments: list[CloudEnvironment]
+
+
+class SkillVariantSource(DispatchModel):
+    owner: str
+    name: str
+    """The repository's name."""
+    skill_path: str
+
+
+class SkillVariantEnvironment(DispatchModel):
+    uid: str
+    name: str
+
+
+class SkillVariant(DispatchModel):
+    id: str
+    """The skill spec, ``owner/repo:skill_path``: what ``skill=`` of ``runs.create`` takes."""
+    description: str
+    base_prompt: str
+    source: SkillVariantSource
+    environments: list[SkillVariantEnvironment]
+    last_run_timestamp: datetime | None
+    error: str | None = None
+    """Set when the skill file exists but cannot be parsed."""
+
+
+class SkillAgent(DispatchModel):
+    """A skill, by name, with the variants (repository copies) that provide it."""
+
+    name: str
+    variants: list[SkillVariant]
+
+
+class ListAgentsResponse(DispatchModel):
+    agents: list[SkillAgent]
+
+
+class IdentitySecret(DispatchModel):
+    name: str
+
+
+class AgentIdentity(DispatchModel):
+    """A service account of the team (``/agent/identities``): who runs act as."""
+
+    uid: str
+    name: str
+    available: bool
+    """Whether runs may use this identity."""
+    created_at: datetime
+    description: str | None = None
+    prompt: str | None = None
+    """Base prompt of runs executed as this identity."""
+    base_model: str | None = None
+    """Model of runs executed as this identity that name none."""
+    skills: list[str]
+    """Skill specs attached to the identity, in order."""
+    secrets: list[IdentitySecret]
+
+
+class ListAgentIdentitiesResponse(DispatchModel):
+    agents: list[AgentIdentity]
 
 
 # --- request parameters (plain dicts; the models above are accepted too) ---

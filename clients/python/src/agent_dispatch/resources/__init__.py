@@ -1,3 +1,28 @@
+from .agents import Agents, AgentsWithRawResponse, AsyncAgents, AsyncAgentsWithRawResponse
+from .environments import AsyncEnvironments, AsyncEnvironmentsWithRawResponse, Environments, EnvironmentsWithRawResponse
+from .identities import AsyncIdentities, AsyncIdentitiesWithRawResponse, Identities, IdentitiesWithRawResponse
+from .models import AsyncModels, AsyncModelsWithRawResponse, Models, ModelsWithRawResponse
 from .runs import AsyncRuns, AsyncRunsWithRawResponse, Runs, RunsWithRawResponse
 
-__all__ = ["Runs", "AsyncRuns", "RunsWithRawResponse", "AsyncRunsWithRawResponse"]
+__all__ = [
+    "Runs",
+    "AsyncRuns",
+    "RunsWithRawResponse",
+    "AsyncRunsWithRawResponse",
+    "Models",
+    "AsyncModels",
+    "ModelsWithRawResponse",
+    "AsyncModelsWithRawResponse",
+    "Environments",
+    "AsyncEnvironments",
+    "EnvironmentsWithRawResponse",
+    "AsyncEnvironmentsWithRawResponse",
+    "Agents",
+    "AsyncAgents",
+    "AgentsWithRawResponse",
+    "AsyncAgentsWithRawResponse",
+    "Identities",
+    "AsyncIdentities",
+    "IdentitiesWithRawResponse",
+    "AsyncIdentitiesWithRawResponse",
+]

@@ -1,0 +1,82 @@
+import { v7 as uuidv7 } from "uuid";
+import { RunError } from "../model/errors.ts";
+import type { AgentIdentity, AgentIdentityPatch, Caller } from "../model/identity.ts";
+import { parseSkillSpec } from "../model/skill-spec.ts";
+import type { Store } from "../store/store.ts";
+
+/** The principal that the bootstrap admin key acts as: every team's default identity, never deleted. */
+export const DEFAULT_IDENTITY_ID = "admin";
+
+export type IdentityStore = Pick<
+  Store,
+  "createIdentity" | "getIdentity" | "listIdentities" | "updateIdentity" | "deleteIdentity"
+>;
+
+/**
+ * Agent identities (Oz `/agent/identities`): the service accounts of the caller's team. Another team's
+ * identity is unknown (404), as runs are; only admin keys reach this service (the API checks the role).
+ */
+export class IdentityService {
+  private readonly store: IdentityStore;
+
+  constructor(store: IdentityStore) {
+    this.store = store;
+  }
+
+  list(caller: Caller): Promise<AgentIdentity[]> {
+    return this.store.listIdentities(caller.team.id);
+  }
+
+  async get(caller: Caller, id: string): Promise<AgentIdentity> {
+    return (await this.store.getIdentity(caller.team.id, id)) ?? notFound(id);
+  }
+
+  create(
+    caller: Caller,
+    input: Omit<AgentIdentityPatch, "name" | "skills"> & { name: string; skills?: string[] },
+  ): Promise<AgentIdentity> {
+    return this.store.createIdentity({
+      id: `sa_${uuidv7().replaceAll("-", "").slice(-16)}`,
+      teamId: caller.team.id,
+      name: input.name,
+      description: input.description ?? null,
+      prompt: input.prompt ?? null,
+      baseModel: input.baseModel ?? null,
+      skills: checkSkills(input.skills ?? []),
+      createdAt: new Date().toISOString(),
+    });
+  }
+
+  async update(caller: Caller, id: string, patch: AgentIdentityPatch): Promise<AgentIdentity> {
+    const checked = patch.skills ? { ...patch, skills: checkSkills(patch.skills) } : patch;
+    return (await this.store.updateIdentity(caller.team.id, id, checked)) ?? notFound(id);
+  }
+
+  /** Deletes the identity and revokes its API keys; the default identity is refused. */
+  async delete(caller: Caller, id: string): Promise<void> {
+    if (id === DEFAULT_IDENTITY_ID && (await this.store.getIdentity(caller.team.id, id))) {
+      // 400, not 409: a 409 is retryable and clients would repeat a request that can never succeed.
+      throw new RunError(
+        "invalid_request",
+        `"${id}" is the team's default identity (the bootstrap admin) and cannot be deleted; revoke single keys with dispatch keys revoke instead`,
+      );
+    }
+    const deleted = await this.store.deleteIdentity(caller.team.id, id, new Date().toISOString());
+    if (!deleted) notFound(id);
+  }
+}
+
+function notFound(id: string): never {
+  throw new RunError(
+    "resource_not_found",
+    `no agent identity "${id}" in this team; list them with GET /api/v1/agent/identities`,
+  );
+}
+
+function checkSkills(skills: string[]): string[] {
+  return skills.map((spec, i) => {
+    const parsed = parseSkillSpec(spec);
+    if (typeof parsed === "string") throw new RunError("invalid_request", `skills.${i}: ${parsed}`);
+    return spec.trim();
+  });
+}
