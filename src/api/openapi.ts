@@ -52,7 +52,9 @@ function queryParameters(schema: z.ZodObject): Json[] {
   return Object.entries(schema.shape).map(([name, field]) => {
     const fieldSchema = z.toJSONSchema(field as z.ZodType, { io: "input", unrepresentable: "any" }) as Json;
     delete fieldSchema.$schema;
-    return { name, in: "query", required: false, schema: fieldSchema };
+    // An object travels as `name[key]=value`, the bracket notation the SDKs send.
+    const style = fieldSchema.type === "object" ? { style: "deepObject", explode: true } : {};
+    return { name, in: "query", required: false, ...style, schema: fieldSchema };
   });
 }
 

@@ -185,8 +185,13 @@ const timestampParam = (name: string) =>
     )
     .transform((s) => new Date(s).toISOString());
 
+/** Oz caps a list request at this many `metadata[key]=value` filters. */
+export const METADATA_FILTERS_MAX = 5;
+
+const oneOrMany = <T extends z.ZodType>(item: T) => z.union([item, z.array(item)]);
+
 export const ListRunsQuerySchema = z
-  .object({
+  .strictObject({
     limit: z
       .string()
       .regex(/^\d+$/, "limit must be a whole number from 1 to 500")
@@ -196,7 +201,7 @@ export const ListRunsQuerySchema = z
       )
       .optional(),
     cursor: z.string().min(1).max(1000).optional(),
-    sort_by: z.enum(["updated_at", "created_at", "title"]).optional(),
+    sort_by: z.enum(["updated_at", "created_at", "title", "agent"]).optional(),
     sort_order: z.enum(["asc", "desc"]).optional(),
     state: z
       .union([
@@ -208,9 +213,22 @@ export const ListRunsQuerySchema = z
     config_name: z.string().min(1).max(200).optional(),
     model_id: z.string().min(1).max(200).optional(),
     creator: z.string().min(1).max(300).optional(),
-    source: z.string().min(1).max(100).optional(),
+    source: oneOrMany(z.string().min(1).max(100)).optional(),
     environment_id: z.string().min(1).max(200).optional(),
     skill_spec: z.string().min(1).max(500).optional(),
+    skill: z.string().min(1).max(500).optional(),
+    // Sent as `metadata[key]=value` (the SDKs' bracket notation); the route gathers them into one object.
+    metadata: z
+      .record(z.string().min(1).max(200), z.string().max(2000))
+      .refine((m) => Object.keys(m).length <= METADATA_FILTERS_MAX, {
+        message: `at most ${METADATA_FILTERS_MAX} metadata[key]=value filters per request`,
+      })
+      .optional(),
+    artifact_type: z.enum(["PLAN", "PULL_REQUEST", "SCREENSHOT", "FILE", "EXTERNAL_REFERENCE"]).optional(),
+    schedule_id: z.string().min(1).max(200).optional(),
+    ancestor_run_id: z.string().min(1).max(200).optional(),
+    executor: z.string().min(1).max(300).optional(),
+    execution_location: z.enum(["LOCAL", "REMOTE"]).optional(),
     created_after: timestampParam("created_after").optional(),
     created_before: timestampParam("created_before").optional(),
     updated_after: timestampParam("updated_after").optional(),
@@ -219,6 +237,10 @@ export const ListRunsQuerySchema = z
   .refine((q) => q.name === undefined || q.config_name === undefined || q.name === q.config_name, {
     message: "name and config_name were both given with different values; give one",
     path: ["config_name"],
+  })
+  .refine((q) => q.skill === undefined || q.skill_spec === undefined || q.skill === q.skill_spec, {
+    message: "skill and skill_spec were both given with different values; give one",
+    path: ["skill"],
   });
 
 export const FollowupRequestSchema = z

@@ -264,7 +264,7 @@ export interface ListAgentIdentitiesResponse {
 export interface ListRunsQuery {
   limit?: number;
   cursor?: string;
-  sort_by?: "updated_at" | "created_at" | "title";
+  sort_by?: "updated_at" | "created_at" | "title" | "agent";
   sort_order?: "asc" | "desc";
   state?:
     | "QUEUED"
@@ -291,9 +291,16 @@ export interface ListRunsQuery {
   config_name?: string;
   model_id?: string;
   creator?: string;
-  source?: string;
+  source?: string | string[];
   environment_id?: string;
   skill_spec?: string;
+  skill?: string;
+  metadata?: Record<string, string>;
+  artifact_type?: "PLAN" | "PULL_REQUEST" | "SCREENSHOT" | "FILE" | "EXTERNAL_REFERENCE";
+  schedule_id?: string;
+  ancestor_run_id?: string;
+  executor?: string;
+  execution_location?: "LOCAL" | "REMOTE";
   created_after?: string;
   created_before?: string;
   updated_after?: string;

@@ -25,7 +25,9 @@ export type QueryValue =
   | boolean
   | null
   | undefined
-  | ReadonlyArray<string | number | boolean>;
+  | ReadonlyArray<string | number | boolean>
+  /** Sent as `name[key]=value` pairs (e.g. the runs list's `metadata` filter). */
+  | Readonly<Record<string, string | number | boolean>>;
 
 export interface RequestOptions {
   /** Milliseconds before one attempt is abandoned (and retried, or APIConnectionTimeoutError). */
@@ -83,6 +85,10 @@ export class Transport {
           : new URL(`${this.options.baseURL.replace(/\/+$/, "")}/${path.replace(/^\/+/, "")}`);
     for (const [key, value] of Object.entries(query ?? {})) {
       if (value === undefined || value === null) continue;
+      if (typeof value === "object" && !Array.isArray(value)) {
+        for (const [sub, v] of Object.entries(value)) url.searchParams.append(`${key}[${sub}]`, String(v));
+        continue;
+      }
       for (const v of Array.isArray(value) ? value : [value]) url.searchParams.append(key, String(v));
     }
     return url;

@@ -122,6 +122,13 @@ export class RunService {
   async list(caller: Caller, input: ListInput): Promise<{ runs: RunRecord[]; nextCursor?: string }> {
     const { cursor, ...query } = input;
     const after = cursor ? decodeCursor(cursor, query.sortBy, query.sortOrder) : undefined;
+    // As in Oz, the ancestor must be a run the caller can see; its descendants are what is listed.
+    if (
+      query.ancestorRunId !== undefined &&
+      !(await this.store.getRun(caller.team.id, query.ancestorRunId))
+    ) {
+      throw new RunError("invalid_request", `ancestor_run_id: no run ${query.ancestorRunId} in this team`);
+    }
     const { runs, hasMore } = await this.store.listRuns(caller.team.id, {
       ...query,
       ...(after ? { after } : {}),
@@ -378,17 +385,35 @@ function canonicalJson(value: unknown): string {
 interface Cursor {
   s: SortBy;
   o: SortOrder;
-  v: string;
+  /** Null only under `agent` sorting, after a run without an agent name. */
+  v: string | null;
   i: string;
 }
 
+function sortValue(sortBy: SortBy, run: RunRecord): string | null {
+  switch (sortBy) {
+    case "title":
+      return run.title;
+    case "created_at":
+      return run.createdAt;
+    case "agent":
+      return run.agentConfig.name ?? null;
+    default:
+      return run.updatedAt;
+  }
+}
+
 function encodeCursor(sortBy: SortBy, sortOrder: SortOrder, last: RunRecord): string {
-  const value = sortBy === "title" ? last.title : sortBy === "created_at" ? last.createdAt : last.updatedAt;
+  const value = sortValue(sortBy, last);
   const cursor: Cursor = { s: sortBy, o: sortOrder, v: value, i: last.id };
   return Buffer.from(JSON.stringify(cursor)).toString("base64url");
 }
 
-function decodeCursor(raw: string, sortBy: SortBy, sortOrder: SortOrder): { value: string; id: string } {
+function decodeCursor(
+  raw: string,
+  sortBy: SortBy,
+  sortOrder: SortOrder,
+): { value: string | null; id: string } {
   let cursor: Partial<Cursor>;
   try {
     cursor = JSON.parse(Buffer.from(raw, "base64url").toString("utf8"));
@@ -398,7 +423,8 @@ function decodeCursor(raw: string, sortBy: SortBy, sortOrder: SortOrder): { valu
       "cursor: not a cursor returned by this API; start again without it",
     );
   }
-  if (typeof cursor?.v !== "string" || typeof cursor.i !== "string") {
+  const nullable = cursor?.s === "agent" && cursor.v === null;
+  if ((typeof cursor?.v !== "string" && !nullable) || typeof cursor?.i !== "string") {
     throw new RunError(
       "invalid_request",
       "cursor: not a cursor returned by this API; start again without it",
@@ -410,5 +436,5 @@ function decodeCursor(raw: string, sortBy: SortBy, sortOrder: SortOrder): { valu
       `cursor: it was issued for sort_by=${cursor.s}&sort_order=${cursor.o}; repeat the first request's sorting with it`,
     );
   }
-  return { value: cursor.v, id: cursor.i };
+  return { value: cursor.v ?? null, id: cursor.i };
 }

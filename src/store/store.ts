@@ -355,22 +355,39 @@ export type IdempotentResult<T> =
   | { kind: "replayed"; response: unknown }
   | { kind: "key_reused" };
 
-export type SortBy = "updated_at" | "created_at" | "title";
+/** `agent` orders by `agent_config.name`, runs without one last whichever the order, then by id. */
+export type SortBy = "updated_at" | "created_at" | "title" | "agent";
 export type SortOrder = "asc" | "desc";
 
 export interface RunListQuery {
   limit: number;
   sortBy: SortBy;
   sortOrder: SortOrder;
-  /** Keyset position: the sort value and id of the last run of the previous page. */
-  after?: { value: string; id: string };
+  /**
+   * Keyset position: the sort value and id of the last run of the previous page. The value is null only
+   * under `agent` sorting, for a run without an agent name.
+   */
+  after?: { value: string | null; id: string };
   states?: RunState[];
   name?: string;
   modelId?: string;
   creator?: string;
-  source?: string;
+  /** One source, or any of several. */
+  source?: string | string[];
   environmentId?: string;
   skillSpec?: string;
+  /** Every pair must be in the run's metadata, value equal as a string. */
+  metadata?: Record<string, string>;
+  /** Runs with at least one artifact of this `artifact_type`. */
+  artifactType?: string;
+  /** Runs fired by this schedule. Runs record no schedule yet, so a given id matches none. */
+  scheduleId?: string;
+  /** Runs descending from this run (not the run itself). Runs record no parent yet, so this matches none. */
+  ancestorRunId?: string;
+  /** Who executed the run: always its creator, since a run is never delegated. */
+  executor?: string;
+  /** Every run executes remotely: `REMOTE` matches all, `LOCAL` none. */
+  executionLocation?: "LOCAL" | "REMOTE";
   createdAfter?: string;
   createdBefore?: string;
   updatedAfter?: string;

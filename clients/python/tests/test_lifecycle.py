@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 
 import pytest
 
@@ -136,3 +137,13 @@ async def test_cancel_running_run_async(async_client: AsyncDispatch) -> None:
     assert run.state == "CANCELLED"
     with pytest.raises(BadRequestError):
         await async_client.runs.cancel(created.run_id)
+
+
+def test_list_filters_by_metadata_and_several_sources(client: Dispatch) -> None:
+    tag = uuid.uuid4().hex
+    tagged = client.runs.create(prompt="tagged", metadata={"ticket": tag, "team": "web"})
+    client.runs.create(prompt="other team", metadata={"ticket": tag, "team": "api"})
+    found = client.runs.list(metadata={"ticket": tag, "team": "web"}, source=["API", "SLACK"])
+    assert [r.run_id for r in found] == [tagged.run_id]
+    assert list(client.runs.list(metadata={"ticket": tag}, source=["SLACK"])) == []
+    assert len(list(client.runs.list(metadata={"ticket": tag}, execution_location="REMOTE"))) == 2

@@ -5,6 +5,7 @@ import { RUN_STATES } from "../../model/run-state.ts";
 import { toRunItem } from "../../runs/run-item.ts";
 import type { RunService } from "../../runs/run-service.ts";
 import { resumeAfter, streamRunEvents, wantsEventStream } from "../event-stream.ts";
+import { parseQuery } from "../parse.ts";
 import { ApiError } from "../problem.ts";
 import {
   CancelRunRequestSchema,
@@ -28,6 +29,30 @@ function parse<S extends z.ZodType>(schema: S, value: unknown, where: "body" | "
   const result = schema.safeParse(value ?? {});
   if (!result.success) throw new ApiError("invalid_request", describeIssues(result.error));
   return result.data;
+}
+
+/**
+ * The SDKs send a metadata filter as `metadata[key]=value`, which the query parser keeps as a flat
+ * name: those become one `metadata` object, so the schema checks them together (and still names
+ * any other parameter it does not know).
+ */
+function gatherMetadata(query: unknown): unknown {
+  if (query === null || typeof query !== "object") return query;
+  const rest: Record<string, unknown> = {};
+  let metadata: Record<string, unknown> | undefined;
+  for (const [name, value] of Object.entries(query)) {
+    const key = /^metadata\[(.*)\]$/s.exec(name)?.[1];
+    if (key === undefined) {
+      rest[name] = value;
+    } else {
+      metadata ??= {};
+      metadata[key] = value;
+    }
+  }
+  if (metadata && rest.metadata !== undefined) {
+    throw new ApiError("invalid_request", "metadata: give filters as metadata[key]=value");
+  }
+  return metadata ? { ...rest, metadata } : rest;
 }
 
 function idempotencyKey(req: FastifyRequest): string | undefined {
@@ -76,7 +101,7 @@ export async function runRoutes(app: FastifyInstance, opts: RunRoutesOptions): P
   app.post("/api/v1/agent/run", auth, create);
 
   app.get("/api/v1/agent/runs", auth, async (req) => {
-    const q = parse(ListRunsQuerySchema, req.query, "query");
+    const q = parseQuery(ListRunsQuerySchema, gatherMetadata(req.query));
     const requested = q.state === undefined ? undefined : Array.isArray(q.state) ? q.state : [q.state];
     const states = requested?.filter((s): s is RunState => (RUN_STATES as readonly string[]).includes(s));
     const page = await runService.list(req.caller!, {
@@ -91,7 +116,13 @@ export async function runRoutes(app: FastifyInstance, opts: RunRoutesOptions): P
         creator: q.creator,
         source: q.source,
         environmentId: q.environment_id,
-        skillSpec: q.skill_spec,
+        skillSpec: q.skill_spec ?? q.skill,
+        metadata: q.metadata,
+        artifactType: q.artifact_type,
+        scheduleId: q.schedule_id,
+        ancestorRunId: q.ancestor_run_id,
+        executor: q.executor,
+        executionLocation: q.execution_location,
         createdAfter: q.created_after,
         createdBefore: q.created_before,
         updatedAfter: q.updated_after,

@@ -80,18 +80,30 @@ export async function listRuns(
 ): Promise<{ runs: RunRecord[]; hasMore: boolean }> {
   const where: string[] = ["team_id = ?"];
   const params: SQLInputValue[] = [teamId];
-  const column = { updated_at: "updated_at", created_at: "created_at", title: "title" }[q.sortBy];
+  const column = { updated_at: "updated_at", created_at: "created_at", title: "title", agent: "config_name" }[
+    q.sortBy
+  ];
   const dir = q.sortOrder === "asc" ? "ASC" : "DESC";
+  // Nothing records a schedule, a parent run or a local execution on a run yet: such filters match none.
+  if (q.scheduleId !== undefined || q.ancestorRunId !== undefined || q.executionLocation === "LOCAL") {
+    return { runs: [], hasMore: false };
+  }
   if (q.states) {
     if (q.states.length === 0) return { runs: [], hasMore: false };
     where.push(`state IN (${q.states.map(() => "?").join(", ")})`);
     params.push(...q.states);
   }
+  if (Array.isArray(q.source)) {
+    if (q.source.length === 0) return { runs: [], hasMore: false };
+    where.push(`source IN (${q.source.map(() => "?").join(", ")})`);
+    params.push(...q.source);
+  }
   const equal: Array<[string, string | undefined]> = [
     ["config_name", q.name],
     ["model_id", q.modelId],
     ["creator_uid", q.creator],
-    ["source", q.source],
+    ["creator_uid", q.executor],
+    ["source", typeof q.source === "string" ? q.source : undefined],
     ["environment_id", q.environmentId],
     ["skill_spec", q.skillSpec],
   ];
@@ -112,18 +124,38 @@ export async function listRuns(
       params.push(value);
     }
   }
+  // Keys and values are bound, never spliced into a JSON path: any key is safe and matched exactly.
+  for (const [key, value] of Object.entries(q.metadata ?? {})) {
+    where.push("EXISTS (SELECT 1 FROM json_each(metadata) WHERE key = ? AND type = 'text' AND value = ?)");
+    params.push(key, value);
+  }
+  if (q.artifactType !== undefined) {
+    where.push(
+      "EXISTS (SELECT 1 FROM json_each(artifacts) WHERE json_extract(value, '$.artifact_type') = ?)",
+    );
+    params.push(q.artifactType);
+  }
   if (q.q) {
     where.push("(instr(fold_case(title), ?) > 0 OR instr(fold_case(prompt), ?) > 0)");
     const needle = foldCase(q.q);
     params.push(needle, needle);
   }
-  if (q.after) {
-    where.push(`(${column}, id) ${dir === "ASC" ? ">" : "<"} (?, ?)`);
+  const beyond = dir === "ASC" ? ">" : "<";
+  if (q.after && q.after.value === null) {
+    // Past a run without an agent name: only the rest of that trailing group remains.
+    where.push(`${column} IS NULL AND id ${beyond} ?`);
+    params.push(q.after.id);
+  } else if (q.after) {
+    // Under `agent` sorting the runs without a name come after every named one, in either order.
+    const orLater = q.sortBy === "agent" ? ` OR ${column} IS NULL` : "";
+    where.push(`((${column}, id) ${beyond} (?, ?)${orLater})`);
     params.push(q.after.value, q.after.id);
   }
+  const order =
+    q.sortBy === "agent" ? `${column} IS NULL, ${column} ${dir}, id ${dir}` : `${column} ${dir}, id ${dir}`;
   // One cached statement per combination of filters in use: a bounded set, since values are bound.
   const rows = db
-    .sql(`SELECT * FROM runs WHERE ${where.join(" AND ")} ORDER BY ${column} ${dir}, id ${dir} LIMIT ?`)
+    .sql(`SELECT * FROM runs WHERE ${where.join(" AND ")} ORDER BY ${order} LIMIT ?`)
     .all(...params, q.limit + 1) as Row[];
   const hasMore = rows.length > q.limit;
   return { runs: rows.slice(0, q.limit).map(toRun), hasMore };

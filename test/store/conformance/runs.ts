@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { RunRecord } from "../../../src/model/run.ts";
 import { RUN_STATES, type RunState } from "../../../src/model/run-state.ts";
 import type { Store } from "../../../src/store/store.ts";
 import { type StoreSuite, W, waitPast } from "./suite.ts";
@@ -167,6 +168,97 @@ export function runsConformance(t: StoreSuite): void {
     expect(await t.store.listRuns("t2", { limit: 50, sortBy: "created_at", sortOrder: "asc" })).toEqual({
       runs: [],
       hasMore: false,
+    });
+  });
+
+  describe("Oz's run filters", () => {
+    const ids = async (q: Partial<Parameters<Store["listRuns"]>[1]>) =>
+      (await t.store.listRuns("t1", { limit: 50, sortBy: "created_at", sortOrder: "asc", ...q })).runs.map(
+        (r) => r.id,
+      );
+
+    it("metadata: every pair must match exactly, keys taken literally", async () => {
+      const both = await create({ metadata: { ticket: "VIS-1", team: "web" } });
+      const one = await create({ metadata: { ticket: "VIS-1" } });
+      const odd = await create({ metadata: { 'a.b"[0]': "x", ticket: "VIS-10" } });
+      expect(await ids({ metadata: { ticket: "VIS-1" } })).toEqual([both.id, one.id]);
+      expect(await ids({ metadata: { ticket: "VIS-1", team: "web" } })).toEqual([both.id]);
+      expect(await ids({ metadata: { ticket: "VIS" } })).toEqual([]);
+      expect(await ids({ metadata: { ticket: "vis-1" } })).toEqual([]);
+      expect(await ids({ metadata: { 'a.b"[0]': "x" } })).toEqual([odd.id]);
+      expect(await ids({ metadata: { team: "web", missing: "" } })).toEqual([]);
+    });
+
+    it("artifactType: runs having at least one artifact of that type", async () => {
+      const running = await runIn("INPROGRESS");
+      const artifact = { artifact_type: "PULL_REQUEST", created_at: running.createdAt, data: { url: "u" } };
+      await t.store.transition(running.id, "succeed", { artifacts: [artifact] }, { workerId: W });
+      await create();
+      expect(await ids({ artifactType: "PULL_REQUEST" })).toEqual([running.id]);
+      expect(await ids({ artifactType: "PLAN" })).toEqual([]);
+    });
+
+    it("source: one, or any of several", async () => {
+      const slack = await create({ source: "SLACK" });
+      const api = await create({ source: "API" });
+      await create({ source: "GITHUB_WEBHOOK" });
+      expect(await ids({ source: "SLACK" })).toEqual([slack.id]);
+      expect(await ids({ source: ["SLACK", "API"] })).toEqual([slack.id, api.id]);
+      expect(await ids({ source: [] })).toEqual([]);
+    });
+
+    it("executor: the run's creator, who always executes it", async () => {
+      const mine = await create({ creator: { type: "user", uid: "u9", display_name: "U9" } });
+      await create();
+      expect(await ids({ executor: "u9" })).toEqual([mine.id]);
+    });
+
+    it("executionLocation: REMOTE matches every run, LOCAL none", async () => {
+      const a = await create();
+      const b = await create();
+      expect(await ids({ executionLocation: "REMOTE" })).toEqual([a.id, b.id]);
+      expect(await ids({ executionLocation: "LOCAL" })).toEqual([]);
+    });
+
+    it("scheduleId and ancestorRunId match no run, since none records a schedule or a parent", async () => {
+      const run = await create();
+      expect(await ids({})).toEqual([run.id]);
+      expect(await ids({ scheduleId: "s1" })).toEqual([]);
+      expect(await ids({ ancestorRunId: run.id })).toEqual([]);
+    });
+
+    it("sorts by agent name then id, runs without a name last in either order, across pages", async () => {
+      const named: RunRecord[] = [];
+      for (const name of ["b", "a", "c", "a", "b"]) named.push(await create({ agentConfig: { name } }));
+      const nameless = [await create(), await create(), await create()];
+      const byName = (x: RunRecord, y: RunRecord) =>
+        x.agentConfig.name! < y.agentConfig.name! ? -1 : x.agentConfig.name! > y.agentConfig.name! ? 1 : 0;
+      const byId = (x: RunRecord, y: RunRecord) => (x.id < y.id ? -1 : x.id > y.id ? 1 : 0);
+      const asc = [...named].sort((x, y) => byName(x, y) || byId(x, y));
+      const desc = [...named].sort((x, y) => byName(y, x) || byId(y, x));
+      const expected = {
+        asc: [...asc, ...[...nameless].sort(byId)].map((r) => r.id),
+        desc: [...desc, ...[...nameless].sort((x, y) => byId(y, x))].map((r) => r.id),
+      };
+      for (const sortOrder of ["asc", "desc"] as const) {
+        for (const limit of [1, 2, 3, 50]) {
+          const seen: string[] = [];
+          let after: { value: string | null; id: string } | undefined;
+          for (;;) {
+            const page = await t.store.listRuns("t1", {
+              limit,
+              sortBy: "agent",
+              sortOrder,
+              ...(after ? { after } : {}),
+            });
+            seen.push(...page.runs.map((r) => r.id));
+            const last = page.runs.at(-1);
+            if (!page.hasMore || !last) break;
+            after = { value: last.agentConfig.name ?? null, id: last.id };
+          }
+          expect(seen, `${sortOrder} by ${limit}`).toEqual(expected[sortOrder]);
+        }
+      }
     });
   });
 

@@ -69,7 +69,7 @@ FollowupOutcome = Literal["queued_prompt", "live_session", "handoff_execution"]
 
 RunEventType = Literal["state", "message", "tool_call", "tool_result", "followup", "artifact", "usage", "error", "log"]
 
-SortBy = Literal["updated_at", "created_at", "title"]
+SortBy = Literal["updated_at", "created_at", "title", "agent"]
 SortOrder = Literal["asc", "desc"]
 
 
