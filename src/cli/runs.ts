@@ -1,24 +1,25 @@
 import { parseArgs } from "node:util";
 import {
-  APIConnectionError,
-  APIError,
   type CreateRunRequest,
-  Dispatch,
-  DispatchError,
+  type Dispatch,
   isTerminalState,
   type ListRunsQuery,
   type RunEvent,
   type RunItem,
 } from "../client/index.ts";
+import {
+  apiClient,
+  EXIT_FAILED,
+  EXIT_OK,
+  printJSON,
+  reportApiError,
+  table,
+  UsageError,
+} from "./api-output.ts";
 import { RUNS_USAGE, type RunCommand } from "./run-commands.ts";
 import { renderEvent, StatusLine, stylesFor } from "./transcript.ts";
 
-const EXIT_OK = 0;
-const EXIT_FAILED = 1;
-const EXIT_USAGE = 2;
 const EXIT_INTERRUPTED = 130;
-
-class UsageError extends Error {}
 
 /** The run commands: the API over HTTP through the TypeScript client, from any machine. */
 export async function runCommand(command: RunCommand, argv: string[]): Promise<number> {
@@ -42,14 +43,8 @@ export async function runCommand(command: RunCommand, argv: string[]): Promise<n
         return await logs(argv);
     }
   } catch (err) {
-    return reportError(err);
+    return reportApiError(err, RUNS_USAGE);
   }
-}
-
-function client(): Dispatch {
-  return new Dispatch({
-    apiKey: process.env.DISPATCH_API_KEY || process.env.DISPATCH_ADMIN_API_KEY || undefined,
-  });
 }
 
 async function create(argv: string[]): Promise<number> {
@@ -80,7 +75,7 @@ async function create(argv: string[]): Promise<number> {
     ...(values.skill ? { skill: values.skill } : {}),
     ...(Object.keys(config).length ? { config } : {}),
   };
-  const dispatch = client();
+  const dispatch = apiClient();
   const created = await dispatch.runs.create(body);
   if (!values.follow) {
     if (values.json) printJSON(created);
@@ -114,7 +109,7 @@ async function list(argv: string[]): Promise<number> {
     ...(values.name ? { name: values.name } : {}),
   };
   const runs: RunItem[] = [];
-  for await (const run of client().runs.list(query)) {
+  for await (const run of apiClient().runs.list(query)) {
     runs.push(run);
     if (runs.length >= limit) break;
   }
@@ -133,7 +128,7 @@ async function get(argv: string[]): Promise<number> {
     allowPositionals: true,
     options: { json: { type: "boolean" } },
   });
-  const run = await client().runs.retrieve(runIdFrom(positionals));
+  const run = await apiClient().runs.retrieve(runIdFrom(positionals));
   if (values.json) {
     printJSON(run);
     return EXIT_OK;
@@ -176,7 +171,7 @@ async function followup(argv: string[]): Promise<number> {
   let message = positionals.slice(1).join(" ");
   if (message === "-") message = await readStdin();
   if (message.trim() === "") throw new UsageError("give the follow-up message");
-  const sent = await client().runs.followup(runId, { message });
+  const sent = await apiClient().runs.followup(runId, { message });
   if (values.json) printJSON(sent);
   else {
     const where = {
@@ -192,7 +187,7 @@ async function followup(argv: string[]): Promise<number> {
 
 async function cancel(argv: string[]): Promise<number> {
   const { positionals } = parseArgs({ args: argv, allowPositionals: true, options: {} });
-  const id = await client().runs.cancel(runIdFrom(positionals));
+  const id = await apiClient().runs.cancel(runIdFrom(positionals));
   process.stdout.write(`Cancelled ${id}\n`);
   return EXIT_OK;
 }
@@ -207,7 +202,7 @@ async function logs(argv: string[]): Promise<number> {
     },
   });
   const runId = runIdFrom(positionals);
-  const dispatch = client();
+  const dispatch = apiClient();
   if (values.follow) return follow(dispatch, runId, { json: Boolean(values.json) });
   const s = stylesFor(process.stdout);
   let after = 0;
@@ -268,51 +263,10 @@ function printEvent(event: RunEvent, json: boolean, s: ReturnType<typeof stylesF
   if (text !== undefined) process.stdout.write(`${text}\n`);
 }
 
-/** API errors print the problem's message (not a stack) and exit 1; usage errors exit 2. */
-function reportError(err: unknown): number {
-  if (err instanceof UsageError || (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
-    process.stderr.write(`${(err as Error).message}\n\nUsage:\n${RUNS_USAGE}\n`);
-    return EXIT_USAGE;
-  }
-  if (err instanceof APIConnectionError) {
-    const base = process.env.DISPATCH_BASE_URL || "http://127.0.0.1:8080";
-    process.stderr.write(`dispatch: ${err.message} Is the server at ${base} up? (DISPATCH_BASE_URL)\n`);
-    return EXIT_FAILED;
-  }
-  if (err instanceof APIError) {
-    const message = err.problem?.error ?? err.message;
-    const code = err.code ? ` ${err.code}` : "";
-    process.stderr.write(`dispatch: ${message} (HTTP ${err.status ?? "?"}${code})\n`);
-    return EXIT_FAILED;
-  }
-  if (err instanceof DispatchError) {
-    process.stderr.write(`dispatch: ${err.message}\n`);
-    return EXIT_FAILED;
-  }
-  throw err;
-}
-
 function runIdFrom(positionals: string[]): string {
   const id = positionals[0];
   if (!id) throw new UsageError("give the run id (see dispatch list)");
   return id;
-}
-
-function printJSON(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
-}
-
-function table(rows: string[][]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
-  return rows
-    .map((r) =>
-      r
-        .map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!)))
-        .join("  ")
-        .trimEnd(),
-    )
-    .join("\n")
-    .concat("\n");
 }
 
 async function readStdin(): Promise<string> {
