@@ -257,8 +257,10 @@ export function bwrapArgs(opts: BwrapLayout): string[] {
     "ALL",
     ...(opts.network === "host" ? ["--share-net"] : []),
     ...(opts.network === "own" ? ["--info-fd", "3", "--block-fd", "4"] : []),
+    // No --new-session: the command already runs in a session of its own without a terminal (Dispatch
+    // spawns it detached), and staying in that process group is what lets cancel's group kill reach the
+    // sandbox even when bwrap is killed before its --die-with-parent is armed.
     "--die-with-parent",
-    "--new-session",
     "--chdir",
     opts.workspace,
     "--",

@@ -19,6 +19,8 @@ export interface CommandOptions {
 }
 
 const KILL_GRACE_MS = 500;
+/** After the leader exited, how long output from the rest of its group may still arrive. */
+const ESCAPED_PIPES_GRACE_MS = 2000;
 
 /**
  * Runs `bash -c command` as the leader of its own process group, so that cancel or timeout kills the
@@ -103,15 +105,28 @@ export function runArgvInProcessGroup(argv: string[], opts: CommandOptions): Pro
         aborted,
       });
     };
+    let finished = false;
+    const finishOnce = () => {
+      if (finished) return;
+      finished = true;
+      finish();
+    };
     child.on("error", (err) => {
       collect(Buffer.from(`failed to start: ${err.message}\n`));
       exit = { code: 127, signal: null };
-      finish();
+      finishOnce();
     });
     child.on("exit", (code, signal) => {
       exit = { code, signal };
       killGroup("SIGKILL");
+      // A process that left the group (setsid) may still hold the pipes: the command is over when its
+      // leader is, and what escaped is the run's cgroup's to kill (Sandbox.close).
+      setTimeout(() => {
+        child.stdout.destroy();
+        child.stderr.destroy();
+        finishOnce();
+      }, ESCAPED_PIPES_GRACE_MS).unref();
     });
-    child.on("close", finish);
+    child.on("close", finishOnce);
   });
 }
