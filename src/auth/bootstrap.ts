@@ -1,5 +1,10 @@
 import { v7 as uuidv7 } from "uuid";
-import { type ApiKeyRole, DEFAULT_TEAM, type PrincipalType } from "../model/identity.ts";
+import {
+  type ApiKeyRole,
+  BOOTSTRAP_ADMIN_PRINCIPAL,
+  DEFAULT_TEAM,
+  type PrincipalType,
+} from "../model/identity.ts";
 import type { Store } from "../store/store.ts";
 import { generateApiKey, hashApiKey, keyPrefix } from "./api-keys.ts";
 
@@ -61,7 +66,7 @@ export async function ensureAdminKey(
     if (!(await store.findCallerByKeyHash(hashApiKey(configured)))) {
       await createApiKey(store, {
         key: configured,
-        principalUid: "admin",
+        principalUid: BOOTSTRAP_ADMIN_PRINCIPAL,
         displayName: "Admin",
         name: "admin (DISPATCH_ADMIN_API_KEY)",
         role: "admin",
@@ -71,7 +76,7 @@ export async function ensureAdminKey(
   }
   if ((await store.countActiveApiKeys()) > 0) return undefined;
   const { key } = await createApiKey(store, {
-    principalUid: "admin",
+    principalUid: BOOTSTRAP_ADMIN_PRINCIPAL,
     displayName: "Admin",
     name: "admin (generated)",
     role: "admin",

@@ -1,6 +1,14 @@
 import { parseArgs } from "node:util";
 import type { AgentIdentity, UpdateAgentIdentityRequest } from "../client/index.ts";
-import { apiClient, EXIT_OK, printJSON, reportApiError, table, UsageError } from "./api-output.ts";
+import {
+  apiClient,
+  EXIT_OK,
+  EXIT_USAGE,
+  printJSON,
+  reportApiError,
+  table,
+  UsageError,
+} from "./api-output.ts";
 import { CATALOG_USAGE } from "./catalog-commands.ts";
 
 const FIELDS = {
@@ -16,7 +24,7 @@ export async function identitiesCommand(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
   if (sub === undefined || argv.includes("--help") || argv.includes("-h")) {
     process.stdout.write(`Usage:\n${CATALOG_USAGE}\n`);
-    return sub === undefined ? 2 : EXIT_OK;
+    return sub === undefined ? EXIT_USAGE : EXIT_OK;
   }
   try {
     switch (sub) {

@@ -1,11 +1,13 @@
 import { v7 as uuidv7 } from "uuid";
 import { RunError } from "../model/errors.ts";
-import type { AgentIdentity, AgentIdentityPatch, Caller } from "../model/identity.ts";
+import {
+  type AgentIdentity,
+  type AgentIdentityPatch,
+  BOOTSTRAP_ADMIN_PRINCIPAL,
+  type Caller,
+} from "../model/identity.ts";
 import { parseSkillSpec } from "../model/skill-spec.ts";
 import type { Store } from "../store/store.ts";
-
-/** The principal that the bootstrap admin key acts as: every team's default identity, never deleted. */
-export const DEFAULT_IDENTITY_ID = "admin";
 
 export type IdentityStore = Pick<
   Store,
@@ -54,7 +56,7 @@ export class IdentityService {
 
   /** Deletes the identity and revokes its API keys; the default identity is refused. */
   async delete(caller: Caller, id: string): Promise<void> {
-    if (id === DEFAULT_IDENTITY_ID && (await this.store.getIdentity(caller.team.id, id))) {
+    if (id === BOOTSTRAP_ADMIN_PRINCIPAL && (await this.store.getIdentity(caller.team.id, id))) {
       // 400, not 409: a 409 is retryable and clients would repeat a request that can never succeed.
       throw new RunError(
         "invalid_request",

@@ -5,6 +5,9 @@ export type PrincipalType = "user" | "service_account";
 /** The team that integrations and the bootstrap admin key act in when none is named. */
 export const DEFAULT_TEAM = { id: "team_default", name: "Default team" };
 
+/** The principal the bootstrap admin key acts as: every team's default identity, never deleted. */
+export const BOOTSTRAP_ADMIN_PRINCIPAL = "admin";
+
 export interface Team {
   id: string;
   name: string;

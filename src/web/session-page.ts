@@ -91,7 +91,7 @@ async function readPage(runs: RunTranscript, runId: string, after: number): Prom
   }
 }
 
-export function escapeHtml(text: string): string {
+function escapeHtml(text: string): string {
   return text
     .replaceAll("&", "&amp;")
     .replaceAll("<", "&lt;")
@@ -105,7 +105,7 @@ function safeHref(url: string): string | undefined {
 }
 
 /** One transcript entry as text; the client script renders streamed events with the same rules. */
-export function describeEvent(event: Pick<RunEvent, "type" | "data">): { label: string; text: string } {
+function describeEvent(event: Pick<RunEvent, "type" | "data">): { label: string; text: string } {
   const described = describeData(event);
   // Cut by the store (or its tool cut the output): said next to the entry, not only inside its text.
   return event.data.truncated === true

@@ -97,7 +97,6 @@ export function signGitHub(secret: string, body: string): string {
 export interface GitHubResponse {
   status: number;
   text: string;
-  ms: number;
 }
 
 export interface GitHubDispatch {
@@ -159,7 +158,6 @@ export async function startGitHubDispatch(
 
   const deliver: GitHubDispatch["deliver"] = async (payload, o = {}) => {
     const body = o.body ?? JSON.stringify(payload);
-    const started = performance.now();
     const res = await fetch(`${t.url}/github/webhooks`, {
       method: "POST",
       headers: {
@@ -177,7 +175,7 @@ export async function startGitHubDispatch(
       body,
     });
     const text = await res.text();
-    return { status: res.status, text, ms: performance.now() - started };
+    return { status: res.status, text };
   };
   const runs = async () => {
     const res = await t.api("GET", "/api/v1/agent/runs?limit=500");

@@ -52,7 +52,6 @@ export interface SlackDispatch {
 export interface SlackResponse {
   status: number;
   text: string;
-  ms: number;
 }
 
 let seq = 0;
@@ -86,7 +85,6 @@ export async function startSlackDispatch(
   const key = opts.env?.DISPATCH_ADMIN_API_KEY ?? t.key;
   const post = async (body: string, contentType: string, headers: Record<string, string> = {}) => {
     const timestamp = String(Math.floor(Date.now() / 1000));
-    const started = performance.now();
     const res = await fetch(`${t.url}/slack/events`, {
       method: "POST",
       headers: {
@@ -102,7 +100,7 @@ export async function startSlackDispatch(
       body,
     });
     const text = await res.text();
-    return { status: res.status, text, ms: performance.now() - started };
+    return { status: res.status, text };
   };
   const ephemerals = (user?: string) =>
     fake.calls.filter(
