@@ -30,6 +30,7 @@ import {
   GITHUB_PRINCIPAL,
   GitHubClients,
   type GitHubIntegration,
+  GitHubPullRequests,
 } from "./integrations/github/index.ts";
 import { githubNotifierPlatform } from "./integrations/github/notifier-platform.ts";
 import {
@@ -120,6 +121,11 @@ export async function startDispatch(
     mcpAllowedUrls: config.settings.mcp.allowed_urls,
     skills,
     capacity: config.maxConcurrentRuns,
+    delivery: {
+      serverUrl: config.delivery.serverUrl,
+      allowFileRemotes: config.delivery.allowFileRemotes,
+      pullRequests: config.github !== undefined,
+    },
     ...(config.defaultModel ? { defaultModel: config.defaultModel } : {}),
   });
   const harnesses = new HarnessRegistry().register(new ScriptedHarness()).register(
@@ -244,6 +250,13 @@ export async function startDispatch(
       diskQuota: {
         limitBytes: config.disk.runQuotaBytes,
         intervalMs: opts.diskCheckIntervalMs ?? DEFAULT_DISK_CHECK_INTERVAL_MS,
+      },
+      delivery: {
+        serverUrl: config.delivery.serverUrl,
+        gitAuthor: config.delivery.gitAuthor,
+        prDraft: config.delivery.prDraft,
+        ...(githubClients ? { pullRequests: new GitHubPullRequests(githubClients) } : {}),
+        sessionLink: (run) => `${publicUrl}/sessions/${run.sessionId}`,
       },
     });
     await executor.start();

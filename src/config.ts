@@ -41,6 +41,14 @@ function parseVariables<S extends z.ZodType>(schema: S, variables: Record<string
   return parsed.data;
 }
 
+/** A true/false variable (also 1/0, yes/no), with its default when unset. */
+const flag = (fallback: boolean) =>
+  z
+    .string()
+    .regex(/^(true|false|1|0|yes|no)$/i, "must be true or false")
+    .transform((v) => /^(true|1|yes)$/i.test(v))
+    .default(fallback);
+
 /** Records a problem with `variable` on a transform's context; says whether any was recorded. */
 function problemRecorder(ctx: z.RefinementCtx) {
   let found = false;
@@ -96,6 +104,17 @@ const EnvSchema = z.object({
   DISPATCH_RUN_DISK_QUOTA_MB: intFrom(0, 1_073_741_824).default(10_240),
   DISPATCH_WORKSPACE_RETENTION_HOURS: intFrom(0, 876_000).default(168),
   DISPATCH_MIN_FREE_DISK_MB: intFrom(0, 1_073_741_824).default(1024),
+  GITHUB_SERVER_URL: z
+    .string()
+    .regex(/^(https?|file):\/\/\S+$/, "must be an https:// (or file://) URL such as https://github.com")
+    .default("https://github.com")
+    .transform((u) => u.replace(/\/+$/, "")),
+  DISPATCH_ALLOW_FILE_REMOTES: flag(false),
+  DISPATCH_GIT_AUTHOR: z
+    .string()
+    .regex(/^[^<>\n]+ <[^<>\s]+>$/, "must be a git author such as: Dispatch <dispatch@example.com>")
+    .default("Dispatch <dispatch@localhost>"),
+  DISPATCH_PR_DRAFT: flag(true),
   SLACK_BOT_TOKEN: z
     .string()
     .regex(/^xox[a-z]-/, "must be a bot token (xoxb-…)")
@@ -219,6 +238,18 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
         secrets: configuredSecrets(env, settings),
         /** Files Dispatch reads secrets from (the settings file, the App's key), hidden from runs. */
         secretFiles: secretFiles(e.DISPATCH_CONFIG_FILE, env.GITHUB_PRIVATE_KEY),
+      },
+      /** Where runs' work goes (DELIVERY.md): the git server, who commits, whether PRs start as drafts. */
+      delivery: {
+        /** GITHUB_SERVER_URL: clones and pushes of owner/repo go to `${serverUrl}/owner/repo.git`. */
+        serverUrl: e.GITHUB_SERVER_URL,
+        /** Whether runs may name file:// repositories (tests, air-gapped mirrors). */
+        allowFileRemotes: e.DISPATCH_ALLOW_FILE_REMOTES,
+        gitAuthor: {
+          name: e.DISPATCH_GIT_AUTHOR.slice(0, e.DISPATCH_GIT_AUTHOR.indexOf(" <")),
+          email: e.DISPATCH_GIT_AUTHOR.slice(e.DISPATCH_GIT_AUTHOR.indexOf(" <") + 2, -1),
+        },
+        prDraft: e.DISPATCH_PR_DRAFT,
       },
       /** Disk use of runs and of the data directory (DISPATCH_RUN_DISK_QUOTA_MB and the others below). */
       disk: {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DELIVERY_MODES } from "../model/repository.ts";
 import { FOREIGN_RUN_STATES, RUN_STATES } from "../model/run-state.ts";
 
 /**
@@ -48,6 +49,22 @@ export const AgentConfigSchema = z
     harness: z.object({ type: z.string().min(1).max(100) }).nullish(),
     idle_timeout_minutes: z.number().int().min(1).max(10_080).nullish(),
     max_run_minutes: z.number().int().min(1).max(10_080).nullish(),
+    repository: z.string().min(1).max(500).nullish().meta({
+      description:
+        'Dispatch extension: the repository the run works in and delivers to: "owner/repo", "owner/repo@base-branch" or a git URL.',
+    }),
+    base_branch: z.string().min(1).max(200).nullish().meta({
+      description:
+        "Dispatch extension: the branch the work starts from; the repository's default branch otherwise.",
+    }),
+    branch: z.string().min(1).max(200).nullish().meta({
+      description:
+        "Dispatch extension: the branch Dispatch pushes to; dispatch/<run>-<title> unless the run works on an open pull request's branch.",
+    }),
+    delivery: z.enum(DELIVERY_MODES).nullish().meta({
+      description:
+        "Dispatch extension: pull_request (default with a GitHub repository), branch (push only) or none.",
+    }),
   })
   .meta({ id: "AgentConfig" });
 

@@ -22,6 +22,10 @@ export interface AgentConfig {
   } | null;
   idle_timeout_minutes?: number | null;
   max_run_minutes?: number | null;
+  repository?: string | null;
+  base_branch?: string | null;
+  branch?: string | null;
+  delivery?: "pull_request" | "branch" | "none" | null;
 }
 
 export interface CreateRunRequest {

@@ -21,6 +21,8 @@ export interface ExecutorOptions {
   skills?: ExecutionDeps["skills"];
   /** The most a run's workspace may hold on disk (DISPATCH_RUN_DISK_QUOTA_MB). */
   diskQuota?: ExecutionDeps["diskQuota"];
+  /** Delivery of runs that name a repository (GITHUB_SERVER_URL, the GitHub integration's pull requests). */
+  delivery?: ExecutionDeps["delivery"];
 }
 
 /**
@@ -126,6 +128,7 @@ export class Executor {
             ...(this.opts.environments ? { environments: this.opts.environments } : {}),
             ...(this.opts.skills ? { skills: this.opts.skills } : {}),
             ...(this.opts.diskQuota ? { diskQuota: this.opts.diskQuota } : {}),
+            ...(this.opts.delivery ? { delivery: this.opts.delivery } : {}),
           });
           this.active.set(run.id, execution);
           void execution.done.then(() => {

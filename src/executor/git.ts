@@ -54,7 +54,7 @@ export async function gitClone(opts: CloneOptions): Promise<GitResult> {
   return run(`git checkout ${opts.ref}`, ["git", "checkout", "--quiet", opts.ref, "--"], opts.dest);
 }
 
-function gitEnv(url: string, token: string | undefined): Record<string, string> {
+export function gitEnv(url: string, token: string | undefined): Record<string, string> {
   const env: Record<string, string> = {
     PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     HOME: tmpdir(),

@@ -34,7 +34,11 @@ export interface HarnessContext {
 }
 
 export type HarnessOutcome =
-  | { status: "succeeded"; usage?: RequestUsage }
+  | {
+      status: "succeeded";
+      usage?: RequestUsage /** The status message (delivery: "PR #12 opened: …"). */;
+      message?: string;
+    }
   | { status: "failed"; message: string; errorCode?: string; usage?: RequestUsage };
 
 export class HarnessRegistry {

@@ -1,7 +1,14 @@
+import { existsSync } from "node:fs";
+import { readdir, rm } from "node:fs/promises";
+import { join } from "node:path";
 import type { Logger } from "pino";
 import type { EnvironmentSettings } from "../config-file.ts";
+import { isGitHubRepository, remoteUrl } from "../model/repository.ts";
 import type { RunEvent, RunRecord } from "../model/run.ts";
 import type { RunPatch, Store } from "../store/store.ts";
+import { type DeliveryOutcome, deliverChanges } from "./delivery/deliver.ts";
+import type { PullRequestHost } from "./delivery/pull-request-host.ts";
+import { checkoutRepository, type DeliveryTarget } from "./delivery/repository-checkout.ts";
 import { type DiskQuota, DiskQuotaWatcher, diskQuotaExceeded } from "./disk-quota.ts";
 import { prepareEnvironment } from "./environments.ts";
 import type { HarnessOutcome, HarnessRegistry } from "./harness.ts";
@@ -29,6 +36,18 @@ export interface ExecutionDeps {
   skills?: SkillResolver;
   /** The most a run's workspace may hold on disk; none when absent or 0. */
   diskQuota?: DiskQuota;
+  /** Delivery of runs that name a repository (DELIVERY.md); such runs fail when absent. */
+  delivery?: DeliveryDeps;
+}
+
+export interface DeliveryDeps {
+  /** GITHUB_SERVER_URL. */
+  serverUrl: string;
+  gitAuthor: { name: string; email: string };
+  prDraft: boolean;
+  /** Tokens and pull requests (the GitHub integration); absent without GitHub credentials. */
+  pullRequests?: PullRequestHost;
+  sessionLink(run: RunRecord): string;
 }
 
 export type StopReason = "cancelled" | "lease_lost" | "shutdown" | "disk_quota";
@@ -45,6 +64,8 @@ export class RunExecution {
   private readonly deps: ExecutionDeps;
   private readonly log: Logger;
   private followupHint = true;
+  /** The git token minted for this execution's repository (never stored, never in the sandbox). */
+  private deliveryToken: string | undefined;
   /** Set when the workspace went over its disk quota: how the run ends once the harness has stopped. */
   private overQuota: RunPatch["statusMessage"];
 
@@ -133,6 +154,8 @@ export class RunExecution {
       if (this.deps.sandboxes?.warning) {
         await this.emit("log", { level: "warn", phase: "sandbox", message: this.deps.sandboxes.warning });
       }
+      const repository = await this.checkout(workspace, created, signal);
+      if (!repository) return;
       // A cleaned-up workspace is prepared again, as on the run's first execution.
       if (environmentId && environment && (run.execution === 1 || created)) {
         const prepared = await prepareEnvironment({
@@ -148,7 +171,12 @@ export class RunExecution {
           return;
         }
       }
-      const agentRun = await this.withSkill(run, signal);
+      const agentRun = await this.withSkill(
+        repository.target
+          ? { ...run, agentConfig: { ...run.agentConfig, base_branch: repository.target.base } }
+          : run,
+        signal,
+      );
       if (!agentRun) return;
       const waiting = await store.startAgent(run.id, workerId);
       if (!waiting) return;
@@ -184,7 +212,18 @@ export class RunExecution {
           // Cancelled or lost (the run's state is someone else's to set) or over the disk quota (set below,
           // once the sandbox is released), but the tokens were spent.
           if (outcome.usage) await store.recordUsage(run.id, outcome.usage);
+          // A cancelled run's changes are kept as a patch; nothing is pushed after a cancel.
+          if (repository.target && this.stopReason === "cancelled") {
+            await this.deliver(repository.target, workspace, sandbox, outcome, input, signal).catch((err) =>
+              this.log.warn({ err }, "keeping the patch of a cancelled run failed"),
+            );
+          }
           return;
+        }
+        if (repository.target) {
+          const delivered = await this.deliver(repository.target, workspace, sandbox, outcome, input, signal);
+          if (signal.aborted) return;
+          outcome = delivered;
         }
         const pending = await this.finish(outcome);
         if (pending.length === 0) return;
@@ -202,6 +241,137 @@ export class RunExecution {
         await store.transition(run.id, "fail", { statusMessage: this.overQuota }, { workerId });
       }
     }
+  }
+
+  /**
+   * Fetches the run's repository and, in a new workspace, checks the work branch out (DELIVERY.md).
+   * Undefined when the run cannot go on (it has FAILED, or the execution was stopped).
+   */
+  private async checkout(
+    workspace: string,
+    created: boolean,
+    signal: AbortSignal,
+  ): Promise<{ target?: DeliveryTarget & { base: string } } | undefined> {
+    const config = this.run.agentConfig;
+    if (!config.repository) return {};
+    const delivery = this.deps.delivery;
+    if (!delivery) {
+      await this.failBeforeStart(
+        `This server cannot work in repositories (no delivery configured); create the run without config.repository`,
+        "repository_unavailable",
+      );
+      return undefined;
+    }
+    const target: DeliveryTarget = {
+      repository: config.repository,
+      remote: remoteUrl(config.repository, delivery.serverUrl),
+      ...(config.base_branch ? { base: config.base_branch } : {}),
+      ...(config.branch ? { branch: config.branch } : {}),
+      mode: config.delivery ?? "branch",
+    };
+    let token: string | undefined;
+    try {
+      token = isGitHubRepository(target.repository)
+        ? await delivery.pullRequests?.gitToken(target.repository)
+        : undefined;
+    } catch (err) {
+      this.log.warn({ err }, "minting a token for the repository failed");
+      await this.failBeforeStart(
+        `Could not get a GitHub token for ${target.repository}: ${err instanceof Error ? err.message : String(err)}. Is the GitHub App installed on it?`,
+        "repository_unavailable",
+      );
+      return undefined;
+    }
+    // A first execution whose agent never ran (re-queued after a lost worker) starts the checkout over.
+    const fresh = created || (this.run.execution === 1 && !existsSync(join(workspace, ".git")));
+    if (fresh && !created) {
+      for (const entry of await readdir(workspace))
+        await rm(join(workspace, entry), { recursive: true, force: true });
+    }
+    const result = await checkoutRepository({
+      target,
+      workspace,
+      fresh,
+      token,
+      gitAuthor: delivery.gitAuthor,
+      signal,
+      emit: (type, data) => this.emit(type, data),
+    });
+    if (!result.ok) {
+      if (!result.aborted) await this.failBeforeStart(result.message, result.errorCode);
+      return undefined;
+    }
+    if (config.base_branch !== result.base) {
+      const agentConfig = { ...config, base_branch: result.base };
+      if (!(await this.deps.store.recordAgentConfig(this.run.id, this.deps.workerId, agentConfig)))
+        return undefined;
+    }
+    this.deliveryToken = token;
+    return { target: { ...target, base: result.base } };
+  }
+
+  /**
+   * Delivers the execution's changes and says how the run ends: a succeeded agent succeeds only when its
+   * work was delivered; a failed (or cancelled) one keeps its patch and its own failure.
+   */
+  private async deliver(
+    target: DeliveryTarget & { base: string },
+    workspace: string,
+    sandbox: Sandbox,
+    outcome: HarnessOutcome,
+    input: string[],
+    signal: AbortSignal,
+  ): Promise<HarnessOutcome> {
+    const delivery = this.deps.delivery!;
+    const publish = outcome.status === "succeeded" && !signal.aborted;
+    const transcript = await this.transcript();
+    const summary = String(
+      transcript.findLast((e) => e.type === "message" && e.data.role === "assistant")?.data.text ?? "",
+    );
+    const followup = this.run.execution > 1 || input[0] !== this.run.prompt ? input.join("\n") : undefined;
+    let result: DeliveryOutcome;
+    try {
+      result = await deliverChanges({
+        run: this.run,
+        target: { ...target, branch: target.branch ?? target.base },
+        workspace,
+        sandbox,
+        publish,
+        token: this.deliveryToken,
+        pullRequests: delivery.pullRequests,
+        gitAuthor: delivery.gitAuthor,
+        prDraft: delivery.prDraft,
+        sessionLink: delivery.sessionLink(this.run),
+        summary,
+        followup,
+        signal,
+        recordArtifact: async (artifact, file) => {
+          await this.deps.store.recordArtifact(this.run.id, artifact, file);
+        },
+        emit: (type, data) => this.emit(type, data),
+      });
+    } catch (err) {
+      this.log.error({ err }, "delivery crashed");
+      result = {
+        kind: "failed",
+        message: `Delivery failed: ${err instanceof Error ? err.message : String(err)}`,
+      };
+    }
+    await this.emit("log", {
+      level: result.kind === "failed" ? "error" : "info",
+      phase: "delivery",
+      message: deliveryWords(result),
+    });
+    if (outcome.status !== "succeeded") return outcome;
+    if (result.kind === "failed") {
+      return {
+        status: "failed",
+        message: result.message,
+        errorCode: "delivery_failed",
+        ...(outcome.usage ? { usage: outcome.usage } : {}),
+      };
+    }
+    return { ...outcome, message: deliveryWords(result) };
   }
 
   /** Stops the execution when its workspace holds more than the disk quota allows. */
@@ -308,6 +478,7 @@ export class RunExecution {
       };
     } else if (outcome.status === "succeeded") {
       trigger = "succeed";
+      if (outcome.message) patch.statusMessage = { message: outcome.message };
     } else {
       trigger = "fail";
       patch.statusMessage = {
@@ -337,5 +508,17 @@ export class RunExecution {
     const current = await this.deps.store.getRun(this.run.teamId, this.run.id);
     if (!current || (current.state === "INPROGRESS" && current.workerId === this.deps.workerId)) return;
     this.stop(current.state === "CANCELLED" ? "cancelled" : "lease_lost");
+  }
+}
+
+function deliveryWords(result: DeliveryOutcome): string {
+  switch (result.kind) {
+    case "no_changes":
+      return result.earlier ? "No new changes since the last push" : "No changes";
+    case "kept":
+      return `Changes kept as a patch (${result.message})`;
+    case "delivered":
+    case "failed":
+      return result.message;
   }
 }

@@ -1,4 +1,5 @@
 import type { PrincipalType } from "./identity.ts";
+import type { DeliveryMode } from "./repository.ts";
 import type { RunState } from "./run-state.ts";
 
 export interface Creator {
@@ -32,6 +33,13 @@ export interface AgentConfig {
   harness?: { type: string };
   idle_timeout_minutes?: number;
   max_run_minutes?: number;
+  /** Dispatch extension (DELIVERY.md): `owner/repo` or a git URL the run works in and delivers to. */
+  repository?: string;
+  /** The branch the work is based on; the repository's default branch when not given (recorded once known). */
+  base_branch?: string;
+  /** The branch Dispatch pushes to: `dispatch/…`, or the head branch of the pull request a run works on. */
+  branch?: string;
+  delivery?: DeliveryMode;
 }
 
 export interface Artifact {

@@ -3,6 +3,12 @@ import { v7 as uuidv7 } from "uuid";
 import { RunError } from "../model/errors.ts";
 import { type Caller, DEFAULT_TEAM } from "../model/identity.ts";
 import { mcpUrlAllowed } from "../model/mcp-url-allowlist.ts";
+import {
+  branchNameProblem,
+  isGitHubRepository,
+  parseRepositorySpec,
+  workBranchName,
+} from "../model/repository.ts";
 import type { AgentConfig, Creator, FollowupOutcome, RunEvent, RunRecord } from "../model/run.ts";
 import { parseSkillSpec } from "../model/skill-spec.ts";
 import type { IdempotencyClaim, RunListQuery, SortBy, SortOrder, Store } from "../store/store.ts";
@@ -40,6 +46,11 @@ export interface RunServiceOptions {
   mcpAllowedUrls?: readonly string[];
   /** Configured environment ids: any other `environment_id` is refused at create. Unchecked when absent. */
   environmentIds?: readonly string[];
+  /**
+   * Delivery (DELIVERY.md): where owner/repo lives, whether runs may name file:// remotes and whether pull
+   * requests can be opened (GitHub credentials are configured). Runs may not name a repository without it.
+   */
+  delivery?: { serverUrl: string; allowFileRemotes: boolean; pullRequests: boolean };
   /** Resolves `skill_spec` at create where it can be (local sources): an unknown skill is refused. */
   skills?: {
     resolveNow(
@@ -75,10 +86,13 @@ export class RunService {
     const skillName =
       agentSkill?.name ?? (agentConfig.skill_spec ? skillNameOf(agentConfig.skill_spec) : undefined);
     const prompt = input.prompt ?? "";
+    const id = uuidv7();
+    const title = input.title ?? deriveTitle(prompt, skillName);
+    this.resolveRepository(agentConfig, id, title);
     const run: RunRecord = {
-      id: uuidv7(),
+      id,
       teamId: ctx.caller.team.id,
-      title: input.title ?? deriveTitle(prompt, skillName),
+      title,
       prompt,
       state: "QUEUED",
       createdAt: now,
@@ -289,6 +303,61 @@ export class RunService {
       ...(skill.description ? { description: skill.description } : {}),
       full_path: skill.fullPath,
     };
+  }
+
+  /**
+   * The run's repository, base, work branch and delivery mode (DELIVERY.md), normalised on the config so
+   * every surface shows them: `owner/repo@base` splits, the work branch is named now.
+   */
+  private resolveRepository(config: AgentConfig, runId: string, title: string): void {
+    for (const field of ["base_branch", "branch", "delivery"] as const) {
+      if (config[field] !== undefined && !config.repository)
+        throw new RunError("invalid_request", `config.${field} needs config.repository`);
+    }
+    if (!config.repository) return;
+    const delivery = this.options.delivery;
+    if (!delivery) {
+      throw new RunError(
+        "invalid_request",
+        "config.repository: this server does not deliver to repositories",
+      );
+    }
+    const spec = parseRepositorySpec(config.repository, delivery);
+    if (typeof spec === "string") throw new RunError("invalid_request", `config.repository: ${spec}`);
+    if (spec.base && config.base_branch && spec.base !== config.base_branch) {
+      throw new RunError(
+        "invalid_request",
+        `config.repository names the base branch "${spec.base}" and config.base_branch "${config.base_branch}": give one`,
+      );
+    }
+    const base = spec.base ?? config.base_branch;
+    for (const [field, name] of [
+      ["base_branch", base],
+      ["branch", config.branch],
+    ] as const) {
+      const problem = name === undefined ? undefined : branchNameProblem(name);
+      if (problem) throw new RunError("invalid_request", `config.${field}: "${name}" ${problem}`);
+    }
+    if (config.branch && config.branch === base) {
+      throw new RunError(
+        "invalid_request",
+        "config.branch: Dispatch does not push to the base branch; leave config.branch out for a new branch",
+      );
+    }
+    const onGitHub = isGitHubRepository(spec.repository);
+    if (config.delivery === "pull_request" && !(onGitHub && delivery.pullRequests)) {
+      throw new RunError(
+        "invalid_request",
+        onGitHub
+          ? "config.delivery: pull requests need the GitHub integration: set GITHUB_TOKEN or GITHUB_APP_ID on the server, or use delivery branch"
+          : "config.delivery: pull requests are opened on GitHub repositories (owner/repo) only; use delivery branch for a git URL",
+      );
+    }
+    config.repository = spec.repository;
+    if (base) config.base_branch = base;
+    else delete config.base_branch;
+    config.delivery ??= onGitHub && delivery.pullRequests ? "pull_request" : "branch";
+    if (config.delivery !== "none") config.branch ??= workBranchName(runId, title);
   }
 
   private resolveConfig(input: CreateRunInput): AgentConfig {

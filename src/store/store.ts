@@ -7,7 +7,7 @@ import type {
   Principal,
   Team,
 } from "../model/identity.ts";
-import type { FollowupRecord, RunEvent, RunEventType, RunRecord } from "../model/run.ts";
+import type { Artifact, FollowupRecord, RunEvent, RunEventType, RunRecord } from "../model/run.ts";
 import type { RunState, Trigger } from "../model/run-state.ts";
 import type { ThreadBinding } from "../model/thread-binding.ts";
 import type { StoreSignals } from "./signals.ts";
@@ -136,6 +136,23 @@ export interface Store {
    * else abandoned as "worker lost". Returns the runs it changed.
    */
   recoverExpiredLeases(): Promise<RunRecord[]>;
+
+  /**
+   * Records the agent_config of the run this worker holds (what delivery resolved: the base branch).
+   * False when it lost the run.
+   */
+  recordAgentConfig(runId: string, workerId: string, agentConfig: RunRecord["agentConfig"]): Promise<boolean>;
+
+  // Artifacts
+  /**
+   * Adds an artifact to the run (whatever its state: a patch is kept even for a cancelled run) with an
+   * `artifact` event, and stores a FILE artifact's bytes. A PULL_REQUEST artifact with the url of one the
+   * run already has replaces it in place (same created_at). Undefined when there is no such run.
+   */
+  recordArtifact(runId: string, artifact: Artifact, file?: NewArtifactFile): Promise<RunRecord | undefined>;
+  /** A FILE artifact of the team's runs by its uid (the artifact as on the run, and its stored size). */
+  getArtifactFile(teamId: string, uid: string): Promise<ArtifactFile | undefined>;
+  readArtifactContent(teamId: string, uid: string): Promise<Uint8Array | undefined>;
 
   // Follow-ups
   /** Records a follow-up and routes it by the run's state in the same transaction (API.md). */
@@ -329,6 +346,20 @@ export interface NewApiKey {
   hash: string;
   prefix: string;
   createdAt: string;
+}
+
+export interface NewArtifactFile {
+  uid: string;
+  contentType: string;
+  content: Uint8Array;
+}
+
+export interface ArtifactFile {
+  uid: string;
+  runId: string;
+  artifact: Artifact;
+  contentType: string;
+  sizeBytes: number;
 }
 
 export interface RunPatch {

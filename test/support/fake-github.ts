@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { createPublicKey, createVerify, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -32,6 +33,20 @@ export interface FakeComment {
   edits: number;
 }
 
+export interface FakePullRequest {
+  number: number;
+  repo: string;
+  title: string;
+  body: string;
+  head: string;
+  /** The repository of the head branch (another one for a fork). */
+  headRepo: string;
+  base: string;
+  draft: boolean;
+  state: "open" | "closed";
+  html_url: string;
+}
+
 export type GitHubFailure =
   | { status: 403; retryAfter: number; secondary: true }
   | { status: 403; rateLimitReset: number }
@@ -55,6 +70,13 @@ export class FakeGitHub {
   private readonly failures: Array<{ match: (c: GitHubCall) => boolean; failure: GitHubFailure }> = [];
   private nextId = 1_000_000;
   private readonly held: Array<{ match: (c: GitHubCall) => boolean; gate: Promise<void> }> = [];
+  readonly pulls: FakePullRequest[] = [];
+  private nextPull = 100;
+  /**
+   * Where the repositories' git data lives (the GITHUB_SERVER_URL=file://… root): when set, opening a
+   * pull request checks that its head and base branches exist, as GitHub does.
+   */
+  gitRoot: string | undefined;
   /** The login comments are written as (an App writes as "<slug>[bot]"). */
   botLogin = "dispatch-bot";
 
@@ -271,6 +293,75 @@ export class FakeGitHub {
         );
       }
     }
+    m = route(/^\/repos\/([^/]+\/[^/]+)\/pulls$/, "GET", "POST");
+    if (m) {
+      const repo = m[1]!;
+      if (method === "GET") {
+        const state = call.query.get("state") ?? "open";
+        const head = call.query.get("head");
+        return ok(
+          200,
+          this.pulls
+            .filter((p) => p.repo === repo && (state === "all" || p.state === state))
+            .filter((p) => !head || `${p.headRepo.split("/")[0]}:${p.head}` === head)
+            .map((p) => this.wirePull(p)),
+        );
+      }
+      const { title, head, base, body, draft } = call.body ?? {};
+      if (typeof title !== "string" || typeof head !== "string" || typeof base !== "string")
+        return error(422, "Validation Failed");
+      if (this.pulls.some((p) => p.repo === repo && p.state === "open" && p.head === head)) {
+        return {
+          status: 422,
+          headers: {},
+          body: {
+            message: "Validation Failed",
+            errors: [
+              {
+                resource: "PullRequest",
+                code: "custom",
+                message: `A pull request already exists for ${repo.split("/")[0]}:${head}.`,
+              },
+            ],
+          },
+        };
+      }
+      for (const [field, branch] of [
+        ["head", head],
+        ["base", base],
+      ] as const) {
+        if (this.gitRoot && !branchExists(this.gitRoot, repo, branch)) {
+          return {
+            status: 422,
+            headers: {},
+            body: {
+              message: "Validation Failed",
+              errors: [{ resource: "PullRequest", field, code: "invalid" }],
+            },
+          };
+        }
+      }
+      const number = ++this.nextPull;
+      const pr: FakePullRequest = {
+        number,
+        repo,
+        title,
+        body: typeof body === "string" ? body : "",
+        head,
+        headRepo: repo,
+        base,
+        draft: draft === true,
+        state: "open",
+        html_url: `https://github.com/${repo}/pull/${number}`,
+      };
+      this.pulls.push(pr);
+      return ok(201, this.wirePull(pr));
+    }
+    m = route(/^\/repos\/([^/]+\/[^/]+)\/pulls\/(\d+)$/, "GET");
+    if (m) {
+      const pr = this.pulls.find((p) => p.repo === m![1] && p.number === Number(m![2]));
+      return pr ? ok(200, this.wirePull(pr)) : error(404, "Not Found");
+    }
     m = route(/^\/repos\/([^/]+\/[^/]+)\/issues\/comments\/(\d+)$/, "PATCH");
     if (m) {
       const comment = this.comments.get(Number(m[2]));
@@ -297,6 +388,23 @@ export class FakeGitHub {
       return ok(201, body);
     }
     return error(404, "Not Found");
+  }
+
+  private wirePull(p: FakePullRequest) {
+    const owner = p.headRepo.split("/")[0]!;
+    return {
+      id: p.number * 7,
+      number: p.number,
+      state: p.state,
+      title: p.title,
+      body: p.body,
+      draft: p.draft,
+      html_url: p.html_url,
+      url: `${this.url}/repos/${p.repo}/pulls/${p.number}`,
+      head: { ref: p.head, label: `${owner}:${p.head}`, repo: { full_name: p.headRepo } },
+      base: { ref: p.base, label: `${p.repo.split("/")[0]}:${p.base}`, repo: { full_name: p.repo } },
+      user: { login: this.botLogin, type: "Bot" },
+    };
   }
 
   private wire(c: FakeComment) {
@@ -328,6 +436,21 @@ export class FakeGitHub {
       exp?: number;
     };
     return String(claims.iss) === this.appId && (claims.exp ?? 0) * 1000 > Date.now();
+  }
+}
+
+function branchExists(root: string, repo: string, branch: string): boolean {
+  try {
+    execFileSync(
+      "git",
+      ["--git-dir", `${root}/${repo}.git`, "rev-parse", "--verify", "--quiet", `refs/heads/${branch}`],
+      {
+        stdio: "ignore",
+      },
+    );
+    return true;
+  } catch {
+    return false;
   }
 }
 

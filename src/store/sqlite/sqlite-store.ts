@@ -6,17 +6,19 @@ import type {
   Principal,
   Team,
 } from "../../model/identity.ts";
-import type { FollowupRecord, RunEvent, RunEventType, RunRecord } from "../../model/run.ts";
+import type { Artifact, FollowupRecord, RunEvent, RunEventType, RunRecord } from "../../model/run.ts";
 import type { RunState, Trigger } from "../../model/run-state.ts";
 import type { ThreadBinding } from "../../model/thread-binding.ts";
 import type { StoreSignals } from "../signals.ts";
 import type {
+  ArtifactFile,
   CardChange,
   CardState,
   IdempotencyClaim,
   IdempotentResult,
   InboundDelivery,
   NewApiKey,
+  NewArtifactFile,
   NewInboundDelivery,
   NotifierCursor,
   OutboxMessage,
@@ -27,6 +29,7 @@ import type {
   Store,
 } from "../store.ts";
 import * as apiKeys from "./api-keys.ts";
+import * as artifacts from "./artifacts.ts";
 import { classifyError, Database, migrate, ping } from "./database.ts";
 import * as events from "./events.ts";
 import * as followups from "./followups.ts";
@@ -188,6 +191,26 @@ export class SqliteStore implements Store {
 
   recordUsage(runId: string, usage: RunRecord["requestUsage"]): Promise<void> {
     return leases.recordUsage(this.db, runId, usage);
+  }
+
+  recordAgentConfig(
+    runId: string,
+    workerId: string,
+    agentConfig: RunRecord["agentConfig"],
+  ): Promise<boolean> {
+    return artifacts.recordAgentConfig(this.db, runId, workerId, agentConfig);
+  }
+
+  recordArtifact(runId: string, artifact: Artifact, file?: NewArtifactFile): Promise<RunRecord | undefined> {
+    return artifacts.recordArtifact(this.db, runId, artifact, file);
+  }
+
+  getArtifactFile(teamId: string, uid: string): Promise<ArtifactFile | undefined> {
+    return artifacts.getArtifactFile(this.db, teamId, uid);
+  }
+
+  readArtifactContent(teamId: string, uid: string): Promise<Uint8Array | undefined> {
+    return artifacts.readArtifactContent(this.db, teamId, uid);
   }
 
   recordSkill(

@@ -1,0 +1,195 @@
+import { existsSync } from "node:fs";
+import { mkdir, readdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { AgentConfig, RunEventType } from "../../model/run.ts";
+import { displayUrl } from "../git.ts";
+import { hostGit, reason, text } from "./host-git.ts";
+
+const REMOTE_TIMEOUT_MS = 10 * 60 * 1000;
+
+/** Files tools write into HOME (the workspace) that are never part of the work. */
+const HOME_LITTER = [
+  "/.cache/",
+  "/.npm/",
+  "/.config/",
+  "/.local/",
+  "/.bash_history",
+  "/.python_history",
+  "/.node_repl_history",
+  "/.wget-hsts",
+  "/.lesshst",
+];
+
+/** The run's repository as delivery sees it: where it is fetched from and pushed to. */
+export interface DeliveryTarget {
+  /** `owner/repo` or a git URL. */
+  repository: string;
+  /** The git remote: `${GITHUB_SERVER_URL}/owner/repo.git` or the URL. */
+  remote: string;
+  base?: string;
+  branch?: string;
+  mode: NonNullable<AgentConfig["delivery"]>;
+}
+
+export interface CheckoutContext {
+  target: DeliveryTarget;
+  workspace: string;
+  /** Whether the workspace is new (first execution, or a removed workspace): only then is it checked out. */
+  fresh: boolean;
+  token: string | undefined;
+  gitAuthor: { name: string; email: string };
+  signal: AbortSignal;
+  emit(type: RunEventType, data: Record<string, unknown>): Promise<void>;
+}
+
+export type CheckoutResult =
+  | { ok: true; base: string }
+  | { ok: false; aborted: true }
+  | { ok: false; aborted?: false; message: string; errorCode: string };
+
+/** Dispatch's private mirror of the run's repository: next to the workspace, never visible to the agent. */
+export function mirrorPath(workspace: string): string {
+  return `${workspace}.delivery/mirror.git`;
+}
+
+/**
+ * Fetches the run's repository into the private mirror (Dispatch's process, with the token) and, for a
+ * fresh workspace, checks the work branch out there: from the remote branch when it exists (a pull
+ * request's head, or the run's own branch from an earlier execution), else from the base. The agent gets a
+ * clone with `origin` naming the repository (no credentials) and origin/<base> to compare against.
+ */
+export async function checkoutRepository(ctx: CheckoutContext): Promise<CheckoutResult> {
+  const { target, signal } = ctx;
+  const shown = displayUrl(target.remote);
+  const remote = { remote: target.remote, ...(ctx.token ? { token: ctx.token } : {}), signal };
+  const mirror = mirrorPath(ctx.workspace);
+  if (!existsSync(mirror)) {
+    await mkdir(mirror, { recursive: true });
+    const init = await hostGit(["init", "--quiet", "--bare", mirror]);
+    if (!init.ok) return fail(`Could not prepare a git mirror: ${reason(init)}`, "internal_error");
+  }
+
+  await ctx.emit("log", {
+    level: "info",
+    phase: "repository",
+    message: `Fetching ${target.repository}${target.base ? `@${target.base}` : ""}`,
+  });
+  const heads = [target.base, target.branch].filter((b): b is string => !!b).map((b) => `refs/heads/${b}`);
+  const listed = await hostGit(["ls-remote", "--symref", "--", target.remote, "HEAD", ...heads], {
+    ...remote,
+    timeoutMs: REMOTE_TIMEOUT_MS,
+  });
+  if (listed.aborted || signal.aborted) return { ok: false, aborted: true };
+  if (!listed.ok) {
+    return fail(
+      `Repository ${target.repository} (${shown}) could not be read: ${reason(listed)}. Check that it exists and that Dispatch's GitHub App or GITHUB_TOKEN can read it.`,
+      "repository_unavailable",
+    );
+  }
+  const refs = parseLsRemote(text(listed));
+  const base = target.base ?? refs.defaultBranch;
+  if (!base) {
+    return fail(
+      `Repository ${target.repository} has no default branch (is it empty?); give a base branch with owner/repo@branch`,
+      "repository_unavailable",
+    );
+  }
+  if (!refs.heads.has(base)) {
+    return fail(
+      `Repository ${target.repository} has no branch "${base}"; give an existing base branch`,
+      "repository_unavailable",
+    );
+  }
+  const branchExists = !!target.branch && refs.heads.has(target.branch);
+  const fetch = await hostGit(
+    [
+      "fetch",
+      "--quiet",
+      "--no-tags",
+      "--",
+      target.remote,
+      `+refs/heads/${base}:refs/heads/${base}`,
+      ...(branchExists ? [`+refs/heads/${target.branch}:refs/heads/${target.branch}`] : []),
+    ],
+    { ...remote, gitDir: mirror, timeoutMs: REMOTE_TIMEOUT_MS },
+  );
+  if (fetch.aborted || signal.aborted) return { ok: false, aborted: true };
+  if (!fetch.ok) {
+    return fail(`Fetching ${target.repository} failed: ${reason(fetch)}`, "repository_unavailable");
+  }
+  await hostGit(["symbolic-ref", "HEAD", `refs/heads/${base}`], { gitDir: mirror });
+
+  // Where delivery starts from: kept across executions (the last pushed commit once there is one).
+  const delivered = await hostGit(["rev-parse", "--verify", "--quiet", "refs/dispatch/delivered"], {
+    gitDir: mirror,
+  });
+  if (!delivered.ok) {
+    const start = branchExists ? `refs/heads/${target.branch}` : `refs/heads/${base}`;
+    for (const [ref, from] of [
+      ["refs/dispatch/delivered", start],
+      ["refs/dispatch/base", `refs/heads/${base}`],
+    ] as const) {
+      const set = await hostGit(["update-ref", ref, from], { gitDir: mirror });
+      if (!set.ok) return fail(`Could not record ${ref}: ${reason(set)}`, "internal_error");
+    }
+  }
+  if (ctx.fresh) {
+    const made = await checkoutWorkspace(ctx, mirror, base, shown);
+    if (!made.ok) return made;
+  }
+  return { ok: true, base };
+}
+
+async function checkoutWorkspace(
+  ctx: CheckoutContext,
+  mirror: string,
+  base: string,
+  shown: string,
+): Promise<CheckoutResult> {
+  const { target, workspace } = ctx;
+  if ((await readdir(workspace)).length > 0) {
+    return fail("The workspace is not empty; the repository cannot be checked out into it", "internal_error");
+  }
+  const start = text(await hostGit(["rev-parse", "refs/dispatch/delivered"], { gitDir: mirror }));
+  const local = target.branch ?? base;
+  const steps: string[][] = [
+    ["clone", "--quiet", "--no-hardlinks", "--no-checkout", "--", mirror, workspace],
+    ["-C", workspace, "checkout", "--quiet", "-B", local, start],
+    ["-C", workspace, "remote", "set-url", "origin", shown],
+    ["-C", workspace, "config", "user.name", ctx.gitAuthor.name],
+    ["-C", workspace, "config", "user.email", ctx.gitAuthor.email],
+  ];
+  for (const step of steps) {
+    const result = await hostGit(step, { signal: ctx.signal, timeoutMs: REMOTE_TIMEOUT_MS });
+    if (result.aborted) return { ok: false, aborted: true };
+    if (!result.ok)
+      return fail(`Checking out ${target.repository} failed: ${reason(result)}`, "internal_error");
+  }
+  await writeFile(join(workspace, ".git", "info", "exclude"), `${HOME_LITTER.join("\n")}\n`);
+  await ctx.emit("log", {
+    level: "info",
+    phase: "repository",
+    message: `Checked out ${target.repository} on ${local}${local === base ? "" : ` (base ${base})`} at ${start.slice(0, 12)}`,
+  });
+  return { ok: true, base };
+}
+
+function parseLsRemote(output: string): { defaultBranch?: string; heads: Map<string, string> } {
+  const heads = new Map<string, string>();
+  let defaultBranch: string | undefined;
+  let headSha: string | undefined;
+  for (const line of output.split("\n")) {
+    const symref = /^ref: refs\/heads\/(\S+)\s+HEAD$/.exec(line);
+    if (symref) defaultBranch = symref[1];
+    const head = /^([0-9a-f]{40,64})\s+(HEAD|refs\/heads\/(\S+))$/.exec(line);
+    if (head?.[3]) heads.set(head[3], head[1]!);
+    else if (head) headSha = head[1];
+  }
+  // The default branch is listed as HEAD (its sha) when it was not asked for by name.
+  if (defaultBranch && headSha && !heads.has(defaultBranch)) heads.set(defaultBranch, headSha);
+  return { ...(defaultBranch ? { defaultBranch } : {}), heads };
+}
+
+function fail(message: string, errorCode: string): CheckoutResult {
+  return { ok: false, message, errorCode };
+}

@@ -1,0 +1,61 @@
+import type { AgentConfig, Artifact, StatusMessage } from "./run.ts";
+
+/**
+ * What every surface (status card, tracking comment, session page, CLI) shows of a run's delivery, read
+ * from the run as the API returns it: the repository and base, the work branch, the pull request and
+ * whether a later execution updated it, the diff stat of the latest patch.
+ */
+export interface DeliverySummary {
+  repository: string;
+  base?: string;
+  branch?: string;
+  pullRequest?: { number: number; url: string; updated: boolean };
+  /** "+12 −3 in 4 files", of the latest patch. */
+  diffStat?: string;
+  /** The latest patch's FILE artifact uid (GET /agent/artifacts/{uid}/download). */
+  patchUid?: string;
+  /** The run ended with nothing to deliver. */
+  noChanges: boolean;
+}
+
+interface RunLike {
+  agent_config?: Pick<AgentConfig, "repository" | "base_branch" | "branch"> | null;
+  artifacts?: readonly Artifact[] | null;
+  status_message?: Pick<StatusMessage, "message"> | null;
+  state?: string;
+}
+
+export function deliverySummary(run: RunLike): DeliverySummary | undefined {
+  const config = run.agent_config;
+  if (!config?.repository) return undefined;
+  const artifacts = run.artifacts ?? [];
+  const pr = artifacts.findLast((a) => a.artifact_type === "PULL_REQUEST");
+  const patch = artifacts.findLast((a) => a.artifact_type === "FILE" && a.data.filename === "changes.patch");
+  const number = Number(pr?.data.number);
+  return {
+    repository: config.repository,
+    ...(config.base_branch ? { base: config.base_branch } : {}),
+    ...(config.branch ? { branch: config.branch } : {}),
+    ...(pr && typeof pr.data.url === "string" && Number.isInteger(number)
+      ? { pullRequest: { number, url: pr.data.url, updated: typeof pr.data.updated_at === "string" } }
+      : {}),
+    ...(typeof patch?.data.description === "string" ? { diffStat: patch.data.description } : {}),
+    ...(typeof patch?.data.artifact_uid === "string" ? { patchUid: patch.data.artifact_uid } : {}),
+    noChanges: run.state === "SUCCEEDED" && run.status_message?.message === "No changes",
+  };
+}
+
+/** "acme/app@main" (the base when known). */
+export function repositoryLabel(summary: DeliverySummary): string {
+  return summary.base ? `${summary.repository}@${summary.base}` : summary.repository;
+}
+
+/** "PR #123 opened · +12 −3 in 4 files", "No changes", or undefined while there is nothing to say. */
+export function deliveryLine(summary: DeliverySummary): string | undefined {
+  if (summary.pullRequest) {
+    const pr = `PR #${summary.pullRequest.number} ${summary.pullRequest.updated ? "updated" : "opened"}`;
+    return summary.diffStat ? `${pr} · ${summary.diffStat}` : pr;
+  }
+  if (summary.noChanges) return "No changes";
+  return undefined;
+}

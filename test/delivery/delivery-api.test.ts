@@ -1,0 +1,134 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
+import { FakeGitHub } from "../support/fake-github.ts";
+import { GitRemotes } from "../support/git-remotes.ts";
+
+/**
+ * Runs created through the API that name a repository: the scripted harness edits files, Dispatch
+ * commits, pushes a dispatch/… branch to a local bare repository and opens a pull request on the fake
+ * GitHub, whose REST calls and git data are checked as GitHub would see them.
+ */
+describe("delivery of API runs", () => {
+  let remotes: GitRemotes;
+  let github: FakeGitHub;
+  let t: TestDispatch;
+
+  beforeAll(async () => {
+    remotes = new GitRemotes();
+    remotes.create("acme/app", { "README.md": "# app\n", "src/login.ts": "export const retries = 1;\n" });
+    remotes.create("acme/plain", { "a.txt": "a\n" });
+    github = await new FakeGitHub().start();
+    github.gitRoot = remotes.root;
+    t = await startTestDispatch({
+      GITHUB_SERVER_URL: remotes.serverUrl,
+      GITHUB_API_URL: github.url,
+      GITHUB_TOKEN: github.token,
+      GITHUB_WEBHOOK_SECRET: "webhook-secret-1",
+      GITHUB_BOT_HANDLE: "dispatch",
+      DISPATCH_ALLOW_FILE_REMOTES: "true",
+    });
+  });
+  afterAll(async () => {
+    await t?.stop();
+    await github?.stop();
+    remotes?.remove();
+  });
+
+  it("commits, pushes a dispatch/ branch and opens a draft pull request with the artifacts", async () => {
+    const created = await t.api("POST", "/api/v1/agent/runs", {
+      title: "Fix the flaky login test",
+      prompt: "Raise the retries\n$ sed -i 's/retries = 1/retries = 3/' src/login.ts\n$ echo new > notes.txt",
+      config: { repository: "acme/app" },
+    });
+    expect(created.status).toBe(200);
+    const run = await waitForState(t, created.body.run_id, ["SUCCEEDED", "FAILED", "ERROR"], 30_000);
+    expect(run.status_message?.message).toMatch(
+      /^PR #\d+ opened: https:\/\/github.com\/acme\/app\/pull\/\d+ \(\+2 −1 in 2 files\)$/,
+    );
+    expect(run.state).toBe("SUCCEEDED");
+    const branch = run.agent_config.branch as string;
+    expect(branch).toMatch(/^dispatch\/[0-9a-f]{8}-fix-the-flaky-login-test$/);
+    expect(run.agent_config).toMatchObject({
+      repository: "acme/app",
+      base_branch: "main",
+      delivery: "pull_request",
+    });
+
+    expect(remotes.branches("acme/app")).toContain(branch);
+    expect(remotes.show("acme/app", branch, "src/login.ts")).toBe("export const retries = 3;\n");
+    expect(remotes.log("acme/app", branch)).toEqual(["Fix the flaky login test", "seed"]);
+    expect(remotes.message("acme/app", branch)).toContain(`Run ${run.session_link}`);
+
+    const pr = github.pulls.find((p) => p.head === branch)!;
+    expect(pr).toMatchObject({
+      repo: "acme/app",
+      base: "main",
+      draft: true,
+      title: "Fix the flaky login test",
+    });
+    expect(pr.body).toContain(run.session_link);
+    expect(pr.body).toContain("Requested by");
+
+    const prArtifact = run.artifacts.find(
+      (a: { artifact_type: string }) => a.artifact_type === "PULL_REQUEST",
+    );
+    expect(prArtifact.data).toMatchObject({
+      url: pr.html_url,
+      branch,
+      number: pr.number,
+      repository: "acme/app",
+      base: "main",
+    });
+    const file = run.artifacts.find((a: { artifact_type: string }) => a.artifact_type === "FILE");
+    expect(file.data).toMatchObject({
+      filename: "changes.patch",
+      mime_type: "text/x-diff",
+      description: "+2 −1 in 2 files",
+    });
+  });
+
+  it("succeeds with 'No changes' and opens no pull request when nothing changed", async () => {
+    const before = github.pulls.length;
+    const created = await t.api("POST", "/api/v1/agent/runs", {
+      prompt: "Only look around\n$ cat README.md",
+      config: { repository: "acme/app" },
+    });
+    const run = await waitForState(t, created.body.run_id, ["SUCCEEDED", "FAILED", "ERROR"], 30_000);
+    expect(run.state).toBe("SUCCEEDED");
+    expect(run.status_message?.message).toBe("No changes");
+    expect(github.pulls.length).toBe(before);
+    expect(remotes.branches("acme/app")).not.toContain(run.agent_config.branch);
+  });
+
+  it("fails with delivery_failed and keeps the patch when the push is refused", async () => {
+    remotes.protect("acme/plain", "dispatch/*", "error: GH006: Protected branch update failed");
+    const created = await t.api("POST", "/api/v1/agent/runs", {
+      prompt: "$ echo b > b.txt",
+      config: { repository: "acme/plain", delivery: "branch" },
+    });
+    const run = await waitForState(t, created.body.run_id, ["SUCCEEDED", "FAILED", "ERROR"], 30_000);
+    expect(run.state).toBe("FAILED");
+    expect(run.status_message).toMatchObject({ error_code: "delivery_failed" });
+    expect(run.status_message.message).toMatch(
+      /^Push to dispatch\/\S+ refused: .*pre-receive hook declined.*Protected branch/,
+    );
+    expect(run.artifacts.map((a: { artifact_type: string }) => a.artifact_type)).toEqual(["FILE"]);
+  });
+
+  it("refuses at create what cannot be delivered", async () => {
+    const bad = await t.api("POST", "/api/v1/agent/runs", {
+      prompt: "x",
+      config: { repository: "not a repo" },
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body.detail).toMatch(/config.repository/);
+    const url = await t.api("POST", "/api/v1/agent/runs", {
+      prompt: "x",
+      config: { repository: "https://user:pw@example.com/a/b.git" },
+    });
+    expect(url.status).toBe(400);
+    expect(url.body.detail).toMatch(/credentials/);
+    const branch = await t.api("POST", "/api/v1/agent/runs", { prompt: "x", config: { branch: "x" } });
+    expect(branch.status).toBe(400);
+  });
+});
