@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
+import { startTestDispatch, type TestDispatch, waitFor, waitForState } from "../support/dispatch.ts";
 import { FakeGitHub } from "../support/fake-github.ts";
 import { GitRemotes } from "../support/git-remotes.ts";
 
@@ -19,14 +19,17 @@ describe("delivery of API runs", () => {
     remotes.create("acme/plain", { "a.txt": "a\n" });
     github = await new FakeGitHub().start();
     github.gitRoot = remotes.root;
-    t = await startTestDispatch({
-      GITHUB_SERVER_URL: remotes.serverUrl,
-      GITHUB_API_URL: github.url,
-      GITHUB_TOKEN: github.token,
-      GITHUB_WEBHOOK_SECRET: "webhook-secret-1",
-      GITHUB_BOT_HANDLE: "dispatch",
-      DISPATCH_ALLOW_FILE_REMOTES: "true",
-    });
+    t = await startTestDispatch(
+      {
+        GITHUB_SERVER_URL: remotes.serverUrl,
+        GITHUB_API_URL: github.url,
+        GITHUB_TOKEN: github.token,
+        GITHUB_WEBHOOK_SECRET: "webhook-secret-1",
+        GITHUB_BOT_HANDLE: "dispatch",
+        DISPATCH_ALLOW_FILE_REMOTES: "true",
+      },
+      { github: { throttle: false } },
+    );
   });
   afterAll(async () => {
     await t?.stop();
@@ -87,6 +90,45 @@ describe("delivery of API runs", () => {
     });
   });
 
+  it("pushes a follow-up's work as a second commit on the same branch and updates the same pull request", async () => {
+    const created = await t.api("POST", "/api/v1/agent/runs", {
+      title: "Add a changelog",
+      prompt: "$ echo '# Changes' > CHANGELOG.md",
+      config: { repository: "acme/app" },
+    });
+    const first = await waitForState(t, created.body.run_id, ["SUCCEEDED", "FAILED", "ERROR"], 30_000);
+    expect(first.status_message?.message).toMatch(/^PR #\d+ opened/);
+    const branch = first.agent_config.branch as string;
+    const pr = github.pulls.find((p) => p.head === branch)!;
+
+    const followup = await t.api("POST", `/api/v1/agent/runs/${first.run_id}/followups`, {
+      message: "Mention the fix too\n$ echo '- fixed login' >> CHANGELOG.md",
+    });
+    expect(followup.status).toBe(200);
+    const second = await waitFor(
+      async () => {
+        const r = await t.api("GET", `/api/v1/agent/runs/${first.run_id}`);
+        return r.body.state === "SUCCEEDED" && r.body.status_message?.message?.includes("updated")
+          ? r.body
+          : undefined;
+      },
+      { timeoutMs: 30_000, what: "the follow-up to be delivered" },
+    );
+    expect(second.status_message.message).toMatch(new RegExp(`^PR #${pr.number} updated: `));
+    expect(remotes.log("acme/app", branch)).toEqual(["Add a changelog", "Add a changelog", "seed"]);
+    expect(remotes.show("acme/app", branch, "CHANGELOG.md")).toBe("# Changes\n- fixed login\n");
+    expect(github.pulls.filter((p) => p.head === branch)).toHaveLength(1);
+    const comment = [...github.comments.values()].find((c) => c.issue_number === pr.number);
+    expect(comment?.body).toMatch(/^Follow-up pushed: [0-9a-f]{12} — Mention the fix too/);
+    const prArtifacts = second.artifacts.filter(
+      (a: { artifact_type: string }) => a.artifact_type === "PULL_REQUEST",
+    );
+    expect(prArtifacts).toHaveLength(1);
+    expect(prArtifacts[0].data.updated_at).toBeDefined();
+    const patches = second.artifacts.filter((a: { artifact_type: string }) => a.artifact_type === "FILE");
+    expect(patches).toHaveLength(2);
+  });
+
   it("succeeds with 'No changes' and opens no pull request when nothing changed", async () => {
     const before = github.pulls.length;
     const created = await t.api("POST", "/api/v1/agent/runs", {
@@ -112,6 +154,37 @@ describe("delivery of API runs", () => {
     expect(run.status_message.message).toMatch(
       /^Push to dispatch\/\S+ refused: .*pre-receive hook declined.*Protected branch/,
     );
+    expect(run.artifacts.map((a: { artifact_type: string }) => a.artifact_type)).toEqual(["FILE"]);
+  });
+
+  it("opens no pull request when the run is cancelled while its branch is being pushed", async () => {
+    remotes.create("acme/held", { "a.txt": "a\n" });
+    const held = remotes.holdPushes("acme/held");
+    const created = await t.api("POST", "/api/v1/agent/runs", {
+      prompt: "$ echo b > b.txt",
+      config: { repository: "acme/held" },
+    });
+    const id = created.body.run_id as string;
+    await waitFor(() => held.started(), { timeoutMs: 30_000, what: "the push to be under way" });
+    expect((await t.api("POST", `/api/v1/agent/runs/${id}/cancel`)).status).toBe(200);
+    await waitForState(t, id, ["CANCELLED"]);
+    held.release();
+    const events = await waitFor(
+      async () => {
+        const page = await t.api("GET", `/api/v1/agent/runs/${id}/events?limit=1000`);
+        const list = page.body.events as Array<{ type: string; data: { message?: string } }>;
+        return list.some((e) => e.type === "log" && e.data.message?.startsWith("Changes kept as a patch"))
+          ? list
+          : undefined;
+      },
+      { timeoutMs: 30_000, what: "delivery to end after the cancel" },
+    );
+    // The push that had started completed; nothing was opened after the cancel.
+    expect(events.some((e) => e.type === "log" && e.data.message?.startsWith("Pushed "))).toBe(true);
+    const run = (await t.api("GET", `/api/v1/agent/runs/${id}`)).body;
+    expect(run.state).toBe("CANCELLED");
+    expect(remotes.branches("acme/held")).toContain(run.agent_config.branch);
+    expect(github.pulls.filter((p) => p.repo === "acme/held")).toEqual([]);
     expect(run.artifacts.map((a: { artifact_type: string }) => a.artifact_type)).toEqual(["FILE"]);
   });
 

@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 
@@ -80,6 +80,24 @@ export class GitRemotes {
       `#!/bin/sh\nwhile read old new ref; do\n  case "$ref" in refs/heads/${branchPattern}) echo "${message}" >&2; exit 1;; esac\ndone\nexit 0\n`,
     );
     chmodSync(hook, 0o755);
+  }
+
+  /**
+   * Holds every push to `repo` in its pre-receive hook until `release()`; `started()` says a push is
+   * being held. For tests of what happens while a push is under way.
+   */
+  holdPushes(repo: string): { started(): boolean; release(): void } {
+    const gate = mkdtempSync(join(tmpdir(), "dispatch-gate-"));
+    const hook = join(this.path(repo), "hooks", "pre-receive");
+    writeFileSync(
+      hook,
+      `#!/bin/sh\ncat >/dev/null\ntouch '${gate}/started'\nwhile [ ! -f '${gate}/release' ]; do sleep 0.05; done\nexit 0\n`,
+    );
+    chmodSync(hook, 0o755);
+    return {
+      started: () => existsSync(join(gate, "started")),
+      release: () => writeFileSync(join(gate, "release"), ""),
+    };
   }
 
   path(repo: string): string {

@@ -389,16 +389,22 @@ function prBody(ctx: DeliverContext): string {
     `Session: ${ctx.sessionLink}`,
     `Requested by ${ctx.run.creator.display_name}`,
   ];
-  const issue = issueNumber(ctx.run, ctx.target.repository);
-  if (issue) parts.push(`Closes #${issue}`);
+  const trigger = triggerOf(ctx.run, ctx.target.repository);
+  if (trigger?.kind === "issues") parts.push(`Closes #${trigger.number}`);
+  // A run started on a pull request it cannot push to (a fork's) delivers its own PR, pointing back.
+  if (trigger?.kind === "pull") parts.push(`Follows up #${trigger.number}`);
   return parts.join("\n\n");
 }
 
-/** The issue a GitHub-triggered run came from (its trigger comment's URL), when in the same repository. */
-function issueNumber(run: RunRecord, repository: string): number | undefined {
+/** The issue or pull request a GitHub-triggered run came from (its trigger comment's URL), in this repository. */
+function triggerOf(
+  run: RunRecord,
+  repository: string,
+): { kind: "issues" | "pull"; number: number } | undefined {
   if (!run.triggerUrl) return undefined;
-  const m = /^https?:\/\/[^/]+\/([^/]+\/[^/]+)\/issues\/(\d+)/.exec(run.triggerUrl);
-  return m && m[1]!.toLowerCase() === repository.toLowerCase() ? Number(m[2]) : undefined;
+  const m = /^https?:\/\/[^/]+\/([^/]+\/[^/]+)\/(issues|pull)\/(\d+)/.exec(run.triggerUrl);
+  if (!m || m[1]!.toLowerCase() !== repository.toLowerCase()) return undefined;
+  return { kind: m[2] as "issues" | "pull", number: Number(m[3]) };
 }
 
 function coAuthor(run: RunRecord): string | undefined {
