@@ -1,8 +1,10 @@
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
+import { ArtifactLinks, loadSigningKey } from "./api/artifact-links.ts";
 import { Metrics } from "./api/metrics.ts";
 import { agentRoutes } from "./api/routes/agents.ts";
+import { artifactRoutes } from "./api/routes/artifacts.ts";
 import { environmentRoutes } from "./api/routes/environments.ts";
 import { identityRoutes } from "./api/routes/identities.ts";
 import { modelRoutes } from "./api/routes/models.ts";
@@ -172,7 +174,9 @@ export async function startDispatch(
   });
   server.register(agentRoutes, { agents });
   server.register(identityRoutes, { identities: new IdentityService(store) });
-  server.register(sessionPage, { runService });
+  const artifactLinks = new ArtifactLinks(await loadSigningKey(config.signingKey, config.dataDir));
+  server.register(artifactRoutes, { store, links: artifactLinks, publicUrl: () => publicUrl });
+  server.register(sessionPage, { runService, artifacts: store });
   // Slack: the app answers POST /slack/events (or connects in Socket Mode); the notifier reports back.
   // Remote mode: the integrations and the notifier front another Dispatch instead of this one.
   const remoteRuns = config.runService
@@ -195,6 +199,10 @@ export async function startDispatch(
         log,
         renderStatus: (run, binding) => renderStatusCard(run, binding ?? null, Date.now()),
         inbox: { leaseMs: config.leaseMs, pollMs: config.pollIntervalMs },
+        repositories: {
+          serverUrl: config.delivery.serverUrl,
+          allowFileRemotes: config.delivery.allowFileRemotes,
+        },
       })
     : undefined;
   slack?.register(server); // routes must exist before the server listens

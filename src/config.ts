@@ -115,6 +115,10 @@ const EnvSchema = z.object({
     .regex(/^[^<>\n]+ <[^<>\s]+>$/, "must be a git author such as: Dispatch <dispatch@example.com>")
     .default("Dispatch <dispatch@localhost>"),
   DISPATCH_PR_DRAFT: flag(true),
+  DISPATCH_SIGNING_KEY: z
+    .string()
+    .min(32, "must be at least 32 characters (e.g. openssl rand -hex 32)")
+    .optional(),
   SLACK_BOT_TOKEN: z
     .string()
     .regex(/^xox[a-z]-/, "must be a bot token (xoxb-…)")
@@ -251,6 +255,11 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
         },
         prDraft: e.DISPATCH_PR_DRAFT,
       },
+      /**
+       * Signs artifact download links (HMAC-SHA256); unset: a random key kept in the data directory
+       * (signing-key, mode 0600), so links stay valid across restarts.
+       */
+      signingKey: e.DISPATCH_SIGNING_KEY,
       /** Disk use of runs and of the data directory (DISPATCH_RUN_DISK_QUOTA_MB and the others below). */
       disk: {
         /** What one run's workspace may hold on disk; 0 = no quota. */
@@ -388,6 +397,7 @@ function readPrivateKey(value: string, problem: (message: string) => void): stri
 const SECRET_VARIABLES = [
   "DISPATCH_ADMIN_API_KEY",
   "DISPATCH_RUN_SERVICE_API_KEY",
+  "DISPATCH_SIGNING_KEY",
   "SLACK_BOT_TOKEN",
   "SLACK_SIGNING_SECRET",
   "SLACK_APP_TOKEN",

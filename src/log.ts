@@ -8,8 +8,11 @@ const SECRET_PATTERNS =
   /\b(dsp_[A-Za-z0-9]{40}|xox[abposr]-[A-Za-z0-9-]{10,}|xapp-[A-Za-z0-9-]{10,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9_-]{16,})/g;
 
 export function scrubSecrets(text: string): string {
-  // Keep the first four characters: enough to tell which kind of secret it was.
-  return text.replace(SECRET_PATTERNS, (m) => `${m.slice(0, 4)}[redacted]`);
+  // Keep the first four characters: enough to tell which kind of secret it was. A signed download link's
+  // signature (logged with the request URL) is a capability too.
+  return text
+    .replace(SECRET_PATTERNS, (m) => `${m.slice(0, 4)}[redacted]`)
+    .replace(/([?&]signature=)[A-Za-z0-9_-]{43}/g, "$1[redacted]");
 }
 
 /** JSON logs; anything that can carry a secret is redacted wherever it appears. */

@@ -9,6 +9,7 @@ import {
   CreateRunResponseSchema,
   EventsQuerySchema,
   EventsResponseSchema,
+  FileArtifactResponseSchema,
   FollowupRequestSchema,
   FollowupResponseSchema,
   ListAgentIdentitiesResponseSchema,
@@ -60,6 +61,7 @@ function queryParameters(schema: z.ZodObject): Json[] {
 
 const uidParam = { name: "uid", in: "path", required: true, schema: { type: "string" } };
 const runIdParam = { name: "runId", in: "path", required: true, schema: { type: "string" } };
+const artifactUidParam = { name: "artifactUid", in: "path", required: true, schema: { type: "string" } };
 const idempotencyHeader = {
   name: "Idempotency-Key",
   in: "header",
@@ -296,6 +298,63 @@ export function buildOpenApiDocument(): Json {
             "204": { description: "Deleted; its keys no longer authenticate." },
             ...problems("invalid_request", "resource_not_found"),
             ...common,
+          },
+        },
+      },
+      "/agent/artifacts/{artifactUid}": {
+        get: {
+          operationId: "getArtifact",
+          tags: ["artifacts"],
+          summary: "A FILE artifact of a run (the delivered patch), with a signed download link",
+          parameters: [artifactUidParam],
+          responses: {
+            "200": {
+              description: "The artifact; data.download_url works without an API key until data.expires_at.",
+              content: json(FileArtifactResponseSchema),
+            },
+            ...problems("invalid_request", "resource_not_found"),
+            ...common,
+          },
+        },
+      },
+      "/agent/artifacts/{artifactUid}/download": {
+        get: {
+          operationId: "downloadArtifact",
+          tags: ["artifacts"],
+          summary: "Redirects to a signed link to the artifact's bytes (valid 15 minutes)",
+          parameters: [artifactUidParam],
+          responses: {
+            "302": {
+              description: "Location is the signed link (GET .../content?team=…&expires=…&signature=…).",
+              headers: { Location: { schema: { type: "string" } } },
+            },
+            ...problems("invalid_request", "resource_not_found"),
+            ...common,
+          },
+        },
+      },
+      "/agent/artifacts/{artifactUid}/content": {
+        get: {
+          operationId: "getArtifactContent",
+          tags: ["artifacts"],
+          summary: "The artifact's bytes, through a signed link (no API key)",
+          security: [],
+          parameters: [
+            artifactUidParam,
+            ...["team", "expires", "signature"].map((name) => ({
+              name,
+              in: "query",
+              required: true,
+              schema: { type: "string" },
+            })),
+          ],
+          responses: {
+            "200": {
+              description:
+                "The bytes, as an attachment (Content-Disposition) of the artifact's content type.",
+              content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
+            },
+            ...problems("not_authorized", "resource_not_found"),
           },
         },
       },

@@ -2,16 +2,19 @@
  * Names and usage of the run commands, apart from their implementation (src/cli/runs.ts) so that
  * `dispatch serve` does not load the client and the run commands load only what they use.
  */
-export const RUN_COMMANDS = ["run", "list", "get", "followup", "cancel", "logs"] as const;
+export const RUN_COMMANDS = ["run", "list", "get", "followup", "cancel", "logs", "diff"] as const;
 export type RunCommand = (typeof RUN_COMMANDS)[number];
 
 export const RUNS_USAGE = `  dispatch run <prompt> [--follow] [--json] [--title T] [--name N] [--model M] [--env E] [--skill S]
-                                 create a run ("-" reads the prompt from standard input)
+               [--repo owner/repo[@base]]
+                                 create a run ("-" reads the prompt from standard input); --repo has
+                                 its changes pushed to a dispatch/ branch with a pull request
   dispatch list [--state S]... [--name N] [--limit N] [--json]
-  dispatch get <run id> [--json]
+  dispatch get <run id> [--json]  the run, with its repository, branch, pull request and diff stat
   dispatch followup <run id> <message> [--json]
   dispatch cancel <run id>
   dispatch logs <run id> [--follow] [--json]
+  dispatch diff <run id>         print the run's latest patch (for git apply)
 
   They call the API at DISPATCH_BASE_URL (default http://127.0.0.1:8080) with DISPATCH_API_KEY
   (or DISPATCH_ADMIN_API_KEY). --follow streams the transcript until the run finishes and exits

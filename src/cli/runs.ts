@@ -7,6 +7,7 @@ import {
   type RunEvent,
   type RunItem,
 } from "../client/index.ts";
+import { deliveryLine, deliverySummary, repositoryLabel } from "../model/delivery-summary.ts";
 import {
   apiClient,
   EXIT_FAILED,
@@ -41,6 +42,8 @@ export async function runCommand(command: RunCommand, argv: string[]): Promise<n
         return await cancel(argv);
       case "logs":
         return await logs(argv);
+      case "diff":
+        return await diff(argv);
     }
   } catch (err) {
     return reportApiError(err, RUNS_USAGE);
@@ -56,6 +59,7 @@ async function create(argv: string[]): Promise<number> {
       model: { type: "string" },
       env: { type: "string" },
       skill: { type: "string" },
+      repo: { type: "string" },
       title: { type: "string" },
       follow: { type: "boolean", short: "f" },
       json: { type: "boolean" },
@@ -68,6 +72,7 @@ async function create(argv: string[]): Promise<number> {
     ...(values.name ? { name: values.name } : {}),
     ...(values.model ? { model_id: values.model } : {}),
     ...(values.env ? { environment_id: values.env } : {}),
+    ...(values.repo ? { repository: values.repo } : {}),
   };
   const body: CreateRunRequest = {
     ...(prompt.trim() !== "" ? { prompt } : {}),
@@ -148,16 +153,55 @@ async function get(argv: string[]): Promise<number> {
     ["harness", run.agent_config.harness?.type],
     ["creator", run.creator.display_name],
     ["session", run.session_link],
-    ...run.artifacts.map((a): [string, string] => [
-      "artifact",
-      `${a.artifact_type} ${String(a.data.url ?? "")}`,
-    ]),
+    ...deliveryFields(run),
+    // The pull request and the patch are shown above; any other artifact as it is.
+    ...run.artifacts
+      .filter((a) => a.artifact_type !== "PULL_REQUEST" && a.artifact_type !== "FILE")
+      .map((a): [string, string] => ["artifact", `${a.artifact_type} ${String(a.data.url ?? "")}`]),
   ];
   const width = Math.max(...fields.map(([k]) => k.length));
   for (const [key, value] of fields) {
     if (value) process.stdout.write(`${s.dim(key.padEnd(width))}  ${value}\n`);
   }
   process.stdout.write(`\n${run.prompt}\n`);
+  return EXIT_OK;
+}
+
+/** Where the run's work went: repository@base, branch, pull request and the latest patch's diff stat. */
+function deliveryFields(run: RunItem): Array<[string, string | undefined]> {
+  const summary = deliverySummary(run);
+  if (!summary) return [];
+  return [
+    ["repository", repositoryLabel(summary)],
+    ["branch", summary.branch],
+    ["delivery", deliveryLine(summary)],
+    ["pull request", summary.pullRequest?.url],
+    ["diff", summary.diffStat ? `${summary.diffStat} (dispatch diff ${run.run_id})` : undefined],
+  ];
+}
+
+/** Prints the run's latest patch (its last changes.patch FILE artifact) as it is, for `git apply`. */
+async function diff(argv: string[]): Promise<number> {
+  const { positionals } = parseArgs({ args: argv, allowPositionals: true, options: {} });
+  const runId = runIdFrom(positionals);
+  const dispatch = apiClient();
+  const run = await dispatch.runs.retrieve(runId);
+  const summary = deliverySummary(run);
+  if (!summary?.patchUid) {
+    const why = !summary
+      ? "it names no repository (create runs with --repo owner/repo to have their changes delivered)"
+      : summary.noChanges
+        ? "it changed nothing"
+        : isTerminalState(run.state)
+          ? "no changes were recorded"
+          : `it is ${run.state}; the patch is recorded when an execution ends`;
+    process.stderr.write(`dispatch: run ${runId} has no patch: ${why}.\n`);
+    return EXIT_FAILED;
+  }
+  const bytes = await dispatch.artifacts.download(summary.patchUid);
+  await new Promise<void>((resolve, reject) =>
+    process.stdout.write(bytes, (err) => (err ? reject(err) : resolve())),
+  );
   return EXIT_OK;
 }
 

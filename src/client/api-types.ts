@@ -264,6 +264,21 @@ export interface ListAgentIdentitiesResponse {
   agents: AgentIdentity[];
 }
 
+export interface FileArtifactResponse {
+  artifact_uid: string;
+  artifact_type: "FILE";
+  created_at: string;
+  data: {
+    download_url: string;
+    expires_at: string;
+    content_type: string;
+    filepath: string;
+    filename: string;
+    size_bytes: number;
+    description?: string;
+  };
+}
+
 /** Query parameters of listRuns; whole numbers travel as strings but are given as numbers. */
 export interface ListRunsQuery {
   limit?: number;

@@ -1,6 +1,7 @@
 import { APIPromise, type Fetch, type HeadersLike, type RequestOptions, readEnv, Transport } from "./core.ts";
 import { DispatchError } from "./errors.ts";
 import { Agents } from "./resources/agents.ts";
+import { Artifacts } from "./resources/artifacts.ts";
 import { Environments } from "./resources/environments.ts";
 import { Identities } from "./resources/identities.ts";
 import { Models } from "./resources/models.ts";
@@ -49,6 +50,8 @@ export class Dispatch {
   readonly agents: Agents;
   /** /agent/identities (admin keys). */
   readonly identities: Identities;
+  /** /agent/artifacts: runs' FILE artifacts (the delivered patch). */
+  readonly artifacts: Artifacts;
   readonly #options: ClientOptions;
   readonly #transport: Transport;
 
@@ -80,6 +83,7 @@ export class Dispatch {
     this.environments = new Environments(this.#transport);
     this.agents = new Agents(this.#transport);
     this.identities = new Identities(this.#transport);
+    this.artifacts = new Artifacts(this.#transport);
   }
 
   /**

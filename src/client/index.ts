@@ -11,6 +11,7 @@ export type {
   CreateAgentIdentityRequest,
   CreateRunRequest,
   CreateRunResponse,
+  FileArtifactResponse,
   FollowupRequest,
   FollowupResponse,
   ListAgentIdentitiesResponse,
@@ -58,6 +59,7 @@ export {
 export { RunEventStream } from "./event-stream.ts";
 export { RunsPage, RunsPagePromise } from "./pagination.ts";
 export { type AgentListParams, Agents } from "./resources/agents.ts";
+export { Artifacts } from "./resources/artifacts.ts";
 export { type EnvironmentListParams, Environments } from "./resources/environments.ts";
 export {
   Identities,

@@ -19,7 +19,8 @@ export interface DeliverySummary {
 }
 
 interface RunLike {
-  agent_config?: Pick<AgentConfig, "repository" | "base_branch" | "branch"> | null;
+  // The API's types (the clients') allow null where the record has an absent field.
+  agent_config?: { [K in "repository" | "base_branch" | "branch"]?: AgentConfig[K] | null } | null;
   artifacts?: readonly Artifact[] | null;
   status_message?: Pick<StatusMessage, "message"> | null;
   state?: string;

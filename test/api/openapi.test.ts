@@ -33,6 +33,9 @@ describe("OpenAPI document", () => {
         "/agent",
         "/agent/identities",
         "/agent/identities/{uid}",
+        "/agent/artifacts/{artifactUid}",
+        "/agent/artifacts/{artifactUid}/download",
+        "/agent/artifacts/{artifactUid}/content",
       ].sort(),
     );
     const listParams = doc.paths["/agent/runs"].get.parameters.map((p: { name: string }) => p.name);

@@ -36,6 +36,7 @@ const fieldNamesMatch: {
   UpdateAgentIdentityRequest: true,
   AgentIdentity: true,
   ListAgentIdentitiesResponse: true,
+  FileArtifactResponse: true,
 };
 type ApiTypes = {
   MCPServerConfig: Api.MCPServerConfig;
@@ -60,6 +61,7 @@ type ApiTypes = {
   UpdateAgentIdentityRequest: Api.UpdateAgentIdentityRequest;
   AgentIdentity: Api.AgentIdentity;
   ListAgentIdentitiesResponse: Api.ListAgentIdentitiesResponse;
+  FileArtifactResponse: Api.FileArtifactResponse;
 };
 
 describe("client wire types", () => {

@@ -22,6 +22,8 @@ from agent_dispatch.types import (
     CreateRunResponse,
     Creator,
     EnvironmentConfig,
+    FileArtifactData,
+    FileArtifactResponse,
     FollowupOutcome,
     FollowupResponse,
     GitHubRepo,
@@ -203,6 +205,13 @@ def test_identity_schemas_match(openapi: dict[str, Any]) -> None:
     assert_matches(AgentIdentity, identity)
     assert_matches(IdentitySecret, identity["properties"]["secrets"]["items"])
     assert_matches(ListAgentIdentitiesResponse, schema(openapi, "ListAgentIdentitiesResponse"))
+
+
+def test_artifact_schemas_match(openapi: dict[str, Any]) -> None:
+    documented(openapi, "/agent/artifacts/{artifactUid}")
+    artifact = schema(openapi, "FileArtifactResponse")
+    assert_matches(FileArtifactResponse, artifact)
+    assert_matches(FileArtifactData, artifact["properties"]["data"])
 
 
 def query_parameters(openapi: dict[str, Any], path: str) -> set[str]:

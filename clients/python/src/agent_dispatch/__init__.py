@@ -1,4 +1,5 @@
-"""Python client for the Dispatch agent-run HTTP API v1 (runs, models, environments, skills, identities).
+"""Python client for the Dispatch agent-run HTTP API v1 (runs, models, environments, skills, identities,
+artifacts).
 
 from agent_dispatch import Dispatch
 
@@ -39,6 +40,8 @@ from .types import (
     AgentIdentity,
     CloudEnvironment,
     CreateRunResponse,
+    FileArtifactData,
+    FileArtifactResponse,
     FollowupResponse,
     ListAgentIdentitiesResponse,
     ListAgentsResponse,
@@ -102,4 +105,6 @@ __all__ = [
     "ListAgentsResponse",
     "AgentIdentity",
     "ListAgentIdentitiesResponse",
+    "FileArtifactResponse",
+    "FileArtifactData",
 ]

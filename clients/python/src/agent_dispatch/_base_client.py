@@ -53,6 +53,8 @@ class RequestOptions:
     timeout: TimeoutTypes | NotGiven = NOT_GIVEN
     max_retries: int | NotGiven = NOT_GIVEN
     idempotency_key: str | None = None
+    follow_redirects: bool = False
+    """Follow a redirect (an artifact's download); the API key is not sent to another origin."""
 
 
 def new_idempotency_key() -> str:
@@ -267,7 +269,7 @@ class SyncAPIClient(BaseClient):
         while True:
             request = self._build_request(self._client, options, idempotency_key)
             try:
-                response = self._client.send(request, stream=stream)
+                response = self._client.send(request, stream=stream, follow_redirects=options.follow_redirects)
             except httpx.TimeoutException as err:
                 if retries_taken < max_retries:
                     self._sleep(retry_delay(retries_taken, None))
@@ -340,7 +342,7 @@ class AsyncAPIClient(BaseClient):
         while True:
             request = self._build_request(self._client, options, idempotency_key)
             try:
-                response = await self._client.send(request, stream=stream)
+                response = await self._client.send(request, stream=stream, follow_redirects=options.follow_redirects)
             except httpx.TimeoutException as err:
                 if retries_taken < max_retries:
                     await self._sleep(retry_delay(retries_taken, None))

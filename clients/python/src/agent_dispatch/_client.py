@@ -20,6 +20,12 @@ from ._base_client import (
 from ._response import APIResponse, async_to_raw_response_wrapper, to_raw_response_wrapper
 from ._types import NOT_GIVEN, NotGiven, TimeoutTypes
 from .resources.agents import Agents, AgentsWithRawResponse, AsyncAgents, AsyncAgentsWithRawResponse
+from .resources.artifacts import (
+    Artifacts,
+    ArtifactsWithRawResponse,
+    AsyncArtifacts,
+    AsyncArtifactsWithRawResponse,
+)
 from .resources.environments import (
     AsyncEnvironments,
     AsyncEnvironmentsWithRawResponse,
@@ -81,6 +87,7 @@ class Dispatch(SyncAPIClient):
     environments: Environments
     agents: Agents
     identities: Identities
+    artifacts: Artifacts
     with_raw_response: DispatchWithRawResponse
 
     def __init__(
@@ -106,6 +113,7 @@ class Dispatch(SyncAPIClient):
         self.environments = Environments(self)
         self.agents = Agents(self)
         self.identities = Identities(self)
+        self.artifacts = Artifacts(self)
         self.with_raw_response = DispatchWithRawResponse(self)
 
     def with_options(
@@ -252,6 +260,7 @@ class AsyncDispatch(AsyncAPIClient):
     environments: AsyncEnvironments
     agents: AsyncAgents
     identities: AsyncIdentities
+    artifacts: AsyncArtifacts
     with_raw_response: AsyncDispatchWithRawResponse
 
     def __init__(
@@ -277,6 +286,7 @@ class AsyncDispatch(AsyncAPIClient):
         self.environments = AsyncEnvironments(self)
         self.agents = AsyncAgents(self)
         self.identities = AsyncIdentities(self)
+        self.artifacts = AsyncArtifacts(self)
         self.with_raw_response = AsyncDispatchWithRawResponse(self)
 
     def with_options(
@@ -416,6 +426,7 @@ class DispatchWithRawResponse:
         self.environments = EnvironmentsWithRawResponse(client.environments)
         self.agents = AgentsWithRawResponse(client.agents)
         self.identities = IdentitiesWithRawResponse(client.identities)
+        self.artifacts = ArtifactsWithRawResponse(client.artifacts)
 
     def get(
         self,
@@ -462,6 +473,7 @@ class AsyncDispatchWithRawResponse:
         self.environments = AsyncEnvironmentsWithRawResponse(client.environments)
         self.agents = AsyncAgentsWithRawResponse(client.agents)
         self.identities = AsyncIdentitiesWithRawResponse(client.identities)
+        self.artifacts = AsyncArtifactsWithRawResponse(client.artifacts)
 
     async def get(
         self,

@@ -69,6 +69,9 @@ FollowupOutcome = Literal["queued_prompt", "live_session", "handoff_execution"]
 
 RunEventType = Literal["state", "message", "tool_call", "tool_result", "followup", "artifact", "usage", "error", "log"]
 
+DeliveryMode = Literal["pull_request", "branch", "none"]
+"""How a run with a repository delivers: a pull request, a pushed branch only, or nothing."""
+
 SortBy = Literal["updated_at", "created_at", "title", "agent"]
 SortOrder = Literal["asc", "desc"]
 
@@ -102,6 +105,12 @@ class AgentConfig(DispatchModel):
     harness: Harness | None = None
     idle_timeout_minutes: int | None = None
     max_run_minutes: int | None = None
+    repository: str | None = None
+    """Where the run's changes are delivered: ``owner/repo``, ``owner/repo@base`` or a git URL."""
+    base_branch: str | None = None
+    branch: str | None = None
+    """The branch Dispatch pushes to (``dispatch/…``)."""
+    delivery: DeliveryMode | str | None = None
 
 
 class Creator(DispatchModel):
@@ -353,6 +362,27 @@ class ListAgentIdentitiesResponse(DispatchModel):
     agents: list[AgentIdentity]
 
 
+class FileArtifactData(DispatchModel):
+    download_url: str
+    """Signed link to the bytes: works without an API key until ``expires_at`` (15 minutes)."""
+    expires_at: datetime
+    content_type: str
+    filepath: str
+    filename: str
+    size_bytes: int
+    description: str | None = None
+    """The diff stat of a patch, e.g. ``+2 −1 in 2 files``."""
+
+
+class FileArtifactResponse(DispatchModel):
+    """A FILE artifact of a run (``/agent/artifacts/{uid}``), such as the delivered ``changes.patch``."""
+
+    artifact_uid: str
+    artifact_type: Literal["FILE"]
+    created_at: datetime
+    data: FileArtifactData
+
+
 # --- request parameters (plain dicts; the models above are accepted too) ---
 
 
@@ -378,3 +408,7 @@ class AgentConfigParam(TypedDict, total=False):
     harness: HarnessParam
     idle_timeout_minutes: int
     max_run_minutes: int
+    repository: str
+    base_branch: str
+    branch: str
+    delivery: DeliveryMode

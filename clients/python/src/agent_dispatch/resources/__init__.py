@@ -1,4 +1,5 @@
 from .agents import Agents, AgentsWithRawResponse, AsyncAgents, AsyncAgentsWithRawResponse
+from .artifacts import Artifacts, ArtifactsWithRawResponse, AsyncArtifacts, AsyncArtifactsWithRawResponse
 from .environments import AsyncEnvironments, AsyncEnvironmentsWithRawResponse, Environments, EnvironmentsWithRawResponse
 from .identities import AsyncIdentities, AsyncIdentitiesWithRawResponse, Identities, IdentitiesWithRawResponse
 from .models import AsyncModels, AsyncModelsWithRawResponse, Models, ModelsWithRawResponse
@@ -25,4 +26,8 @@ __all__ = [
     "AsyncIdentities",
     "IdentitiesWithRawResponse",
     "AsyncIdentitiesWithRawResponse",
+    "Artifacts",
+    "AsyncArtifacts",
+    "ArtifactsWithRawResponse",
+    "AsyncArtifactsWithRawResponse",
 ]

@@ -1,0 +1,113 @@
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import type { ArtifactFile, Store } from "../../store/store.ts";
+import type { ArtifactLinks, SignedLink } from "../artifact-links.ts";
+import { parseQuery } from "../parse.ts";
+import { ApiError } from "../problem.ts";
+import { type FileArtifactResponseSchema, NoQuerySchema } from "../schemas.ts";
+
+export interface ArtifactRoutesOptions {
+  store: Pick<Store, "getArtifactFile" | "readArtifactContent">;
+  links: ArtifactLinks;
+  /** Base of the signed links handed out; known only once the server listens when not configured. */
+  publicUrl: () => string;
+}
+
+type Params = { Params: { artifactUid: string } };
+
+const ContentQuerySchema = z.strictObject({
+  team: z.string().min(1),
+  expires: z.string(),
+  signature: z.string(),
+});
+
+/**
+ * FILE artifacts of runs (the delivered patch): the artifact with a signed download link, a redirect to
+ * that link, and the link itself, which serves the bytes without an API key until it expires.
+ */
+export async function artifactRoutes(app: FastifyInstance, opts: ArtifactRoutesOptions): Promise<void> {
+  const { store, links, publicUrl } = opts;
+  const auth = { config: { auth: true } };
+
+  const find = async (teamId: string, uid: string): Promise<ArtifactFile> => {
+    const file = await store.getArtifactFile(teamId, uid);
+    if (!file) throw new ApiError("resource_not_found", `no artifact ${uid}`);
+    return file;
+  };
+
+  app.get<Params>("/api/v1/agent/artifacts/:artifactUid", auth, async (req) => {
+    parseQuery(NoQuerySchema, req.query);
+    const file = await find(req.caller!.team.id, req.params.artifactUid);
+    return fileArtifactResponse(file, links.sign(publicUrl(), req.caller!.team.id, file.uid));
+  });
+
+  app.get<Params>("/api/v1/agent/artifacts/:artifactUid/download", auth, async (req, reply) => {
+    parseQuery(NoQuerySchema, req.query);
+    const file = await find(req.caller!.team.id, req.params.artifactUid);
+    const link = links.sign(publicUrl(), req.caller!.team.id, file.uid);
+    return reply.header("cache-control", "no-store").redirect(link.url, 302);
+  });
+
+  // The signed link: no API key, so the signature is checked before anything is read.
+  app.get<Params>("/api/v1/agent/artifacts/:artifactUid/content", async (req, reply) => {
+    const uid = req.params.artifactUid;
+    const query = ContentQuerySchema.safeParse(req.query ?? {});
+    const verdict = query.success
+      ? links.check(query.data.team, uid, query.data.expires, query.data.signature)
+      : "invalid";
+    if (verdict === "expired") {
+      throw new ApiError(
+        "not_authorized",
+        "this download link has expired; get a new one from GET /api/v1/agent/artifacts/{artifactUid}/download",
+      );
+    }
+    if (verdict !== "valid" || !query.success) {
+      throw new ApiError("not_authorized", "this download link is not valid (altered or incomplete)");
+    }
+    const file = await find(query.data.team, uid);
+    const content = await store.readArtifactContent(query.data.team, uid);
+    if (!content) throw new ApiError("resource_not_found", `no artifact ${uid}`);
+    return reply
+      .header("content-type", file.contentType)
+      .header("content-disposition", contentDisposition(fileName(file)))
+      .header("cache-control", "private, no-store")
+      .header("x-content-type-options", "nosniff")
+      .send(Buffer.from(content.buffer, content.byteOffset, content.byteLength));
+  });
+}
+
+function fileArtifactResponse(
+  file: ArtifactFile,
+  link: SignedLink,
+): z.input<typeof FileArtifactResponseSchema> {
+  const data = file.artifact.data;
+  const description = data.description;
+  return {
+    artifact_uid: file.uid,
+    artifact_type: "FILE",
+    created_at: file.artifact.created_at,
+    data: {
+      download_url: link.url,
+      expires_at: link.expiresAt,
+      content_type: file.contentType,
+      filepath: typeof data.filepath === "string" ? data.filepath : fileName(file),
+      filename: fileName(file),
+      size_bytes: file.sizeBytes,
+      ...(typeof description === "string" ? { description } : {}),
+    },
+  };
+}
+
+function fileName(file: ArtifactFile): string {
+  const { filename, filepath } = file.artifact.data;
+  if (typeof filename === "string" && filename !== "") return filename;
+  if (typeof filepath === "string" && filepath !== "") return filepath.split("/").at(-1) || "artifact";
+  return "artifact";
+}
+
+/** `attachment; filename="changes.patch"`, with an RFC 5987 form when the name is not plain ASCII. */
+function contentDisposition(name: string): string {
+  const plain = name.replace(/[^\x20-\x7e]|["\\]/g, "_");
+  const header = `attachment; filename="${plain}"`;
+  return plain === name ? header : `${header}; filename*=UTF-8''${encodeURIComponent(name)}`;
+}
