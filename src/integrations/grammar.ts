@@ -7,10 +7,14 @@
  *   cancel [run] · status [run]   the run is optional where the thread says which run is meant
  *   list · help
  *   followup <run_id> <message>   slash command only
+ *   in owner/repo[@base] <prompt>  (Slack) a new run in that repository (DELIVERY.md), options as usual
+ *   repo [owner/repo[@base] | none] (Slack) show, set or clear the channel's default repository
  *
  * Text inside code fences and inline code is always prompt. An unknown option key is an error listing
  * the valid keys (never silently dropped); a later duplicate key wins.
  */
+
+import { parseRepositorySpec, type RepositorySpec } from "../model/repository.ts";
 
 export const OPTION_KEYS = ["model", "name", "env", "skill", "title", "harness"] as const;
 export type OptionKey = (typeof OPTION_KEYS)[number];
@@ -19,19 +23,44 @@ export type RunOptions = Partial<Record<OptionKey, string>>;
 export type Surface = "slash" | "mention" | "github";
 
 export type Command =
-  | { verb: "run"; prompt: string; options: RunOptions; forceNew: boolean }
+  | {
+      verb: "run";
+      prompt: string;
+      options: RunOptions;
+      forceNew: boolean;
+      /** `in owner/repo[@base]` at the start (Slack): the run's repository; absent otherwise. */
+      repository?: RepositorySpec;
+    }
   | { verb: "cancel"; runId?: string }
   | { verb: "status"; runId?: string }
   | { verb: "list" }
   | { verb: "help" }
-  | { verb: "followup"; runId: string; message: string };
+  | { verb: "followup"; runId: string; message: string }
+  /** Slack: the channel's default repository; `repository` null clears it, absent shows it. */
+  | { verb: "repo"; repository?: RepositorySpec | null };
+
+/** How repository specs are read (parseRepositorySpec): the server's GitHub URL, whether file:// is allowed. */
+export interface RepositoryParsing {
+  serverUrl: string;
+  allowFileRemotes: boolean;
+}
+
+export interface GrammarOptions {
+  /** Defaults to github.com without file remotes; the run service checks the spec again at create. */
+  repositories?: RepositoryParsing;
+}
+
+const DEFAULT_PARSING: RepositoryParsing = { serverUrl: "https://github.com", allowFileRemotes: false };
 
 export class GrammarError extends Error {}
 
 const VALID_KEYS = OPTION_KEYS.join(", ");
 
 /** Parses one command. Throws GrammarError with a message meant for the person who wrote it. */
-export function parseCommand(text: string, surface: Surface): Command {
+export function parseCommand(text: string, surface: Surface, opts: GrammarOptions = {}): Command {
+  const parsing = opts.repositories ?? DEFAULT_PARSING;
+  // GitHub runs work in the repository they were asked in: `in …` and `repo` are Slack's.
+  const slack = surface !== "github";
   const trimmed = text.trim();
   if (trimmed === "") return { verb: "help" };
   const [first = "", ...restWords] = trimmed.split(/\s+/);
@@ -51,8 +80,17 @@ export function parseCommand(text: string, surface: Surface): Command {
       break;
     case "new": {
       if (rest === "") throw new GrammarError("`new` needs a prompt: new <prompt> [options]");
-      return parseRun(rest, true);
+      return slack ? parseRunIn(rest, true, parsing) : parseRun(rest, true);
     }
+    case "repo":
+      if (!slack) break;
+      // `repo` alone shows, `repo none` clears, `repo <spec>` sets; more words are a prompt ("repo is slow…").
+      if (rest === "") return { verb: "repo" };
+      if (restWords.length === 1) {
+        if (/^(none|clear|off|-)$/i.test(rest)) return { verb: "repo", repository: null };
+        return { verb: "repo", repository: repositoryOrThrow(rest, parsing) };
+      }
+      break;
     case "followup":
       if (surface !== "slash") break;
       {
@@ -61,7 +99,35 @@ export function parseCommand(text: string, surface: Surface): Command {
         return { verb: "followup", runId: match[1]!, message: match[2]! };
       }
   }
-  return parseRun(trimmed, false);
+  return slack ? parseRunIn(trimmed, false, parsing) : parseRun(trimmed, false);
+}
+
+/**
+ * A new run that may start with `in owner/repo[@base]` (or `in <git URL>`): the words set the run's
+ * repository and the rest is the prompt with its options. Only a word with a `/` counts as a repository,
+ * so "in the parser, fix…" stays prose; a word with a `/` that is not a repository is an error saying why.
+ */
+function parseRunIn(text: string, forceNew: boolean, parsing: RepositoryParsing): Command & { verb: "run" } {
+  const match = /^in\s+([^\s`]*\/[^\s`]*)(?:\s+|$)/i.exec(text);
+  if (!match) return parseRun(text, forceNew);
+  const repository = repositoryOrThrow(match[1]!, parsing);
+  const rest = text.slice(match[0].length);
+  if (rest.trim() === "") {
+    throw new GrammarError(`say what to do in ${match[1]}: in owner/repo[@branch] <prompt> [options]`);
+  }
+  return { ...parseRun(rest, forceNew), repository };
+}
+
+/** A repository spec as parseRepositorySpec reads it, or a GrammarError with its reason. */
+function repositoryOrThrow(spec: string, parsing: RepositoryParsing): RepositorySpec {
+  const parsed = parseRepositorySpec(spec, parsing);
+  if (typeof parsed === "string") throw new GrammarError(`repository: ${parsed}`);
+  return parsed;
+}
+
+/** `owner/repo@base` (or the URL) as people write it back. */
+export function describeRepository(spec: RepositorySpec): string {
+  return spec.base ? `${spec.repository}@${spec.base}` : spec.repository;
 }
 
 /** A new run's prompt and options, with code spans left as they are. */
@@ -108,9 +174,16 @@ export function optionsFromAgentConfig(config: {
   return out;
 }
 
-/** The RunsApi create body for parsed options (`env` → environment_id, `skill` → skill). */
-export function createBody(prompt: string, options: RunOptions) {
+/**
+ * The RunsApi create body for parsed options (`env` → environment_id, `skill` → skill) and, when given,
+ * the repository (`config.repository`, `config.base_branch`).
+ */
+export function createBody(prompt: string, options: RunOptions, repository?: RepositorySpec) {
   const config: Record<string, unknown> = {};
+  if (repository) {
+    config.repository = repository.repository;
+    if (repository.base) config.base_branch = repository.base;
+  }
   if (options.model) config.model_id = options.model;
   if (options.name) config.name = options.name;
   if (options.env) config.environment_id = options.env;

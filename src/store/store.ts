@@ -211,6 +211,16 @@ export interface Store {
   /** Sets the thread of a binding that had none (a slash command's status card became its root). */
   setBindingThread(runId: string, thread: string): Promise<void>;
 
+  // Channel settings (chat integrations): a channel's default repository (DELIVERY.md)
+  getChannelSettings(where: ChannelKey): Promise<ChannelSettings | undefined>;
+  /** Sets (or with null clears) the channel's default repository and base; returns the settings now. */
+  setChannelRepository(
+    where: ChannelKey,
+    repository: { repository: string; base?: string } | null,
+    by: string,
+    at: string,
+  ): Promise<ChannelSettings>;
+
   /** Drops idempotency records older than the retention window. */
   pruneIdempotencyKeys(olderThan: string): Promise<number>;
   /** Drops inbound delivery keys and deliveries older than the retention window. */
@@ -257,6 +267,19 @@ export interface Store {
   listOutbox(runId: string): Promise<OutboxRow[]>;
   /** Drops sent and superseded rows older than `olderThan`. */
   pruneOutbox(olderThan: string): Promise<number>;
+}
+
+/** A chat channel: a Slack channel of a workspace (team). */
+export type ChannelKey = Pick<ThreadBinding, "platform" | "workspace" | "channel">;
+
+export interface ChannelSettings extends ChannelKey {
+  /** The default repository of runs started in the channel (`owner/repo` or a git URL); null when none. */
+  repository: string | null;
+  /** Its base branch, when the setting named one. */
+  baseBranch: string | null;
+  /** Who changed the settings last (a Slack user id). */
+  updatedBy: string;
+  updatedAt: string;
 }
 
 export interface NotifierCursor {

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   createBody,
   describeOptions,
+  describeRepository,
   GrammarError,
   OPTION_KEYS,
   optionsFromAgentConfig,
@@ -131,6 +132,82 @@ describe("parseCommand: verbs", () => {
     });
     expect(errorOf("followup r1", "slash")).toContain("usage: followup <run_id> <message>");
     expect(run("followup with the vendor", "mention").prompt).toBe("followup with the vendor");
+  });
+});
+
+describe("parseCommand: repositories (Slack)", () => {
+  it("`in owner/repo[@branch]` at the start sets the run's repository and base, with options as usual", () => {
+    expect(parseCommand("in acme/app@develop fix the login test model=x", "slash")).toEqual({
+      verb: "run",
+      prompt: "fix the login test",
+      options: { model: "x" },
+      forceNew: false,
+      repository: { repository: "acme/app", base: "develop" },
+    });
+    expect(run("In acme/app [env=web] go", "mention")).toMatchObject({
+      prompt: "go",
+      options: { env: "web" },
+      repository: { repository: "acme/app" },
+    });
+    expect(run("new in acme/app add a changelog", "mention")).toMatchObject({
+      forceNew: true,
+      prompt: "add a changelog",
+      repository: { repository: "acme/app" },
+    });
+    expect(run("in https://github.com/acme/app.git go").repository).toEqual({ repository: "acme/app" });
+  });
+
+  it("reads `in` as prose unless a word with a slash follows it, and only at the start", () => {
+    expect(run("in the parser, fix the off-by-one")).not.toHaveProperty("repository");
+    expect(run("fix the bug in acme/app").prompt).toBe("fix the bug in acme/app");
+    expect(run("fix the bug in acme/app")).not.toHaveProperty("repository");
+    expect(run("in `src/app.ts` rename x")).not.toHaveProperty("repository");
+  });
+
+  it("names what is wrong with a repository, in parseRepositorySpec's words", () => {
+    expect(errorOf("in acme/app@bad..branch go")).toBe(
+      'repository: the base branch "bad..branch" is not a valid git branch name',
+    );
+    expect(errorOf("in a/b/c go")).toContain('"a/b/c" is not a repository: write owner/repo');
+    expect(errorOf("in git@github.com:acme/app.git go")).toContain("SSH remotes are not supported");
+    expect(errorOf("in acme/app")).toContain("say what to do in acme/app");
+  });
+
+  it("accepts file:// repositories only when the parsing options allow them", () => {
+    expect(errorOf("in file:///srv/git/app.git go")).toContain("DISPATCH_ALLOW_FILE_REMOTES=true");
+    const cmd = parseCommand("in file:///srv/git/app.git go", "slash", {
+      repositories: { serverUrl: "https://github.com", allowFileRemotes: true },
+    });
+    expect(cmd).toMatchObject({ verb: "run", repository: { repository: "file:///srv/git/app.git" } });
+  });
+
+  it("`repo` shows, `repo owner/repo[@branch]` sets and `repo none` clears the channel default", () => {
+    expect(parseCommand("repo", "slash")).toEqual({ verb: "repo" });
+    expect(parseCommand("repo acme/app@develop", "slash")).toEqual({
+      verb: "repo",
+      repository: { repository: "acme/app", base: "develop" },
+    });
+    expect(parseCommand("REPO none", "mention")).toEqual({ verb: "repo", repository: null });
+    expect(errorOf("repo acme")).toContain('"acme" is not a repository');
+    expect(run("repo is slow to clone, find out why").prompt).toBe("repo is slow to clone, find out why");
+  });
+
+  it("leaves both to Slack: on GitHub they are prose", () => {
+    expect(run("in acme/app@develop fix it", "github")).toEqual({
+      verb: "run",
+      prompt: "in acme/app@develop fix it",
+      options: {},
+      forceNew: false,
+    });
+    expect(run("repo acme/app", "github").prompt).toBe("repo acme/app");
+  });
+
+  it("puts the repository and base on the create body", () => {
+    expect(createBody("p", {}, { repository: "acme/app", base: "develop" })).toEqual({
+      prompt: "p",
+      config: { repository: "acme/app", base_branch: "develop" },
+    });
+    expect(describeRepository({ repository: "acme/app", base: "develop" })).toBe("acme/app@develop");
   });
 });
 

@@ -3,6 +3,7 @@ import type { SlackConfig } from "../../config.ts";
 import type { SlackSettings } from "../../config-file.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
 import type { Store } from "../../store/store.ts";
+import type { RepositoryParsing } from "../grammar.ts";
 import { SlackIntegration } from "./slack-integration.ts";
 import type { StatusRenderer } from "./verbs.ts";
 
@@ -24,6 +25,8 @@ export function createSlackIntegration(opts: {
   renderStatus?: StatusRenderer;
   /** The lease on a delivery being handled, and how often the inbox is polled for ones nobody holds. */
   inbox: { leaseMs: number; pollMs: number };
+  /** How repositories in commands are read: the server's GitHub URL and whether file:// is allowed. */
+  repositories?: RepositoryParsing;
 }): SlackIntegration {
   // Each part of the integration logs under its own `component` (slack, slack-receiver, …).
   return new SlackIntegration(opts);

@@ -2,7 +2,7 @@ import type { App } from "@slack/bolt";
 import type { Logger } from "pino";
 import type { SlackSettings } from "../../config-file.ts";
 import type { Store } from "../../store/store.ts";
-import { type Command, GrammarError, parseCommand } from "../grammar.ts";
+import { type Command, GrammarError, parseCommand, type RepositoryParsing } from "../grammar.ts";
 import { type Actor, refusal } from "./access.ts";
 import { claimDelivery, idempotencyKeyFor } from "./inbound.ts";
 import { grammarErrorText, plainText } from "./messages.ts";
@@ -26,6 +26,8 @@ export interface ListenersDeps {
   users: UserDirectory;
   work: WorkQueue;
   log: Logger;
+  /** How `in owner/repo` and `repo owner/repo` are read (the server's GitHub URL, file remotes). */
+  repositories?: RepositoryParsing;
 }
 
 /**
@@ -73,7 +75,7 @@ export class Listeners {
     const say = (text: string) => responder.ephemeral(actor, text);
     let command: Command;
     try {
-      command = parseCommand(plainText(String(payload.text ?? "")), "slash");
+      command = parseCommand(plainText(String(payload.text ?? "")), "slash", this.grammar());
     } catch (err) {
       if (err instanceof GrammarError) return say(grammarErrorText(err.message, slashCommand));
       throw err;
@@ -94,6 +96,8 @@ export class Listeners {
         return verbs.cancel(actor, user, command.runId, idempotencyKeyFor(payload, "cancel"));
       case "followup":
         return verbs.followup(actor, command.runId, command.message, idempotencyKeyFor(payload, "followup"));
+      case "repo":
+        return verbs.repo(actor, command.repository);
       case "run":
         return verbs.startRun(actor, user, command, {
           thread: null,
@@ -135,12 +139,12 @@ export class Listeners {
     const verb = (text.trim().split(/\s+/)[0] ?? "").toLowerCase();
 
     // In a run's thread, anything that is not a verb is a follow-up to the thread's latest run.
-    if (binding && !["cancel", "status", "help", "list", "new"].includes(verb)) {
+    if (binding && !["cancel", "status", "help", "list", "new", "repo"].includes(verb)) {
       return verbs.followup(actor, binding.runId, text.trim(), idempotencyKeyFor(body, "followup"), binding);
     }
     let command: Command;
     try {
-      command = parseCommand(text, "mention");
+      command = parseCommand(text, "mention", this.grammar());
     } catch (err) {
       if (err instanceof GrammarError) return reply(grammarErrorText(err.message, slashCommand));
       throw err;
@@ -174,10 +178,16 @@ export class Listeners {
           permalinkOf: event.ts,
           idempotencyKey: idempotencyKeyFor(body, "create"),
         });
+      case "repo":
+        return verbs.repo(actor, command.repository, replyThread);
       case "followup":
         // Not produced on the mention surface.
         return;
     }
+  }
+
+  private grammar() {
+    return this.deps.repositories ? { repositories: this.deps.repositories } : {};
   }
 
   private async onCancelButton(body: Payload): Promise<void> {

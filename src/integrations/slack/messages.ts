@@ -26,12 +26,31 @@ export function helpText(command: string): string {
     `• \`${command} <prompt> [options]\` start a run; a status card is posted in this channel`,
     `• \`${command} status [run]\` · \`${command} list\` · \`${command} cancel <run>\``,
     `• \`${command} followup <run> <message>\` send the run more instructions`,
+    `• \`${command} in owner/repo[@branch] <prompt>\` work in that repository and open a pull request (against the branch)`,
+    `• \`${command} repo owner/repo[@branch]\` sets this channel's default repository · \`${command} repo\` shows it · \`${command} repo none\` clears it`,
     "• `@Dispatch <prompt>` in a channel starts a run in a thread under your message; in that thread,",
     "  `@Dispatch <text>` is a follow-up, `@Dispatch cancel`, `@Dispatch status`, `@Dispatch new <prompt>`",
     "",
     `Options: \`key=value\` anywhere or \`[key=value, key="two words"]\`; keys: ${OPTION_KEYS.join(", ")}`,
     "(`env` is the environment). Text in `code` or ```code blocks``` is never read as options.",
   ].join("\n");
+}
+
+/** `repo` without a repository: what the channel's default is, and how to change it. */
+export function channelRepositoryText(
+  command: string,
+  repository: string | undefined,
+  changed?: { by: string; at: string },
+): string {
+  const how = `\`${command} repo owner/repo[@branch]\` sets it, \`${command} repo none\` clears it.`;
+  if (!repository) {
+    return `This channel has no default repository: runs started here work in an empty workspace unless the command says \`in owner/repo\`.\n${how}`;
+  }
+  const who =
+    changed && /^[UW][A-Z0-9]+$/.test(changed.by)
+      ? ` (set by <@${changed.by}> ${changed.at.slice(0, 10)})`
+      : "";
+  return `This channel's default repository is \`${escapeMrkdwn(repository)}\`${who}: runs started here work in it unless the command says \`in owner/repo\`.\n${how}`;
 }
 
 export function grammarErrorText(message: string, command: string): string {

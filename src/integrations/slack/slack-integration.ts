@@ -6,6 +6,7 @@ import type { SlackConfig } from "../../config.ts";
 import type { SlackSettings } from "../../config-file.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
 import type { Store } from "../../store/store.ts";
+import type { RepositoryParsing } from "../grammar.ts";
 import { InboxQueue, type InboxStore } from "../inbox-queue.ts";
 import { boltLogger } from "./bolt-logger.ts";
 import { ChannelMembers } from "./channel-members.ts";
@@ -24,6 +25,8 @@ export type SlackStore = Pick<
   | "getThreadBinding"
   | "listChannelBindings"
   | "getCardState"
+  | "getChannelSettings"
+  | "setChannelRepository"
 > &
   InboxStore;
 
@@ -39,6 +42,8 @@ export interface SlackIntegrationDeps {
   renderStatus?: StatusRenderer;
   /** The lease on a delivery being handled, and how often the inbox is polled for ones nobody holds. */
   inbox: { leaseMs: number; pollMs: number };
+  /** How repositories in commands are read: the server's GitHub URL and whether file:// is allowed. */
+  repositories?: RepositoryParsing;
 }
 
 /**
@@ -122,6 +127,7 @@ export class SlackIntegration {
       users: new UserDirectory(client, log.child({ component: "slack-users" })),
       work: this.work,
       log: log.child({ component: "slack-listeners" }),
+      ...(deps.repositories ? { repositories: deps.repositories } : {}),
     }).register(this.app);
   }
 

@@ -1,5 +1,11 @@
 import { createHash } from "node:crypto";
 import type { ActionsBlock, Button, ContextBlock, KnownBlock, SectionBlock } from "@slack/types";
+import {
+  type DeliverySummary,
+  deliveryLine,
+  deliverySummary,
+  repositoryLabel,
+} from "../../model/delivery-summary.ts";
 import { isTerminal } from "../../model/run-state.ts";
 import { elapsedText, resolvedOptions, stateWords, truncate } from "../../model/run-wording.ts";
 import type { ThreadBinding } from "../../model/thread-binding.ts";
@@ -78,6 +84,26 @@ function link(url: string, label: string): string {
   return `<${url.replace(/[|>]/g, encodeURIComponent)}|${escapeMrkdwn(label)}>`;
 }
 
+/**
+ * The delivery in mrkdwn: "<url|PR #123 opened> · +12 −3 in 4 files" (the PR words link to it), "No
+ * changes", or undefined while there is nothing to say. The words are deliveryLine's.
+ */
+function deliveryMrkdwn(summary: DeliverySummary | undefined): string | undefined {
+  const line = summary && deliveryLine(summary);
+  if (!line) return undefined;
+  const pr = summary.pullRequest;
+  if (!pr) return escapeMrkdwn(line);
+  const [head = line, ...rest] = line.split(" · ");
+  return [link(pr.url, head), ...rest.map(escapeMrkdwn)].join(" · ");
+}
+
+/** The same in plain text (the message's fallback): "PR #123 opened · +12 −3 in 4 files https://…". */
+function deliveryPlain(summary: DeliverySummary | undefined): string | undefined {
+  const line = summary && deliveryLine(summary);
+  if (!line) return undefined;
+  return summary.pullRequest ? `${line} ${summary.pullRequest.url}` : line;
+}
+
 function buildCard(run: RunItem, elapsed: string | null): SlackMessage {
   const terminal = isTerminal(run.state);
   const words = stateWords(run);
@@ -98,7 +124,9 @@ function buildCard(run: RunItem, elapsed: string | null): SlackMessage {
   };
   blocks.push(headline);
 
-  const facts = [resolvedOptions(run), elapsed === null ? "" : `elapsed ${elapsed}`].filter(Boolean);
+  const delivery = deliverySummary(run);
+  const where = delivery ? `in ${repositoryLabel(delivery)}` : "";
+  const facts = [where, resolvedOptions(run), elapsed === null ? "" : `elapsed ${elapsed}`].filter(Boolean);
   if (facts.length > 0) {
     const context: ContextBlock = {
       type: "context",
@@ -114,7 +142,16 @@ function buildCard(run: RunItem, elapsed: string | null): SlackMessage {
     });
   }
 
-  const prs = pullRequests(run);
+  const delivered = deliveryMrkdwn(delivery);
+  if (delivered) {
+    blocks.push({
+      type: "section",
+      text: { type: "mrkdwn", text: truncate(delivered, SLACK_LIMITS.section) },
+    });
+  }
+
+  // The delivered PR is linked above; other PR artifacts (if any) stay with the links.
+  const prs = pullRequests(run).filter((p) => p.url !== delivery?.pullRequest?.url);
   const links = [
     link(run.session_link, "Session"),
     ...prs.slice(0, MAX_PR_LINKS).map((p) => link(p.url, p.label)),
@@ -155,7 +192,9 @@ function buildCard(run: RunItem, elapsed: string | null): SlackMessage {
   const actions: ActionsBlock = { type: "actions", block_id: "dispatch_run_actions", elements: buttons };
   blocks.push(actions);
 
-  const textParts = [`${words}: ${title}`];
+  const textParts = [`${words}: ${title}${where ? ` (${where})` : ""}`];
+  const deliveredPlain = deliveryPlain(delivery);
+  if (deliveredPlain) textParts.push(deliveredPlain);
   if (statusMessage) textParts.push(statusMessage);
   textParts.push(run.session_link);
   return {
@@ -191,6 +230,8 @@ export function renderFinalReply(run: RunItem, binding: Pick<ThreadBinding, "req
   const failed = run.state === "FAILED" || run.state === "ERROR";
   const mention = /^[UW][A-Z0-9]+$/.test(binding.requester) ? `<@${binding.requester}> ` : "";
   let text = `${mention}${stateEmoji(run.state)} *${escapeMrkdwn(words)}* · ${escapeMrkdwn(run.title || "Untitled run")}`;
+  const delivered = deliveryMrkdwn(deliverySummary(run));
+  if (delivered) text += `\n${delivered}`;
   if (failed && run.status_message?.message) text += `\n${quote(run.status_message.message)}`;
   text += `\n${link(run.session_link, "Open session")}`;
   text = truncate(text, SLACK_LIMITS.section);

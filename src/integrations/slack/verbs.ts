@@ -1,15 +1,17 @@
 import type { SlackSettings } from "../../config-file.ts";
+import type { RepositorySpec } from "../../model/repository.ts";
 import { stateWord } from "../../model/run-wording.ts";
 import type { ThreadBinding } from "../../model/thread-binding.ts";
 import type { RunItem } from "../../runs/run-item.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
 import type { Store } from "../../store/store.ts";
-import { type Command, createBody } from "../grammar.ts";
+import { type Command, createBody, describeRepository } from "../grammar.ts";
 import { describeError, runErrorCode } from "../run-errors.ts";
 import { type Actor, boundHere, mayActOnRun, notHereText } from "./access.ts";
 import type { ChannelMembership } from "./channel-members.ts";
-import { followupText, helpText, listText, statusText } from "./messages.ts";
+import { channelRepositoryText, followupText, helpText, listText, statusText } from "./messages.ts";
 import type { Responder } from "./responder.ts";
+import { escapeMrkdwn } from "./status-card.ts";
 import type { SlackUser } from "./user-directory.ts";
 
 const LIST_LIMIT = 10;
@@ -27,7 +29,15 @@ export interface VerbsDeps {
   command: string;
   settings: SlackSettings;
   runs: RunsApi;
-  store: Pick<Store, "bindThread" | "getThreadBinding" | "listChannelBindings" | "getCardState">;
+  store: Pick<
+    Store,
+    | "bindThread"
+    | "getThreadBinding"
+    | "listChannelBindings"
+    | "getCardState"
+    | "getChannelSettings"
+    | "setChannelRepository"
+  >;
   responder: Responder;
   members: ChannelMembership;
   renderStatus?: StatusRenderer;
@@ -69,6 +79,9 @@ export class Verbs {
     const { runs, store, responder } = this.deps;
     // A slash command has no message of its own (its status card, posted later, becomes the thread):
     // the run links to the channel it was typed in.
+    // DELIVERY.md: `in owner/repo` beats the channel's default repository.
+    const fallback = command.repository ? undefined : await this.channelRepository(actor);
+    const repository = command.repository ?? fallback;
     const triggerUrl = where.permalinkOf
       ? await responder.permalink(actor.channel, where.permalinkOf)
       : `https://slack.com/app_redirect?team=${encodeURIComponent(actor.team)}&channel=${encodeURIComponent(actor.channel)}`;
@@ -76,7 +89,7 @@ export class Verbs {
     try {
       created = await runs.create(
         {
-          ...createBody(command.prompt, command.options),
+          ...createBody(command.prompt, command.options, repository),
           creator: user.creator,
           source: "SLACK",
           ...(triggerUrl ? { trigger_url: triggerUrl } : {}),
@@ -84,9 +97,14 @@ export class Verbs {
         { idempotencyKey: where.idempotencyKey },
       );
     } catch (err) {
+      // A default the server refuses is the channel's setting, not what was typed: say where it came from.
+      const hint =
+        fallback && runErrorCode(err) === "invalid_request"
+          ? `\n(\`${describeRepository(fallback)}\` is this channel's default repository: \`${this.deps.command} repo\` changes it.)`
+          : "";
       return responder.ephemeral(
         actor,
-        `Could not start the run: ${describeError(err)}`,
+        `Could not start the run: ${describeError(err)}${hint}`,
         where.thread ?? undefined,
       );
     }
@@ -100,6 +118,49 @@ export class Verbs {
       requester: actor.user,
       createdAt: new Date().toISOString(),
     });
+  }
+
+  /**
+   * `repo`: shows the channel's default repository (`repository` absent), sets it, or clears it (null).
+   * Whoever may start runs here may change it; the listeners have checked that already.
+   */
+  async repo(actor: Actor, repository: RepositorySpec | null | undefined, thread?: string): Promise<void> {
+    const { store, responder, command } = this.deps;
+    const where = { platform: "slack" as const, workspace: actor.team, channel: actor.channel };
+    if (repository === undefined) {
+      const settings = await store.getChannelSettings(where);
+      const current = settings?.repository
+        ? describeRepository({
+            repository: settings.repository,
+            ...(settings.baseBranch ? { base: settings.baseBranch } : {}),
+          })
+        : undefined;
+      return responder.ephemeral(
+        actor,
+        channelRepositoryText(
+          command,
+          current,
+          settings ? { by: settings.updatedBy, at: settings.updatedAt } : undefined,
+        ),
+        thread,
+      );
+    }
+    await store.setChannelRepository(where, repository, actor.user, new Date().toISOString());
+    const text = repository
+      ? `Runs started in this channel now work in \`${escapeMrkdwn(describeRepository(repository))}\` and open a pull request there, unless the command says \`in owner/repo\`.`
+      : `This channel has no default repository any more: runs started here work in an empty workspace unless the command says \`in owner/repo\`.`;
+    await responder.ephemeral(actor, text, thread);
+  }
+
+  /** The channel's default repository, when one is set. */
+  private async channelRepository(actor: Actor): Promise<RepositorySpec | undefined> {
+    const settings = await this.deps.store.getChannelSettings({
+      platform: "slack",
+      workspace: actor.team,
+      channel: actor.channel,
+    });
+    if (!settings?.repository) return undefined;
+    return { repository: settings.repository, ...(settings.baseBranch ? { base: settings.baseBranch } : {}) };
   }
 
   /** `known`: the thread's binding when the follow-up was typed in the run's thread. */

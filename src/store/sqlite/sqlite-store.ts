@@ -14,6 +14,8 @@ import type {
   ArtifactFile,
   CardChange,
   CardState,
+  ChannelKey,
+  ChannelSettings,
   IdempotencyClaim,
   IdempotentResult,
   InboundDelivery,
@@ -30,6 +32,7 @@ import type {
 } from "../store.ts";
 import * as apiKeys from "./api-keys.ts";
 import * as artifacts from "./artifacts.ts";
+import * as channelSettings from "./channel-settings.ts";
 import { classifyError, Database, migrate, ping } from "./database.ts";
 import * as events from "./events.ts";
 import * as followups from "./followups.ts";
@@ -46,7 +49,7 @@ import * as runs from "./runs.ts";
  * timeout serialises writers across processes (the admin CLI next to a running server).
  *
  * The statements live in one module per family (runs, leases, follow-ups, events, idempotency, API keys, identities,
- * inbound, outbox), each function taking the Database first; this class only delegates to them.
+ * inbound, outbox, channel settings), each function taking the Database first; this class only delegates to them.
  */
 export class SqliteStore implements Store {
   readonly kind = "sqlite";
@@ -301,6 +304,19 @@ export class SqliteStore implements Store {
 
   setBindingThread(runId: string, thread: string): Promise<void> {
     return inbound.setBindingThread(this.db, runId, thread);
+  }
+
+  getChannelSettings(where: ChannelKey): Promise<ChannelSettings | undefined> {
+    return channelSettings.getChannelSettings(this.db, where);
+  }
+
+  setChannelRepository(
+    where: ChannelKey,
+    repository: { repository: string; base?: string } | null,
+    by: string,
+    at: string,
+  ): Promise<ChannelSettings> {
+    return channelSettings.setChannelRepository(this.db, where, repository, by, at);
   }
 
   pruneInbox(olderThan: string): Promise<number> {

@@ -98,6 +98,69 @@ describe("renderStatusCard", () => {
     expect(allText(card)).toContain("<https://github.com/o/r/pull/42|PR #42>");
   });
 
+  describe("delivery (DELIVERY.md)", () => {
+    const at = "2026-01-01T00:00:00.000Z";
+    const inRepo = (over: Partial<RunItem> = {}) =>
+      run({
+        agent_config: { model_id: "m", repository: "acme/app", base_branch: "develop" },
+        ...over,
+      } as Partial<RunItem>);
+    const pr = (data: Record<string, unknown> = {}) => ({
+      artifact_type: "PULL_REQUEST",
+      created_at: at,
+      data: { url: "https://github.com/acme/app/pull/123", number: 123, branch: "dispatch/x", ...data },
+    });
+    const patch = {
+      artifact_type: "FILE",
+      created_at: at,
+      data: { artifact_uid: "a1", filename: "changes.patch", description: "+12 −3 in 4 files" },
+    };
+
+    it("shows 'in owner/repo@base' while running", () => {
+      const card = renderStatusCard(inRepo(), binding, 0);
+      expect(allText(card)).toContain("in acme/app@develop · model=m");
+      expect(card.text).toContain("In progress: Fix the <flaky> login test & more (in acme/app@develop)");
+      expect(allText(card)).not.toContain("PR #");
+    });
+
+    it("then the PR line, its words linking to the PR, once (not again among the links)", () => {
+      const card = renderStatusCard(
+        inRepo({ state: "SUCCEEDED", artifacts: [pr(), patch] as RunItem["artifacts"] }),
+        binding,
+        0,
+      );
+      const text = allText(card);
+      expect(text).toContain("<https://github.com/acme/app/pull/123|PR #123 opened> · +12 −3 in 4 files");
+      expect(text.match(/pull\/123/g)).toHaveLength(1);
+      expect(card.text).toContain("PR #123 opened · +12 −3 in 4 files https://github.com/acme/app/pull/123");
+      const reply = renderFinalReply(
+        inRepo({ state: "SUCCEEDED", artifacts: [pr(), patch] as RunItem["artifacts"] }),
+        binding,
+      );
+      expect(reply.text).toContain(
+        "<https://github.com/acme/app/pull/123|PR #123 opened> · +12 −3 in 4 files",
+      );
+    });
+
+    it("says 'updated' after a follow-up pushed to the same PR, and 'No changes' when nothing was delivered", () => {
+      const updated = renderStatusCard(
+        inRepo({ state: "SUCCEEDED", artifacts: [pr({ updated_at: at }), patch] as RunItem["artifacts"] }),
+        binding,
+        0,
+      );
+      expect(allText(updated)).toContain("|PR #123 updated> · +12 −3 in 4 files");
+      const none = inRepo({ state: "SUCCEEDED", status_message: { message: "No changes" } });
+      expect(allText(renderStatusCard(none, binding, 0))).toContain("No changes");
+      expect(renderFinalReply(none, binding).text).toContain("No changes");
+    });
+
+    it("changes the fingerprint when the PR appears", () => {
+      expect(cardFingerprint(inRepo())).not.toBe(
+        cardFingerprint(inRepo({ artifacts: [pr()] as RunItem["artifacts"] })),
+      );
+    });
+  });
+
   it("respects Slack's limits with huge titles, messages and many PRs", () => {
     const card = renderStatusCard(
       run({

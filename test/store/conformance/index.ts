@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe } from "vitest";
 import type { Store } from "../../../src/store/store.ts";
+import { channelSettingsConformance } from "./channel-settings.ts";
 import { databaseConformance } from "./database.ts";
 import { eventsConformance } from "./events.ts";
 import { followupsConformance } from "./followups.ts";
@@ -44,5 +45,6 @@ export function storeConformance(
     inboundConformance(suite);
     outboxConformance(suite);
     eventsConformance(suite);
+    channelSettingsConformance(suite);
   });
 }
