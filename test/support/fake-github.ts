@@ -143,6 +143,31 @@ export class FakeGitHub {
     return this.calls.filter((c) => c.method === method && pattern.test(c.path) && c.status < 300);
   }
 
+  /**
+   * A pull request someone opened (not through the API under test): `head` from `headRepo` (a fork when it
+   * differs from `repo`) into `base`. Numbered like the pull requests Dispatch opens.
+   */
+  openPull(
+    repo: string,
+    pr: { head: string; base: string; headRepo?: string; title?: string; state?: "open" | "closed" },
+  ): FakePullRequest {
+    const number = ++this.nextPull;
+    const pull: FakePullRequest = {
+      number,
+      repo,
+      title: pr.title ?? `Change ${pr.head}`,
+      body: "",
+      head: pr.head,
+      headRepo: pr.headRepo ?? repo,
+      base: pr.base,
+      draft: false,
+      state: pr.state ?? "open",
+      html_url: `https://github.com/${repo}/pull/${number}`,
+    };
+    this.pulls.push(pull);
+    return pull;
+  }
+
   /** Comments on an issue, oldest first. */
   issueComments(repo: string, issue: number): FakeComment[] {
     return [...this.comments.values()].filter((c) => c.repo === repo && c.issue_number === issue);
@@ -202,7 +227,7 @@ export class FakeGitHub {
         return ok(201, {
           token,
           expires_at: new Date(expires).toISOString().replace(/\.\d{3}Z$/, "Z"),
-          permissions: { issues: "write", pull_requests: "write", metadata: "read", contents: "read" },
+          permissions: { issues: "write", pull_requests: "write", metadata: "read", contents: "write" },
           repository_selection: "all",
         });
       }

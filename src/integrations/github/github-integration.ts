@@ -75,6 +75,7 @@ export class GitHubIntegration {
       botHandle: config.botHandle,
       minPermission: settings.min_permission,
       runs: deps.runs,
+      clients: deps.clients,
       store: deps.store,
       log: log.child({ component: "github-verbs" }),
     });

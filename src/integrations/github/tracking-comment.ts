@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { deliveryLine, deliverySummary, repositoryLabel } from "../../model/delivery-summary.ts";
 import { isTerminal } from "../../model/run-state.ts";
 import { elapsedText, resolvedOptions, stateWords, truncate } from "../../model/run-wording.ts";
 import type { ThreadBinding } from "../../model/thread-binding.ts";
@@ -67,14 +68,53 @@ function blockQuote(text: string): string {
     .join("\n");
 }
 
-function pullRequestLinks(run: RunItem): string[] {
-  return (run.artifacts ?? [])
+/** A Markdown link whose URL cannot break out of its parentheses. */
+function link(text: string, url: string): string {
+  return `[${text}](${url.replace(/[()\s]/g, encodeURIComponent)})`;
+}
+
+/** The run's pull requests as links, each once, leaving out `except` (already shown). */
+function pullRequestLinks(run: RunItem, except?: string): string[] {
+  const urls = (run.artifacts ?? [])
     .filter((a) => a.artifact_type === "PULL_REQUEST" && typeof a.data?.url === "string")
-    .map((a) => {
-      const url = String(a.data.url);
-      const number = /\/pull\/(\d+)/.exec(url)?.[1];
-      return `[${number ? `PR #${number}` : "Pull request"}](${url.replace(/[()\s]/g, encodeURIComponent)})`;
-    });
+    .map((a) => String(a.data.url))
+    .filter((url) => url !== except);
+  return [...new Set(urls)].map((url) => {
+    const number = /\/pull\/(\d+)/.exec(url)?.[1];
+    return link(number ? `PR #${number}` : "Pull request", url);
+  });
+}
+
+/** Text in a Markdown code span: no mention, link or HTML comment inside it renders. */
+function codeSpan(text: string): string {
+  const longest = Math.max(0, ...(text.match(/`+/g) ?? []).map((run) => run.length));
+  const fence = "`".repeat(longest + 1);
+  const pad = text.startsWith("`") || text.endsWith("`") ? " " : "";
+  return `${fence}${pad}${text.replace(/\s+/g, " ")}${pad}${fence}`;
+}
+
+/**
+ * Where the run's work goes (DELIVERY.md): "in `owner/repo@base`", then the pull request as a link with
+ * the diff stat ("PR #123 opened · +12 −3 in 4 files", "updated" after a follow-up) or "No changes".
+ * Undefined for a run without a repository; `shownUrl` is the pull request it links.
+ */
+function deliveryText(run: RunItem): { text: string; shownUrl?: string } | undefined {
+  const summary = deliverySummary(run);
+  if (!summary) return undefined;
+  const parts = [`in ${codeSpan(truncate(repositoryLabel(summary), 300))}`];
+  const line = deliveryLine(summary);
+  const pr = summary.pullRequest;
+  if (line && pr) {
+    const words = `PR #${pr.number} ${pr.updated ? "updated" : "opened"}`;
+    parts.push(
+      line.startsWith(words)
+        ? `${link(words, pr.url)}${inertText(line.slice(words.length), true)}`
+        : inertText(line, true),
+    );
+  } else if (line) {
+    parts.push(inertText(line, true));
+  }
+  return { text: parts.join(" · "), ...(pr ? { shownUrl: pr.url } : {}) };
 }
 
 function buildTrackingComment(run: RunItem, elapsed: string | null): string {
@@ -87,10 +127,12 @@ function buildTrackingComment(run: RunItem, elapsed: string | null): string {
   ];
   const facts = [resolvedOptions(run), elapsed === null ? "" : `elapsed ${elapsed}`].filter(Boolean);
   if (facts.length > 0) lines.push(inertText(facts.join(" · "), true), "");
+  const delivery = deliveryText(run);
+  if (delivery) lines.push(delivery.text, "");
   if (failed && run.status_message?.message) {
     lines.push(blockQuote(truncate(inertText(run.status_message.message), 50_000)), "");
   }
-  const prs = pullRequestLinks(run);
+  const prs = pullRequestLinks(run, delivery?.shownUrl);
   lines.push([`[Session](${run.session_link})`, ...prs.slice(0, 20)].join(" · "));
   if (prs.length > 20) lines.push(`and ${prs.length - 20} more pull requests`);
   if (!isTerminal(run.state)) {
@@ -102,7 +144,10 @@ function buildTrackingComment(run: RunItem, elapsed: string | null): string {
   return truncate(lines.join("\n"), GITHUB_COMMENT_LIMIT);
 }
 
-/** The tracking comment: state, title, resolved options, elapsed time, session and PR links, failure message. */
+/**
+ * The tracking comment: state, title, resolved options, elapsed time, where the work goes (repository,
+ * base, pull request, diff stat), session and PR links, failure message.
+ */
 export function renderTrackingComment(run: RunItem, now: number | Date = Date.now()): string {
   return buildTrackingComment(run, elapsedText(run, now));
 }
@@ -126,10 +171,12 @@ export function renderFinalComment(run: RunItem, binding: Pick<ThreadBinding, "r
     `<!-- dispatch:final run=${run.run_id} -->`,
     `${mention}${githubStateEmoji(run.state)} **${inertText(stateWords(run), true)}** · ${truncate(inertText(run.title || "Untitled run", true), 300)}`,
   ];
+  const delivery = deliveryText(run);
+  if (delivery) lines.push("", delivery.text);
   if (failed && run.status_message?.message) {
     lines.push("", blockQuote(truncate(inertText(run.status_message.message), 2_000)));
   }
-  const prs = pullRequestLinks(run);
+  const prs = pullRequestLinks(run, delivery?.shownUrl);
   lines.push("", [`[Open session](${run.session_link})`, ...prs.slice(0, 20)].join(" · "));
   return truncate(lines.join("\n"), GITHUB_COMMENT_LIMIT);
 }

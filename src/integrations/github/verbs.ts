@@ -6,6 +6,7 @@ import type { Store } from "../../store/store.ts";
 import { type Command, createBody } from "../grammar.ts";
 import { describeError, runErrorCode } from "../run-errors.ts";
 import type { CommentPayload } from "./comment-payload.ts";
+import { type GitHubClients, splitRepo } from "./github-clients.ts";
 import type { IssueThread } from "./issue-thread.ts";
 import { helpText, noticeText, promptWithContext, refusalText, statusComment, titleFor } from "./messages.ts";
 
@@ -15,8 +16,17 @@ export interface VerbsDeps {
   /** The least repository role that may start or steer runs, as the refusal names it. */
   minPermission: string;
   runs: RunsApi;
+  /** Reads the pull request a comment was made on (its base and head), for where the run delivers. */
+  clients: Pick<GitHubClients, "forRepo">;
   store: Pick<Store, "bindThread" | "getThreadBinding" | "claimInbound">;
   log: Logger;
+}
+
+/** The delivery fields of a run's config: repository, and a pull request's base and head branch. */
+interface DeliveryConfig {
+  repository: string;
+  base_branch?: string;
+  branch?: string;
 }
 
 /**
@@ -68,11 +78,25 @@ export class Verbs {
       commentUrl: p.comment.html_url,
     };
     const options = { title: titleFor(context), ...command.options };
+    let delivery: DeliveryConfig;
+    try {
+      delivery = await this.deliveryConfig(issue.repo, p);
+    } catch (err) {
+      const status = (err as { status?: unknown }).status;
+      this.log.warn({ err, repo: issue.repo, pull: p.issue.number }, "could not read a pull request");
+      return this.notice(
+        issue,
+        login,
+        `Could not start the run: pull request #${p.issue.number} could not be read from GitHub${typeof status === "number" ? ` (HTTP ${status})` : ""}; try again in a moment.`,
+      );
+    }
     let created: { run_id: string };
     try {
+      const body = createBody(promptWithContext(command.prompt, context), options);
       created = await this.deps.runs.create(
         {
-          ...createBody(promptWithContext(command.prompt, context), options),
+          ...body,
+          config: { ...body.config, ...delivery },
           creator,
           source: "GITHUB_WEBHOOK",
           trigger_url: p.comment.html_url,
@@ -97,6 +121,26 @@ export class Verbs {
       { runId: created.run_id, repo: issue.repo, issue: issue.number },
       "run started from GitHub",
     );
+  }
+
+  /**
+   * Where a run started here delivers (DELIVERY.md): the triggering repository. On an issue, from its
+   * default branch (resolved by the executor). On a pull request, from the PR's base; when its head
+   * branch is in this repository (and the PR is open) the work goes onto that branch, so the commits
+   * land on the PR; a fork's PR gets a new dispatch/ branch and a PR of its own.
+   */
+  private async deliveryConfig(repo: string, p: CommentPayload): Promise<DeliveryConfig> {
+    if (!p.issue.pull_request) return { repository: repo };
+    const [owner, name] = splitRepo(repo);
+    const octokit = await this.deps.clients.forRepo(repo);
+    const { data: pr } = await octokit.rest.pulls.get({ owner, repo: name, pull_number: p.issue.number });
+    const sameRepository =
+      pr.state === "open" && pr.head.repo?.full_name?.toLowerCase() === repo.toLowerCase();
+    return {
+      repository: repo,
+      base_branch: pr.base.ref,
+      ...(sameRepository && pr.head.ref !== pr.base.ref ? { branch: pr.head.ref } : {}),
+    };
   }
 
   async followup(

@@ -7,6 +7,8 @@ import type { WebhookDefinition } from "@octokit/webhooks-examples";
 import type { NotifierOptions } from "../../../src/notifier/notifier.ts";
 import { startTestDispatch, type TestDispatch, waitFor } from "../../support/dispatch.ts";
 import { FakeGitHub } from "../../support/fake-github.ts";
+import { GitHttpServer } from "../../support/git-http-server.ts";
+import { GitRemotes } from "../../support/git-remotes.ts";
 
 /** The package is JSON (its main is index.json): loaded with require, typed by its index.d.ts. */
 const examples = createRequire(import.meta.url)("@octokit/webhooks-examples") as WebhookDefinition[];
@@ -103,6 +105,13 @@ export interface GitHubDispatch {
   t: TestDispatch;
   fake: FakeGitHub;
   repo: string;
+  /**
+   * The git server (GITHUB_SERVER_URL): runs started from a comment work in the triggering repository,
+   * `repo`, a bare repository here whose default branch is `master` (as the webhook examples say).
+   */
+  remotes: GitRemotes;
+  /** With `gitOverHttp`: the smart-HTTP git server in front of `remotes`, taking the fake's token. */
+  gitServer?: GitHttpServer;
   /** Delivers a payload as GitHub does (override any header to break it). */
   deliver(
     payload: Payload,
@@ -125,9 +134,16 @@ export async function startGitHubDispatch(
     env?: Record<string, string>;
     throttle?: boolean;
     notifier?: Partial<NotifierOptions>;
+    /** Serve the repositories over smart HTTP behind the fake's token (token auth only), not file://. */
+    gitOverHttp?: boolean;
   } = {},
 ): Promise<GitHubDispatch> {
   const fake = await new FakeGitHub().start();
+  const remotes = new GitRemotes();
+  const exampleRepo = commentPayload({ body: "" }).repository;
+  remotes.create(exampleRepo.full_name, { "README.md": "# Hello-World\n" }, exampleRepo.default_branch);
+  fake.gitRoot = remotes.root;
+  const gitServer = opts.gitOverHttp ? await new GitHttpServer(remotes.root, fake.token).start() : undefined;
   const dir = await mkdtemp(join(tmpdir(), "dispatch-github-"));
   const settingsPath = join(dir, "dispatch.config.yaml");
   await writeFile(settingsPath, opts.settings ?? "github: {}\n");
@@ -137,6 +153,8 @@ export async function startGitHubDispatch(
     GITHUB_BOT_HANDLE: HANDLE,
     DISPATCH_CONFIG_FILE: settingsPath,
     DISPATCH_POLL_INTERVAL_MS: "20",
+    GITHUB_SERVER_URL: gitServer?.url ?? remotes.serverUrl,
+    DISPATCH_ALLOW_FILE_REMOTES: "true",
   };
   if (opts.auth === "app") {
     const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
@@ -186,6 +204,8 @@ export async function startGitHubDispatch(
     t,
     fake,
     repo,
+    remotes,
+    ...(gitServer ? { gitServer } : {}),
     deliver,
     async comment(o, delivery) {
       const payload = commentPayload(o);
@@ -205,6 +225,8 @@ export async function startGitHubDispatch(
     async stop() {
       await t.stop();
       await fake.stop();
+      await gitServer?.stop();
+      remotes.remove();
       await rm(dir, { recursive: true, force: true });
     },
   };

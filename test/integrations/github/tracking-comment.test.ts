@@ -60,6 +60,71 @@ describe("GitHub tracking comment", () => {
     expect(failed.match(/<!-- dispatch:run=/g)).toHaveLength(1);
   });
 
+  it("shows where the work goes: in owner/repo@base, then the pull request with its diff stat, or No changes", () => {
+    const config = { model_id: "m", repository: "acme/app" };
+    expect(renderTrackingComment(run({ agent_config: config }))).toContain("\nin `acme/app`\n");
+    const based = { ...config, base_branch: "main", branch: "dispatch/0193-fix" };
+    const patch = (description: string) => ({
+      artifact_type: "FILE",
+      created_at: "2026-01-01T00:00:05.000Z",
+      data: { artifact_uid: "p1", filename: "changes.patch", description },
+    });
+    const pr = (updated: boolean) => ({
+      artifact_type: "PULL_REQUEST",
+      created_at: "2026-01-01T00:00:06.000Z",
+      data: {
+        url: "https://github.com/acme/app/pull/123",
+        branch: "dispatch/0193-fix",
+        number: 123,
+        repository: "acme/app",
+        base: "main",
+        ...(updated ? { updated_at: "2026-01-01T00:01:00.000Z" } : {}),
+      },
+    });
+    const opened = renderTrackingComment(
+      run({
+        state: "SUCCEEDED",
+        agent_config: based,
+        artifacts: [patch("+12 −3 in 4 files"), pr(false)] as RunItem["artifacts"],
+      }),
+    );
+    expect(opened).toContain(
+      "in `acme/app@main` · [PR #123 opened](https://github.com/acme/app/pull/123) · +12 −3 in 4 files",
+    );
+    // The PR is linked once, not again next to the session link.
+    expect(opened.match(/pull\/123/g)).toHaveLength(1);
+    const updated = renderTrackingComment(
+      run({
+        state: "SUCCEEDED",
+        agent_config: based,
+        artifacts: [
+          patch("+12 −3 in 4 files"),
+          pr(false),
+          patch("+14 −3 in 5 files"),
+          pr(true),
+        ] as RunItem["artifacts"],
+      }),
+    );
+    expect(updated).toContain(
+      "in `acme/app@main` · [PR #123 updated](https://github.com/acme/app/pull/123) · +14 −3 in 5 files",
+    );
+    const none = renderTrackingComment(
+      run({ state: "SUCCEEDED", agent_config: based, status_message: { message: "No changes" } }),
+    );
+    expect(none).toContain("in `acme/app@main` · No changes");
+    expect(
+      renderFinalComment(
+        run({ state: "SUCCEEDED", agent_config: based, artifacts: [pr(false)] as RunItem["artifacts"] }),
+        {
+          requester: "octocat",
+        },
+      ),
+    ).toContain("in `acme/app@main` · [PR #123 opened](https://github.com/acme/app/pull/123)");
+    // A base branch named with backticks or @ stays inside its code span: no mention, no broken markup.
+    const odd = renderTrackingComment(run({ agent_config: { ...config, base_branch: "x`@alice" } }));
+    expect(odd).toContain("in ``acme/app@x`@alice``");
+  });
+
   it("stays under 60,000 characters whatever the status message", () => {
     const huge = run({ state: "ERROR", status_message: { message: "x".repeat(200_000) } });
     expect(renderTrackingComment(huge).length).toBeLessThanOrEqual(GITHUB_COMMENT_LIMIT);
