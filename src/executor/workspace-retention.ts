@@ -8,11 +8,27 @@ import { workspacesDir } from "./workspace.ts";
 const REMOVING = ".removing-";
 /** Run ids asked about at once. */
 const BATCH = 500;
+/**
+ * What Dispatch keeps next to a run's workspace, hidden from the agent: the environment's "prepared"
+ * marker (environments.ts) and the private git mirror of delivery (`<workspace>.delivery/mirror.git`).
+ * They belong to the run named before the suffix and go with its workspace.
+ */
+const MARKER = ".environment-ready";
+const DELIVERY = ".delivery";
+const SIBLINGS = [MARKER, DELIVERY];
+
+/** The run a name in the workspaces directory belongs to: the workspace itself or one of its siblings. */
+function runIdOf(name: string): string | undefined {
+  if (name.startsWith(".")) return undefined;
+  const sibling = SIBLINGS.find((suffix) => name.endsWith(suffix) && name.length > suffix.length);
+  return sibling ? name.slice(0, -sibling.length) : name;
+}
 
 /**
- * Removes the workspaces of runs that finished before `finishedBefore`; returns their run ids. A
- * workspace whose run is queued, running or unknown to the store is kept. A follow-up to a run whose
- * workspace is gone starts in a new, empty one (the executor says so in the transcript).
+ * Removes the workspaces of runs that finished before `finishedBefore`, with what Dispatch keeps next to
+ * them (SIBLINGS); returns their run ids. A workspace whose run is queued, running or unknown to the
+ * store is kept. A follow-up to a run whose workspace is gone starts in a new, empty one (the executor
+ * says so in the transcript), prepares its environment again and checks the repository out again.
  */
 export async function removeExpiredWorkspaces(opts: {
   store: Pick<Store, "runsFinishedBefore">;
@@ -34,7 +50,9 @@ export async function removeExpiredWorkspaces(opts: {
       opts.log.warn({ err, name }, "removing a workspace failed"),
     );
   }
-  const runIds = names.filter((n) => !n.startsWith("."));
+  const present = new Set(names);
+  // A sibling left alone (its workspace already gone) still names its run, and goes with it.
+  const runIds = [...new Set(names.map(runIdOf).filter((id): id is string => id !== undefined))];
   const removed: string[] = [];
   for (let i = 0; i < runIds.length; i += BATCH) {
     for (const runId of await opts.store.runsFinishedBefore(
@@ -42,9 +60,17 @@ export async function removeExpiredWorkspaces(opts: {
       opts.finishedBefore,
     )) {
       try {
-        const doomed = join(root, `${REMOVING}${runId}`);
-        await rename(join(root, runId), doomed);
-        await removeTree(doomed);
+        // The marker first: a workspace must never be new while a marker says it is prepared (a crash
+        // between the steps leaves a prepared workspace without a marker, which no execution consults).
+        // Then the workspace before the mirror, which a kept workspace would still need for delivery.
+        if (present.has(runId + MARKER)) await rm(join(root, runId + MARKER), { force: true });
+        const doomed: string[] = [];
+        for (const name of [runId, runId + DELIVERY]) {
+          if (!present.has(name)) continue;
+          await rename(join(root, name), join(root, `${REMOVING}${name}`));
+          doomed.push(join(root, `${REMOVING}${name}`));
+        }
+        for (const path of doomed) await removeTree(path);
         removed.push(runId);
       } catch (err) {
         // One workspace that cannot go must not keep the others: it is tried again at the next sweep.

@@ -1,10 +1,17 @@
 import { randomBytes } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { type RunTranscript, resumeAfter, streamRunEvents } from "../api/event-stream.ts";
+import {
+  type DeliverySummary,
+  deliveryLine,
+  deliverySummary,
+  repositoryLabel,
+} from "../model/delivery-summary.ts";
 import type { RunEvent, RunRecord } from "../model/run.ts";
 import { STATE_WORDS, stateWord } from "../model/run-wording.ts";
 import { isoDuration, runTimeMs } from "../runs/run-item.ts";
 import type { RunService } from "../runs/run-service.ts";
+import type { Store } from "../store/store.ts";
 
 /**
  * What one page renders of the transcript: a run that printed 75 MB is read a page at a time, so a page
@@ -15,9 +22,13 @@ export const PAGE_EVENTS = 500;
 export const PAGE_BYTES = 1024 * 1024;
 /** Events read from the store at once while a page is rendered. */
 const READ_BATCH = 32;
+/** How much of the latest patch the page shows (the whole patch stays an artifact of the run). */
+export const PATCH_SHOWN_BYTES = 200 * 1024;
 
 export interface SessionPageOptions {
   runService: Pick<RunService, "findBySession"> & RunTranscript;
+  /** Where the latest patch's bytes are read from; without it the page shows no patch. */
+  artifacts?: Pick<Store, "readArtifactContent">;
 }
 
 /**
@@ -45,12 +56,13 @@ export async function sessionPage(app: FastifyInstance, opts: SessionPageOptions
         .send(page("Bad page", "", "<p>after must be the sequence number of a transcript event.</p>"));
     }
     const transcriptPage = await readPage(runService, run.id, Number(q.after ?? 0));
+    const delivery = await readDelivery(run, opts.artifacts, req.log);
     const nonce = randomBytes(16).toString("base64");
     reply.header(
       "content-security-policy",
       `default-src 'none'; style-src 'unsafe-inline'; script-src 'nonce-${nonce}'; connect-src 'self'; base-uri 'none'; form-action 'none'`,
     );
-    return reply.type("text/html; charset=utf-8").send(renderSession(run, transcriptPage, nonce));
+    return reply.type("text/html; charset=utf-8").send(renderSession(run, transcriptPage, delivery, nonce));
   });
 
   app.get<{ Params: { sessionId: string } }>("/sessions/:sessionId/events", async (req, reply) => {
@@ -89,6 +101,57 @@ async function readPage(runs: RunTranscript, runId: string, after: number): Prom
     }
     if (events.length < READ_BATCH) return { after, html, count: html.length, lastSeq, more: false };
   }
+}
+
+/** The run's delivery as the page shows it, with the start of its latest patch. */
+interface DeliveryView {
+  summary: DeliverySummary;
+  patch?: { text: string; sizeBytes: number; shownBytes: number };
+}
+
+async function readDelivery(
+  run: RunRecord,
+  artifacts: SessionPageOptions["artifacts"],
+  log: { warn(obj: object, msg: string): void },
+): Promise<DeliveryView | undefined> {
+  const summary = deliverySummary({
+    agent_config: run.agentConfig,
+    artifacts: run.artifacts,
+    status_message: run.statusMessage,
+    state: run.state,
+  });
+  if (!summary) return undefined;
+  if (!summary.patchUid || !artifacts) return { summary };
+  let bytes: Uint8Array | undefined;
+  try {
+    bytes = await artifacts.readArtifactContent(run.teamId, summary.patchUid);
+  } catch (err) {
+    // The page still shows the rest; the patch is only missing from it.
+    log.warn({ err, runId: run.id }, "reading the patch for the session page failed");
+  }
+  if (!bytes) return { summary };
+  return { summary, patch: patchStart(bytes) };
+}
+
+/** The first PATCH_SHOWN_BYTES of a patch, cut at a line end (never inside a character). */
+function patchStart(bytes: Uint8Array): NonNullable<DeliveryView["patch"]> {
+  if (bytes.byteLength <= PATCH_SHOWN_BYTES) {
+    return {
+      text: Buffer.from(bytes).toString("utf8"),
+      sizeBytes: bytes.byteLength,
+      shownBytes: bytes.byteLength,
+    };
+  }
+  let shown = Buffer.from(bytes.subarray(0, PATCH_SHOWN_BYTES));
+  const lastLine = shown.lastIndexOf(0x0a);
+  if (lastLine > 0) shown = shown.subarray(0, lastLine + 1);
+  return { text: shown.toString("utf8"), sizeBytes: bytes.byteLength, shownBytes: shown.byteLength };
+}
+
+function formatBytes(n: number): string {
+  if (n < 1024) return `${n} bytes`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(n < 10 * 1024 ? 1 : 0)} KB`;
+  return `${(n / (1024 * 1024)).toFixed(1)} MB`;
 }
 
 function escapeHtml(text: string): string {
@@ -147,7 +210,39 @@ function renderEvent(event: RunEvent): string {
   return `<li class="ev ev-${escapeHtml(event.type)}" data-seq="${event.seq}"><span class="label">${escapeHtml(label)}</span><pre>${escapeHtml(text)}</pre></li>`;
 }
 
-function renderSession(run: RunRecord, transcript: TranscriptPage, nonce: string): string {
+/** Repository, base, branch, pull request, diff stat and the patch (collapsed): DELIVERY.md, Surfaces. */
+function renderDelivery(view: DeliveryView | undefined): string {
+  if (!view) return "";
+  const { summary, patch } = view;
+  const rows = [`<dt>Repository</dt><dd><code>${escapeHtml(repositoryLabel(summary))}</code></dd>`];
+  if (summary.branch) rows.push(`<dt>Branch</dt><dd><code>${escapeHtml(summary.branch)}</code></dd>`);
+  const pr = summary.pullRequest;
+  const href = pr ? safeHref(pr.url) : undefined;
+  if (pr) {
+    const words = `PR #${pr.number} ${pr.updated ? "updated" : "opened"}`;
+    rows.push(
+      `<dt>Pull request</dt><dd id="pull-request">${href ? `<a href="${href}">${escapeHtml(words)}</a>` : escapeHtml(words)}</dd>`,
+    );
+  } else if (summary.noChanges) {
+    rows.push(`<dt>Changes</dt><dd>${escapeHtml(deliveryLine(summary) ?? "No changes")}</dd>`);
+  }
+  if (summary.diffStat) rows.push(`<dt>Diff</dt><dd id="diff-stat">${escapeHtml(summary.diffStat)}</dd>`);
+  const cut =
+    patch && patch.shownBytes < patch.sizeBytes
+      ? `<p class="muted" id="patch-cut">Showing the first ${formatBytes(patch.shownBytes)} of ${formatBytes(patch.sizeBytes)}; the whole patch is an artifact of the run (<code>dispatch diff</code>).</p>`
+      : "";
+  const details = patch
+    ? `<details id="patch"><summary>Patch (${formatBytes(patch.sizeBytes)})</summary><pre class="patch">${escapeHtml(patch.text)}</pre>${cut}</details>`
+    : "";
+  return `<section id="delivery"><h2>Delivery</h2><dl class="delivery">${rows.join("")}</dl>${details}</section>`;
+}
+
+function renderSession(
+  run: RunRecord,
+  transcript: TranscriptPage,
+  delivery: DeliveryView | undefined,
+  nonce: string,
+): string {
   const links: string[] = [];
   if (run.triggerUrl && safeHref(run.triggerUrl))
     links.push(`<a href="${safeHref(run.triggerUrl)}">Where it started</a>`);
@@ -173,6 +268,7 @@ function renderSession(run: RunRecord, transcript: TranscriptPage, nonce: string
   <p id="status-message">${run.statusMessage ? escapeHtml(run.statusMessage.message) : ""}</p>
   ${links.length ? `<p class="links">${links.join(" · ")}</p>` : ""}
 </header>
+${renderDelivery(delivery)}
 <section><h2>Prompt</h2><pre class="prompt">${escapeHtml(run.prompt)}</pre></section>
 <section><h2>Transcript</h2>
 ${earlier ? `<p class="pages">${earlier}</p>` : ""}
@@ -259,5 +355,7 @@ pre{white-space:pre-wrap;word-break:break-word;margin:.2rem 0;font:13px/1.4 ui-m
 .muted{color:#59636e} ol{padding-left:0;list-style:none} .ev{border-left:3px solid #d1d9e0;padding:.2rem .75rem;margin:.4rem 0}
 .label{font-size:12px;color:#59636e;text-transform:uppercase;letter-spacing:.03em}
 .ev-tool_call,.ev-tool_result{border-color:#8c959f}.ev-state{border-color:#0969da}
+.delivery{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;margin:0} .delivery dd{margin:0}
+.patch{background:#f6f8fa;padding:.75rem;border-radius:6px;white-space:pre;overflow-x:auto}
 </style></head><body>${body}</body></html>`;
 }

@@ -67,6 +67,46 @@ describe("workspace retention", () => {
     expect(await readdir(join(dir, "workspaces"))).toEqual([run.id]);
   });
 
+  /** What Dispatch keeps next to a workspace: the environment marker and delivery's private mirror. */
+  const siblings = async (runId: string) => {
+    const root = join(dir, "workspaces");
+    await mkdir(join(root, `${runId}.delivery`, "mirror.git", "objects"), { recursive: true });
+    await writeFile(join(root, `${runId}.delivery`, "mirror.git", "HEAD"), "ref: refs/heads/main\n");
+    await writeFile(join(root, `${runId}.environment-ready`), new Date().toISOString());
+  };
+
+  it("removes a finished run's mirror and environment marker with its workspace, and keeps a running run's", async () => {
+    const old = await runs.runIn("SUCCEEDED");
+    const orphan = await runs.runIn("FAILED");
+    await waitPast(1);
+    const cutoff = new Date().toISOString();
+    await waitPast(1);
+    const running = await runs.runIn("INPROGRESS");
+    for (const run of [old, running]) {
+      await workspace(run.id);
+      await siblings(run.id);
+    }
+    // Left from before siblings were removed: the mirror of a run whose workspace is already gone.
+    await siblings(orphan.id);
+    await chmod(join(dir, "workspaces", `${old.id}.delivery`, "mirror.git", "objects"), 0o500);
+    const asked: string[] = [];
+    const spy = {
+      runsFinishedBefore: (ids: string[], before: string) => {
+        asked.push(...ids);
+        return store.runsFinishedBefore(ids, before);
+      },
+    };
+
+    const removed = await removeExpiredWorkspaces({ store: spy, dataDir: dir, finishedBefore: cutoff, log });
+
+    expect(removed.sort()).toEqual([old.id, orphan.id].sort());
+    expect((await readdir(join(dir, "workspaces"))).sort()).toEqual(
+      [running.id, `${running.id}.delivery`, `${running.id}.environment-ready`].sort(),
+    );
+    // Siblings are not mistaken for runs: the store is asked about each run once, by its id.
+    expect(asked.sort()).toEqual([old.id, orphan.id, running.id].sort());
+  });
+
   it("does nothing before any run had a workspace", async () => {
     expect(await removeExpiredWorkspaces({ store, dataDir: dir, finishedBefore: "9999", log })).toEqual([]);
   });

@@ -3,8 +3,10 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PAGE_BYTES, PAGE_EVENTS } from "../../src/web/session-page.ts";
-import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
+import { PAGE_BYTES, PAGE_EVENTS, PATCH_SHOWN_BYTES } from "../../src/web/session-page.ts";
+import { startTestDispatch, type TestDispatch, waitFor, waitForState } from "../support/dispatch.ts";
+import { FakeGitHub } from "../support/fake-github.ts";
+import { GitRemotes } from "../support/git-remotes.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const CHROMIUM_ARGS = [
@@ -404,3 +406,133 @@ async function expectVisibleText(page: Page, selector: string, text: string | Re
   if (typeof text === "string") expect(content).toBe(text);
   else expect(content).toMatch(text);
 }
+
+describe("session page of a run in a repository", () => {
+  let remotes: GitRemotes;
+  let github: FakeGitHub;
+  let d: TestDispatch;
+  beforeAll(async () => {
+    remotes = new GitRemotes();
+    remotes.create("acme/site", { "README.md": "# site\n", "index.html": "<p>old</p>\n" });
+    github = await new FakeGitHub().start();
+    github.gitRoot = remotes.root;
+    d = await startTestDispatch({
+      GITHUB_SERVER_URL: remotes.serverUrl,
+      GITHUB_API_URL: github.url,
+      GITHUB_TOKEN: github.token,
+      GITHUB_WEBHOOK_SECRET: "webhook-secret-1",
+      GITHUB_BOT_HANDLE: "dispatch",
+      DISPATCH_ALLOW_FILE_REMOTES: "true",
+    });
+  });
+  afterAll(async () => {
+    await d?.stop();
+    await github?.stop();
+    remotes?.remove();
+  });
+
+  /** The delivery section's text with tags removed and entities decoded, for what a reader sees. */
+  const visible = (html: string) =>
+    html
+      .replace(/<[^>]+>/g, "")
+      .replaceAll("&lt;", "<")
+      .replaceAll("&gt;", ">")
+      .replaceAll("&quot;", '"')
+      .replaceAll("&#39;", "'")
+      .replaceAll("&amp;", "&");
+  const deliverySection = (html: string) => {
+    const match = /<section id="delivery">([\s\S]*?)<\/section>/.exec(html);
+    expect(match, "the page has a delivery section").not.toBeNull();
+    return match![1]!;
+  };
+
+  it("shows repository@base, branch, the PR link, diff stat and the escaped patch, collapsed and capped", async () => {
+    const created = await d.api("POST", "/api/v1/agent/runs", {
+      title: "Rework the page",
+      prompt: [
+        "Rework it",
+        `$ printf '<script>alert("x")</script>\\n' > index.html`,
+        // About 300 KB of new lines: more than the page shows of a patch.
+        "$ seq 1 50000 | sed 's/^/line /' > zz-big.txt",
+      ].join("\n"),
+      config: { repository: "acme/site" },
+    });
+    expect(created.status, created.text).toBe(200);
+    const run = await waitForState(d, created.body.run_id, ["SUCCEEDED", "FAILED", "ERROR"], 30_000);
+    expect(run.state, JSON.stringify(run.status_message)).toBe("SUCCEEDED");
+    const pr = github.pulls.find((p) => p.head === run.agent_config.branch)!;
+    expect(pr).toBeDefined();
+    const file = run.artifacts.find((a: { artifact_type: string }) => a.artifact_type === "FILE");
+
+    const { status, html } = await fetchHtml(run.session_link);
+    expect(status).toBe(200);
+    const section = deliverySection(html);
+    const text = visible(section.replace(/<details[\s\S]*<\/details>/, ""));
+    expect(text).toContain("Repositoryacme/site@main");
+    expect(text).toContain(`Branch${run.agent_config.branch}`);
+    expect(text).toContain(`Pull requestPR #${pr.number} opened`);
+    expect(text).toContain(`Diff${file.data.description}`);
+    expect(file.data.description).toBe("+50001 −1 in 2 files");
+    expect(section).toContain(`<a href="${pr.html_url}">PR #${pr.number} opened</a>`);
+
+    // The patch: collapsed, escaped (the page's own script stays the only one), and only its start.
+    const details = /<details id="patch"( open)?>([\s\S]*?)<\/details>/.exec(section);
+    expect(details).not.toBeNull();
+    expect(details![1]).toBeUndefined();
+    const patch = /<pre class="patch">([\s\S]*?)<\/pre>/.exec(details![2]!)![1]!;
+    // (Booleans: a failed toContain would print 200 KB.)
+    expect(patch.includes("+&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;"), "escaped new line").toBe(
+      true,
+    );
+    expect(patch.includes("-&lt;p&gt;old&lt;/p&gt;"), "escaped old line").toBe(true);
+    expect(html.match(/<script\b/g)).toHaveLength(1);
+    const shown = visible(patch);
+    expect(Buffer.byteLength(shown)).toBeLessThanOrEqual(PATCH_SHOWN_BYTES);
+    expect(shown.endsWith("\n")).toBe(true);
+    expect(shown.includes("+line 1\n"), "the patch's start").toBe(true);
+    expect(shown.includes("+line 50000\n"), "the patch's end").toBe(false);
+    expect(visible(details![2]!)).toMatch(/Showing the first \d+ KB of \d+ KB/);
+
+    // A follow-up pushes again: the same pull request, now "updated", with the new diff stat.
+    const followup = await d.api("POST", `/api/v1/agent/runs/${run.run_id}/followups`, {
+      message: "$ rm zz-big.txt",
+    });
+    expect(followup.status).toBe(200);
+    const updated = await waitFor(
+      async () => {
+        const r = (await d.api("GET", `/api/v1/agent/runs/${run.run_id}`)).body;
+        const prArtifact = r.artifacts.find(
+          (a: { artifact_type: string }) => a.artifact_type === "PULL_REQUEST",
+        );
+        return ["SUCCEEDED", "FAILED", "ERROR"].includes(r.state) && prArtifact?.data.updated_at
+          ? r
+          : undefined;
+      },
+      { timeoutMs: 30_000, what: "the follow-up to be delivered" },
+    );
+    expect(updated.state).toBe("SUCCEEDED");
+    const page2 = deliverySection((await fetchHtml(run.session_link)).html);
+    expect(page2).toContain(`<a href="${pr.html_url}">PR #${pr.number} updated</a>`);
+    expect(visible(page2)).toContain("Diff+1 −1 in 1 file");
+    expect(page2).not.toContain('id="patch-cut"');
+  });
+
+  it("shows the repository of a run without changes, and no patch", async () => {
+    const created = await d.api("POST", "/api/v1/agent/runs", {
+      prompt: "$ cat README.md",
+      config: { repository: "acme/site" },
+    });
+    const run = await waitForState(d, created.body.run_id, ["SUCCEEDED", "FAILED", "ERROR"], 30_000);
+    expect(run.status_message?.message).toBe("No changes");
+    const section = deliverySection((await fetchHtml(run.session_link)).html);
+    expect(visible(section)).toContain("Repositoryacme/site@main");
+    expect(visible(section)).toContain("ChangesNo changes");
+    expect(section).not.toContain("<details");
+  });
+
+  it("has no delivery section for a run without a repository", async () => {
+    const created = await d.api("POST", "/api/v1/agent/runs", { prompt: "$ echo hi" });
+    const run = await waitForState(d, created.body.run_id, ["SUCCEEDED", "FAILED", "ERROR"], 30_000);
+    expect((await fetchHtml(run.session_link)).html).not.toContain('id="delivery"');
+  });
+});

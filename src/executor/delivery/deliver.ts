@@ -335,7 +335,7 @@ async function pullRequest(
       );
       opened = true;
     } else if (!first || !branch.startsWith("dispatch/")) {
-      const what = firstLine(ctx.followup ?? ctx.summary) || ctx.run.title;
+      const what = firstLine(ctx.followup ?? "") || ctx.run.title;
       await host.comment(
         repository,
         pr.number,
