@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
 import { FakeGitHub } from "../support/fake-github.ts";
-import { GitRemotes } from "../support/git-remotes.ts";
+import { deliveryEnv, GitRemotes } from "../support/git-remotes.ts";
 
 // `dispatch run --repo`, `dispatch get` and `dispatch diff` as a user runs them: child processes of
 // src/main.ts against a live Dispatch that delivers to local bare repositories and a fake GitHub.
@@ -24,12 +24,7 @@ beforeAll(async () => {
   github = await new FakeGitHub().start();
   github.gitRoot = remotes.root;
   t = await startTestDispatch({
-    GITHUB_SERVER_URL: remotes.serverUrl,
-    GITHUB_API_URL: github.url,
-    GITHUB_TOKEN: github.token,
-    GITHUB_WEBHOOK_SECRET: "webhook-secret-1",
-    GITHUB_BOT_HANDLE: "dispatch",
-    DISPATCH_ALLOW_FILE_REMOTES: "true",
+    ...deliveryEnv(remotes, github),
   });
 });
 afterAll(async () => {

@@ -10,7 +10,7 @@ import { ConfigError, loadConfig } from "../../src/config.ts";
 import { scrubSecrets } from "../../src/log.ts";
 import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
 import { FakeGitHub } from "../support/fake-github.ts";
-import { GitRemotes } from "../support/git-remotes.ts";
+import { deliveryEnv, GitRemotes } from "../support/git-remotes.ts";
 
 /**
  * The delivered patch as a FILE artifact: GET /agent/artifacts/{uid} with a signed download link, the
@@ -30,12 +30,7 @@ beforeAll(async () => {
   github = await new FakeGitHub().start();
   github.gitRoot = remotes.root;
   t = await startTestDispatch({
-    GITHUB_SERVER_URL: remotes.serverUrl,
-    GITHUB_API_URL: github.url,
-    GITHUB_TOKEN: github.token,
-    GITHUB_WEBHOOK_SECRET: "webhook-secret-1",
-    GITHUB_BOT_HANDLE: "dispatch",
-    DISPATCH_ALLOW_FILE_REMOTES: "true",
+    ...deliveryEnv(remotes, github),
   });
   const created = await t.api("POST", "/api/v1/agent/runs", {
     title: "Raise the login retries",

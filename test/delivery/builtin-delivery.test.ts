@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeOpenAI } from "../executor/builtin/fake-openai.ts";
 import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
 import { FakeGitHub } from "../support/fake-github.ts";
-import { GitRemotes } from "../support/git-remotes.ts";
+import { deliveryEnv, GitRemotes } from "../support/git-remotes.ts";
 
 type Ev = { type: string; data: Record<string, unknown> };
 
@@ -38,12 +38,7 @@ describe("delivery of a builtin harness run", () => {
     ]);
     t = await startTestDispatch({
       OPENAI_COMPATIBLE_BASE_URL: model.baseUrl,
-      GITHUB_SERVER_URL: remotes.serverUrl,
-      GITHUB_API_URL: github.url,
-      GITHUB_TOKEN: github.token,
-      GITHUB_WEBHOOK_SECRET: "webhook-secret-1",
-      GITHUB_BOT_HANDLE: "dispatch",
-      DISPATCH_ALLOW_FILE_REMOTES: "true",
+      ...deliveryEnv(remotes, github),
     });
   });
   afterAll(async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestDispatch, type TestDispatch, waitFor, waitForState } from "../support/dispatch.ts";
 import { FakeGitHub } from "../support/fake-github.ts";
-import { GitRemotes } from "../support/git-remotes.ts";
+import { deliveryEnv, GitRemotes } from "../support/git-remotes.ts";
 
 /**
  * Runs created through the API that name a repository: the scripted harness edits files, Dispatch
@@ -21,12 +21,7 @@ describe("delivery of API runs", () => {
     github.gitRoot = remotes.root;
     t = await startTestDispatch(
       {
-        GITHUB_SERVER_URL: remotes.serverUrl,
-        GITHUB_API_URL: github.url,
-        GITHUB_TOKEN: github.token,
-        GITHUB_WEBHOOK_SECRET: "webhook-secret-1",
-        GITHUB_BOT_HANDLE: "dispatch",
-        DISPATCH_ALLOW_FILE_REMOTES: "true",
+        ...deliveryEnv(remotes, github),
       },
       { github: { throttle: false } },
     );

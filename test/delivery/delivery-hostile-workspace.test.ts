@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { probeBwrap } from "../../src/executor/bwrap-sandbox.ts";
 import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
 import { FakeGitHub } from "../support/fake-github.ts";
-import { GitRemotes } from "../support/git-remotes.ts";
+import { deliveryEnv, GitRemotes } from "../support/git-remotes.ts";
 
 const bwrapProblem = await probeBwrap("/usr/bin/bwrap");
 
@@ -27,12 +27,7 @@ describe.skipIf(bwrapProblem !== undefined)("delivery from a hostile workspace",
     github.gitRoot = remotes.root;
     t = await startTestDispatch(
       {
-        GITHUB_SERVER_URL: remotes.serverUrl,
-        GITHUB_API_URL: github.url,
-        GITHUB_TOKEN: github.token,
-        GITHUB_WEBHOOK_SECRET: "webhook-secret-1",
-        GITHUB_BOT_HANDLE: "dispatch",
-        DISPATCH_ALLOW_FILE_REMOTES: "true",
+        ...deliveryEnv(remotes, github),
         DISPATCH_SANDBOX: "bwrap",
       },
       { github: { throttle: false } },

@@ -142,3 +142,21 @@ function git(args: string[]): string {
     },
   });
 }
+
+/**
+ * The variables that point Dispatch at `remotes` for git and at the fake GitHub for its REST API (token
+ * mode), with file:// remotes allowed: what every delivery test starts Dispatch with.
+ */
+export function deliveryEnv(
+  remotes: GitRemotes,
+  github: { url: string; token: string },
+): Record<string, string> {
+  return {
+    GITHUB_SERVER_URL: remotes.serverUrl,
+    GITHUB_API_URL: github.url,
+    GITHUB_TOKEN: github.token,
+    GITHUB_WEBHOOK_SECRET: "webhook-secret-1",
+    GITHUB_BOT_HANDLE: "dispatch",
+    DISPATCH_ALLOW_FILE_REMOTES: "true",
+  };
+}

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PAGE_BYTES, PAGE_EVENTS, PATCH_SHOWN_BYTES } from "../../src/web/session-page.ts";
 import { startTestDispatch, type TestDispatch, waitFor, waitForState } from "../support/dispatch.ts";
 import { FakeGitHub } from "../support/fake-github.ts";
-import { GitRemotes } from "../support/git-remotes.ts";
+import { deliveryEnv, GitRemotes } from "../support/git-remotes.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const CHROMIUM_ARGS = [
@@ -417,12 +417,7 @@ describe("session page of a run in a repository", () => {
     github = await new FakeGitHub().start();
     github.gitRoot = remotes.root;
     d = await startTestDispatch({
-      GITHUB_SERVER_URL: remotes.serverUrl,
-      GITHUB_API_URL: github.url,
-      GITHUB_TOKEN: github.token,
-      GITHUB_WEBHOOK_SECRET: "webhook-secret-1",
-      GITHUB_BOT_HANDLE: "dispatch",
-      DISPATCH_ALLOW_FILE_REMOTES: "true",
+      ...deliveryEnv(remotes, github),
     });
   });
   afterAll(async () => {

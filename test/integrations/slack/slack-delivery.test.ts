@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor, waitForState } from "../../support/dispatch.ts";
 import { FakeGitHub } from "../../support/fake-github.ts";
-import { GitRemotes } from "../../support/git-remotes.ts";
+import { deliveryEnv, GitRemotes } from "../../support/git-remotes.ts";
 import { CHANNEL, nextTs, type SlackDispatch, startSlackDispatch, TEAM } from "./support.ts";
 
 /**
@@ -24,12 +24,7 @@ describe("Slack runs delivered to a repository", () => {
     s = await startSlackDispatch({
       settings: "slack:\n  allowed_users: [U1, U2, U3, U4]\n",
       env: {
-        GITHUB_SERVER_URL: remotes.serverUrl,
-        GITHUB_API_URL: github.url,
-        GITHUB_TOKEN: github.token,
-        GITHUB_WEBHOOK_SECRET: "webhook-secret-1",
-        GITHUB_BOT_HANDLE: "dispatch",
-        DISPATCH_ALLOW_FILE_REMOTES: "true",
+        ...deliveryEnv(remotes, github),
       },
     });
   });
