@@ -216,7 +216,7 @@ async function recordPatch(
   const short = await hostGit(["diff", "--shortstat", "--no-ext-diff", "--no-textconv", ...range], {
     gitDir: mirror,
   });
-  const stat = diffStat(text(short)).text;
+  const stat = diffStat(text(short));
   const patch = await hostGit(
     ["diff", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", "--full-index", ...range],
     { gitDir: mirror, maxStdoutBytes: MAX_PATCH_BYTES, timeoutMs: LOCAL_TIMEOUT_MS },
