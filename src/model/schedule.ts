@@ -1,0 +1,63 @@
+import type { AgentConfig, Creator } from "./run.ts";
+
+/** Where a schedule's runs report: a Slack channel (or GitHub issue), as a run's thread binding would. */
+export interface ReportTarget {
+  platform: "slack" | "github";
+  /** Slack team id, or GitHub "owner/repo". */
+  workspace: string;
+  /** Slack channel id, or GitHub issue/PR number. */
+  channel: string;
+  /** A thread to report in; null posts each run's status card as a new message of the channel. */
+  thread: string | null;
+  /** Slack user id or GitHub login mentioned in the runs' final replies. */
+  requester: string;
+}
+
+/** A team's cron-driven agent (OZ-SURFACE.md "Schedules"). Timestamps are RFC 3339 UTC strings. */
+export interface ScheduleRecord {
+  id: string;
+  teamId: string;
+  /** Unique within the team. */
+  name: string;
+  /** 5-field cron expression. */
+  cronSchedule: string;
+  /** IANA time zone the cron is read in (Dispatch extension; "UTC" by default). */
+  timezone: string;
+  enabled: boolean;
+  prompt: string;
+  /** The agent_config each run is created with, as given. */
+  agentConfig: AgentConfig;
+  /** Copied onto each run. */
+  metadata: Record<string, string>;
+  /** Whom the runs are for. */
+  createdBy: Creator;
+  updatedBy: Creator;
+  createdAt: string;
+  updatedAt: string;
+  /** Bumped by every change of the fields above; a firing prepared from an older revision is refused. */
+  revision: number;
+  /** Fire times at or before this never fire (creation, resume, a new cron or time zone). */
+  activeSince: string;
+  /** The latest fire time that made a run. */
+  lastFireTime: string | null;
+  /** When the latest run was created. */
+  lastRan: string | null;
+  /** Why the latest firing could not create its run; cleared by the next one that does. */
+  lastSpawnError: string | null;
+  reportTo: ReportTarget | null;
+}
+
+/** What a user sets on a schedule (create, and PUT, which replaces these). */
+export type ScheduleFields = Pick<
+  ScheduleRecord,
+  "name" | "cronSchedule" | "timezone" | "enabled" | "prompt" | "agentConfig" | "metadata"
+>;
+
+/** The schedule a run was fired by, as it was at that firing. */
+export interface RunSchedule {
+  scheduleId: string;
+  scheduleName: string;
+  cronSchedule: string;
+  /** The cron slot this run is for (RFC 3339 UTC). */
+  fireTime: string;
+}
