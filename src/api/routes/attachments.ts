@@ -1,0 +1,81 @@
+import type { FastifyInstance } from "fastify";
+import type { z } from "zod";
+import type { AttachmentInfo } from "../../model/attachment.ts";
+import type { Store } from "../../store/store.ts";
+import type { ArtifactLinks } from "../artifact-links.ts";
+import { parseQuery } from "../parse.ts";
+import { ApiError } from "../problem.ts";
+import { type ListAttachmentsResponseSchema, NoQuerySchema } from "../schemas.ts";
+import { contentDisposition, signedTeam } from "./artifacts.ts";
+
+export interface AttachmentRoutesOptions {
+  store: Pick<Store, "getRun" | "listAttachments" | "getAttachment" | "readAttachmentContent">;
+  /** Signs links of kind "attachment" with attachmentContentPath. */
+  links: ArtifactLinks;
+  /** Base of the signed links handed out; known only once the server listens when not configured. */
+  publicUrl: () => string;
+}
+
+/** Where an attachment's bytes are served (with a signed query). */
+export function attachmentContentPath(id: string): string {
+  return `/api/v1/agent/attachments/${encodeURIComponent(id)}/content`;
+}
+
+/**
+ * A run's image attachments: Oz's `GET /agent/runs/{runId}/handoff/attachments` lists them with signed,
+ * expiring download links (as FILE artifacts get), and the link serves the bytes without an API key.
+ */
+export async function attachmentRoutes(app: FastifyInstance, opts: AttachmentRoutesOptions): Promise<void> {
+  const { store, links, publicUrl } = opts;
+
+  app.get<{ Params: { runId: string } }>(
+    "/api/v1/agent/runs/:runId/handoff/attachments",
+    { config: { auth: true } },
+    async (req) => {
+      parseQuery(NoQuerySchema, req.query);
+      const teamId = req.caller!.team.id;
+      if (!(await store.getRun(teamId, req.params.runId))) {
+        throw new ApiError("resource_not_found", `no run ${req.params.runId}`);
+      }
+      const base = publicUrl();
+      const attachments = await store.listAttachments(teamId, req.params.runId);
+      return { attachments: attachments.map((a) => listed(a, links.sign(base, teamId, a.id))) };
+    },
+  );
+
+  // The signed link: no API key, so the signature is checked before anything is read.
+  app.get<{ Params: { attachmentId: string } }>(
+    "/api/v1/agent/attachments/:attachmentId/content",
+    async (req, reply) => {
+      const id = req.params.attachmentId;
+      const team = signedTeam(links, id, req.query, "GET /api/v1/agent/runs/{runId}/handoff/attachments");
+      const attachment = await store.getAttachment(team, id);
+      const content = attachment && (await store.readAttachmentContent(team, id));
+      if (!attachment || !content) throw new ApiError("resource_not_found", `no attachment ${id}`);
+      // Inline, so that the session page can show it; the type was sniffed at upload and is never SVG.
+      return reply
+        .header("content-type", attachment.mimeType)
+        .header("content-disposition", contentDisposition(attachment.fileName, "inline"))
+        .header("cache-control", "private, no-store")
+        .header("x-content-type-options", "nosniff")
+        .header("content-security-policy", "default-src 'none'; sandbox")
+        .send(Buffer.from(content.buffer, content.byteOffset, content.byteLength));
+    },
+  );
+}
+
+function listed(
+  a: AttachmentInfo,
+  link: { url: string; expiresAt: string },
+): z.input<typeof ListAttachmentsResponseSchema>["attachments"][number] {
+  return {
+    attachment_id: a.id,
+    download_url: link.url,
+    filename: a.fileName,
+    mime_type: a.mimeType,
+    expires_at: link.expiresAt,
+    size_bytes: a.sizeBytes,
+    followup_id: a.followupId,
+    created_at: a.createdAt,
+  };
+}
