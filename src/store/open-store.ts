@@ -1,0 +1,26 @@
+import { PostgresStore } from "./postgres/postgres-store.ts";
+import { SqliteStore } from "./sqlite/sqlite-store.ts";
+import type { Store } from "./store.ts";
+
+/** Where the store lives: DATABASE_URL=postgres://… selects PostgreSQL, anything else the SQLite file. */
+export interface StoreLocation {
+  postgresUrl?: string | undefined;
+  sqlitePath: string;
+  sqliteBusyTimeoutMs?: number;
+}
+
+/** The configured backend, not yet migrated. `onError` hears of connections PostgreSQL dropped (it reconnects). */
+export function openStore(where: StoreLocation, onError?: (err: unknown) => void): Store {
+  if (where.postgresUrl) return new PostgresStore(where.postgresUrl, onError ? { onError } : {});
+  return new SqliteStore(
+    where.sqlitePath,
+    where.sqliteBusyTimeoutMs === undefined ? {} : { busyTimeoutMs: where.sqliteBusyTimeoutMs },
+  );
+}
+
+/** The store's location for logs: a PostgreSQL URL without its user and password. */
+export function describeStore(where: StoreLocation): string {
+  if (!where.postgresUrl) return `sqlite:${where.sqlitePath}`;
+  const url = new URL(where.postgresUrl);
+  return `${url.protocol}//${url.host}${url.pathname}`;
+}

@@ -1,0 +1,261 @@
+import { randomUUID } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { StoreSignals } from "../signals.ts";
+import { emitNote, encodeSignals, SIGNAL_CHANNEL, SignalListener, type SignalNote } from "./notifications.ts";
+
+const MIGRATIONS_DIR = fileURLToPath(new URL("./migrations/", import.meta.url));
+
+/** Any fixed number: every Dispatch replica takes this advisory lock to migrate, so exactly one does at a time. */
+const MIGRATION_LOCK = 7_311_995_001;
+
+/**
+ * A row as `pg` returns it. JSON columns arrive as their text and timestamps are ISO-8601 text (the SQLite
+ * store's representation), so the SQLite row mappers read these rows unchanged.
+ */
+export type Row = Record<string, unknown>;
+
+/** JSON stays text (the row mappers parse it); every other type as `pg` parses it. */
+const TYPES: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") => {
+    if (oid === pg.types.builtins.JSON || oid === pg.types.builtins.JSONB) return (value: string) => value;
+    return pg.types.getTypeParser(oid, format);
+  }) as pg.CustomTypesConfig["getTypeParser"],
+};
+
+/** Statement names by text: each statement is prepared once per connection, under the same name on all. */
+const statementNames = new Map<string, string>();
+
+function prepared(text: string, values: unknown[]): pg.QueryConfig {
+  let name = statementNames.get(text);
+  if (!name) {
+    name = `dispatch_${statementNames.size + 1}`;
+    statementNames.set(text, name);
+  }
+  return { name, text, values };
+}
+
+/** What statement families run their SQL on: the pool (one statement) or a transaction's connection. */
+export interface Sql {
+  rows(text: string, values?: unknown[]): Promise<Row[]>;
+  row(text: string, values?: unknown[]): Promise<Row | undefined>;
+  /** The number of rows the statement changed. */
+  changes(text: string, values?: unknown[]): Promise<number>;
+}
+
+/** Thrown inside `tx` to roll back and answer `value` (a compare-and-set that lost half-way). */
+export class Rollback<T> {
+  readonly value: T;
+  constructor(value: T) {
+    this.value = value;
+  }
+}
+
+/** A transaction: its statements, and the signals it publishes if (and once) it commits. */
+export class Tx implements Sql {
+  readonly notes: SignalNote[] = [];
+  private readonly client: pg.PoolClient;
+
+  constructor(client: pg.PoolClient) {
+    this.client = client;
+  }
+
+  async rows(text: string, values: unknown[] = []): Promise<Row[]> {
+    return (await this.client.query(prepared(text, values))).rows;
+  }
+
+  async row(text: string, values: unknown[] = []): Promise<Row | undefined> {
+    return (await this.rows(text, values))[0];
+  }
+
+  async changes(text: string, values: unknown[] = []): Promise<number> {
+    return (await this.client.query(prepared(text, values))).rowCount ?? 0;
+  }
+
+  signal(...note: SignalNote): void {
+    this.notes.push(note);
+  }
+}
+
+/**
+ * The connection pool every statement family works on, transactions that publish their signals with
+ * the commit, and the LISTEN connection that brings other replicas' signals in.
+ */
+export class Database implements Sql {
+  readonly signals = new StoreSignals();
+  /** Tells this store's notifications from other stores' (another replica, or another store in this process). */
+  readonly origin = randomUUID();
+  private readonly pool: pg.Pool;
+  private readonly listener: SignalListener;
+
+  constructor(url: string, opts: { poolSize?: number; onError?: (err: unknown) => void } = {}) {
+    const onError = opts.onError ?? (() => {});
+    const config: pg.PoolConfig = {
+      connectionString: url,
+      types: TYPES,
+      max: opts.poolSize ?? 10,
+      // A database that does not answer turns into 503s within seconds rather than requests that hang.
+      connectionTimeoutMillis: 5_000,
+      idleTimeoutMillis: 30_000,
+      keepAlive: true,
+      application_name: "dispatch",
+    };
+    this.pool = new pg.Pool(config);
+    // An idle connection that the server drops is removed from the pool; the next query opens another.
+    this.pool.on("error", onError);
+    this.listener = new SignalListener(
+      { connectionString: url, connectionTimeoutMillis: 5_000, application_name: "dispatch-listen" },
+      this.signals,
+      this.origin,
+      onError,
+    );
+  }
+
+  async rows(text: string, values: unknown[] = []): Promise<Row[]> {
+    return (await this.pool.query(prepared(text, values))).rows;
+  }
+
+  async row(text: string, values: unknown[] = []): Promise<Row | undefined> {
+    return (await this.rows(text, values))[0];
+  }
+
+  async changes(text: string, values: unknown[] = []): Promise<number> {
+    return (await this.pool.query(prepared(text, values))).rowCount ?? 0;
+  }
+
+  /**
+   * Runs `work` in a READ COMMITTED transaction; statements that must see a row unchanged until the commit
+   * lock it (SELECT … FOR UPDATE), which is what makes each change a compare-and-set as on SQLite. The
+   * transaction's signals go out with pg_notify just before COMMIT (PostgreSQL delivers them only if it
+   * commits) and to this store's own listeners right after it. A deadlock or serialization failure is
+   * retried from the start a few times before it is reported (as a conflict).
+   */
+  async tx<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      const client = await this.pool.connect();
+      let broken = false;
+      try {
+        await client.query("BEGIN");
+        const tx = new Tx(client);
+        let value: T;
+        try {
+          value = await work(tx);
+        } catch (err) {
+          await client.query("ROLLBACK");
+          if (err instanceof Rollback) return err.value as T;
+          throw err;
+        }
+        for (const payload of encodeSignals(this.origin, tx.notes)) {
+          await client.query(prepared("SELECT pg_notify($1, $2)", [SIGNAL_CHANNEL, payload]));
+        }
+        await client.query("COMMIT");
+        for (const note of tx.notes) emitNote(this.signals, note);
+        return value;
+      } catch (err) {
+        broken = classifyError(err) === "unavailable";
+        if (attempt < 4 && isRetryable(err)) continue;
+        throw err;
+      } finally {
+        // A connection that failed mid-transaction is discarded rather than handed to the next caller.
+        client.release(broken);
+      }
+    }
+  }
+
+  /** Resolves once signals of other stores reach this one. */
+  listening(): Promise<void> {
+    return this.listener.ready();
+  }
+
+  /** A connection of its own for `work` (the migrations hold a session-level advisory lock on it). */
+  async session<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      return await work(client);
+    } finally {
+      client.release();
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.listener.close();
+    await this.pool.end();
+  }
+}
+
+function isRetryable(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return code === "40001" || code === "40P01";
+}
+
+/**
+ * Applies, in order, each numbered file of migrations/ that schema_migrations does not list yet, holding
+ * an advisory lock for the whole run: replicas starting together wait for the first one and then find
+ * nothing left to do. Each file runs in its own transaction with its bookkeeping row.
+ */
+export async function migrate(db: Database): Promise<void> {
+  const files = readdirSync(MIGRATIONS_DIR)
+    .filter((f) => /^\d+_.*\.sql$/.test(f))
+    .sort();
+  await db.session(async (client) => {
+    await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
+    try {
+      await client.query(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at text NOT NULL)",
+      );
+      const applied = new Set(
+        (await client.query("SELECT version FROM schema_migrations")).rows.map((r) => Number(r.version)),
+      );
+      for (const file of files) {
+        const version = Number.parseInt(file, 10);
+        if (applied.has(version)) continue;
+        await client.query("BEGIN");
+        try {
+          await client.query(readFileSync(MIGRATIONS_DIR + file, "utf8"));
+          await client.query(
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+            [version, file, new Date().toISOString()],
+          );
+          await client.query("COMMIT");
+        } catch (err) {
+          await client.query("ROLLBACK");
+          throw err;
+        }
+      }
+    } finally {
+      await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]);
+    }
+  });
+}
+
+export async function ping(db: Database): Promise<void> {
+  await db.row("SELECT 1");
+}
+
+/** Messages of `pg` errors that carry no code but mean the database cannot be reached. */
+const UNREACHABLE =
+  /Connection terminated|connection timeout|timeout exceeded when trying to connect|Cannot use a pool after calling end|Client was closed|Client has encountered a connection error/i;
+
+/**
+ * As on SQLite: a concurrent change that won (serialization failure, deadlock, a unique key taken
+ * meanwhile) is a conflict the caller may retry (409); a database that cannot be reached or is shutting
+ * down or out of resources is unavailable (503).
+ */
+export function classifyError(err: unknown): "conflict" | "unavailable" | undefined {
+  const code = (err as { code?: unknown })?.code;
+  if (typeof code === "string") {
+    if (code === "40001" || code === "40P01" || code === "23505") return "conflict";
+    // 08: connection exceptions; 57P01-57P03: shutdown and start-up; 53: insufficient resources.
+    if (code.startsWith("08") || /^57P0[1-3]$/.test(code) || code.startsWith("53")) return "unavailable";
+    if (
+      ["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH"].includes(
+        code,
+      )
+    ) {
+      return "unavailable";
+    }
+  }
+  if (err instanceof Error && UNREACHABLE.test(err.message)) return "unavailable";
+  return undefined;
+}

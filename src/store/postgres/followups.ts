@@ -1,0 +1,82 @@
+import { attachmentSummary, type NewAttachment } from "../../model/attachment.ts";
+import type { FollowupOutcome, FollowupRecord, RunRecord } from "../../model/run.ts";
+import { iso, type Row as SqliteRow, toFollowup } from "../sqlite/rows.ts";
+import type { IdempotencyClaim, IdempotentResult } from "../store.ts";
+import { insertAttachments } from "./attachments.ts";
+import type { Database, Row, Tx } from "./database.ts";
+import { insertEvent } from "./events.ts";
+import { checkIdempotency, rememberResponse } from "./idempotency.ts";
+import { announce, applyTransition, lockTeamRun, touch } from "./runs.ts";
+
+/** Follow-ups: accepting one (routed by the run's state) and handing the waiting ones to an execution. */
+
+const followupFromRow = (row: Row): FollowupRecord => toFollowup(row as SqliteRow);
+
+export async function addFollowup(
+  db: Database,
+  teamId: string,
+  runId: string,
+  f: { id: string; message: string; mode: string; attachments?: readonly NewAttachment[] },
+  idem?: IdempotencyClaim,
+): Promise<IdempotentResult<{ followup: FollowupRecord; run: RunRecord }> | undefined> {
+  return db.tx(
+    async (tx): Promise<IdempotentResult<{ followup: FollowupRecord; run: RunRecord }> | undefined> => {
+      // Routed by the state it is locked in: a finishing worker (which locks the run too) cannot slip between.
+      const state = await lockTeamRun(tx, teamId, runId);
+      if (!state) return undefined;
+      const seen = idem && (await checkIdempotency(tx, idem));
+      if (seen) return seen;
+      const outcome: FollowupOutcome =
+        state === "QUEUED" ? "queued_prompt" : state === "INPROGRESS" ? "live_session" : "handoff_execution";
+      const now = iso(Date.now());
+      const inserted = await tx.row(
+        "INSERT INTO followups (id, run_id, message, mode, outcome, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING *",
+        [f.id, runId, f.message, f.mode, outcome, now],
+      );
+      const attachments = f.attachments ?? [];
+      await insertAttachments(tx, { runId, teamId, followupId: f.id, createdAt: now }, attachments);
+      await insertEvent(
+        tx,
+        runId,
+        "followup",
+        {
+          followup_id: f.id,
+          message: f.message,
+          mode: f.mode,
+          outcome,
+          ...(attachments.length ? { attachments: attachments.map(attachmentSummary) } : {}),
+        },
+        now,
+      );
+      const run =
+        outcome === "handoff_execution"
+          ? (await applyTransition(tx, runId, "handoff", { eventData: { followup_id: f.id } }))!
+          : await touch(tx, runId, now);
+      const value = { followup: followupFromRow(inserted!), run };
+      const response = idem ? await rememberResponse(tx, idem, value) : undefined;
+      announce(tx, run);
+      tx.signal("followup_added", runId);
+      return { kind: "created", value, response };
+    },
+  );
+}
+
+export async function takePendingFollowups(
+  db: Database,
+  runId: string,
+  execution: number,
+): Promise<FollowupRecord[]> {
+  return db.tx((tx) => takePending(tx, runId, execution));
+}
+
+/** Marks the run's undelivered follow-ups delivered (each row once, whoever else takes at the same time). */
+export async function takePending(tx: Tx, runId: string, execution: number): Promise<FollowupRecord[]> {
+  const rows = await tx.rows(
+    `UPDATE followups SET delivered_at = $1, delivered_execution = $2
+      WHERE run_id = $3 AND delivered_at IS NULL RETURNING *`,
+    [iso(Date.now()), execution, runId],
+  );
+  return rows
+    .map(followupFromRow)
+    .sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
+}

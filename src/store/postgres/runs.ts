@@ -1,0 +1,386 @@
+import type { NewAttachment } from "../../model/attachment.ts";
+import type { RunRecord } from "../../model/run.ts";
+import { canApply, RUN_STATES, type RunState, type Trigger } from "../../model/run-state.ts";
+import { wireStatusMessage } from "../../model/status-reason.ts";
+import { foldCase } from "../fold-case.ts";
+import { iso, json, type Row as SqliteRow, toRun } from "../sqlite/rows.ts";
+import type { IdempotencyClaim, IdempotentResult, RunListQuery, RunPatch } from "../store.ts";
+import { insertAttachments } from "./attachments.ts";
+import type { Database, Row, Sql, Tx } from "./database.ts";
+import { insertEvent } from "./events.ts";
+import { checkIdempotency, rememberResponse } from "./idempotency.ts";
+
+/**
+ * Runs: creation, reads, listing and counts, cancelling, and the lifecycle's compare-and-set
+ * (`applyTransition`) and change signals (`announce`) that the other families reuse.
+ */
+
+/** The SQLite store's mapper: both backends store a run in the same columns. */
+export function runFromRow(row: Row): RunRecord {
+  return toRun(row as SqliteRow);
+}
+
+export async function createRun(
+  db: Database,
+  run: RunRecord,
+  idem?: IdempotencyClaim,
+  attachments: readonly NewAttachment[] = [],
+): Promise<IdempotentResult<RunRecord>> {
+  return db.tx(async (tx): Promise<IdempotentResult<RunRecord>> => {
+    if (idem) {
+      const seen = await checkIdempotency(tx, idem);
+      if (seen) return seen;
+    }
+    const created = await insertRun(tx, run, attachments);
+    const response = idem ? await rememberResponse(tx, idem, created) : undefined;
+    return { kind: "created", value: created, response };
+  });
+}
+
+/**
+ * Inserts a QUEUED run with its attachments, its folded search text and its first `state` event, and
+ * signals it with the transaction's commit.
+ */
+export async function insertRun(
+  tx: Tx,
+  run: RunRecord,
+  attachments: readonly NewAttachment[] = [],
+): Promise<RunRecord> {
+  await tx.changes(
+    `INSERT INTO runs (id, team_id, title, prompt, state, created_at, updated_at, queued_at, started_at, finished_at,
+       run_time_ms, execution_started_at, execution, session_id, trigger_url, source, creator_uid, creator,
+       config_name, model_id, environment_id, skill_spec, agent_config, agent_skill, status_message, artifacts,
+       request_usage, metadata, schedule_id, schedule_name, schedule_cron, schedule_fire_time, parent_run_id, mode)
+     VALUES ($1, $2, $3, $4, 'QUEUED', $5, $6, $5, NULL, NULL, 0, NULL, 1, $7, $8, $9, $10, $11, $12, $13, $14,
+       $15, $16, $17, NULL, '[]', $18, $19, $20, $21, $22, $23, $24, $25)`,
+    [
+      run.id,
+      run.teamId,
+      run.title,
+      run.prompt,
+      run.createdAt,
+      run.updatedAt,
+      run.sessionId,
+      run.triggerUrl,
+      run.source,
+      run.creator.uid,
+      JSON.stringify(run.creator),
+      run.agentConfig.name ?? null,
+      run.agentConfig.model_id ?? null,
+      run.agentConfig.environment_id ?? null,
+      run.agentConfig.skill_spec ?? null,
+      JSON.stringify(run.agentConfig),
+      run.agentSkill ? JSON.stringify(run.agentSkill) : null,
+      JSON.stringify(run.requestUsage),
+      JSON.stringify(run.metadata),
+      run.schedule?.scheduleId ?? null,
+      run.schedule?.scheduleName ?? null,
+      run.schedule?.cronSchedule ?? null,
+      run.schedule?.fireTime ?? null,
+      run.parentRunId ?? null,
+      run.mode ?? "normal",
+    ],
+  );
+  await tx.changes("INSERT INTO run_search_text (run_id, title, prompt) VALUES ($1, $2, $3)", [
+    run.id,
+    foldCase(run.title),
+    foldCase(run.prompt),
+  ]);
+  await insertAttachments(
+    tx,
+    { runId: run.id, teamId: run.teamId, followupId: null, createdAt: run.createdAt },
+    attachments,
+  );
+  await insertEvent(tx, run.id, "state", { state: "QUEUED", previous: null }, run.createdAt);
+  tx.signal("run_changed", run.id);
+  tx.signal("run_queued", run.id);
+  return (await readRun(tx, run.id))!;
+}
+
+export async function getRun(db: Database, teamId: string, runId: string): Promise<RunRecord | undefined> {
+  const row = await db.row("SELECT * FROM runs WHERE id = $1 AND team_id = $2", [runId, teamId]);
+  return row ? runFromRow(row) : undefined;
+}
+
+export async function getRunBySession(db: Database, sessionId: string): Promise<RunRecord | undefined> {
+  const row = await db.row("SELECT * FROM runs WHERE session_id = $1", [sessionId]);
+  return row ? runFromRow(row) : undefined;
+}
+
+export async function listRuns(
+  db: Database,
+  teamId: string,
+  q: RunListQuery,
+): Promise<{ runs: RunRecord[]; hasMore: boolean }> {
+  const params: unknown[] = [];
+  const bind = (value: unknown) => {
+    params.push(value);
+    return `$${params.length}`;
+  };
+  const where: string[] = [`team_id = ${bind(teamId)}`];
+  const column = { updated_at: "updated_at", created_at: "created_at", title: "title", agent: "config_name" }[
+    q.sortBy
+  ];
+  const dir = q.sortOrder === "asc" ? "ASC" : "DESC";
+  // Nothing records a local execution on a run: every Dispatch run executes remotely.
+  if (q.executionLocation === "LOCAL") {
+    return { runs: [], hasMore: false };
+  }
+  if (q.states) {
+    if (q.states.length === 0) return { runs: [], hasMore: false };
+    where.push(`state = ANY(${bind(q.states)}::text[])`);
+  }
+  if (Array.isArray(q.source)) {
+    if (q.source.length === 0) return { runs: [], hasMore: false };
+    where.push(`source = ANY(${bind(q.source)}::text[])`);
+  }
+  const equal: Array<[string, string | undefined]> = [
+    ["config_name", q.name],
+    ["model_id", q.modelId],
+    ["creator_uid", q.creator],
+    ["creator_uid", q.executor],
+    ["source", typeof q.source === "string" ? q.source : undefined],
+    ["environment_id", q.environmentId],
+    ["skill_spec", q.skillSpec],
+    ["schedule_id", q.scheduleId],
+  ];
+  for (const [col, value] of equal) {
+    if (value !== undefined) where.push(`${col} = ${bind(value)}`);
+  }
+  const ranges: Array<[string, string | undefined]> = [
+    ["created_at >", q.createdAfter],
+    ["created_at <", q.createdBefore],
+    ["updated_at >", q.updatedAfter],
+  ];
+  for (const [condition, value] of ranges) {
+    if (value !== undefined) where.push(`${condition} ${bind(value)}`);
+  }
+  // Keys and values are bound, never spliced into a JSON path: any key is safe and matched exactly.
+  for (const [key, value] of Object.entries(q.metadata ?? {})) {
+    const k = bind(key);
+    where.push(
+      `(json_typeof(metadata -> ${k}::text) = 'string' AND metadata ->> ${k}::text = ${bind(value)})`,
+    );
+  }
+  if (q.ancestorRunId !== undefined) {
+    // Descendants at any depth: children of the ancestor, then theirs (parents are always of the same team).
+    where.push(
+      `id IN (WITH RECURSIVE descendants(id) AS (
+         SELECT id FROM runs WHERE parent_run_id = ${bind(q.ancestorRunId)}
+         UNION SELECT runs.id FROM runs JOIN descendants ON runs.parent_run_id = descendants.id
+       ) SELECT id FROM descendants)`,
+    );
+  }
+  if (q.artifactType !== undefined) {
+    where.push(
+      `EXISTS (SELECT 1 FROM json_array_elements(artifacts) a WHERE a ->> 'artifact_type' = ${bind(q.artifactType)})`,
+    );
+  }
+  if (q.q) {
+    const needle = bind(foldCase(q.q));
+    where.push(
+      `EXISTS (SELECT 1 FROM run_search_text s WHERE s.run_id = runs.id
+                 AND (strpos(s.title, ${needle}) > 0 OR strpos(s.prompt, ${needle}) > 0))`,
+    );
+  }
+  const beyond = dir === "ASC" ? ">" : "<";
+  if (q.after && q.after.value === null) {
+    // Past a run without an agent name: only the rest of that trailing group remains.
+    where.push(`${column} IS NULL AND id ${beyond} ${bind(q.after.id)}`);
+  } else if (q.after) {
+    // Under `agent` sorting the runs without a name come after every named one, in either order.
+    const orLater = q.sortBy === "agent" ? ` OR ${column} IS NULL` : "";
+    where.push(`((${column}, id) ${beyond} (${bind(q.after.value)}, ${bind(q.after.id)})${orLater})`);
+  }
+  const order =
+    q.sortBy === "agent" ? `${column} IS NULL, ${column} ${dir}, id ${dir}` : `${column} ${dir}, id ${dir}`;
+  // One prepared statement per combination of filters in use: a bounded set, since values are bound.
+  const rows = await db.rows(
+    `SELECT * FROM runs WHERE ${where.join(" AND ")} ORDER BY ${order} LIMIT ${bind(q.limit + 1)}`,
+    params,
+  );
+  const hasMore = rows.length > q.limit;
+  return { runs: rows.slice(0, q.limit).map(runFromRow), hasMore };
+}
+
+export async function countRunsByState(db: Database): Promise<Record<RunState, number>> {
+  const counts = Object.fromEntries(RUN_STATES.map((s) => [s, 0])) as Record<RunState, number>;
+  for (const row of await db.rows("SELECT state, COUNT(*) AS n FROM runs GROUP BY state")) {
+    counts[row.state as RunState] = Number(row.n);
+  }
+  return counts;
+}
+
+export async function countActiveRuns(db: Database, upTo: number): Promise<number> {
+  const row = await db.row(
+    "SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE state IN ('QUEUED', 'INPROGRESS') LIMIT $1) active",
+    [upTo],
+  );
+  return Number(row?.n ?? 0);
+}
+
+export async function runsFinishedBefore(db: Database, runIds: string[], before: string): Promise<string[]> {
+  if (runIds.length === 0) return [];
+  const rows = await db.rows(
+    `SELECT id FROM runs WHERE id = ANY($1::text[])
+       AND state IN ('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED') AND finished_at < $2`,
+    [runIds, before],
+  );
+  return rows.map((row) => String(row.id));
+}
+
+export async function transition(
+  db: Database,
+  runId: string,
+  trigger: Trigger,
+  patch: RunPatch = {},
+  opts: { workerId?: string } = {},
+): Promise<RunRecord | undefined> {
+  return db.tx(async (tx) => {
+    const run = await applyTransition(tx, runId, trigger, patch, opts.workerId);
+    if (run) announce(tx, run);
+    return run;
+  });
+}
+
+export async function cancelRun(
+  db: Database,
+  teamId: string,
+  runId: string,
+  patch: RunPatch,
+  idem?: IdempotencyClaim,
+): Promise<IdempotentResult<RunRecord> | { kind: "refused"; state: RunState } | undefined> {
+  return db.tx(
+    async (tx): Promise<IdempotentResult<RunRecord> | { kind: "refused"; state: RunState } | undefined> => {
+      const state = await lockTeamRun(tx, teamId, runId);
+      if (!state) return undefined;
+      const seen = idem && (await checkIdempotency(tx, idem));
+      if (seen) return seen;
+      const run = await applyTransition(tx, runId, "cancel", patch);
+      if (!run) return { kind: "refused", state };
+      announce(tx, run);
+      return {
+        kind: "created",
+        value: run,
+        response: idem ? await rememberResponse(tx, idem, run) : undefined,
+      };
+    },
+  );
+}
+
+/**
+ * The state of the team's run, locked until the transaction ends (what follows is decided on it), or
+ * undefined when the team has no such run.
+ */
+export async function lockTeamRun(tx: Tx, teamId: string, runId: string): Promise<RunState | undefined> {
+  const row = await tx.row("SELECT state FROM runs WHERE id = $1 AND team_id = $2 FOR UPDATE", [
+    runId,
+    teamId,
+  ]);
+  return row?.state as RunState | undefined;
+}
+
+export async function readRun(sql: Sql, id: string): Promise<RunRecord | undefined> {
+  const row = await sql.row("SELECT * FROM runs WHERE id = $1", [id]);
+  return row ? runFromRow(row) : undefined;
+}
+
+/** The compare-and-set at the heart of the lifecycle: the run's row stays locked until the commit. */
+export async function applyTransition(
+  tx: Tx,
+  runId: string,
+  trigger: Trigger,
+  patch: RunPatch,
+  workerId?: string,
+): Promise<RunRecord | undefined> {
+  const row = await tx.row("SELECT * FROM runs WHERE id = $1 FOR UPDATE", [runId]);
+  const run = row ? runFromRow(row) : undefined;
+  if (!run || !canApply(trigger, run.state)) return undefined;
+  if (workerId !== undefined && run.workerId !== workerId) return undefined;
+  const now = Date.now();
+  const nowIso = iso(now);
+  const executionMs = run.executionStartedAt ? Math.max(0, now - Date.parse(run.executionStartedAt)) : 0;
+  let sets: Record<string, unknown>;
+  switch (trigger) {
+    case "succeed":
+    case "fail":
+    case "error":
+    case "cancel":
+      sets = {
+        state:
+          trigger === "cancel"
+            ? "CANCELLED"
+            : trigger === "succeed"
+              ? "SUCCEEDED"
+              : trigger === "fail"
+                ? "FAILED"
+                : "ERROR",
+        finished_at: nowIso,
+        run_time_ms: run.runTimeMs + executionMs,
+        execution_started_at: null,
+        worker_id: null,
+        lease_expires_at: null,
+      };
+      break;
+    case "handoff":
+      sets = {
+        state: "QUEUED",
+        finished_at: null,
+        status_message: null,
+        queued_at: nowIso,
+        execution: run.execution + 1,
+        requeue_count: 0,
+        agent_started: 0,
+      };
+      break;
+    case "requeue":
+      sets = {
+        state: "QUEUED",
+        worker_id: null,
+        lease_expires_at: null,
+        execution_started_at: null,
+        requeue_count: run.requeueCount + 1,
+      };
+      break;
+    case "claim":
+      throw new Error("claims go through claimNextRun");
+  }
+  sets.updated_at = nowIso;
+  if (patch.statusMessage !== undefined) sets.status_message = json(patch.statusMessage);
+  if (patch.requestUsage !== undefined) sets.request_usage = json(patch.requestUsage);
+  if (patch.artifacts !== undefined) sets.artifacts = json(patch.artifacts);
+  const columns = Object.keys(sets);
+  const changed = await tx.changes(
+    `UPDATE runs SET ${columns.map((c, i) => `${c} = $${i + 1}`).join(", ")}
+      WHERE id = $${columns.length + 1} AND state = $${columns.length + 2}`,
+    [...columns.map((c) => sets[c]), runId, run.state],
+  );
+  if (changed !== 1) return undefined;
+  const updated = (await readRun(tx, runId))!;
+  await insertEvent(
+    tx,
+    runId,
+    "state",
+    {
+      state: updated.state,
+      previous: run.state,
+      // The transcript shows it as runs do: Oz's error_code and Dispatch's reason (status-reason.ts).
+      ...(updated.statusMessage ? { status_message: wireStatusMessage(updated.statusMessage) } : {}),
+      ...patch.eventData,
+    },
+    nowIso,
+  );
+  return updated;
+}
+
+export async function touch(tx: Tx, runId: string, at: string): Promise<RunRecord> {
+  const row = await tx.row("UPDATE runs SET updated_at = $1 WHERE id = $2 RETURNING *", [at, runId]);
+  return runFromRow(row!);
+}
+
+/** The signals of a changed run, published with the transaction's commit. */
+export function announce(tx: Tx, run: RunRecord): void {
+  tx.signal("run_changed", run.id);
+  if (run.state === "QUEUED") tx.signal("run_queued", run.id);
+  tx.signal("event_appended", run.id, -1);
+}
