@@ -5,10 +5,13 @@ import { ArtifactLinks, loadSigningKey } from "./api/artifact-links.ts";
 import { Metrics } from "./api/metrics.ts";
 import { agentRoutes } from "./api/routes/agents.ts";
 import { artifactRoutes } from "./api/routes/artifacts.ts";
+import { attachmentContentPath, attachmentRoutes } from "./api/routes/attachments.ts";
 import { environmentRoutes } from "./api/routes/environments.ts";
 import { identityRoutes } from "./api/routes/identities.ts";
 import { modelRoutes } from "./api/routes/models.ts";
+import { redirectRoutes } from "./api/routes/redirects.ts";
 import { runRoutes } from "./api/routes/runs.ts";
+import { scheduleRoutes } from "./api/routes/schedules.ts";
 import { systemRoutes } from "./api/routes/system.ts";
 import { buildServer } from "./api/server.ts";
 import { ensureAdminKey } from "./auth/bootstrap.ts";
@@ -21,6 +24,10 @@ import { Executor } from "./executor/executor.ts";
 import { HarnessRegistry } from "./executor/harness.ts";
 import { BuiltinHarness, type BuiltinHarnessOptions } from "./executor/harnesses/builtin/builtin-harness.ts";
 import { configModelResolver } from "./executor/harnesses/builtin/models.ts";
+import { ClaudeHarness } from "./executor/harnesses/external/claude.ts";
+import { CodexHarness } from "./executor/harnesses/external/codex.ts";
+import type { ExternalHarnessOptions } from "./executor/harnesses/external/external-harness.ts";
+import { GeminiHarness } from "./executor/harnesses/external/gemini.ts";
 import { ScriptedHarness } from "./executor/harnesses/scripted.ts";
 import { createSandboxProvider, type SandboxProvider } from "./executor/sandbox-provider.ts";
 import { listLocalSkills } from "./executor/skill-catalog.ts";
@@ -37,6 +44,7 @@ import {
 import { githubNotifierPlatform } from "./integrations/github/notifier-platform.ts";
 import {
   createSlackIntegration,
+  inProcessChannelSchedules,
   SLACK_PRINCIPAL,
   type SlackIntegration,
 } from "./integrations/slack/index.ts";
@@ -53,7 +61,9 @@ import { DEFAULT_NOTIFIER_OPTIONS } from "./notifier/notifier.ts";
 import { HttpRunsApi } from "./runs/http-runs-api.ts";
 import { RunService } from "./runs/run-service.ts";
 import { inProcessRunsApiFor, type RunsApi } from "./runs/runs-api.ts";
-import { SqliteStore } from "./store/sqlite/sqlite-store.ts";
+import { ScheduleService } from "./schedules/schedule-service.ts";
+import { Scheduler, type SchedulerOptions } from "./schedules/scheduler.ts";
+import { openStore } from "./store/open-store.ts";
 import type { Store } from "./store/store.ts";
 import { sessionPage } from "./web/session-page.ts";
 
@@ -89,36 +99,53 @@ export async function startDispatch(
     notifier?: Partial<NotifierOptions>;
     /** Overrides for the builtin harness (tests inject a model resolver and short limits). */
     builtin?: Partial<BuiltinHarnessOptions>;
+    /** Overrides for the external agent harnesses (claude, codex, gemini): tests shorten the limits. */
+    external?: Omit<ExternalHarnessOptions, "provider">;
     /** GitHub client overrides (tests turn the request pacing off so that they need not wait). */
     github?: { throttle?: boolean };
     /** Pause between measurements of a running workspace's disk use (tests shorten it). */
     diskCheckIntervalMs?: number;
+    /** The scheduler's clock and waits (tests run schedules on an accelerated clock). */
+    scheduler?: Partial<Pick<SchedulerOptions, "now" | "speed" | "maxSleepMs" | "retryMs">>;
   } = {},
 ): Promise<Dispatch> {
+  const { roles } = config;
+  const serveApi = roles.has("api");
+  const runsExecutions = roles.has("worker") && config.maxConcurrentRuns > 0;
+  /** What /readyz reports per role; each is `starting` until it runs. */
+  const roleStates: Record<string, string> = Object.fromEntries([...roles].map((role) => [role, "starting"]));
   // The sandbox is decided once, before anything else starts: DISPATCH_SANDBOX=bwrap stops start-up here.
-  const sandboxes: SandboxProvider | undefined =
-    config.maxConcurrentRuns > 0
-      ? await createSandboxProvider({
-          mode: config.sandbox.mode,
-          ...(config.sandbox.bwrapPath ? { bwrapPath: config.sandbox.bwrapPath } : {}),
-          // Everything Dispatch reads secrets from, in case it lies in what the sandbox shows (/usr, /etc…).
-          hide: [
-            config.dataDir,
-            ...["", "-wal", "-shm"].map((suffix) => `${config.databasePath}${suffix}`),
-            ...config.sandbox.secretFiles,
-          ],
-          secrets: config.sandbox.secrets,
-          limits: { memoryBytes: config.sandbox.memoryBytes, pidsMax: config.sandbox.pidsMax },
-          log,
-        })
-      : undefined;
+  const sandboxes: SandboxProvider | undefined = runsExecutions
+    ? await createSandboxProvider({
+        mode: config.sandbox.mode,
+        ...(config.sandbox.bwrapPath ? { bwrapPath: config.sandbox.bwrapPath } : {}),
+        // Everything Dispatch reads secrets from, in case it lies in what the sandbox shows (/usr, /etc…).
+        hide: [
+          config.dataDir,
+          ...["", "-wal", "-shm"].map((suffix) => `${config.databasePath}${suffix}`),
+          ...config.sandbox.secretFiles,
+        ],
+        secrets: config.sandbox.secrets,
+        limits: { memoryBytes: config.sandbox.memoryBytes, pidsMax: config.sandbox.pidsMax },
+        log,
+      })
+    : undefined;
   const skills = new SkillResolver(config.settings.skills, {
     cacheDir: join(config.dataDir, "skills-cache"),
   });
-  const store = new SqliteStore(config.databasePath, { busyTimeoutMs: config.sqliteBusyTimeoutMs });
+  const store = openStore(
+    {
+      postgresUrl: config.postgresUrl,
+      sqlitePath: config.databasePath,
+      sqliteBusyTimeoutMs: config.sqliteBusyTimeoutMs,
+    },
+    (err) => log.warn({ err }, "a PostgreSQL connection failed; it is reopened"),
+  );
   await store.migrate();
   const generatedAdminKey = await ensureAdminKey(store, config.adminApiKey);
   const runService = new RunService(store, {
+    // The registry is built below; create is only called once the server is up.
+    harnessRefusal: (key, config) => harnesses.refusal(key, config),
     environmentIds: Object.keys(config.settings.environments),
     mcpAllowedUrls: config.settings.mcp.allowed_urls,
     skills,
@@ -143,6 +170,16 @@ export async function startDispatch(
       ...opts.builtin,
     }),
   );
+  // External agent CLIs: they reach their provider through Dispatch's model gateway, which holds the key.
+  const external = {
+    maxSteps: config.settings.builtin.max_steps,
+    defaultMaxRunMinutes: config.settings.builtin.max_run_minutes,
+    ...opts.external,
+  };
+  harnesses
+    .register(new ClaudeHarness({ provider: config.models.anthropic, ...external }))
+    .register(new CodexHarness({ provider: config.models.openai, ...external }))
+    .register(new GeminiHarness({ provider: config.models.gemini, ...external }));
 
   let accepting = true;
   let publicUrl = config.publicUrl ?? "";
@@ -161,22 +198,38 @@ export async function startDispatch(
     metrics,
     isAccepting: () => accepting,
     disk: { dataDir: config.dataDir, minFreeBytes: config.disk.minFreeBytes },
+    roles: () => roleStates,
   });
-  server.register(runRoutes, { runService, publicUrl: () => publicUrl });
+  if (serveApi) server.register(runRoutes, { runService, publicUrl: () => publicUrl });
+  if (serveApi) server.register(redirectRoutes, { runService });
   const models = listModels(config.models);
-  server.register(modelRoutes, { models: () => models });
+  if (serveApi) server.register(modelRoutes, { models: () => models });
   const environments = new EnvironmentCatalog(config.settings.environments, store, new Date());
-  server.register(environmentRoutes, { environments });
+  if (serveApi) server.register(environmentRoutes, { environments });
   const agents = new AgentCatalog({
     skills: () => listLocalSkills(config.settings.skills, process.cwd()),
     environments: () => environments.names(),
     store,
   });
-  server.register(agentRoutes, { agents });
-  server.register(identityRoutes, { identities: new IdentityService(store) });
+  if (serveApi) server.register(agentRoutes, { agents });
+  if (serveApi) server.register(identityRoutes, { identities: new IdentityService(store) });
+  // Schedules are written through the API with the scheduler's clock, so both agree on what is due.
+  const schedules = new ScheduleService(store, opts.scheduler?.now ? { now: opts.scheduler.now } : {});
+  if (serveApi) server.register(scheduleRoutes, { schedules });
   const artifactLinks = new ArtifactLinks(await loadSigningKey(config.signingKey, config.dataDir));
-  server.register(artifactRoutes, { store, links: artifactLinks, publicUrl: () => publicUrl });
-  server.register(sessionPage, { runService, artifacts: store });
+  if (serveApi) server.register(artifactRoutes, { store, links: artifactLinks, publicUrl: () => publicUrl });
+  const attachmentLinks = new ArtifactLinks(await loadSigningKey(config.signingKey, config.dataDir), {
+    kind: "attachment",
+    path: attachmentContentPath,
+  });
+  if (serveApi)
+    server.register(attachmentRoutes, { store, links: attachmentLinks, publicUrl: () => publicUrl });
+  if (serveApi)
+    server.register(sessionPage, {
+      runService,
+      artifacts: store,
+      attachments: { store, links: attachmentLinks },
+    });
   // Slack: the app answers POST /slack/events (or connects in Socket Mode); the notifier reports back.
   // Remote mode: the integrations and the notifier front another Dispatch instead of this one.
   const remoteRuns = config.runService
@@ -190,21 +243,29 @@ export async function startDispatch(
     role: "member" | "read",
   ): Promise<RunsApi> =>
     remoteRuns ?? (await inProcessRunsApiFor(runService, () => publicUrl, { ...who, role }));
-  const slack = config.slack
-    ? createSlackIntegration({
-        config: config.slack,
-        settings: config.settings.slack,
-        runs: await runsApiFor(SLACK_PRINCIPAL, "member"),
-        store,
-        log,
-        renderStatus: (run, binding) => renderStatusCard(run, binding ?? null, Date.now()),
-        inbox: { leaseMs: config.leaseMs, pollMs: config.pollIntervalMs },
-        repositories: {
-          serverUrl: config.delivery.serverUrl,
-          allowFileRemotes: config.delivery.allowFileRemotes,
-        },
-      })
-    : undefined;
+  const slackSchedules = async () => {
+    const { principal, team } = await runService.ensureServiceAccount(SLACK_PRINCIPAL);
+    return inProcessChannelSchedules(schedules, team.id, principal.id);
+  };
+  // Slack and GitHub deliveries are received and handled by the api role; the notifier answers in threads.
+  const slack =
+    config.slack && serveApi
+      ? createSlackIntegration({
+          config: config.slack,
+          settings: config.settings.slack,
+          runs: await runsApiFor(SLACK_PRINCIPAL, "member"),
+          // In process only: the runs of a remote Dispatch's schedule could not report to this bot's channels.
+          ...(remoteRuns ? {} : { schedules: await slackSchedules() }),
+          store,
+          log,
+          renderStatus: (run, binding) => renderStatusCard(run, binding ?? null, Date.now()),
+          inbox: { leaseMs: config.leaseMs, pollMs: config.pollIntervalMs },
+          repositories: {
+            serverUrl: config.delivery.serverUrl,
+            allowFileRemotes: config.delivery.allowFileRemotes,
+          },
+        })
+      : undefined;
   slack?.register(server); // routes must exist before the server listens
   // GitHub: the integration answers POST /github/webhooks; the notifier reports back on the issue.
   const githubClients = config.github
@@ -216,7 +277,7 @@ export async function startDispatch(
       })
     : undefined;
   const github =
-    config.github && githubClients
+    config.github && githubClients && serveApi
       ? createGitHubIntegration({
           config: config.github,
           settings: config.settings.github,
@@ -225,6 +286,7 @@ export async function startDispatch(
           store,
           log,
           inbox: { leaseMs: config.leaseMs, pollMs: config.pollIntervalMs },
+          serverUrl: config.delivery.serverUrl,
         })
       : undefined;
   github?.register(server);
@@ -243,7 +305,7 @@ export async function startDispatch(
   publicUrl ||= url;
 
   let executor: Executor | undefined;
-  if (config.maxConcurrentRuns > 0) {
+  if (runsExecutions) {
     executor = new Executor({
       store,
       harnesses,
@@ -294,7 +356,7 @@ export async function startDispatch(
     );
   }
   const notifier =
-    platforms.length > 0
+    roles.has("notifier") && platforms.length > 0
       ? new Notifier({
           runsApi: await runsApiFor(NOTIFIER_PRINCIPAL, "read"),
           store,
@@ -305,6 +367,20 @@ export async function startDispatch(
         })
       : undefined;
   notifier?.start();
+  const scheduler = roles.has("scheduler")
+    ? new Scheduler({ store, runService, log, ...opts.scheduler })
+    : undefined;
+  scheduler?.start();
+  if (serveApi) roleStates.api = "serving";
+  if (roles.has("worker")) {
+    roleStates.worker = runsExecutions
+      ? `running up to ${config.maxConcurrentRuns} runs`
+      : "idle: DISPATCH_MAX_CONCURRENT_RUNS is 0";
+  }
+  if (roles.has("notifier")) {
+    roleStates.notifier = notifier ? "delivering" : "idle: neither Slack nor GitHub is configured";
+  }
+  if (scheduler) roleStates.scheduler = "firing";
   // Housekeeping: idempotency keys live 24 h (API.md); inbound dedupe keys and delivered outbox rows a week;
   // finished runs' workspaces DISPATCH_WORKSPACE_RETENTION_HOURS.
   const housekeeping = setInterval(() => {
@@ -336,6 +412,7 @@ export async function startDispatch(
       stopping ??= (async () => {
         accepting = false;
         clearInterval(housekeeping);
+        await scheduler?.stop(); // a firing under way commits (or not) before the store closes
         await slack?.stop(); // lets acknowledged requests finish
         await github?.stop();
         await notifier?.stop(); // hands claimed outbox rows back

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { AGENT_NAMES } from "./model/agent-wording.ts";
 
 /**
  * Structured settings that do not fit environment variables (DESIGN.md): `dispatch.config.yaml`, at the
@@ -141,6 +142,31 @@ const GitHubSettingsSchema = z
     min_permission: z.enum(["read", "triage", "write", "maintain", "admin"]).default("write"),
     /** How long a commenter's role is remembered (a burst of mentions makes one permission call). */
     permission_cache_seconds: z.number().int().min(0).max(3600).default(60),
+    /**
+     * Per-repository settings by `owner/repo` (matched without regard to case): `agent`, the agent runs
+     * started there use unless the comment names one (`@dispatch /codex …`). A repository not listed gets
+     * the server's default agent.
+     */
+    repositories: z
+      .record(
+        z.string(),
+        z
+          .object({
+            agent: z.enum(AGENT_NAMES as [string, ...string[]], {
+              error: `must be one of the agents: ${AGENT_NAMES.join(", ")}`,
+            }),
+          })
+          .strict(),
+      )
+      // Checked here rather than by the key's schema, so that the message names the key and says why.
+      .superRefine((repositories, ctx) => {
+        for (const key of Object.keys(repositories)) {
+          if (!/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(key)) {
+            ctx.addIssue({ code: "custom", path: [key], message: "repository keys are owner/repo" });
+          }
+        }
+      })
+      .default({}),
   })
   .strict();
 
@@ -166,7 +192,11 @@ const SettingsSchema = z
       cancel: "channel",
       followup: "channel",
     }),
-    github: GitHubSettingsSchema.default({ min_permission: "write", permission_cache_seconds: 60 }),
+    github: GitHubSettingsSchema.default({
+      min_permission: "write",
+      permission_cache_seconds: 60,
+      repositories: {},
+    }),
     mcp: McpSettingsSchema.default({ allowed_urls: [] }),
   })
   // Other sections (environments, GitHub) belong to other parts of the service and are read there.

@@ -63,6 +63,14 @@ function problemRecorder(ctx: z.RefinementCtx) {
   };
 }
 
+/**
+ * The parts of `dispatch serve`: `api` serves HTTP (API, Slack, GitHub, session pages), `worker` runs
+ * executions, `notifier` delivers the outbox, `scheduler` fires schedules. Every process serves /healthz,
+ * /readyz and /metrics whatever its roles.
+ */
+export const SERVE_ROLES = ["api", "worker", "notifier", "scheduler"] as const;
+export type ServeRole = (typeof SERVE_ROLES)[number];
+
 const intFrom = (min: number, max: number) =>
   z
     .string()
@@ -84,6 +92,24 @@ const EnvSchema = z.object({
   DATABASE_URL: z.string().optional(),
   DISPATCH_ADMIN_API_KEY: apiKey(),
   DISPATCH_MAX_CONCURRENT_RUNS: intFrom(0, 1000).default(4),
+  DISPATCH_ROLES: z
+    .string()
+    .default(SERVE_ROLES.join(","))
+    .transform((v, ctx) => {
+      const roles = v
+        .split(",")
+        .map((r) => r.trim())
+        .filter(Boolean);
+      const unknown = roles.filter((r) => !(SERVE_ROLES as readonly string[]).includes(r));
+      if (roles.length === 0 || unknown.length > 0) {
+        ctx.addIssue({
+          code: "custom",
+          message: `${unknown.length ? `unknown role ${unknown.join(", ")}; ` : ""}use a comma-separated list of ${SERVE_ROLES.join(", ")}`,
+        });
+        return z.NEVER;
+      }
+      return new Set(roles as ServeRole[]);
+    }),
   DISPATCH_POLL_INTERVAL_MS: intFrom(10, 600_000).default(1000),
   DISPATCH_LEASE_MS: intFrom(1000, 3_600_000).default(30_000),
   DISPATCH_SHUTDOWN_GRACE_MS: intFrom(0, 600_000).default(10_000),
@@ -138,6 +164,16 @@ const EnvSchema = z.object({
     .default("/agent"),
 });
 
+/** A postgres:// (or postgresql://) URL that names a host. */
+function isPostgresUrl(value: string): boolean {
+  if (!/^postgres(ql)?:\/\//.test(value)) return false;
+  try {
+    return new URL(value).hostname !== "";
+  } catch {
+    return false;
+  }
+}
+
 /**
  * The configuration: each variable checked on its own, then the ones that only make sense together,
  * then dispatch.config.yaml and the GitHub variables (which stop with their own ConfigError). `env` is
@@ -146,10 +182,11 @@ const EnvSchema = z.object({
 const configSchema = (env: NodeJS.ProcessEnv) =>
   EnvSchema.transform((e, ctx) => {
     const problems = problemRecorder(ctx);
-    if (e.DATABASE_URL && !e.DATABASE_URL.startsWith("sqlite:")) {
+    const postgresUrl = e.DATABASE_URL && isPostgresUrl(e.DATABASE_URL) ? e.DATABASE_URL : undefined;
+    if (e.DATABASE_URL && !postgresUrl && !e.DATABASE_URL.startsWith("sqlite:")) {
       problems.add(
         "DATABASE_URL",
-        "only the embedded SQLite store is available in this version; unset DATABASE_URL (or use sqlite:<path>)",
+        "must be a PostgreSQL URL (postgres://user:password@host:5432/dispatch) or sqlite:<path>; unset it for the embedded SQLite store",
       );
     }
     if (e.DISPATCH_RUN_SERVICE_URL && !e.DISPATCH_RUN_SERVICE_API_KEY) {
@@ -180,9 +217,16 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
       /** Base of links handed to people (session pages); defaults to the listening address. */
       publicUrl: e.DISPATCH_PUBLIC_URL?.replace(/\/+$/, ""),
       dataDir,
-      databasePath: e.DATABASE_URL ? e.DATABASE_URL.slice("sqlite:".length) : resolve(dataDir, "dispatch.db"),
+      databasePath:
+        e.DATABASE_URL && !postgresUrl
+          ? e.DATABASE_URL.slice("sqlite:".length)
+          : resolve(dataDir, "dispatch.db"),
+      /** DATABASE_URL when it names PostgreSQL: the store is then PostgreSQL, shared by every replica. */
+      postgresUrl,
       adminApiKey: e.DISPATCH_ADMIN_API_KEY,
       maxConcurrentRuns: e.DISPATCH_MAX_CONCURRENT_RUNS,
+      /** What this process does (`dispatch serve --role`): replicas split the service by role. */
+      roles: e.DISPATCH_ROLES,
       pollIntervalMs: e.DISPATCH_POLL_INTERVAL_MS,
       leaseMs: e.DISPATCH_LEASE_MS,
       shutdownGraceMs: e.DISPATCH_SHUTDOWN_GRACE_MS,
@@ -407,6 +451,7 @@ const SECRET_VARIABLES = [
   "ANTHROPIC_API_KEY",
   "OPENAI_API_KEY",
   "OPENAI_COMPATIBLE_API_KEY",
+  "GEMINI_API_KEY",
 ];
 
 /** The names of the secret variables set in `env`, with those the settings name (api_key_env, token_env). */

@@ -1,12 +1,14 @@
 #!/usr/bin/env node
 import { CATALOG_USAGE, isCatalogCommand } from "./cli/catalog-commands.ts";
 import { isRunCommand, RUNS_USAGE } from "./cli/run-commands.ts";
+import { SCHEDULES_USAGE } from "./cli/schedule-commands.ts";
 import { ConfigError } from "./config.ts";
 
 const USAGE = `Dispatch: hand work to coding agents from Slack, GitHub and HTTP.
 
 Usage:
-  dispatch serve                 start the API, workers and integrations (npm start)
+  dispatch serve [--role R,…]    start the API, workers and integrations (npm start); roles: api,
+                                 worker, notifier, scheduler (default all; DISPATCH_ROLES)
   dispatch keys create|list|revoke   manage API keys on this machine's store
 
 Runs (over the HTTP API):
@@ -14,18 +16,21 @@ ${RUNS_USAGE}
 
 Models, environments, skills and identities (over the HTTP API):
 ${CATALOG_USAGE}
+
+Schedules (over the HTTP API):
+${SCHEDULES_USAGE}
 `;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (isRunCommand(command)) return (await import("./cli/runs.ts")).runCommand(command, rest);
   if (command === "identities") return (await import("./cli/identities.ts")).identitiesCommand(rest);
+  if (command === "schedules") return (await import("./cli/schedules.ts")).schedulesCommand(rest);
   if (isCatalogCommand(command)) return (await import("./cli/catalog.ts")).catalogCommand(command, rest);
   switch (command) {
     case "serve":
       // Loaded on demand: the run commands should not pay for the server's modules at start-up.
-      await (await import("./cli/serve.ts")).serve();
-      return -1;
+      return (await import("./cli/serve.ts")).serve(rest);
     case "keys":
       return (await import("./cli/keys.ts")).keys(rest);
     case undefined:

@@ -13,6 +13,9 @@ export const ModelsEnvSchema = z.object({
   OPENAI_BASE_URL: z.url().optional(),
   OPENAI_COMPATIBLE_BASE_URL: z.url().optional(),
   OPENAI_COMPATIBLE_API_KEY: z.string().min(1).optional(),
+  /** The Gemini API (the gemini harness): key and base URL (https://generativelanguage.googleapis.com). */
+  GEMINI_API_KEY: z.string().min(1).optional(),
+  GEMINI_BASE_URL: z.url().optional(),
 });
 
 /**
@@ -29,6 +32,8 @@ export interface ModelsConfig {
   openai: { apiKey?: string | undefined; baseUrl?: string | undefined };
   /** Any chat-completions endpoint (Ollama, vLLM, llama.cpp server, LM Studio). */
   openaiCompatible: { baseUrl?: string | undefined; apiKey?: string | undefined };
+  /** The Gemini API, for the gemini harness (Gemini CLI) only. */
+  gemini: { apiKey?: string | undefined; baseUrl?: string | undefined };
 }
 
 export const EMPTY_MODELS_CONFIG: ModelsConfig = {
@@ -36,6 +41,7 @@ export const EMPTY_MODELS_CONFIG: ModelsConfig = {
   anthropic: {},
   openai: {},
   openaiCompatible: {},
+  gemini: {},
 };
 
 /**
@@ -57,5 +63,6 @@ export function modelsConfig(
       baseUrl: vars.OPENAI_COMPATIBLE_BASE_URL ?? settings.openai_compatible.base_url,
       apiKey: vars.OPENAI_COMPATIBLE_API_KEY ?? (keyEnv ? env[keyEnv] || undefined : undefined),
     },
+    gemini: { apiKey: vars.GEMINI_API_KEY, baseUrl: vars.GEMINI_BASE_URL },
   };
 }

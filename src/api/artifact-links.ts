@@ -47,14 +47,24 @@ export type LinkCheck = "valid" | "expired" | "invalid";
  * Signed, expiring download links of FILE artifacts: `/api/v1/agent/artifacts/{uid}/content?team=…&
  * expires=…&signature=…`, the signature an HMAC-SHA256 of the team, the uid and the expiry (Unix
  * seconds). The link is all a downloader needs: no API key.
+ *
+ * Run attachments get links of the same kind from an instance with `kind: "attachment"` (and their own
+ * path): the kind is part of what is signed, so a link to one kind never opens the other.
  */
 export class ArtifactLinks {
   readonly #key: Buffer;
   readonly #ttlMs: number;
+  readonly #kind: string;
+  readonly #path: (uid: string) => string;
 
-  constructor(key: Buffer, opts: { ttlMs?: number } = {}) {
+  constructor(
+    key: Buffer,
+    opts: { ttlMs?: number; kind?: "artifact" | "attachment"; path?: (uid: string) => string } = {},
+  ) {
     this.#key = key;
     this.#ttlMs = opts.ttlMs ?? DOWNLOAD_LINK_TTL_MS;
+    this.#kind = opts.kind ?? "artifact";
+    this.#path = opts.path ?? contentPath;
   }
 
   sign(baseUrl: string, teamId: string, uid: string, now = Date.now()): SignedLink {
@@ -65,7 +75,7 @@ export class ArtifactLinks {
       signature: this.signature(teamId, uid, expires),
     });
     return {
-      url: `${baseUrl}${contentPath(uid)}?${query}`,
+      url: `${baseUrl}${this.#path(uid)}?${query}`,
       expiresAt: new Date(expires * 1000).toISOString(),
     };
   }
@@ -81,7 +91,7 @@ export class ArtifactLinks {
 
   private signature(teamId: string, uid: string, expires: number): string {
     return createHmac("sha256", this.#key)
-      .update(`dispatch-artifact-v1\n${teamId}\n${uid}\n${expires}`)
+      .update(`dispatch-${this.#kind}-v1\n${teamId}\n${uid}\n${expires}`)
       .digest("base64url");
   }
 }

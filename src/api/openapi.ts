@@ -1,12 +1,16 @@
 import { z } from "zod";
 import pkg from "../../package.json" with { type: "json" };
+import { ATTACHMENT_MIME_TYPES } from "../model/attachment.ts";
 import { ERROR_CODES } from "./problem.ts";
 import {
   AgentIdentitySchema,
   CancelRunRequestSchema,
+  ConversationRedirectResponseSchema,
   CreateAgentIdentityRequestSchema,
   CreateRunRequestSchema,
   CreateRunResponseSchema,
+  CreateScheduleRequestSchema,
+  DeleteScheduleResponseSchema,
   EventsQuerySchema,
   EventsResponseSchema,
   FileArtifactResponseSchema,
@@ -15,14 +19,19 @@ import {
   ListAgentIdentitiesResponseSchema,
   ListAgentsQuerySchema,
   ListAgentsResponseSchema,
+  ListAttachmentsResponseSchema,
   ListEnvironmentsQuerySchema,
   ListEnvironmentsResponseSchema,
   ListModelsResponseSchema,
   ListRunsQuerySchema,
   ListRunsResponseSchema,
+  ListSchedulesResponseSchema,
   ProblemSchema,
   RunItemSchema,
+  ScheduledAgentItemSchema,
+  SessionRedirectResponseSchema,
   UpdateAgentIdentityRequestSchema,
+  UpdateScheduleRequestSchema,
 } from "./schemas.ts";
 
 type Json = Record<string, unknown>;
@@ -60,6 +69,7 @@ function queryParameters(schema: z.ZodObject): Json[] {
 }
 
 const uidParam = { name: "uid", in: "path", required: true, schema: { type: "string" } };
+const scheduleIdParam = { name: "scheduleId", in: "path", required: true, schema: { type: "string" } };
 const runIdParam = { name: "runId", in: "path", required: true, schema: { type: "string" } };
 const artifactUidParam = { name: "artifactUid", in: "path", required: true, schema: { type: "string" } };
 const idempotencyHeader = {
@@ -72,6 +82,8 @@ const idempotencyHeader = {
 const common = problems(
   "authentication_required",
   "not_authorized",
+  "request_timeout",
+  "headers_too_large",
   "rate_limited",
   "internal_error",
   "resource_unavailable",
@@ -96,6 +108,7 @@ export function buildOpenApiDocument(): Json {
       "200": { description: "The run is queued (and durable).", content: json(CreateRunResponseSchema) },
       ...problems(
         "invalid_request",
+        "operation_not_supported",
         "conflict",
         "payload_too_large",
         "unsupported_media_type",
@@ -157,6 +170,7 @@ export function buildOpenApiDocument(): Json {
             "200": { description: "Where the follow-up went.", content: json(FollowupResponseSchema) },
             ...problems(
               "invalid_request",
+              "operation_not_supported",
               "resource_not_found",
               "conflict",
               "idempotency_key_reused",
@@ -178,7 +192,14 @@ export function buildOpenApiDocument(): Json {
               description: "The run id, as a JSON string.",
               content: { "application/json": { schema: { type: "string" } } },
             },
-            ...problems("invalid_request", "resource_not_found", "conflict"),
+            ...problems(
+              "invalid_request",
+              "resource_not_found",
+              "conflict",
+              "idempotency_key_reused",
+              "payload_too_large",
+              "unsupported_media_type",
+            ),
             ...common,
           },
         },
@@ -198,6 +219,40 @@ export function buildOpenApiDocument(): Json {
               description:
                 "Events after `after`; as SSE, each message has `id: <seq>` and the event as JSON data.",
               content: { ...json(EventsResponseSchema), "text/event-stream": { schema: { type: "string" } } },
+            },
+            ...problems("invalid_request", "resource_not_found"),
+            ...common,
+          },
+        },
+      },
+      "/agent/sessions/{sessionUuid}/redirect": {
+        get: {
+          operationId: "checkSessionRedirect",
+          tags: ["runs"],
+          summary: "The conversation (run) of a session once its run has ended; no key needed",
+          security: [],
+          parameters: [{ name: "sessionUuid", in: "path", required: true, schema: { type: "string" } }],
+          responses: {
+            "200": {
+              description: "`{conversation_id}` once the run has ended, `{}` while it runs.",
+              content: json(SessionRedirectResponseSchema),
+            },
+            ...problems("invalid_request", "resource_not_found"),
+          },
+        },
+      },
+      "/agent/conversations/{conversationId}/redirect": {
+        get: {
+          operationId: "checkConversationRedirect",
+          tags: ["runs"],
+          summary: "The live session of a conversation (a run's id) while its run has not ended",
+          description:
+            "Unlike Oz's public endpoint this needs a key of the run's team: the session id it answers is the capability to view the run.",
+          parameters: [{ name: "conversationId", in: "path", required: true, schema: { type: "string" } }],
+          responses: {
+            "200": {
+              description: "`{session_id}` while the run is queued or running, `{}` once it has ended.",
+              content: json(ConversationRedirectResponseSchema),
             },
             ...problems("invalid_request", "resource_not_found"),
             ...common,
@@ -238,6 +293,92 @@ export function buildOpenApiDocument(): Json {
           responses: {
             "200": { description: "The agents (skills).", content: json(ListAgentsResponseSchema) },
             ...problems("invalid_request"),
+            ...common,
+          },
+        },
+      },
+      "/agent/schedules": {
+        post: {
+          operationId: "createSchedule",
+          tags: ["schedules"],
+          summary: "Create a scheduled agent: a run on every cron fire time (exactly once each)",
+          parameters: [idempotencyHeader],
+          requestBody: { required: true, content: json(CreateScheduleRequestSchema) },
+          responses: {
+            "201": { description: "The new schedule.", content: json(ScheduledAgentItemSchema) },
+            ...problems("invalid_request", "conflict", "idempotency_key_reused", "unsupported_media_type"),
+            ...common,
+          },
+        },
+        get: {
+          operationId: "listSchedules",
+          tags: ["schedules"],
+          summary: "The team's schedules, sorted by name",
+          responses: {
+            "200": { description: "The schedules.", content: json(ListSchedulesResponseSchema) },
+            ...problems("invalid_request"),
+            ...common,
+          },
+        },
+      },
+      "/agent/schedules/{scheduleId}": {
+        get: {
+          operationId: "getSchedule",
+          tags: ["schedules"],
+          summary: "A schedule with its history (last run, next fire time)",
+          parameters: [scheduleIdParam],
+          responses: {
+            "200": { description: "The schedule.", content: json(ScheduledAgentItemSchema) },
+            ...problems("resource_not_found"),
+            ...common,
+          },
+        },
+        put: {
+          operationId: "updateSchedule",
+          tags: ["schedules"],
+          summary: "Replace a schedule",
+          parameters: [scheduleIdParam],
+          requestBody: { required: true, content: json(UpdateScheduleRequestSchema) },
+          responses: {
+            "200": { description: "The schedule as replaced.", content: json(ScheduledAgentItemSchema) },
+            ...problems("invalid_request", "resource_not_found", "conflict", "unsupported_media_type"),
+            ...common,
+          },
+        },
+        delete: {
+          operationId: "deleteSchedule",
+          tags: ["schedules"],
+          summary: "Delete a schedule (its runs stay)",
+          parameters: [scheduleIdParam],
+          responses: {
+            "200": { description: "Deleted.", content: json(DeleteScheduleResponseSchema) },
+            ...problems("resource_not_found"),
+            ...common,
+          },
+        },
+      },
+      "/agent/schedules/{scheduleId}/pause": {
+        post: {
+          operationId: "pauseSchedule",
+          tags: ["schedules"],
+          summary: "Pause a schedule: nothing fires until it is resumed",
+          parameters: [scheduleIdParam],
+          responses: {
+            "200": { description: "The paused schedule.", content: json(ScheduledAgentItemSchema) },
+            ...problems("resource_not_found"),
+            ...common,
+          },
+        },
+      },
+      "/agent/schedules/{scheduleId}/resume": {
+        post: {
+          operationId: "resumeSchedule",
+          tags: ["schedules"],
+          summary: "Resume a schedule from its next fire time (what was missed while paused does not fire)",
+          parameters: [scheduleIdParam],
+          responses: {
+            "200": { description: "The resumed schedule.", content: json(ScheduledAgentItemSchema) },
+            ...problems("resource_not_found"),
             ...common,
           },
         },
@@ -353,6 +494,48 @@ export function buildOpenApiDocument(): Json {
               description:
                 "The bytes, as an attachment (Content-Disposition) of the artifact's content type.",
               content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
+            },
+            ...problems("not_authorized", "resource_not_found"),
+          },
+        },
+      },
+      "/agent/runs/{runId}/handoff/attachments": {
+        get: {
+          operationId: "listHandoffAttachments",
+          tags: ["runs"],
+          summary: "The run's image attachments (create and follow-ups), with signed download links",
+          parameters: [runIdParam],
+          responses: {
+            "200": {
+              description: "Oldest first; each download_url works without an API key until expires_at.",
+              content: json(ListAttachmentsResponseSchema),
+            },
+            ...problems("invalid_request", "resource_not_found"),
+            ...common,
+          },
+        },
+      },
+      "/agent/attachments/{attachmentId}/content": {
+        get: {
+          operationId: "getAttachmentContent",
+          tags: ["runs"],
+          summary: "An attachment's bytes, through a signed link (no API key)",
+          security: [],
+          parameters: [
+            { name: "attachmentId", in: "path", required: true, schema: { type: "string" } },
+            ...["team", "expires", "signature"].map((name) => ({
+              name,
+              in: "query",
+              required: true,
+              schema: { type: "string" },
+            })),
+          ],
+          responses: {
+            "200": {
+              description: "The image, inline (Content-Disposition names the file).",
+              content: Object.fromEntries(
+                ATTACHMENT_MIME_TYPES.map((type) => [type, { schema: { type: "string", format: "binary" } }]),
+              ),
             },
             ...problems("not_authorized", "resource_not_found"),
           },

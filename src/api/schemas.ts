@@ -1,6 +1,11 @@
 import { z } from "zod";
+import { MAX_ATTACHMENTS } from "../model/attachment.ts";
+import { OZ_HARNESS_NAMES, WIRE_HARNESS_TYPES } from "../model/harness-wire.ts";
 import { DELIVERY_MODES } from "../model/repository.ts";
+import { WIRE_RUN_MODES } from "../model/run-mode.ts";
 import { FOREIGN_RUN_STATES, RUN_STATES } from "../model/run-state.ts";
+import { SKILL_SPEC_PATTERN, VALID_SKILL_SPECS } from "../model/skill-spec.ts";
+import { OZ_ERROR_CODES } from "../model/status-reason.ts";
 
 /**
  * The wire schemas of API v1. The server validates requests with these and the OpenAPI document is
@@ -21,6 +26,14 @@ export const LIMITS = {
 } as const;
 
 const codePoints = (s: string) => [...s].length;
+
+/** A skill spec, with the pattern parseSkillSpec enforces, so that the document names what is refused. */
+const SkillSpecSchema = z
+  .string()
+  .min(1)
+  .max(500)
+  // Enforced by parseSkillSpec (with a finer message than a pattern mismatch), so only documented here.
+  .meta({ pattern: SKILL_SPEC_PATTERN, description: `${VALID_SKILL_SPECS}` });
 
 const boundedText = (max: number, what: string) =>
   z.string().refine((s) => codePoints(s) <= max, { message: `${what} must be at most ${max} characters` });
@@ -44,9 +57,24 @@ export const AgentConfigSchema = z
     model_id: z.string().min(1).max(200).nullish(),
     base_prompt: boundedText(LIMITS.promptChars, "base_prompt").nullish(),
     environment_id: z.string().min(1).max(200).nullish(),
-    skill_spec: z.string().min(1).max(500).nullish(),
+    skill_spec: SkillSpecSchema.nullish(),
     mcp_servers: z.record(z.string().min(1).max(100), McpServerConfigSchema).nullish(),
-    harness: z.object({ type: z.string().min(1).max(100) }).nullish(),
+    harness: z
+      .object({
+        type: z.string().min(1).max(100).meta({
+          description:
+            'oz (Dispatch\'s own harnesses), claude, codex or gemini; "builtin" and "scripted" are accepted as legacy spellings of {type: "oz", name}.',
+        }),
+        name: z
+          .string()
+          .min(1)
+          .max(100)
+          .nullish()
+          .meta({
+            description: `Dispatch extension: which of Dispatch's own harnesses (${OZ_HARNESS_NAMES.join(", ")}) with type oz; the server's default (builtin when a model is configured) when absent.`,
+          }),
+      })
+      .nullish(),
     idle_timeout_minutes: z.number().int().min(1).max(10_080).nullish(),
     max_run_minutes: z.number().int().min(1).max(10_080).nullish(),
     repository: z.string().min(1).max(500).nullish().meta({
@@ -68,6 +96,19 @@ export const AgentConfigSchema = z
   })
   .meta({ id: "AgentConfig" });
 
+/** `agent_config` as runs show it: the harness in Oz's form, `{type: "oz", name}` for Dispatch's own. */
+const RunAgentConfigSchema = AgentConfigSchema.extend({
+  harness: z
+    .object({
+      type: z.enum(WIRE_HARNESS_TYPES),
+      name: z
+        .string()
+        .optional()
+        .meta({ description: "Dispatch extension: builtin or scripted, with type oz." }),
+    })
+    .optional(),
+}).meta({ id: "RunAgentConfig" });
+
 export const MetadataSchema = z
   .record(
     z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, "metadata keys must match [A-Za-z0-9._-]{1,64}"),
@@ -79,6 +120,24 @@ export const MetadataSchema = z
     message: `metadata may have at most ${LIMITS.metadataKeys} keys`,
   });
 
+/** An image sent with a create or follow-up; its type, size and bytes are checked by decodeAttachments. */
+export const AttachmentSchema = z
+  .object({
+    file_name: z.string().min(1).max(255),
+    mime_type: z.string().min(1).max(100).meta({
+      description: "image/jpeg, image/png, image/gif or image/webp (any case).",
+      // What decodeAttachments accepts (trimmed, case-insensitive), so the document refuses the same.
+      pattern: "^\\s*[iI][mM][aA][gG][eE]/([jJ][pP][eE][gG]|[pP][nN][gG]|[gG][iI][fF]|[wW][eE][bB][pP])\\s*$",
+    }),
+    data: z.string().meta({ description: "The file's bytes, base64 (at most 5 MB decoded)." }),
+  })
+  .meta({ id: "Attachment" });
+
+const AttachmentsSchema = z
+  .array(AttachmentSchema)
+  .max(MAX_ATTACHMENTS, `at most ${MAX_ATTACHMENTS} attachments are allowed`)
+  .nullish();
+
 /** A person or service account a run is for (runs' `creator`; `on_behalf_of.creator` from integrations). */
 const CreatorSchema = z.object({
   type: z.enum(["user", "service_account"]),
@@ -87,13 +146,43 @@ const CreatorSchema = z.object({
   email: z.string().max(300).optional(),
 });
 
+/** Oz's create fields beyond the prompt and config (OZ-SURFACE.md; behaviour in RunService.create). */
+const OzCreateFields = {
+  team: z
+    .boolean()
+    .nullish()
+    .meta({
+      description:
+        "Every Dispatch run is owned by the key's team: true or absent; false is operation_not_supported.",
+      // The server reads false as operation_not_supported: the document admits only what it accepts.
+      enum: [true, null],
+    }),
+  interactive: z.boolean().nullish().meta({
+    description: "Accepted for Oz compatibility: every Dispatch run takes follow-ups while it runs.",
+  }),
+  conversation_id: z.string().min(1).max(200).nullish().meta({
+    description:
+      "Continue that run's conversation (a run's conversation_id is its run_id): the prompt goes to that run as a follow-up and the response names that run.",
+  }),
+  parent_run_id: z.string().min(1).max(200).nullish().meta({
+    description:
+      "The run that spawned this one; must be a run of the same team. ancestor_run_id lists by it.",
+  }),
+  mode: z.enum(WIRE_RUN_MODES).nullish().meta({
+    description:
+      "normal (default) does the work; plan answers with a plan and changes no file; orchestrate is operation_not_supported.",
+  }),
+};
+
 export const CreateRunRequestSchema = z
   .object({
     prompt: boundedText(LIMITS.promptChars, "prompt").nullish(),
     title: boundedText(LIMITS.titleChars, "title").nullish(),
     config: AgentConfigSchema.nullish(),
-    skill: z.string().min(1).max(500).nullish(),
+    skill: SkillSpecSchema.nullish(),
     metadata: MetadataSchema.nullish(),
+    ...OzCreateFields,
+    attachments: AttachmentsSchema,
     /** Dispatch extension, honoured for admin keys only: an integration creating runs for its users. */
     on_behalf_of: z
       .object({
@@ -129,7 +218,10 @@ export const CreateRunResponseSchema = z
   .object({
     run_id: z.string(),
     task_id: z.string(),
-    state: z.literal("QUEUED"),
+    state: z.enum(RUN_STATES).meta({
+      description:
+        "QUEUED for a new run; with conversation_id, the state of the continued run after the follow-up.",
+    }),
     at_capacity: z.boolean(),
   })
   .meta({ id: "CreateRunResponse" });
@@ -160,12 +252,20 @@ export const RunItemSchema = z
       display_name: z.string(),
       email: z.string().optional(),
     }),
-    agent_config: AgentConfigSchema,
+    agent_config: RunAgentConfigSchema,
     agent_skill: z
       .object({ name: z.string(), description: z.string().optional(), full_path: z.string() })
       .optional(),
     status_message: z
-      .object({ message: z.string(), error_code: z.string().optional(), retryable: z.boolean().optional() })
+      .object({
+        message: z.string(),
+        error_code: z.enum(OZ_ERROR_CODES).optional().meta({ description: "Oz's ErrorCode, when one fits." }),
+        reason: z.string().optional().meta({
+          description:
+            "Dispatch extension: the finer reason, e.g. time_limit, command_failed, delivery_failed, worker_lost, cancelled.",
+        }),
+        retryable: z.boolean().optional(),
+      })
       .optional(),
     artifacts: z.array(
       z.object({ artifact_type: z.string(), created_at: Timestamp, data: z.record(z.string(), z.unknown()) }),
@@ -177,8 +277,22 @@ export const RunItemSchema = z
       inference_cost: z.number().optional(),
     }),
     is_sandbox_running: z.boolean(),
+    schedule: z
+      .object({
+        schedule_id: z.string(),
+        schedule_name: z.string().meta({ description: "The schedule's name when it fired this run." }),
+        cron_schedule: z.string(),
+        fire_time: Timestamp.meta({ description: "Dispatch extension: the cron slot this run is for." }),
+      })
+      .optional()
+      .meta({ description: "The schedule that fired this run (scheduled runs only)." }),
     scope: z.object({ type: z.literal("Team"), uid: z.string() }),
     metadata: z.record(z.string(), z.string()),
+    conversation_id: z.string().meta({
+      description: "The run's conversation: the run id (create with conversation_id continues the run).",
+    }),
+    parent_run_id: z.string().optional(),
+    execution_location: z.literal("REMOTE"),
   })
   .meta({ id: "RunItem" });
 
@@ -189,17 +303,14 @@ export const ListRunsResponseSchema = z
   })
   .meta({ id: "ListRunsResponse" });
 
+/** RFC 3339 with fields in range: the document says exactly which strings the server reads as a time. */
+const RFC3339 =
+  /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d+)?)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$/;
+
 const timestampParam = (name: string) =>
   z
     .string()
-    .refine(
-      (s) =>
-        /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(s) &&
-        !Number.isNaN(Date.parse(s)),
-      {
-        message: `${name} must be an RFC 3339 timestamp such as 2026-11-21T05:20:11.123Z`,
-      },
-    )
+    .regex(RFC3339, `${name} must be an RFC 3339 timestamp such as 2026-11-21T05:20:11.123Z`)
     .transform((s) => new Date(s).toISOString());
 
 /** Oz caps a list request at this many `metadata[key]=value` filters. */
@@ -211,11 +322,12 @@ export const ListRunsQuerySchema = z
   .strictObject({
     limit: z
       .string()
-      .regex(/^\d+$/, "limit must be a whole number from 1 to 500")
+      .regex(/^([1-9]\d?|[1-4]\d\d|500)$/, "limit must be a whole number from 1 to 500")
       .transform(Number)
       .pipe(
         z.number().int().min(1, "limit must be at least 1").max(LIMITS.listMax, "limit must be at most 500"),
       )
+      .meta({ type: "integer", minimum: 1, maximum: LIMITS.listMax })
       .optional(),
     cursor: z.string().min(1).max(1000).optional(),
     sort_by: z.enum(["updated_at", "created_at", "title", "agent"]).optional(),
@@ -262,10 +374,15 @@ export const ListRunsQuerySchema = z
 
 export const FollowupRequestSchema = z
   .object({
-    message: boundedText(LIMITS.promptChars, "message").refine((s) => s.trim() !== "", {
-      message: "message must not be empty",
+    // Not only white space (the pattern is unanchored: some character that is not white space).
+    message: boundedText(LIMITS.promptChars, "message")
+      .regex(/\S/, "message must not be empty")
+      .meta({ minLength: 1 }),
+    mode: z.enum(WIRE_RUN_MODES).nullish().meta({
+      description:
+        "normal (default); plan: the execution this follow-up starts answers with a plan and changes no file; orchestrate is operation_not_supported.",
     }),
-    mode: z.enum(["normal"]).nullish(),
+    attachments: AttachmentsSchema,
   })
   .meta({ id: "FollowupRequest" });
 
@@ -277,12 +394,19 @@ export const FollowupResponseSchema = z
   .meta({ id: "FollowupResponse" });
 
 export const EventsQuerySchema = z.object({
-  after: z.string().regex(/^\d+$/, "after must be a whole number").transform(Number).optional(),
+  // A sequence number: a decimal integer that is exact in a double (never a float or 1e21).
+  after: z
+    .string()
+    .regex(/^\d+$/, "after must be a whole number (the seq of an event)")
+    .transform(Number)
+    .refine(Number.isSafeInteger, { message: `after must be at most ${Number.MAX_SAFE_INTEGER}` })
+    .optional(),
   limit: z
     .string()
-    .regex(/^\d+$/, "limit must be a whole number from 1 to 1000")
+    .regex(/^([1-9]\d{0,2}|1000)$/, "limit must be a whole number from 1 to 1000")
     .transform(Number)
     .pipe(z.number().int().min(1).max(LIMITS.eventsMax, "limit must be at most 1000"))
+    .meta({ type: "integer", minimum: 1, maximum: LIMITS.eventsMax })
     .optional(),
 });
 
@@ -326,6 +450,10 @@ export const ModelSchema = z
     provider: z.enum(["OPENAI", "ANTHROPIC", "GOOGLE", "UNKNOWN"]),
     vision_supported: z.boolean(),
     description: z.string().optional(),
+    harnesses: z.array(z.enum(WIRE_HARNESS_TYPES)).optional().meta({
+      description:
+        'Dispatch extension (always sent by Dispatch; absent from other Oz servers): the harnesses (config.harness.type) that can run this model id: "oz" (Dispatch\'s builtin), "claude", "codex", "gemini".',
+    }),
   })
   .meta({ id: "Model" });
 
@@ -410,7 +538,7 @@ export const CreateAgentIdentityRequestSchema = z
     description: identityText(2000, "description"),
     prompt: identityText(LIMITS.promptChars, "prompt"),
     base_model: z.string().max(200).nullish(),
-    skills: z.array(z.string().min(1).max(500)).max(50).nullish(),
+    skills: z.array(SkillSpecSchema).max(50).nullish(),
     secrets: SecretsSchema.nullish(),
   })
   .meta({ id: "CreateAgentIdentityRequest" });
@@ -421,7 +549,7 @@ export const UpdateAgentIdentityRequestSchema = z
     description: identityText(2000, "description"),
     prompt: identityText(LIMITS.promptChars, "prompt"),
     base_model: z.string().max(200).nullish(),
-    skills: z.array(z.string().min(1).max(500)).max(50).nullish(),
+    skills: z.array(SkillSpecSchema).max(50).nullish(),
     secrets: SecretsSchema.nullish(),
   })
   .meta({
@@ -435,6 +563,14 @@ export const AgentIdentitySchema = z
     name: z.string(),
     available: z.boolean(),
     created_at: Timestamp,
+    updated_at: Timestamp,
+    default_runner_uid: z.string().meta({ description: "Always empty: Dispatch has no runners." }),
+    memory: z
+      .object({
+        attached_stores: z.array(z.object({ uid: z.string() })),
+        auto_memory: z.object({ enabled: z.boolean() }),
+      })
+      .meta({ description: "Always empty and disabled: Dispatch has no memory stores." }),
     description: z.string().optional(),
     prompt: z.string().optional(),
     base_model: z.string().optional(),
@@ -464,6 +600,106 @@ export const FileArtifactResponseSchema = z
   })
   .meta({ id: "FileArtifactResponse" });
 
+export const ListAttachmentsResponseSchema = z
+  .object({
+    attachments: z.array(
+      z.object({
+        attachment_id: z.string(),
+        download_url: z.string().meta({ description: "Signed link to the bytes; works without an API key." }),
+        filename: z.string(),
+        mime_type: z.string().nullable().optional(),
+        expires_at: Timestamp.meta({ description: "Dispatch extension: when download_url stops working." }),
+        size_bytes: z.number().int().meta({ description: "Dispatch extension." }),
+        followup_id: z.string().nullable().meta({
+          description: "Dispatch extension: the follow-up the image came with; null for the run's create.",
+        }),
+        created_at: Timestamp.meta({ description: "Dispatch extension." }),
+      }),
+    ),
+  })
+  .meta({ id: "ListAttachmentsResponse" });
+
+const scheduleFields = {
+  name: z.string().trim().min(1, "name must not be empty").max(200),
+  cron_schedule: z
+    .string()
+    .min(1)
+    .max(200)
+    .meta({ description: '5-field cron (minute hour day-of-month month day-of-week), e.g. "0 9 * * 1-5".' }),
+  timezone: z.string().min(1).max(100).nullish().meta({
+    description:
+      'Dispatch extension: the IANA time zone the cron is read in, e.g. "Europe/Paris"; UTC when absent.',
+  }),
+  prompt: boundedText(LIMITS.promptChars, "prompt").nullish(),
+  agent_config: AgentConfigSchema.nullish(),
+  metadata: MetadataSchema.nullish().meta({ description: "Copied onto every run the schedule fires." }),
+  mode: z.enum(["normal"]).nullish(),
+  agent_uid: z.null({ error: "Dispatch runs a schedule as its creator; omit agent_uid" }).optional(),
+};
+
+const promptOrSkill = (b: { prompt?: string | null; agent_config?: { skill_spec?: string | null } | null }) =>
+  (b.prompt != null && b.prompt.trim() !== "") || b.agent_config?.skill_spec != null;
+
+export const CreateScheduleRequestSchema = z
+  .object({
+    ...scheduleFields,
+    enabled: z.boolean().nullish(),
+    team: z
+      .literal(true, { error: "Dispatch schedules belong to the team; omit team or send true" })
+      .nullish(),
+  })
+  .refine(promptOrSkill, {
+    message: "prompt is required unless agent_config.skill_spec is given",
+    path: ["prompt"],
+  })
+  .meta({ id: "CreateScheduleRequest" });
+
+export const UpdateScheduleRequestSchema = z
+  .object({ ...scheduleFields, enabled: z.boolean() })
+  .refine(promptOrSkill, {
+    message: "prompt is required unless agent_config.skill_spec is given",
+    path: ["prompt"],
+  })
+  .meta({
+    id: "UpdateScheduleRequest",
+    description: "Replaces the schedule: a field left out takes its default (timezone UTC, no agent_config).",
+  });
+
+const UserProfileSchema = z.object({
+  type: z.enum(["user", "service_account"]),
+  uid: z.string(),
+  display_name: z.string(),
+  email: z.string().optional(),
+});
+
+export const ScheduledAgentItemSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    cron_schedule: z.string(),
+    timezone: z.string().meta({ description: "Dispatch extension: the IANA time zone of cron_schedule." }),
+    enabled: z.boolean(),
+    prompt: z.string(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    last_spawn_error: z.string().nullable(),
+    agent_config: AgentConfigSchema,
+    metadata: z.record(z.string(), z.string()),
+    created_by: UserProfileSchema,
+    updated_by: UserProfileSchema,
+    history: z.object({ last_ran: Timestamp.nullable(), next_run: Timestamp.nullable() }),
+    scope: z.object({ type: z.literal("Team"), uid: z.string() }),
+  })
+  .meta({ id: "ScheduledAgentItem" });
+
+export const ListSchedulesResponseSchema = z
+  .object({ schedules: z.array(ScheduledAgentItemSchema) })
+  .meta({ id: "ListSchedulesResponse" });
+
+export const DeleteScheduleResponseSchema = z
+  .object({ success: z.boolean() })
+  .meta({ id: "DeleteScheduleResponse" });
+
 /** "config.model_id: Invalid input: expected string" — names the field, as API.md asks. */
 export function describeIssues(error: z.ZodError): string {
   return error.issues
@@ -474,3 +710,20 @@ export function describeIssues(error: z.ZodError): string {
     })
     .join("; ");
 }
+
+export const SessionRedirectResponseSchema = z
+  .object({
+    conversation_id: z.string().optional().meta({
+      description:
+        "The run's id, once its execution has ended (the transcript is complete); absent while it runs.",
+    }),
+  })
+  .meta({ id: "SessionRedirectResponse" });
+
+export const ConversationRedirectResponseSchema = z
+  .object({
+    session_id: z.string().optional().meta({
+      description: "The run's session id while it is running (its live session page); absent otherwise.",
+    }),
+  })
+  .meta({ id: "ConversationRedirectResponse" });

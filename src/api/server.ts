@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
-import Fastify, { type FastifyInstance } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { RunError } from "../model/errors.ts";
 import type { RunService } from "../runs/run-service.ts";
 import { type ApiKeyLookup, Authenticator } from "./auth.ts";
+import { clientErrorHandler, discardRefusedBody } from "./connection-errors.ts";
 import { acceptJsonBodies } from "./json-body.ts";
 import type { Metrics } from "./metrics.ts";
 import { ApiError, codeForStatus, sendProblem } from "./problem.ts";
@@ -64,6 +65,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     },
     // Event streams never go idle; closing must not wait for their clients to hang up.
     forceCloseConnections: true,
+    clientErrorHandler: clientErrorHandler(deps.logger),
   }) as unknown as FastifyInstance;
 
   // Past the cap, node closes new connections at once instead of letting them queue up memory.
@@ -84,6 +86,9 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   const authenticator = new Authenticator(deps.apiKeys);
   app.addHook("onRequest", async (req, reply) => {
     reply.header("x-request-id", req.id);
+    // An unknown route or method is answered before its body is parsed: a QUERY without a Content-Type
+    // is a 405 like any other method the route lacks, not a complaint about its body.
+    if (req.routeOptions.url === undefined) throw unmatched(req);
     if (!req.routeOptions.config.auth) return;
     if (!deps.isAccepting()) {
       throw new ApiError("resource_unavailable", "the server is shutting down; retry shortly", {
@@ -123,11 +128,14 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     const status = e.statusCode;
     if (status && status >= 400 && status < 500) {
       const code = codeForStatus(status);
+      if (code === "payload_too_large" && discardRefusedBody(req.raw) === "drain") {
+        reply.removeHeader("connection");
+      }
       const detail =
         code === "unsupported_media_type"
           ? `send the body as application/json (got ${req.headers["content-type"] ?? "no Content-Type"})`
           : code === "payload_too_large"
-            ? `the body is over ${LIMITS.bodyBytes} bytes`
+            ? `the body is over ${req.routeOptions.bodyLimit ?? LIMITS.bodyBytes} bytes`
             : `body: ${e.message ?? "malformed request"}`;
       return sendProblem(reply, req, new ApiError(code, detail));
     }
@@ -149,20 +157,23 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     return sendProblem(reply, req, new ApiError("internal_error", "an unexpected error; it has been logged"));
   });
 
-  app.setNotFoundHandler((req, reply) => {
+  app.setNotFoundHandler((req, reply) => sendProblem(reply, req, unmatched(req)));
+
+  /** 405 naming the methods when the path exists with other methods, else 404. */
+  function unmatched(req: FastifyRequest): ApiError {
     const path = req.url.split("?")[0] ?? "/";
     const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).map((r) => r.method))];
     if (allowed.length > 0) {
-      return sendProblem(
-        reply,
-        req,
-        new ApiError("method_not_allowed", `${req.method} is not allowed here; use ${allowed.join(", ")}`, {
+      return new ApiError(
+        "method_not_allowed",
+        `${req.method} is not allowed here; use ${allowed.join(", ")}`,
+        {
           allow: allowed.join(", "),
-        }),
+        },
       );
     }
-    return sendProblem(reply, req, new ApiError("resource_not_found", `no route ${req.method} ${path}`));
-  });
+    return new ApiError("resource_not_found", `no route ${req.method} ${path}`);
+  }
 
   return app;
 }

@@ -63,14 +63,20 @@ export async function ensureAdminKey(
   configured: string | undefined,
 ): Promise<string | undefined> {
   if (configured) {
-    if (!(await store.findCallerByKeyHash(hashApiKey(configured)))) {
-      await createApiKey(store, {
-        key: configured,
-        principalUid: BOOTSTRAP_ADMIN_PRINCIPAL,
-        displayName: "Admin",
-        name: "admin (DISPATCH_ADMIN_API_KEY)",
-        role: "admin",
-      });
+    const hash = hashApiKey(configured);
+    if (!(await store.findCallerByKeyHash(hash))) {
+      try {
+        await createApiKey(store, {
+          key: configured,
+          principalUid: BOOTSTRAP_ADMIN_PRINCIPAL,
+          displayName: "Admin",
+          name: "admin (DISPATCH_ADMIN_API_KEY)",
+          role: "admin",
+        });
+      } catch (err) {
+        // Replicas starting together on one database race to store the key: the one that lost finds it.
+        if (!(await store.findCallerByKeyHash(hash))) throw err;
+      }
     }
     return undefined;
   }

@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import { createApiKey } from "../auth/bootstrap.ts";
 import { loadConfig } from "../config.ts";
-import { SqliteStore } from "../store/sqlite/sqlite-store.ts";
+import { openStore } from "../store/open-store.ts";
 
 const USAGE = `Usage:
   dispatch keys create [--team T] [--principal UID] [--type user|service_account] [--display-name N]
@@ -14,7 +14,7 @@ Acts on the store of this machine (DISPATCH_DATA_DIR / DATABASE_URL). A new key 
 export async function keys(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
   const config = loadConfig();
-  const store = new SqliteStore(config.databasePath);
+  const store = openStore({ postgresUrl: config.postgresUrl, sqlitePath: config.databasePath });
   await store.migrate();
   try {
     switch (sub) {

@@ -7,6 +7,7 @@ import {
   type RunEvent,
   type RunItem,
 } from "../client/index.ts";
+import { agentWords } from "../model/agent-wording.ts";
 import { deliveryLine, deliverySummary, repositoryLabel } from "../model/delivery-summary.ts";
 import {
   apiClient,
@@ -149,8 +150,9 @@ async function get(argv: string[]): Promise<number> {
     ["finished", run.finished_at ?? undefined],
     ["run time", run.run_time],
     ["name", run.agent_config.name ?? undefined],
-    ["model", run.agent_config.model_id ?? undefined],
-    ["harness", run.agent_config.harness?.type],
+    // Which agent ran, with its model (agent-wording.ts); a run without a harness shows its model alone.
+    ["agent", agentWords(run.agent_config)],
+    ["model", run.agent_config.harness ? undefined : (run.agent_config.model_id ?? undefined)],
     ["creator", run.creator.display_name],
     ["session", run.session_link],
     ...deliveryFields(run),

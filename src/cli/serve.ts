@@ -2,9 +2,27 @@ import { startDispatch } from "../app.ts";
 import { loadConfig } from "../config.ts";
 import { describeDefaultModel } from "../executor/harnesses/builtin/models.ts";
 import { createLogger } from "../log.ts";
+import { describeStore } from "../store/open-store.ts";
+import { EXIT_USAGE } from "./api-output.ts";
 
-/** `dispatch serve`: the whole service on one machine with embedded defaults. */
-export async function serve(): Promise<void> {
+/**
+ * `dispatch serve [--role api,worker,notifier,scheduler]`: the whole service on one machine with embedded
+ * defaults, or the given roles of it (replicas on PostgreSQL). Resolves -1 once serving (the process lives
+ * on), or an exit code for a usage error.
+ */
+export async function serve(args: string[] = []): Promise<number> {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] ?? "";
+    const value = arg === "--role" ? args[++i] : arg.startsWith("--role=") ? arg.slice(7) : undefined;
+    if (value === undefined) {
+      process.stderr.write(
+        `dispatch serve: unexpected ${JSON.stringify(arg)}.\nUsage: dispatch serve [--role api,worker,notifier,scheduler]\n`,
+      );
+      return EXIT_USAGE;
+    }
+    // Through the environment, so that the configuration validates it with every other setting.
+    process.env.DISPATCH_ROLES = value;
+  }
   const config = loadConfig();
   const log = createLogger(config.logLevel);
   const dispatch = await startDispatch(config, log);
@@ -19,8 +37,9 @@ export async function serve(): Promise<void> {
     {
       url: dispatch.url,
       publicUrl: config.publicUrl ?? dispatch.url,
-      store: `sqlite:${config.databasePath}`,
-      executorSlots: config.maxConcurrentRuns,
+      store: describeStore({ postgresUrl: config.postgresUrl, sqlitePath: config.databasePath }),
+      roles: [...config.roles].join(","),
+      executorSlots: config.roles.has("worker") ? config.maxConcurrentRuns : 0,
       harness: defaultModel.text,
     },
     `Dispatch listening on ${dispatch.url}`,
@@ -33,9 +52,11 @@ export async function serve(): Promise<void> {
     );
     log.info("generated an admin API key and printed it once above");
   }
-  process.stdout.write(
-    `Try it:\n  curl -s ${dispatch.url}/api/v1/agent/runs -H "Authorization: Bearer ${key}" \\\n    -H "Content-Type: application/json" -d '{"prompt": "$ echo hello from Dispatch"}'\n\n`,
-  );
+  if (config.roles.has("api")) {
+    process.stdout.write(
+      `Try it:\n  curl -s ${dispatch.url}/api/v1/agent/runs -H "Authorization: Bearer ${key}" \\\n    -H "Content-Type: application/json" -d '{"prompt": "$ echo hello from Dispatch"}'\n\n`,
+    );
+  }
 
   let signals = 0;
   const shutdown = (signal: string) => {
@@ -55,4 +76,5 @@ export async function serve(): Promise<void> {
   };
   process.on("SIGTERM", () => shutdown("SIGTERM"));
   process.on("SIGINT", () => shutdown("SIGINT"));
+  return -1;
 }

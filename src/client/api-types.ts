@@ -19,6 +19,7 @@ export interface AgentConfig {
   mcp_servers?: Record<string, MCPServerConfig> | null;
   harness?: {
     type: string;
+    name?: string | null;
   } | null;
   idle_timeout_minutes?: number | null;
   max_run_minutes?: number | null;
@@ -28,12 +29,43 @@ export interface AgentConfig {
   delivery?: "pull_request" | "branch" | "none" | null;
 }
 
+export interface RunAgentConfig {
+  name?: string | null;
+  model_id?: string | null;
+  base_prompt?: string | null;
+  environment_id?: string | null;
+  skill_spec?: string | null;
+  mcp_servers?: Record<string, MCPServerConfig> | null;
+  harness?: {
+    type: "oz" | "claude" | "codex" | "gemini";
+    name?: string;
+  };
+  idle_timeout_minutes?: number | null;
+  max_run_minutes?: number | null;
+  repository?: string | null;
+  base_branch?: string | null;
+  branch?: string | null;
+  delivery?: "pull_request" | "branch" | "none" | null;
+}
+
+export interface Attachment {
+  file_name: string;
+  mime_type: string;
+  data: string;
+}
+
 export interface CreateRunRequest {
   prompt?: string | null;
   title?: string | null;
   config?: AgentConfig | null;
   skill?: string | null;
   metadata?: Record<string, string> | null;
+  team?: true | null;
+  interactive?: boolean | null;
+  conversation_id?: string | null;
+  parent_run_id?: string | null;
+  mode?: "normal" | "plan" | "orchestrate" | null;
+  attachments?: Attachment[] | null;
   on_behalf_of?: {
     creator?: {
       type: "user" | "service_account";
@@ -60,7 +92,7 @@ export interface CancelRunRequest {
 export interface CreateRunResponse {
   run_id: string;
   task_id: string;
-  state: "QUEUED";
+  state: "QUEUED" | "INPROGRESS" | "SUCCEEDED" | "FAILED" | "ERROR" | "CANCELLED";
   at_capacity: boolean;
 }
 
@@ -87,7 +119,7 @@ export interface RunItem {
     display_name: string;
     email?: string;
   };
-  agent_config: AgentConfig;
+  agent_config: RunAgentConfig;
   agent_skill?: {
     name: string;
     description?: string;
@@ -95,7 +127,24 @@ export interface RunItem {
   };
   status_message?: {
     message: string;
-    error_code?: string;
+    error_code?:
+      | "insufficient_credits"
+      | "feature_not_available"
+      | "external_authentication_required"
+      | "not_authorized"
+      | "invalid_request"
+      | "resource_not_found"
+      | "budget_exceeded"
+      | "integration_disabled"
+      | "integration_not_configured"
+      | "operation_not_supported"
+      | "environment_setup_failed"
+      | "content_policy_violation"
+      | "conflict"
+      | "authentication_required"
+      | "resource_unavailable"
+      | "internal_error";
+    reason?: string;
     retryable?: boolean;
   };
   artifacts: Array<{
@@ -110,11 +159,20 @@ export interface RunItem {
     inference_cost?: number;
   };
   is_sandbox_running: boolean;
+  schedule?: {
+    schedule_id: string;
+    schedule_name: string;
+    cron_schedule: string;
+    fire_time: string;
+  };
   scope: {
     type: "Team";
     uid: string;
   };
   metadata: Record<string, string>;
+  conversation_id: string;
+  parent_run_id?: string;
+  execution_location: "REMOTE";
 }
 
 export interface ListRunsResponse {
@@ -127,7 +185,8 @@ export interface ListRunsResponse {
 
 export interface FollowupRequest {
   message: string;
-  mode?: "normal" | null;
+  mode?: "normal" | "plan" | "orchestrate" | null;
+  attachments?: Attachment[] | null;
 }
 
 export interface FollowupResponse {
@@ -165,6 +224,7 @@ export interface Model {
   provider: "OPENAI" | "ANTHROPIC" | "GOOGLE" | "UNKNOWN";
   vision_supported: boolean;
   description?: string;
+  harnesses?: Array<"oz" | "claude" | "codex" | "gemini">;
 }
 
 export interface ListModelsResponse {
@@ -251,6 +311,16 @@ export interface AgentIdentity {
   name: string;
   available: boolean;
   created_at: string;
+  updated_at: string;
+  default_runner_uid: string;
+  memory: {
+    attached_stores: Array<{
+      uid: string;
+    }>;
+    auto_memory: {
+      enabled: boolean;
+    };
+  };
   description?: string;
   prompt?: string;
   base_model?: string;
@@ -277,6 +347,94 @@ export interface FileArtifactResponse {
     size_bytes: number;
     description?: string;
   };
+}
+
+export interface ListAttachmentsResponse {
+  attachments: Array<{
+    attachment_id: string;
+    download_url: string;
+    filename: string;
+    mime_type?: string | null;
+    expires_at: string;
+    size_bytes: number;
+    followup_id: string | null;
+    created_at: string;
+  }>;
+}
+
+export interface CreateScheduleRequest {
+  name: string;
+  cron_schedule: string;
+  timezone?: string | null;
+  prompt?: string | null;
+  agent_config?: AgentConfig | null;
+  metadata?: Record<string, string> | null;
+  mode?: "normal" | null;
+  agent_uid?: null;
+  enabled?: boolean | null;
+  team?: true | null;
+}
+
+export interface UpdateScheduleRequest {
+  name: string;
+  cron_schedule: string;
+  timezone?: string | null;
+  prompt?: string | null;
+  agent_config?: AgentConfig | null;
+  metadata?: Record<string, string> | null;
+  mode?: "normal" | null;
+  agent_uid?: null;
+  enabled: boolean;
+}
+
+export interface ScheduledAgentItem {
+  id: string;
+  name: string;
+  cron_schedule: string;
+  timezone: string;
+  enabled: boolean;
+  prompt: string;
+  created_at: string;
+  updated_at: string;
+  last_spawn_error: string | null;
+  agent_config: AgentConfig;
+  metadata: Record<string, string>;
+  created_by: {
+    type: "user" | "service_account";
+    uid: string;
+    display_name: string;
+    email?: string;
+  };
+  updated_by: {
+    type: "user" | "service_account";
+    uid: string;
+    display_name: string;
+    email?: string;
+  };
+  history: {
+    last_ran: string | null;
+    next_run: string | null;
+  };
+  scope: {
+    type: "Team";
+    uid: string;
+  };
+}
+
+export interface ListSchedulesResponse {
+  schedules: ScheduledAgentItem[];
+}
+
+export interface DeleteScheduleResponse {
+  success: boolean;
+}
+
+export interface SessionRedirectResponse {
+  conversation_id?: string;
+}
+
+export interface ConversationRedirectResponse {
+  session_id?: string;
 }
 
 /** Query parameters of listRuns; whole numbers travel as strings but are given as numbers. */

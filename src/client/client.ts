@@ -6,6 +6,7 @@ import { Environments } from "./resources/environments.ts";
 import { Identities } from "./resources/identities.ts";
 import { Models } from "./resources/models.ts";
 import { Runs } from "./resources/runs.ts";
+import { Schedules } from "./resources/schedules.ts";
 
 export interface ClientOptions {
   /** Defaults to the DISPATCH_API_KEY environment variable. */
@@ -52,6 +53,8 @@ export class Dispatch {
   readonly identities: Identities;
   /** /agent/artifacts: runs' FILE artifacts (the delivered patch). */
   readonly artifacts: Artifacts;
+  /** /agent/schedules: cron-driven agents. */
+  readonly schedules: Schedules;
   readonly #options: ClientOptions;
   readonly #transport: Transport;
 
@@ -84,6 +87,7 @@ export class Dispatch {
     this.agents = new Agents(this.#transport);
     this.identities = new Identities(this.#transport);
     this.artifacts = new Artifacts(this.#transport);
+    this.schedules = new Schedules(this.#transport);
   }
 
   /**

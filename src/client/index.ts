@@ -11,6 +11,8 @@ export type {
   CreateAgentIdentityRequest,
   CreateRunRequest,
   CreateRunResponse,
+  CreateScheduleRequest,
+  DeleteScheduleResponse,
   FileArtifactResponse,
   FollowupRequest,
   FollowupResponse,
@@ -23,6 +25,7 @@ export type {
   ListRunEventsQuery,
   ListRunsQuery,
   ListRunsResponse,
+  ListSchedulesResponse,
   MCPServerConfig,
   Model,
   Problem,
@@ -30,7 +33,9 @@ export type {
   RunEventsResponse,
   RunItem,
   RunState,
+  ScheduledAgentItem,
   UpdateAgentIdentityRequest,
+  UpdateScheduleRequest,
 } from "./api-types.ts";
 export {
   type ClientOptions,
@@ -78,3 +83,4 @@ export {
   Runs,
   TERMINAL_STATES,
 } from "./resources/runs.ts";
+export { type ScheduleCreateParams, Schedules, type ScheduleUpdateParams } from "./resources/schedules.ts";

@@ -4,7 +4,13 @@ import { realpath } from "node:fs/promises";
 import { isAbsolute, relative } from "node:path";
 import type { RunCgroup } from "./cgroups.ts";
 import { type CommandResult, runArgvInProcessGroup } from "./process-group.ts";
-import { resolveInside, type Sandbox, type SandboxExecOptions, type SandboxStartOptions } from "./sandbox.ts";
+import {
+  resolveInside,
+  type Sandbox,
+  type SandboxExecOptions,
+  type SandboxMount,
+  type SandboxStartOptions,
+} from "./sandbox.ts";
 import { type SandboxProcess, startInProcessGroup } from "./sandbox-process.ts";
 import { sandboxEnv } from "./workspace.ts";
 
@@ -40,7 +46,7 @@ export class BwrapSandbox implements Sandbox {
   }
 
   start(argv: string[], opts: SandboxStartOptions): SandboxProcess {
-    return startInProcessGroup(this.wrap(argv), {
+    return startInProcessGroup(this.wrap(argv, undefined, opts.mounts), {
       cwd: this.workspace,
       env: { ...sandboxEnv(this.workspace, this.opts.runId), ...opts.env },
       signal: opts.signal,
@@ -52,13 +58,14 @@ export class BwrapSandbox implements Sandbox {
    * host's network (setup steps), false for none, absent for the agent's (its environment's
    * `agent_network`).
    */
-  private wrap(argv: string[], network?: boolean): string[] {
+  private wrap(argv: string[], network?: boolean, mounts: SandboxMount[] = []): string[] {
     const own = network === undefined && this.opts.network && this.opts.slirp4netns !== undefined;
     const layout = {
       workspace: this.workspace,
       hide: this.opts.hide,
       network: network === true ? ("host" as const) : own ? ("own" as const) : ("none" as const),
       identity: this.opts.identity,
+      mounts,
     };
     return [
       ...(this.opts.cgroup?.enter ?? []),
@@ -192,6 +199,8 @@ export interface BwrapLayout {
   /** none: only `lo`; host: the host's network; own: slirp4netns attaches one (ownNetworkLauncher). */
   network: "none" | "host" | "own";
   identity?: AgentIdentity | undefined;
+  /** More host paths bound at the same place (SandboxStartOptions.mounts). */
+  mounts?: SandboxMount[];
 }
 
 /** bwrap's arguments up to `--` for a sandbox with this layout; the program follows. */
@@ -236,6 +245,7 @@ export function bwrapArgs(opts: BwrapLayout): string[] {
     "--bind",
     opts.workspace,
     opts.workspace,
+    ...(opts.mounts ?? []).flatMap((m) => [m.writable ? "--bind" : "--ro-bind", m.path, m.path]),
     "--proc",
     "/proc",
     // Files in /proc/sys belong to the agent's uid as the kernel sees it: only a read-only /proc keeps

@@ -1,6 +1,7 @@
 import { hostname } from "node:os";
 import type { Logger } from "pino";
 import { v7 as uuidv7 } from "uuid";
+import type { RunRecord } from "../model/run.ts";
 import type { Store } from "../store/store.ts";
 import type { HarnessRegistry } from "./harness.ts";
 import { type ExecutionDeps, RunExecution } from "./run-execution.ts";
@@ -34,7 +35,15 @@ export class Executor {
   readonly workerId = `${hostname()}:${process.pid}:${uuidv7().slice(-8)}`;
   private readonly opts: ExecutorOptions;
   private readonly log: Logger;
-  private readonly active = new Map<string, RunExecution>();
+  private readonly active = new Set<RunExecution>();
+  /**
+   * Each run's latest execution in this process, until it has ended. A run cancelled and followed up at
+   * once is claimed again while its last execution is still stopping: the next one starts only after it,
+   * since both would use the same workspace and the same cgroup.
+   */
+  private readonly latest = new Map<string, Promise<void>>();
+  /** Claimed runs waiting for their previous execution to end: they hold a slot too. */
+  private waiting = 0;
   private running = false;
   private filling = false;
   private fillAgain = false;
@@ -46,7 +55,7 @@ export class Executor {
   }
 
   get activeRuns(): number {
-    return this.active.size;
+    return this.active.size + this.waiting;
   }
 
   async start(): Promise<void> {
@@ -67,7 +76,7 @@ export class Executor {
     this.running = false;
     clearInterval(this.timer);
     this.opts.store.signals.off("run_queued", this.onQueued);
-    const all = () => Promise.all([...this.active.values()].map((e) => e.done));
+    const all = () => Promise.all([...this.latest.values()]);
     let timeout: NodeJS.Timeout | undefined;
     const graceOver = await Promise.race([
       all().then(() => false),
@@ -113,28 +122,10 @@ export class Executor {
     try {
       do {
         this.fillAgain = false;
-        while (this.running && this.active.size < this.opts.slots) {
+        while (this.running && this.activeRuns < this.opts.slots) {
           const run = await this.opts.store.claimNextRun(this.workerId, this.opts.leaseMs);
           if (!run) break;
-          const execution = new RunExecution(run, {
-            store: this.opts.store,
-            harnesses: this.opts.harnesses,
-            dataDir: this.opts.dataDir,
-            workerId: this.workerId,
-            leaseMs: this.opts.leaseMs,
-            heartbeatMs: Math.min(this.opts.pollIntervalMs, Math.floor(this.opts.leaseMs / 3)),
-            log: this.opts.log,
-            ...(this.opts.sandboxes ? { sandboxes: this.opts.sandboxes } : {}),
-            ...(this.opts.environments ? { environments: this.opts.environments } : {}),
-            ...(this.opts.skills ? { skills: this.opts.skills } : {}),
-            ...(this.opts.diskQuota ? { diskQuota: this.opts.diskQuota } : {}),
-            ...(this.opts.delivery ? { delivery: this.opts.delivery } : {}),
-          });
-          this.active.set(run.id, execution);
-          void execution.done.then(() => {
-            this.active.delete(run.id);
-            void this.fill();
-          });
+          this.launch(run);
         }
       } while (this.fillAgain && this.running);
     } catch (err) {
@@ -142,5 +133,47 @@ export class Executor {
     } finally {
       this.filling = false;
     }
+  }
+
+  /** Starts the claimed run's execution once the run's previous one in this process (if any) has ended. */
+  private launch(run: RunRecord): void {
+    const previous = this.latest.get(run.id);
+    if (previous) this.waiting += 1;
+    const finished = (async () => {
+      if (previous) {
+        await previous;
+        this.waiting -= 1;
+        if (!this.running) {
+          await this.opts.store.abandonRun(run.id, this.workerId, {
+            message: "Dispatch shut down before this run could continue; send a follow-up to continue it.",
+            error_code: "worker_shutdown",
+            retryable: true,
+          });
+          return;
+        }
+      }
+      const execution = new RunExecution(run, {
+        store: this.opts.store,
+        harnesses: this.opts.harnesses,
+        dataDir: this.opts.dataDir,
+        workerId: this.workerId,
+        leaseMs: this.opts.leaseMs,
+        heartbeatMs: Math.min(this.opts.pollIntervalMs, Math.floor(this.opts.leaseMs / 3)),
+        log: this.opts.log,
+        ...(this.opts.sandboxes ? { sandboxes: this.opts.sandboxes } : {}),
+        ...(this.opts.environments ? { environments: this.opts.environments } : {}),
+        ...(this.opts.skills ? { skills: this.opts.skills } : {}),
+        ...(this.opts.diskQuota ? { diskQuota: this.opts.diskQuota } : {}),
+        ...(this.opts.delivery ? { delivery: this.opts.delivery } : {}),
+      });
+      this.active.add(execution);
+      await execution.done;
+      this.active.delete(execution);
+    })().catch((err) => this.log.error({ err, runId: run.id }, "execution could not start"));
+    this.latest.set(run.id, finished);
+    void finished.then(() => {
+      if (this.latest.get(run.id) === finished) this.latest.delete(run.id);
+      void this.fill();
+    });
   }
 }

@@ -1,5 +1,8 @@
 import type { Logger } from "pino";
-import type { RequestUsage, RunEvent, RunEventType, RunRecord } from "../model/run.ts";
+import type { AttachmentContent } from "../model/attachment.ts";
+import { wireHarnessOf } from "../model/harness-wire.ts";
+import type { AgentConfig, RequestUsage, RunEvent, RunEventType, RunRecord } from "../model/run.ts";
+import type { RunMode } from "../model/run-mode.ts";
 import type { Sandbox } from "./sandbox.ts";
 
 /**
@@ -9,6 +12,11 @@ import type { Sandbox } from "./sandbox.ts";
 export interface Harness {
   readonly type: string;
   run(ctx: HarnessContext): Promise<HarnessOutcome>;
+  /**
+   * Why this harness cannot run a run with `config` on this server (e.g. "Set ANTHROPIC_API_KEY…"), or
+   * undefined when it can. Asked at create, so that the caller hears it then instead of from a failed run.
+   */
+  availability?(config: AgentConfig): string | undefined;
 }
 
 export interface HarnessContext {
@@ -19,6 +27,8 @@ export interface HarnessContext {
   sandbox: Sandbox;
   /** What the agent receives for this turn: the prompt on a run's first execution, then follow-ups. */
   input: string[];
+  /** `plan`: answer with a plan and change no file (run-mode.ts); `normal` when absent. */
+  mode?: RunMode;
   /** Aborted when the run is cancelled, loses its lease or the worker shuts down. */
   signal: AbortSignal;
   /** Appends a transcript event. */
@@ -30,6 +40,12 @@ export interface HarnessContext {
    * conversation for a follow-up execution. Optional so that hand-built contexts in tests need not supply it.
    */
   transcript?(): Promise<RunEvent[]>;
+  /**
+   * The run's image attachments with their bytes, oldest first (`followupId` null: came with the create),
+   * read afresh at each call so follow-ups' images are included. Never written to the workspace. Optional
+   * so that hand-built contexts in tests need not supply it.
+   */
+  attachments?(): Promise<AttachmentContent[]>;
   log: Logger;
 }
 
@@ -55,5 +71,15 @@ export class HarnessRegistry {
 
   types(): string[] {
     return [...this.harnesses.keys()];
+  }
+
+  /** Why the harness `type` cannot run `config` here (not registered, or its own refusal); undefined when it can. */
+  refusal(type: string, config: AgentConfig): string | undefined {
+    const harness = this.harnesses.get(type);
+    if (!harness) {
+      const available = this.types().map((key) => JSON.stringify(wireHarnessOf(key)));
+      return `config.harness: harness "${type}" is not available on this server; available: ${available.join(", ")}`;
+    }
+    return harness.availability?.(config);
   }
 }

@@ -3,8 +3,10 @@ import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import type { EnvironmentSettings } from "../config-file.ts";
+import type { AttachmentContent } from "../model/attachment.ts";
 import { isGitHubRepository, remoteUrl } from "../model/repository.ts";
 import type { RunEvent, RunRecord } from "../model/run.ts";
+import { executionMode } from "../model/run-mode.ts";
 import type { RunPatch, Store } from "../store/store.ts";
 import { type DeliveryOutcome, deliverChanges } from "./delivery/deliver.ts";
 import type { PullRequestHost } from "./delivery/pull-request-host.ts";
@@ -180,6 +182,11 @@ export class RunExecution {
       if (!agentRun) return;
       const waiting = await store.startAgent(run.id, workerId);
       if (!waiting) return;
+      const mode = executionMode(
+        run.execution,
+        run.mode,
+        waiting.map((f) => f.mode),
+      );
       let input = [
         ...(run.execution === 1 && run.prompt ? [run.prompt] : []),
         ...waiting.map((f) => f.message),
@@ -194,10 +201,12 @@ export class RunExecution {
             workspace,
             sandbox,
             input,
+            mode,
             signal,
             emit: (type, data) => this.emit(type, data),
             takeFollowups: () => this.takeFollowups(),
             transcript: () => this.transcript(),
+            attachments: () => this.attachments(),
             log: this.deps.log.child({ runId: run.id }),
           });
         } catch (err) {
@@ -220,7 +229,8 @@ export class RunExecution {
           }
           return;
         }
-        if (repository.target) {
+        // A plan changes nothing, so nothing is delivered (the repository stays as it was).
+        if (repository.target && mode !== "plan") {
           const delivered = await this.deliver(repository.target, workspace, sandbox, outcome, input, signal);
           if (signal.aborted) return;
           outcome = delivered;
@@ -456,6 +466,17 @@ export class RunExecution {
       events.push(...page);
       if (page.length < 1000) return events;
     }
+  }
+
+  private async attachments(): Promise<AttachmentContent[]> {
+    const { store } = this.deps;
+    const list = await store.listAttachments(this.run.teamId, this.run.id);
+    const out: AttachmentContent[] = [];
+    for (const a of list) {
+      const content = await store.readAttachmentContent(this.run.teamId, a.id);
+      if (content) out.push({ ...a, content });
+    }
+    return out;
   }
 
   private async takeFollowups(): Promise<string[]> {

@@ -41,6 +41,16 @@ export interface SandboxStartOptions {
   signal: AbortSignal;
   /** Variables added to the sandbox's environment (an MCP server's declared `env`). */
   env?: Record<string, string>;
+  /**
+   * Host paths (real paths) the process sees at the same place besides the workspace: an external
+   * agent's program (read-only) and its private state directory (writable). Plain sandboxes see the host.
+   */
+  mounts?: SandboxMount[];
+}
+
+export interface SandboxMount {
+  path: string;
+  writable: boolean;
 }
 
 export class PathOutsideWorkspaceError extends Error {}

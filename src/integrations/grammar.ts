@@ -9,11 +9,17 @@
  *   followup <run_id> <message>   slash command only
  *   in owner/repo[@base] <prompt>  (Slack) a new run in that repository (DELIVERY.md), options as usual
  *   repo [owner/repo[@base] | none] (Slack) show, set or clear the channel's default repository
+ *   agent [claude|codex|gemini|builtin|scripted | none]  (Slack) show, set or clear the channel's default agent
+ *   --agent <name> anywhere in a new run's text selects its agent (the `harness` option; agent-wording.ts)
+ *   /codex <prompt> · /claude … · /gemini … · /builtin …   (GitHub) a new run with that agent
+ *   schedule "<cron>" [name:<name>] <prompt> [options]   (Slack) runs the prompt on that cron, reporting here
+ *   schedules · unschedule <name>  (Slack) the channel's schedules; delete one
  *
  * Text inside code fences and inline code is always prompt. An unknown option key is an error listing
  * the valid keys (never silently dropped); a later duplicate key wins.
  */
 
+import { agentKeyOf, unknownAgentText } from "../model/agent-wording.ts";
 import { parseRepositorySpec, type RepositorySpec } from "../model/repository.ts";
 
 export const OPTION_KEYS = ["model", "name", "env", "skill", "title", "harness"] as const;
@@ -37,7 +43,16 @@ export type Command =
   | { verb: "help" }
   | { verb: "followup"; runId: string; message: string }
   /** Slack: the channel's default repository; `repository` null clears it, absent shows it. */
-  | { verb: "repo"; repository?: RepositorySpec | null };
+  | { verb: "repo"; repository?: RepositorySpec | null }
+  /** Slack: the channel's default agent (a harness registry key); `agent` null clears it, absent shows it. */
+  | { verb: "agent"; agent?: string | null }
+  /**
+   * Slack: a schedule reporting to the channel. `run` is what each firing starts (prompt, options,
+   * `in owner/repo`); `name` is absent when the schedule is to be named after its prompt.
+   */
+  | { verb: "schedule"; cron: string; name?: string; run: Command & { verb: "run" } }
+  | { verb: "schedules" }
+  | { verb: "unschedule"; name: string };
 
 /** How repository specs are read (parseRepositorySpec): the server's GitHub URL, whether file:// is allowed. */
 export interface RepositoryParsing {
@@ -66,6 +81,7 @@ export function parseCommand(text: string, surface: Surface, opts: GrammarOption
   const [first = "", ...restWords] = trimmed.split(/\s+/);
   const verb = first.toLowerCase();
   const rest = trimmed.slice(first.length).trim();
+  if (!slack && /^\/[a-z]+$/.test(verb)) return parseAgentRun(verb.slice(1), rest);
 
   switch (verb) {
     case "help":
@@ -91,6 +107,29 @@ export function parseCommand(text: string, surface: Surface, opts: GrammarOption
         return { verb: "repo", repository: repositoryOrThrow(rest, parsing) };
       }
       break;
+    case "agent":
+      if (!slack) break;
+      // Like `repo`: alone shows, `none` clears, one name sets; more words are a prompt ("agent keeps…").
+      if (rest === "") return { verb: "agent" };
+      if (restWords.length === 1) {
+        if (/^(none|clear|off|default|-)$/i.test(rest)) return { verb: "agent", agent: null };
+        return { verb: "agent", agent: agentOrThrow(rest) };
+      }
+      break;
+    case "schedule":
+      if (!slack) break;
+      {
+        const scheduled = parseSchedule(rest, parsing);
+        if (scheduled) return scheduled;
+      }
+      break;
+    case "schedules":
+      if (slack && rest === "") return { verb: "schedules" };
+      break;
+    case "unschedule":
+      if (!slack) break;
+      if (rest === "") throw new GrammarError("which schedule? unschedule <name> (`schedules` lists them)");
+      return { verb: "unschedule", name: unquote(rest) };
     case "followup":
       if (surface !== "slash") break;
       {
@@ -100,6 +139,39 @@ export function parseCommand(text: string, surface: Surface, opts: GrammarOption
       }
   }
   return slack ? parseRunIn(trimmed, false, parsing) : parseRun(trimmed, false);
+}
+
+/**
+ * `schedule "<cron>" [name:<name>] <prompt> [options]`, after the verb. The cron must be quoted (its
+ * fields have spaces); text that does not start like a cron ("schedule a call with…") is a prompt
+ * (undefined), but an unquoted cron is an error rather than a run that was not meant.
+ */
+function parseSchedule(rest: string, parsing: RepositoryParsing): Command | undefined {
+  const usage =
+    'schedule "<cron>" [name:<name>] <prompt> [options], e.g. schedule "0 9 * * 1-5" Summarise open PRs';
+  if (rest === "") throw new GrammarError(`usage: ${usage}`);
+  const quoted = /^(?:"([^"]*)"|[“”]([^“”"]*)[“”"]|'([^']*)'|`([^`]*)`)(?=\s|$)/.exec(rest);
+  if (!quoted) {
+    if (/^[\d*@]/.test(rest)) throw new GrammarError(`put the cron expression in quotes: ${usage}`);
+    return undefined;
+  }
+  const cron = (quoted[1] ?? quoted[2] ?? quoted[3] ?? quoted[4] ?? "").trim();
+  let after = rest.slice(quoted[0].length).trim();
+  let name: string | undefined;
+  const named = /^name:(?:"([^"]*)"|[“”]([^“”"]*)[“”"]|(\S*))(?=\s|$)/i.exec(after);
+  if (named) {
+    name = (named[1] ?? named[2] ?? named[3] ?? "").trim();
+    if (name === "") throw new GrammarError('give the schedule a name: name:<name> or name:"two words"');
+    after = after.slice(named[0].length).trim();
+  }
+  if (after === "") throw new GrammarError(`say what the agent should do on each run: ${usage}`);
+  return { verb: "schedule", cron, ...(name ? { name } : {}), run: parseRunIn(after, true, parsing) };
+}
+
+/** A name as typed, with surrounding quotes (straight or curly) removed. */
+function unquote(text: string): string {
+  const match = /^["“”'`](.*)["“”'`]$/.exec(text.trim());
+  return (match ? match[1]! : text).trim();
 }
 
 /**
@@ -123,6 +195,33 @@ function repositoryOrThrow(spec: string, parsing: RepositoryParsing): Repository
   const parsed = parseRepositorySpec(spec, parsing);
   if (typeof parsed === "string") throw new GrammarError(`repository: ${parsed}`);
   return parsed;
+}
+
+/**
+ * `/codex <prompt> [options]` (GitHub): a new run with that agent, even on an issue that has a run (the
+ * agent of a run cannot change). An unknown `/word` is an error listing the agents, not a prompt that
+ * happened to start with a slash: a path is written in `code`.
+ */
+function parseAgentRun(name: string, rest: string): Command & { verb: "run" } {
+  const key = agentKeyOf(name);
+  if (!key) {
+    throw new GrammarError(`${unknownAgentText(name)} (to start a prompt with a path, write it in \`code\`)`);
+  }
+  if (rest === "") throw new GrammarError(`say what ${name} should do: /${name} <prompt> [options]`);
+  const run = parseRun(rest, true);
+  return { ...run, options: { ...run.options, harness: key } };
+}
+
+/** Whether a comment's first word selects an agent (`/codex`): a new run, never a follow-up. */
+export function selectsAgent(word: string): boolean {
+  return /^\/[a-z]+$/i.test(word) && agentKeyOf(word.slice(1)) !== undefined;
+}
+
+/** An agent name as agent-wording.ts knows it (its registry key), or a GrammarError listing the names. */
+function agentOrThrow(typed: string): string {
+  const key = agentKeyOf(typed);
+  if (!key) throw new GrammarError(unknownAgentText(typed));
+  return key;
 }
 
 /** `owner/repo@base` (or the URL) as people write it back. */
@@ -163,14 +262,15 @@ export function optionsFromAgentConfig(config: {
   name?: string;
   environment_id?: string;
   skill_spec?: string;
-  harness?: { type: string };
+  harness?: { type: string; name?: string };
 }): RunOptions {
   const out: RunOptions = {};
   if (config.model_id) out.model = config.model_id;
   if (config.environment_id) out.env = config.environment_id;
   if (config.name) out.name = config.name;
   if (config.skill_spec) out.skill = config.skill_spec;
-  if (config.harness?.type) out.harness = config.harness.type;
+  // Dispatch's own harnesses are {type: "oz", name} on the wire; the grammar names them by name.
+  if (config.harness?.type) out.harness = config.harness.name ?? config.harness.type;
   return out;
 }
 
@@ -238,6 +338,14 @@ function extractOptions(text: string, into: RunOptions): string {
       }
     }
     if (atWordStart) {
+      // `--agent claude` (or `--agent=claude`): the agent for the run, as the `harness` option.
+      const flag = /^(?:--|—|–)agent(?:(?:=|[ \t]+)([^\s,\]]*))?(?=[\s,\]]|$)/i.exec(text.slice(i, i + 80));
+      if (flag) {
+        if (!flag[1]) throw new GrammarError("`--agent` needs a name: --agent claude|codex|gemini|builtin");
+        into.harness = agentOrThrow(flag[1]);
+        i = skipBlanks(text, i + flag[0].length);
+        continue;
+      }
       const pair = readPair(text, i, /\s/);
       if (pair) {
         assign(into, pair.key, pair.value);

@@ -8,6 +8,15 @@ export function runErrorCode(err: unknown): RunErrorCode | undefined {
   return err instanceof RunError ? err.code : undefined;
 }
 
+/**
+ * Whether the server refused the request itself (a harness it cannot run here is operation_not_supported,
+ * a bad config invalid_request): a default agent that caused it is worth naming to the person.
+ */
+export function refusedAgent(err: unknown): boolean {
+  const code = runErrorCode(err);
+  return code === "operation_not_supported" || code === "invalid_request";
+}
+
 /** The platform's fault, not the request's: say "try again", never the internals. */
 const UNAVAILABLE: ReadonlySet<RunErrorCode> = new Set(["internal_error", "resource_unavailable"]);
 

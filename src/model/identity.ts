@@ -53,6 +53,8 @@ export interface AgentIdentity {
   /** Skill specs attached to the identity, in order. */
   skills: string[];
   createdAt: string;
+  /** The last update; absent until the first one (the wire shows created_at then). */
+  updatedAt?: string;
 }
 
 /** The fields of an identity that can be changed; absent means unchanged, null clears. */

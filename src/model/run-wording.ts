@@ -1,3 +1,5 @@
+import { agentWords } from "./agent-wording.ts";
+
 /**
  * The words people read about a run, on every surface (Slack card, GitHub comment, session page, CLI):
  * INTEGRATIONS.md "State words". Plain functions of the run's wire fields, so any surface can use them.
@@ -67,11 +69,14 @@ export function elapsedText(
   return formatDuration(parseIsoDuration(run.run_time));
 }
 
-/** `model=… · env=… · name=…`: the resolved options the run actually uses. */
+/**
+ * `model=… · env=… · name=…`: the resolved options the run actually uses. A run that names its harness
+ * shows the agent (and its model) in agentFacts instead, so neither is repeated here.
+ */
 export function resolvedOptions(run: {
   agent_config?: {
     model_id?: string;
-    harness?: { type: string };
+    harness?: { type: string; name?: string };
     environment_id?: string;
     name?: string;
     skill_spec?: string;
@@ -79,11 +84,17 @@ export function resolvedOptions(run: {
 }): string {
   const c = run.agent_config ?? {};
   const parts: string[] = [];
-  if (c.model_id) parts.push(`model=${c.model_id}`);
-  if (c.harness?.type && (!c.model_id || c.harness.type !== "builtin"))
-    parts.push(`harness=${c.harness.type}`);
+  if (c.model_id && !c.harness) parts.push(`model=${c.model_id}`);
   if (c.environment_id) parts.push(`env=${c.environment_id}`);
   if (c.name) parts.push(`name=${c.name}`);
   if (c.skill_spec) parts.push(`skill=${c.skill_spec}`);
   return parts.join(" · ");
+}
+
+/** "Agent: Claude Code" (agent-wording.ts), or "" when the run names no harness. */
+export function agentFact(run: {
+  agent_config?: { harness?: { type: string; name?: string }; model_id?: string };
+}): string {
+  const words = agentWords(run.agent_config);
+  return words ? `Agent: ${words}` : "";
 }

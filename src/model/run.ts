@@ -1,6 +1,8 @@
 import type { PrincipalType } from "./identity.ts";
 import type { DeliveryMode } from "./repository.ts";
+import type { RunMode } from "./run-mode.ts";
 import type { RunState } from "./run-state.ts";
+import type { RunSchedule } from "./schedule.ts";
 
 export interface Creator {
   type: PrincipalType;
@@ -11,6 +13,10 @@ export interface Creator {
 
 export interface StatusMessage {
   message: string;
+  /**
+   * Dispatch's reason (`time_limit`, `command_failed`, `worker_lost`, …). The wire shows it as
+   * `status_message.reason`, with Oz's `error_code` derived from it (status-reason.ts).
+   */
   error_code?: string;
   retryable?: boolean;
 }
@@ -87,6 +93,12 @@ export interface RunRecord {
   /** Whether the current execution's agent has started (decides recovery after a lost lease). */
   agentStarted: boolean;
   requeueCount: number;
+  /** The run that spawned this one (Oz's `parent_run_id`, same team); `ancestor_run_id` lists by it. */
+  parentRunId?: string | null;
+  /** How the run's first execution answers (run-mode.ts); a follow-up handoff carries its own mode. */
+  mode?: RunMode;
+  /** The schedule that fired the run; absent or null for a run asked for directly. */
+  schedule?: RunSchedule | null;
 }
 
 export interface FollowupRecord {

@@ -7,6 +7,15 @@ export interface SkillSpec {
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
+/**
+ * Every spelling parseSkillSpec accepts, as one regular expression for the API document (so a client
+ * generating from it meets no refusal): a name, or owner/repo: then a name or a path to a SKILL.md whose
+ * segments are never . or .. (a segment may start with a dot when more follows: .agents, ..x).
+ */
+const SEGMENT = "(?:[A-Za-z0-9_-][A-Za-z0-9._-]*|\\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\\.\\.[A-Za-z0-9._-]+)";
+export const SKILL_SPEC_PATTERN = `^\\s*([A-Za-z0-9][A-Za-z0-9._-]*|${SEGMENT}/${SEGMENT}:/*([A-Za-z0-9][A-Za-z0-9._-]*|(${SEGMENT}/)*[A-Za-z0-9._-]*[Ss][Kk][Ii][Ll][Ll]\\.[Mm][Dd]))\\s*$`;
+const SPEC = new RegExp(SKILL_SPEC_PATTERN);
+
 export const VALID_SKILL_SPECS = "owner/repo:name, owner/repo:path/to/SKILL.md or a skill name";
 
 /**
@@ -18,7 +27,7 @@ export function parseSkillSpec(spec: string): SkillSpec | string {
   const trimmed = spec.trim();
   const colon = trimmed.indexOf(":");
   if (colon < 0) {
-    if (NAME.test(trimmed)) return { target: trimmed };
+    if (NAME.test(trimmed) && SPEC.test(spec)) return { target: trimmed };
     return `skill "${spec}": expected ${VALID_SKILL_SPECS}`;
   }
   const repo = trimmed.slice(0, colon);
@@ -35,6 +44,8 @@ export function parseSkillSpec(spec: string): SkillSpec | string {
   if (!target.toUpperCase().endsWith("SKILL.MD") && !NAME.test(target)) {
     return `skill "${spec}": "${target}" is neither a skill name nor a path to a SKILL.md`;
   }
+  // What passed the checks above but is still outside the documented spelling (spaces, other characters).
+  if (!SPEC.test(spec)) return `skill "${spec}": expected ${VALID_SKILL_SPECS}`;
   return { repo, target };
 }
 

@@ -7,6 +7,9 @@ import type { CardState, NotifierCursor, OutboxMessage, Store } from "../store/s
 import { type DeliveryOutcome, OutboxDeliverer, type OutboxOptions } from "./outbox.ts";
 import type { NotifierPlatform } from "./platform.ts";
 
+/** Runs fired by a schedule: reported where the schedule says (its thread binding), on any platform. */
+const SCHEDULED_SOURCE = "SCHEDULED_AGENT";
+
 export interface NotifierOptions {
   /** Polling interval of the run changes (a poke starts a tick sooner). */
   tickMs: number;
@@ -153,14 +156,18 @@ export class Notifier {
     let highest: NotifierCursor = cursor;
     let hold: string | undefined;
     let changed = 0;
-    for (const platform of this.platforms.values()) {
+    // A schedule made in a channel fires runs bound to it: each platform reports those too.
+    const lists = [...this.platforms.values()].flatMap((platform) =>
+      [platform.source, SCHEDULED_SOURCE].map((source) => ({ platform, source })),
+    );
+    for (const { platform, source } of lists) {
       let page: string | undefined;
       do {
         const { runs, next_cursor } = await this.runs.list({
           updated_after: since,
           sort_by: "updated_at",
           sort_order: "asc",
-          source: platform.source,
+          source,
           limit: this.opts.pageSize,
           ...(page ? { cursor: page } : {}),
         });
@@ -170,8 +177,10 @@ export class Notifier {
           const entry = state.get(run.run_id);
           const binding = entry?.binding?.platform === platform.platform ? entry.binding : undefined;
           if (!binding) {
-            // The integration binds the thread right after creating the run: look again for a while.
+            // The integration binds the thread right after creating the run: look again for a while. A
+            // scheduled run is bound in the transaction that creates it, or reports nowhere.
             if (
+              source !== SCHEDULED_SOURCE &&
               now - Date.parse(run.updated_at) < this.opts.bindGraceMs &&
               (!hold || run.updated_at < hold)
             ) {

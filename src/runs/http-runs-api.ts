@@ -2,7 +2,13 @@ import { APIError, Dispatch } from "../client/index.ts";
 import { isRunErrorCode, RunError, type RunErrorCode } from "../model/errors.ts";
 import type { Creator } from "../model/run.ts";
 import type { RunItem } from "./run-item.ts";
-import type { RunsApi, RunsApiCallOptions, RunsApiCreate, RunsApiListQuery } from "./runs-api.ts";
+import type {
+  RunsApi,
+  RunsApiCallOptions,
+  RunsApiCreate,
+  RunsApiFollowupOptions,
+  RunsApiListQuery,
+} from "./runs-api.ts";
 
 /**
  * RunsApi over HTTP (remote mode, DISPATCH_RUN_SERVICE_URL): the bot fronts another Dispatch through
@@ -63,11 +69,11 @@ export class HttpRunsApi implements RunsApi {
     };
   }
 
-  followup(runId: string, message: string, opts: RunsApiCallOptions = {}) {
+  followup(runId: string, message: string, opts: RunsApiFollowupOptions = {}) {
     return asRunError(async () =>
       this.client.runs.followup(
         runId,
-        { message },
+        { message, ...(opts.attachments?.length ? { attachments: opts.attachments } : {}) },
         opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {},
       ),
     );

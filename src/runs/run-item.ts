@@ -1,4 +1,6 @@
-import type { RunRecord } from "../model/run.ts";
+import { wireHarnessOf } from "../model/harness-wire.ts";
+import type { AgentConfig, RunRecord } from "../model/run.ts";
+import { wireStatusMessage } from "../model/status-reason.ts";
 
 /** The RunItem of API.md, as GET responses carry it. */
 export function toRunItem(run: RunRecord, publicUrl: string, opts: { promptLimit?: number } = {}) {
@@ -22,15 +24,35 @@ export function toRunItem(run: RunRecord, publicUrl: string, opts: { promptLimit
     ...(run.triggerUrl ? { trigger_url: run.triggerUrl } : {}),
     source: run.source,
     creator: run.creator,
-    agent_config: run.agentConfig,
+    agent_config: wireAgentConfig(run.agentConfig),
     ...(run.agentSkill ? { agent_skill: run.agentSkill } : {}),
-    ...(run.statusMessage ? { status_message: run.statusMessage } : {}),
+    ...(run.statusMessage ? { status_message: wireStatusMessage(run.statusMessage) } : {}),
     artifacts: run.artifacts,
     request_usage: run.requestUsage,
     is_sandbox_running: run.state === "INPROGRESS",
+    ...(run.schedule
+      ? {
+          schedule: {
+            schedule_id: run.schedule.scheduleId,
+            schedule_name: run.schedule.scheduleName,
+            cron_schedule: run.schedule.cronSchedule,
+            fire_time: run.schedule.fireTime,
+          },
+        }
+      : {}),
     scope: { type: "Team" as const, uid: run.teamId },
     metadata: run.metadata,
+    // A run is its own conversation: follow-ups (or a create with this conversation_id) continue it.
+    conversation_id: run.id,
+    ...(run.parentRunId ? { parent_run_id: run.parentRunId } : {}),
+    execution_location: "REMOTE" as const,
   };
+}
+
+/** The stored config in its wire form: the harness registry key as Oz's `{type, name}` (harness-wire.ts). */
+function wireAgentConfig(config: AgentConfig) {
+  const { harness, ...rest } = config;
+  return harness ? { ...rest, harness: wireHarnessOf(harness.type) } : rest;
 }
 
 export type RunItem = ReturnType<typeof toRunItem>;

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { v7 as uuidv7 } from "uuid";
 import { RunError } from "../model/errors.ts";
+import { defaultModelFor, harnessKeyOf } from "../model/harness-wire.ts";
 import { type Caller, DEFAULT_TEAM } from "../model/identity.ts";
 import { mcpUrlAllowed } from "../model/mcp-url-allowlist.ts";
 import {
@@ -10,8 +11,19 @@ import {
   workBranchName,
 } from "../model/repository.ts";
 import type { AgentConfig, Creator, FollowupOutcome, RunEvent, RunRecord } from "../model/run.ts";
+import { isRunMode, type RunMode } from "../model/run-mode.ts";
+import type { RunState } from "../model/run-state.ts";
 import { parseSkillSpec } from "../model/skill-spec.ts";
-import type { IdempotencyClaim, RunListQuery, SortBy, SortOrder, Store } from "../store/store.ts";
+import type {
+  IdempotencyClaim,
+  RunListQuery,
+  ScheduleFire,
+  ScheduleFireResult,
+  SortBy,
+  SortOrder,
+  Store,
+} from "../store/store.ts";
+import { type AttachmentInput, decodeAttachments } from "./attachments.ts";
 
 const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 
@@ -21,6 +33,16 @@ export interface CreateRunInput {
   config?: Record<string, unknown> | null;
   skill?: string | null;
   metadata?: Record<string, string> | null;
+  attachments?: readonly AttachmentInput[] | null;
+  /** Oz's: false asks for a personal run, which Dispatch does not have (every run is its team's). */
+  team?: boolean | null;
+  /** Oz's: accepted; every Dispatch run takes follow-ups while it runs. */
+  interactive?: boolean | null;
+  /** Continue that run (a run is its own conversation): the prompt becomes a follow-up to it. */
+  conversation_id?: string | null;
+  /** The run that spawned this one: must be a run of the same team. */
+  parent_run_id?: string | null;
+  mode?: string | null;
 }
 
 /** Who asks, and on whose behalf: integrations create runs for a Slack or GitHub user. */
@@ -32,6 +54,14 @@ export interface RequestContext {
   idempotencyKey?: string;
   /** The request as parsed JSON; equal bodies under one idempotency key are one request. */
   rawBody?: unknown;
+}
+
+export interface CreateRunResult {
+  run_id: string;
+  task_id: string;
+  /** QUEUED for a new run; with conversation_id, the continued run's state after the follow-up. */
+  state: RunState;
+  at_capacity: boolean;
 }
 
 export interface ListInput extends Omit<RunListQuery, "after"> {
@@ -51,6 +81,11 @@ export interface RunServiceOptions {
    * requests can be opened (GitHub credentials are configured). Runs may not name a repository without it.
    */
   delivery?: { serverUrl: string; allowFileRemotes: boolean; pullRequests: boolean };
+  /**
+   * Why the harness (registry key) cannot run this config on this server, or undefined when it can
+   * (HarnessRegistry.refusal). Refused at create with operation_not_supported; unchecked when absent.
+   */
+  harnessRefusal?: (key: string, config: AgentConfig) => string | undefined;
   /** Resolves `skill_spec` at create where it can be (local sources): an unknown skill is refused. */
   skills?: {
     resolveNow(
@@ -76,12 +111,18 @@ export class RunService {
     this.options = options;
   }
 
-  async create(
-    ctx: RequestContext,
-    input: CreateRunInput,
-  ): Promise<{ run_id: string; task_id: string; state: "QUEUED"; at_capacity: boolean }> {
+  /** The run `create` inserts, validated and resolved but not stored (attachments apart). */
+  private async build(ctx: RequestContext, input: CreateRunInput): Promise<RunRecord> {
     const now = new Date().toISOString();
     const agentConfig = this.resolveConfig(input);
+    const mode = this.requestedMode(input.mode);
+    const harnessKey = agentConfig.harness?.type ?? "scripted";
+    const refusal = this.options.harnessRefusal?.(harnessKey, agentConfig);
+    if (refusal) throw new RunError("operation_not_supported", refusal);
+    const parentRunId = input.parent_run_id ?? undefined;
+    if (parentRunId !== undefined && !(await this.store.getRun(ctx.caller.team.id, parentRunId))) {
+      throw new RunError("invalid_request", `parent_run_id: no run ${parentRunId} in this team`);
+    }
     const agentSkill = await this.resolveCreateTime(agentConfig, input);
     const skillName =
       agentSkill?.name ?? (agentConfig.skill_spec ? skillNameOf(agentConfig.skill_spec) : undefined);
@@ -116,15 +157,110 @@ export class RunService {
       leaseExpiresAt: null,
       agentStarted: false,
       requeueCount: 0,
+      ...(parentRunId !== undefined ? { parentRunId } : {}),
+      ...(mode !== "normal" ? { mode } : {}),
     };
+    return run;
+  }
+
+  async create(ctx: RequestContext, input: CreateRunInput): Promise<CreateRunResult> {
+    if (input.team === false) {
+      throw new RunError(
+        "operation_not_supported",
+        "team: Dispatch runs are always owned by the API key's team; send team: true or leave it out",
+      );
+    }
+    if (input.conversation_id != null) return this.continueConversation(ctx, input, input.conversation_id);
+    const attachments = await decodeAttachments(input.attachments);
+    const run = await this.build(ctx, input);
     const capacity = this.options.capacity;
     const atCapacity = (await this.store.countActiveRuns(capacity)) >= capacity;
     const respond = (created: unknown) => {
       const r = created as RunRecord;
       return { run_id: r.id, task_id: r.id, state: "QUEUED" as const, at_capacity: atCapacity };
     };
-    const result = await this.store.createRun(run, this.idempotency(ctx, "create", respond));
+    const result = await this.store.createRun(run, this.idempotency(ctx, "create", respond), attachments);
     return this.unwrap(result, () => respond(run)) as ReturnType<typeof respond>;
+  }
+
+  /**
+   * A create with `conversation_id` (Oz: "continue an existing conversation"). A Dispatch run is its own
+   * conversation, so this is a follow-up to that run, routed by its state like any follow-up, and the
+   * answer names that run. What only a new run can have (config, skill, title, metadata, a parent) is
+   * refused rather than silently dropped.
+   */
+  private async continueConversation(
+    ctx: RequestContext,
+    input: CreateRunInput,
+    runId: string,
+  ): Promise<CreateRunResult> {
+    for (const field of ["config", "skill", "title", "metadata", "parent_run_id"] as const) {
+      if (input[field] != null) {
+        throw new RunError(
+          "invalid_request",
+          `${field}: a create with conversation_id continues run ${runId}, which keeps its own; leave ${field} out`,
+        );
+      }
+    }
+    if (!input.prompt?.trim()) {
+      throw new RunError(
+        "invalid_request",
+        "prompt: the message that continues the conversation is required",
+      );
+    }
+    const mode = this.requestedMode(input.mode);
+    const attachments = await decodeAttachments(input.attachments);
+    const capacity = this.options.capacity;
+    const atCapacity = (await this.store.countActiveRuns(capacity)) >= capacity;
+    const respond = (value: unknown) => {
+      const { run } = value as { run: RunRecord };
+      return { run_id: run.id, task_id: run.id, state: run.state, at_capacity: atCapacity };
+    };
+    const result = await this.store.addFollowup(
+      ctx.caller.team.id,
+      runId,
+      { id: uuidv7(), message: input.prompt, mode, attachments },
+      this.idempotency(ctx, "create", respond),
+    );
+    if (!result) {
+      throw new RunError("invalid_request", `conversation_id: no run ${runId} in this team to continue`);
+    }
+    return this.unwrap(result, () =>
+      result.kind === "created" ? respond(result.value) : undefined,
+    ) as CreateRunResult;
+  }
+
+  /** A request's `mode` as Dispatch runs it; `orchestrate` (Oz's child-run orchestration) is refused. */
+  private requestedMode(mode: string | null | undefined): RunMode {
+    if (mode === undefined || mode === null) return "normal";
+    if (isRunMode(mode)) return mode;
+    throw new RunError(
+      "operation_not_supported",
+      `mode: "${mode}" is not supported by Dispatch; use normal or plan`,
+    );
+  }
+
+  /**
+   * The run of one firing of a schedule: validated and resolved as `create` does (a config that became
+   * invalid throws the same RunError), then inserted by the store in one transaction with the claim of
+   * (schedule, fire time). Not `fired` when that slot fired already or the schedule changed meanwhile.
+   */
+  async createScheduled(
+    ctx: RequestContext,
+    input: CreateRunInput,
+    fire: ScheduleFire & { scheduleName: string; cronSchedule: string },
+  ): Promise<ScheduleFireResult> {
+    const run = await this.build(ctx, input);
+    run.schedule = {
+      scheduleId: fire.scheduleId,
+      scheduleName: fire.scheduleName,
+      cronSchedule: fire.cronSchedule,
+      fireTime: fire.fireTime,
+    };
+    return this.store.fireSchedule(
+      { scheduleId: fire.scheduleId, revision: fire.revision, fireTime: fire.fireTime, at: fire.at },
+      run,
+    );
   }
 
   async get(caller: Caller, runId: string): Promise<RunRecord> {
@@ -157,8 +293,9 @@ export class RunService {
   async followup(
     ctx: RequestContext,
     runId: string,
-    input: { message: string; mode?: string | null },
+    input: { message: string; mode?: string | null; attachments?: readonly AttachmentInput[] | null },
   ): Promise<{ followup_id: string; outcome: FollowupOutcome }> {
+    const attachments = await decodeAttachments(input.attachments);
     const respond = (value: unknown) => {
       const { followup } = value as { followup: { id: string; outcome: FollowupOutcome } };
       return { followup_id: followup.id, outcome: followup.outcome };
@@ -166,7 +303,7 @@ export class RunService {
     const result = await this.store.addFollowup(
       ctx.caller.team.id,
       runId,
-      { id: uuidv7(), message: input.message, mode: input.mode ?? "normal" },
+      { id: uuidv7(), message: input.message, mode: this.requestedMode(input.mode), attachments },
       this.idempotency(ctx, `followup:${runId}`, respond),
     );
     if (!result) throw notFound(runId);
@@ -365,12 +502,17 @@ export class RunService {
       Object.entries(input.config ?? {}).filter(([, v]) => v !== null && v !== undefined),
     ) as AgentConfig;
     const skillSpec = given.skill_spec ?? input.skill ?? undefined;
-    const modelId = given.model_id ?? this.options.defaultModel;
+    // An external agent (claude, codex, gemini) named without a model_id gets the default model only when
+    // it is of the agent's provider, else its own default rather than a refusal (harness-wire.ts).
+    const modelId = given.model_id ?? defaultModelFor(given.harness, this.options.defaultModel);
     const config: AgentConfig = { ...given };
     if (skillSpec) config.skill_spec = skillSpec;
     if (modelId) config.model_id = modelId;
     if (!config.name && skillSpec) config.name = skillNameOf(skillSpec);
-    config.harness = given.harness ?? { type: modelId ? "builtin" : "scripted" };
+    // Stored as the registry key; runs show it in Oz's form (harness-wire.ts).
+    const harness = harnessKeyOf(given.harness ?? { type: "oz" }, modelId ? "builtin" : "scripted");
+    if (typeof harness !== "string") throw new RunError("invalid_request", harness.problem);
+    config.harness = { type: harness };
     return config;
   }
 
@@ -440,7 +582,8 @@ export function skillNameOf(spec: string): string {
   return parts.at(-1) ?? spec;
 }
 
-function canonicalJson(value: unknown): string {
+/** JSON with object keys sorted: equal requests hash equal whatever their key order. */
+export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
   if (value && typeof value === "object") {
     const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) =>

@@ -1,5 +1,6 @@
 import type { ApiKeyRole, Caller } from "../model/identity.ts";
 import type { Creator, FollowupOutcome } from "../model/run.ts";
+import type { AttachmentInput } from "./attachments.ts";
 import { type RunItem, toRunItem } from "./run-item.ts";
 import type { ListInput, RunService } from "./run-service.ts";
 
@@ -18,7 +19,7 @@ export interface RunsApi {
   followup(
     runId: string,
     message: string,
-    opts?: RunsApiCallOptions,
+    opts?: RunsApiFollowupOptions,
   ): Promise<{ followup_id: string; outcome: FollowupOutcome }>;
   cancel(runId: string, opts?: RunsApiCallOptions & { by?: Creator }): Promise<void>;
 }
@@ -35,11 +36,18 @@ export interface RunsApiCreate {
   source?: string;
   /** Where the run was started: a Slack thread permalink, a GitHub comment URL. */
   trigger_url?: string;
+  /** Images shared with the request (Slack files, GitHub comment images), as the API takes them. */
+  attachments?: AttachmentInput[];
 }
 
 export interface RunsApiCallOptions {
   /** Makes a retried call (a redelivered webhook, a retyped command) land once. */
   idempotencyKey?: string;
+}
+
+export interface RunsApiFollowupOptions extends RunsApiCallOptions {
+  /** Images shared with the follow-up. */
+  attachments?: AttachmentInput[];
 }
 
 export interface RunsApiListQuery {
@@ -72,7 +80,9 @@ export class InProcessRunsApi implements RunsApi {
         ...(creator ? { creator } : {}),
         ...(source ? { source } : {}),
         ...(trigger_url ? { triggerUrl: trigger_url } : {}),
-        ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey, rawBody: input } : {}),
+        ...(opts.idempotencyKey
+          ? { idempotencyKey: opts.idempotencyKey, rawBody: idempotentBody(input) }
+          : {}),
       },
       body,
     );
@@ -101,14 +111,14 @@ export class InProcessRunsApi implements RunsApi {
     };
   }
 
-  async followup(runId: string, message: string, opts: RunsApiCallOptions = {}) {
+  async followup(runId: string, message: string, opts: RunsApiFollowupOptions = {}) {
     return this.service.followup(
       {
         caller: this.caller,
         ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey, rawBody: { runId, message } } : {}),
       },
       runId,
-      { message },
+      { message, ...(opts.attachments?.length ? { attachments: opts.attachments } : {}) },
     );
   }
 
@@ -122,6 +132,16 @@ export class InProcessRunsApi implements RunsApi {
       runId,
     );
   }
+}
+
+/**
+ * What of a create's attachments its idempotency key covers: their names. A redelivery downloads the files
+ * again; whatever it gets, the key already says it is the same request, and hashing megabytes of base64
+ * per call would buy nothing.
+ */
+function idempotentBody(input: RunsApiCreate): unknown {
+  if (!input.attachments) return input;
+  return { ...input, attachments: input.attachments.map((a) => a.file_name) };
 }
 
 /**

@@ -19,6 +19,8 @@ export interface StoreSignalMap {
   api_key_revoked: [keyId: string];
   /** The notifier enqueued outbox messages for the run (deliverers wake up). */
   outbox_enqueued: [runId: string];
+  /** A schedule was created, changed or deleted (the scheduler re-reads when it is due next). */
+  schedule_changed: [];
 }
 
 export class StoreSignals extends EventEmitter<StoreSignalMap> {

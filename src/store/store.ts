@@ -1,3 +1,4 @@
+import type { AttachmentInfo, NewAttachment } from "../model/attachment.ts";
 import type {
   AgentIdentity,
   AgentIdentityPatch,
@@ -9,6 +10,7 @@ import type {
 } from "../model/identity.ts";
 import type { Artifact, FollowupRecord, RunEvent, RunEventType, RunRecord } from "../model/run.ts";
 import type { RunState, Trigger } from "../model/run-state.ts";
+import type { ScheduleFields, ScheduleRecord } from "../model/schedule.ts";
 import type { ThreadBinding } from "../model/thread-binding.ts";
 import type { StoreSignals } from "./signals.ts";
 
@@ -53,8 +55,15 @@ export interface Store {
   deleteIdentity(teamId: string, id: string, at: string): Promise<{ revokedKeyIds: string[] } | undefined>;
 
   // Runs
-  /** Inserts a QUEUED run, or with `idempotency` returns the remembered response of an earlier equal request. */
-  createRun(run: RunRecord, idempotency?: IdempotencyClaim): Promise<IdempotentResult<RunRecord>>;
+  /**
+   * Inserts a QUEUED run (with its attachments, in the same transaction), or with `idempotency` returns the
+   * remembered response of an earlier equal request.
+   */
+  createRun(
+    run: RunRecord,
+    idempotency?: IdempotencyClaim,
+    attachments?: readonly NewAttachment[],
+  ): Promise<IdempotentResult<RunRecord>>;
   getRun(teamId: string, runId: string): Promise<RunRecord | undefined>;
   getRunBySession(sessionId: string): Promise<RunRecord | undefined>;
   listRuns(teamId: string, query: RunListQuery): Promise<{ runs: RunRecord[]; hasMore: boolean }>;
@@ -154,12 +163,21 @@ export interface Store {
   getArtifactFile(teamId: string, uid: string): Promise<ArtifactFile | undefined>;
   readArtifactContent(teamId: string, uid: string): Promise<Uint8Array | undefined>;
 
+  // Attachments: images sent with a create or a follow-up, their bytes stored once per SHA-256
+  /** The team's run's attachments, oldest first (a create's before its follow-ups'), without bytes. */
+  listAttachments(teamId: string, runId: string): Promise<AttachmentInfo[]>;
+  getAttachment(teamId: string, attachmentId: string): Promise<AttachmentInfo | undefined>;
+  readAttachmentContent(teamId: string, attachmentId: string): Promise<Uint8Array | undefined>;
+
   // Follow-ups
-  /** Records a follow-up and routes it by the run's state in the same transaction (API.md). */
+  /**
+   * Records a follow-up (with its attachments) and routes it by the run's state in the same transaction
+   * (API.md); the `followup` event names the attachments.
+   */
   addFollowup(
     teamId: string,
     runId: string,
-    followup: { id: string; message: string; mode: string },
+    followup: { id: string; message: string; mode: string; attachments?: readonly NewAttachment[] },
     idempotency?: IdempotencyClaim,
   ): Promise<IdempotentResult<{ followup: FollowupRecord; run: RunRecord }> | undefined>;
   /** Marks every undelivered follow-up of the run delivered to `execution` and returns them, oldest first. */
@@ -211,7 +229,7 @@ export interface Store {
   /** Sets the thread of a binding that had none (a slash command's status card became its root). */
   setBindingThread(runId: string, thread: string): Promise<void>;
 
-  // Channel settings (chat integrations): a channel's default repository (DELIVERY.md)
+  // Channel settings (chat integrations): a channel's default repository (DELIVERY.md) and agent
   getChannelSettings(where: ChannelKey): Promise<ChannelSettings | undefined>;
   /** Sets (or with null clears) the channel's default repository and base; returns the settings now. */
   setChannelRepository(
@@ -220,6 +238,46 @@ export interface Store {
     by: string,
     at: string,
   ): Promise<ChannelSettings>;
+  /** Sets (or with null clears) the channel's default agent (a harness registry key); returns the settings now. */
+  setChannelAgent(where: ChannelKey, agent: string | null, by: string, at: string): Promise<ChannelSettings>;
+
+  // Schedules (OZ-SURFACE.md "Schedules"): a team's cron-driven agents and their firings
+  /**
+   * Inserts the schedule, or with `idempotency` returns the remembered response of an earlier equal
+   * request; `name_taken` when the team has a schedule of that name already.
+   */
+  createSchedule(
+    schedule: ScheduleRecord,
+    idempotency?: IdempotencyClaim,
+  ): Promise<IdempotentResult<ScheduleRecord> | "name_taken">;
+  /** Undefined for another team's schedule or none. */
+  getSchedule(teamId: string, id: string): Promise<ScheduleRecord | undefined>;
+  /** The team's schedules sorted by name (then id); with `reportTo`, only those reporting to that channel. */
+  listSchedules(teamId: string, opts?: { reportTo?: ChannelKey }): Promise<ScheduleRecord[]>;
+  /**
+   * Replaces the user's fields (PUT, pause, resume), bumps `revision`, and moves `activeSince` to
+   * `change.updatedAt` when the schedule is re-enabled or its cron or time zone changes (so that nothing
+   * missed while paused or under the old cron fires). Undefined when the team has no such schedule;
+   * `name_taken` when another schedule of the team has the new name.
+   */
+  updateSchedule(
+    teamId: string,
+    id: string,
+    change: ScheduleFields & Pick<ScheduleRecord, "updatedBy" | "updatedAt">,
+  ): Promise<ScheduleRecord | "name_taken" | undefined>;
+  /** Deletes the schedule and its firing records (its runs stay); false when the team has no such schedule. */
+  deleteSchedule(teamId: string, id: string): Promise<boolean>;
+  /** Every enabled schedule of every team: what the scheduler watches. */
+  listEnabledSchedules(): Promise<ScheduleRecord[]>;
+  /**
+   * One firing, atomically: claims (schedule, fire time) and inserts its run (QUEUED, with a thread
+   * binding when the schedule reports somewhere), records last_ran and clears last_spawn_error — or
+   * changes nothing. `already_fired` when this or a later fire time made a run already (another scheduler,
+   * or before a restart); `stale` when the schedule is gone, paused or changed since `fire.revision`.
+   */
+  fireSchedule(fire: ScheduleFire, run: RunRecord): Promise<ScheduleFireResult>;
+  /** Records why a firing could not create its run (shown as last_spawn_error); false when the schedule is gone. */
+  recordScheduleError(scheduleId: string, error: string): Promise<boolean>;
 
   /** Drops idempotency records older than the retention window. */
   pruneIdempotencyKeys(olderThan: string): Promise<number>;
@@ -269,6 +327,22 @@ export interface Store {
   pruneOutbox(olderThan: string): Promise<number>;
 }
 
+/** A firing of a schedule as the scheduler prepared it. */
+export interface ScheduleFire {
+  scheduleId: string;
+  /** The revision of the schedule the run was prepared from. */
+  revision: number;
+  /** The cron slot (RFC 3339 UTC). */
+  fireTime: string;
+  /** When it fired. */
+  at: string;
+}
+
+export type ScheduleFireResult =
+  | { kind: "fired"; run: RunRecord }
+  | { kind: "already_fired" }
+  | { kind: "stale" };
+
 /** A chat channel: a Slack channel of a workspace (team). */
 export type ChannelKey = Pick<ThreadBinding, "platform" | "workspace" | "channel">;
 
@@ -277,6 +351,8 @@ export interface ChannelSettings extends ChannelKey {
   repository: string | null;
   /** Its base branch, when the setting named one. */
   baseBranch: string | null;
+  /** The default agent of runs started in the channel (a harness registry key: claude, builtin…); null when none. */
+  agent: string | null;
   /** Who changed the settings last (a Slack user id). */
   updatedBy: string;
   updatedAt: string;
@@ -434,9 +510,9 @@ export interface RunListQuery {
   metadata?: Record<string, string>;
   /** Runs with at least one artifact of this `artifact_type`. */
   artifactType?: string;
-  /** Runs fired by this schedule. Runs record no schedule yet, so a given id matches none. */
+  /** Runs fired by this schedule (also after it was deleted). */
   scheduleId?: string;
-  /** Runs descending from this run (not the run itself). Runs record no parent yet, so this matches none. */
+  /** Runs descending from this run at any depth through `parentRunId` (not the run itself). */
   ancestorRunId?: string;
   /** Who executed the run: always its creator, since a run is never delegated. */
   executor?: string;

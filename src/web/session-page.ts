@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { FastifyInstance } from "fastify";
+import type { ArtifactLinks } from "../api/artifact-links.ts";
 import { type RunTranscript, resumeAfter, streamRunEvents } from "../api/event-stream.ts";
 import {
   type DeliverySummary,
@@ -8,7 +9,7 @@ import {
   repositoryLabel,
 } from "../model/delivery-summary.ts";
 import type { RunEvent, RunRecord } from "../model/run.ts";
-import { STATE_WORDS, stateWord } from "../model/run-wording.ts";
+import { agentFact, STATE_WORDS, stateWord } from "../model/run-wording.ts";
 import { isoDuration, runTimeMs } from "../runs/run-item.ts";
 import type { RunService } from "../runs/run-service.ts";
 import type { Store } from "../store/store.ts";
@@ -29,6 +30,8 @@ export interface SessionPageOptions {
   runService: Pick<RunService, "findBySession"> & RunTranscript;
   /** Where the latest patch's bytes are read from; without it the page shows no patch. */
   artifacts?: Pick<Store, "readArtifactContent">;
+  /** The run's image attachments and the signer of their links; without it the page shows none. */
+  attachments?: { store: Pick<Store, "listAttachments">; links: ArtifactLinks };
 }
 
 /**
@@ -57,12 +60,18 @@ export async function sessionPage(app: FastifyInstance, opts: SessionPageOptions
     }
     const transcriptPage = await readPage(runService, run.id, Number(q.after ?? 0));
     const delivery = await readDelivery(run, opts.artifacts, req.log);
+    const images = await readAttachments(run, opts.attachments, req.log);
     const nonce = randomBytes(16).toString("base64");
+    // Images only for a page that shows attachments; its empty data: icon keeps the browser from asking
+    // for a /favicon.ico that does not exist.
+    const imgSrc = images.length ? " img-src 'self' data:;" : "";
     reply.header(
       "content-security-policy",
-      `default-src 'none'; style-src 'unsafe-inline'; script-src 'nonce-${nonce}'; connect-src 'self'; base-uri 'none'; form-action 'none'`,
+      `default-src 'none'; style-src 'unsafe-inline'; script-src 'nonce-${nonce}'; connect-src 'self';${imgSrc} base-uri 'none'; form-action 'none'`,
     );
-    return reply.type("text/html; charset=utf-8").send(renderSession(run, transcriptPage, delivery, nonce));
+    return reply
+      .type("text/html; charset=utf-8")
+      .send(renderSession(run, transcriptPage, delivery, nonce, renderAttachments(images)));
   });
 
   app.get<{ Params: { sessionId: string } }>("/sessions/:sessionId/events", async (req, reply) => {
@@ -133,6 +142,44 @@ async function readDelivery(
   return { summary, patch: patchStart(bytes) };
 }
 
+/** An attachment as the page shows it: its name and a signed link (same origin, so the page's CSP admits it). */
+interface AttachmentView {
+  fileName: string;
+  url: string;
+  fromFollowup: boolean;
+}
+
+async function readAttachments(
+  run: RunRecord,
+  attachments: SessionPageOptions["attachments"],
+  log: { warn(obj: object, msg: string): void },
+): Promise<AttachmentView[]> {
+  if (!attachments) return [];
+  try {
+    const list = await attachments.store.listAttachments(run.teamId, run.id);
+    return list.map((a) => ({
+      fileName: a.fileName,
+      // Relative: the page and the bytes share an origin whatever public URL is configured.
+      url: attachments.links.sign("", run.teamId, a.id).url,
+      fromFollowup: a.followupId !== null,
+    }));
+  } catch (err) {
+    log.warn({ err, runId: run.id }, "reading the attachments for the session page failed");
+    return [];
+  }
+}
+
+function renderAttachments(images: AttachmentView[]): string {
+  if (images.length === 0) return "";
+  const items = images.map((a) => {
+    const url = escapeHtml(a.url);
+    const name = escapeHtml(a.fileName);
+    const from = a.fromFollowup ? ' <span class="muted">(follow-up)</span>' : "";
+    return `<figure class="attachment"><a href="${url}"><img src="${url}" alt="${name}" loading="lazy"></a><figcaption>${name}${from}</figcaption></figure>`;
+  });
+  return `<section id="attachments"><h2>Attachments</h2><div class="attachments">${items.join("")}</div></section>`;
+}
+
 /** The first PATCH_SHOWN_BYTES of a patch, cut at a line end (never inside a character). */
 function patchStart(bytes: Uint8Array): NonNullable<DeliveryView["patch"]> {
   if (bytes.byteLength <= PATCH_SHOWN_BYTES) {
@@ -199,10 +246,16 @@ function describeData(event: Pick<RunEvent, "type" | "data">): { label: string; 
         text: String(d.output ?? JSON.stringify(d)),
       };
     case "followup":
-      return { label: "follow-up", text: String(d.message ?? "") };
+      return { label: "follow-up", text: String(d.message ?? "") + attachedNames(d.attachments) };
     default:
       return { label: event.type, text: String(d.text ?? d.message ?? JSON.stringify(d)) };
   }
+}
+
+/** "\n[attached: a.png, b.png]" for a follow-up that came with images; the client script does the same. */
+function attachedNames(list: unknown): string {
+  if (!Array.isArray(list) || list.length === 0) return "";
+  return `\n[attached: ${list.map((a) => String((a as { file_name?: unknown })?.file_name ?? "")).join(", ")}]`;
 }
 
 function renderEvent(event: RunEvent): string {
@@ -242,6 +295,7 @@ function renderSession(
   transcript: TranscriptPage,
   delivery: DeliveryView | undefined,
   nonce: string,
+  attachments: string,
 ): string {
   const links: string[] = [];
   if (run.triggerUrl && safeHref(run.triggerUrl))
@@ -260,22 +314,24 @@ function renderSession(
       ? `<a href="?after=${Math.max(0, after - Math.max(transcript.count, 1))}">Earlier events</a>`
       : "";
   const later = `<a id="later" href="?after=${lastSeq}"${more ? "" : " hidden"}>Later events</a>`;
+  const agent = agentFact({ agent_config: run.agentConfig });
   const body = `
 <header>
   <h1>${escapeHtml(run.title)}</h1>
   <p><span id="state" class="state state-${run.state}" data-state="${run.state}">${stateWord(run.state)}</span>
-  <span class="muted">· ${escapeHtml(run.creator.display_name)} · created ${escapeHtml(run.createdAt)} · run time ${isoDuration(runTimeMs(run))}</span></p>
+  <span class="muted">· ${agent ? `<span id="agent">${escapeHtml(agent)}</span> · ` : ""}${escapeHtml(run.creator.display_name)} · created ${escapeHtml(run.createdAt)} · run time ${isoDuration(runTimeMs(run))}</span></p>
   <p id="status-message">${run.statusMessage ? escapeHtml(run.statusMessage.message) : ""}</p>
   ${links.length ? `<p class="links">${links.join(" · ")}</p>` : ""}
 </header>
 ${renderDelivery(delivery)}
 <section><h2>Prompt</h2><pre class="prompt">${escapeHtml(run.prompt)}</pre></section>
+${attachments}
 <section><h2>Transcript</h2>
 ${earlier ? `<p class="pages">${earlier}</p>` : ""}
 <ol id="transcript" data-last-seq="${lastSeq}" data-live="${more ? "false" : "true"}">${transcript.html.join("")}</ol>
 <p class="pages">${later}</p></section>
 <script nonce="${nonce}">${CLIENT_SCRIPT}</script>`;
-  return page(run.title, "", body);
+  return page(run.title, attachments ? '<link rel="icon" href="data:,">' : "", body);
 }
 
 const CLIENT_SCRIPT = `
@@ -301,7 +357,7 @@ const CLIENT_SCRIPT = `
       case "message": return [String(d.role ?? "message"), String(d.text ?? "")];
       case "tool_call": return ["tool call · " + String(d.tool ?? ""), String(d.command ?? JSON.stringify(d.input ?? d))];
       case "tool_result": return ["tool result" + (d.exit_code !== undefined ? " · exit " + String(d.exit_code) : ""), String(d.output ?? JSON.stringify(d))];
-      case "followup": return ["follow-up", String(d.message ?? "")];
+      case "followup": return ["follow-up", String(d.message ?? "") + (Array.isArray(d.attachments) && d.attachments.length ? "\\n[attached: " + d.attachments.map((a) => String(a?.file_name ?? "")).join(", ") + "]" : "")];
       default: return [e.type, String(d.text ?? d.message ?? JSON.stringify(d))];
     }
   };
@@ -356,6 +412,8 @@ pre{white-space:pre-wrap;word-break:break-word;margin:.2rem 0;font:13px/1.4 ui-m
 .label{font-size:12px;color:#59636e;text-transform:uppercase;letter-spacing:.03em}
 .ev-tool_call,.ev-tool_result{border-color:#8c959f}.ev-state{border-color:#0969da}
 .delivery{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;margin:0} .delivery dd{margin:0}
+.attachments{display:flex;flex-wrap:wrap;gap:.75rem} .attachment{margin:0;max-width:180px;font-size:12px;word-break:break-word}
+.attachment img{max-width:180px;max-height:140px;border:1px solid #d1d9e0;border-radius:4px;display:block}
 .patch{background:#f6f8fa;padding:.75rem;border-radius:6px;white-space:pre;overflow-x:auto}
 </style></head><body>${body}</body></html>`;
 }

@@ -115,9 +115,11 @@ describe("every error code of API.md", () => {
     expect((await t.api("POST", "/api/v1/agent/runs", { prompt: "x" })).status).toBe(200);
   });
 
-  it("413 payload_too_large over 1 MiB", async () => {
-    const res = await t.api("POST", "/api/v1/agent/runs", { prompt: "x".repeat(1024 * 1024 + 10) });
-    expectProblem(res, 413, "payload_too_large");
+  it("413 payload_too_large over a route's body limit (1 MiB; create and follow-ups admit five images)", async () => {
+    const identity = await t.api("POST", "/api/v1/agent/identities", { name: "x".repeat(1024 * 1024 + 10) });
+    expectProblem(identity, 413, "payload_too_large");
+    const run = await t.api("POST", "/api/v1/agent/runs", { prompt: "x".repeat(40 * 1024 * 1024) });
+    expectProblem(run, 413, "payload_too_large");
   });
 
   it("415 unsupported_media_type for a body that is not JSON", async () => {

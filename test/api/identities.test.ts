@@ -30,6 +30,9 @@ describe("/api/v1/agent/identities", () => {
       name: "Reviewer bot",
       available: true,
       created_at: expect.stringMatching(TIMESTAMP),
+      updated_at: created.body.created_at,
+      default_runner_uid: "",
+      memory: { attached_stores: [], auto_memory: { enabled: false } },
       description: "Reviews pull requests",
       skills: ["acme/tools:review"],
       secrets: [],
@@ -52,6 +55,7 @@ describe("/api/v1/agent/identities", () => {
     expect(updated.status, updated.text).toBe(200);
     expect(updated.body).toEqual({
       ...created.body,
+      updated_at: expect.stringMatching(TIMESTAMP),
       name: "Reviewer",
       description: undefined,
       prompt: "Be terse.",

@@ -30,7 +30,10 @@ describe("/readyz and free disk space", () => {
       try {
         const res = await fetch(`${t.url}/readyz`);
         expect(res.status).toBe(200);
-        expect(await res.json()).toEqual({ status: "ready" });
+        expect(await res.json()).toMatchObject({
+          status: "ready",
+          roles: { api: "serving", worker: "idle: DISPATCH_MAX_CONCURRENT_RUNS is 0", scheduler: "firing" },
+        });
       } finally {
         await t.stop();
       }

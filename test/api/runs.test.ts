@@ -64,7 +64,7 @@ describe("POST /agent/runs and /agent/run", () => {
       run_time: "PT0S",
       source: "API",
       creator: { type: "service_account", uid: "admin", display_name: "Admin" },
-      agent_config: { name: "nightly", base_prompt: "be brief", harness: { type: "scripted" } },
+      agent_config: { name: "nightly", base_prompt: "be brief", harness: { type: "oz", name: "scripted" } },
       artifacts: [],
       request_usage: { input_tokens: 0, output_tokens: 0, total_tokens: 0 },
       is_sandbox_running: false,

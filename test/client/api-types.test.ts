@@ -16,6 +16,9 @@ const fieldNamesMatch: {
 } = {
   MCPServerConfig: true,
   AgentConfig: true,
+  RunAgentConfig: true,
+  SessionRedirectResponse: true,
+  ConversationRedirectResponse: true,
   CreateRunRequest: true,
   CancelRunRequest: true,
   CreateRunResponse: true,
@@ -37,10 +40,20 @@ const fieldNamesMatch: {
   AgentIdentity: true,
   ListAgentIdentitiesResponse: true,
   FileArtifactResponse: true,
+  CreateScheduleRequest: true,
+  UpdateScheduleRequest: true,
+  ScheduledAgentItem: true,
+  ListSchedulesResponse: true,
+  DeleteScheduleResponse: true,
+  Attachment: true,
+  ListAttachmentsResponse: true,
 };
 type ApiTypes = {
   MCPServerConfig: Api.MCPServerConfig;
   AgentConfig: Api.AgentConfig;
+  RunAgentConfig: Api.RunAgentConfig;
+  SessionRedirectResponse: Api.SessionRedirectResponse;
+  ConversationRedirectResponse: Api.ConversationRedirectResponse;
   CreateRunRequest: Api.CreateRunRequest;
   CancelRunRequest: Api.CancelRunRequest;
   CreateRunResponse: Api.CreateRunResponse;
@@ -62,6 +75,13 @@ type ApiTypes = {
   AgentIdentity: Api.AgentIdentity;
   ListAgentIdentitiesResponse: Api.ListAgentIdentitiesResponse;
   FileArtifactResponse: Api.FileArtifactResponse;
+  CreateScheduleRequest: Api.CreateScheduleRequest;
+  UpdateScheduleRequest: Api.UpdateScheduleRequest;
+  ScheduledAgentItem: Api.ScheduledAgentItem;
+  ListSchedulesResponse: Api.ListSchedulesResponse;
+  DeleteScheduleResponse: Api.DeleteScheduleResponse;
+  Attachment: Api.Attachment;
+  ListAttachmentsResponse: Api.ListAttachmentsResponse;
 };
 
 describe("client wire types", () => {

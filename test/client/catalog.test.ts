@@ -40,10 +40,12 @@ describe("client catalogue resources", () => {
   it("models.list", async () => {
     const models = await client.models.list();
     expect(models.default_model_id).toBe("scripted");
-    expect(models.models.map((m) => [m.id, m.provider])).toEqual([
+    // The configured ones first, then what the external agents can use with the configured keys.
+    expect(models.models.map((m) => [m.id, m.provider]).slice(0, 2)).toEqual([
       ["scripted", "UNKNOWN"],
       ["fast", "ANTHROPIC"],
     ]);
+    expect(models.models.find((m) => m.id === "fast")?.harnesses).toContain("oz");
   });
 
   it("environments.list", async () => {

@@ -60,7 +60,7 @@ describe("delivery of a builtin harness run", () => {
       /^PR #\d+ opened: https:\/\/github.com\/acme\/app\/pull\/\d+ \(\+2 −1 in 2 files\)$/,
     );
     expect(run.state).toBe("SUCCEEDED");
-    expect(run.agent_config.harness).toEqual({ type: "builtin" });
+    expect(run.agent_config.harness).toEqual({ type: "oz", name: "builtin" });
 
     // The model worked in a clone of the repository: its first tool saw the base's commit, nothing changed.
     const events = (await t.api("GET", `/api/v1/agent/runs/${run.run_id}/events?limit=1000`)).body

@@ -145,7 +145,10 @@ describe("delivery of API runs", () => {
     });
     const run = await waitForState(t, created.body.run_id, ["SUCCEEDED", "FAILED", "ERROR"], 30_000);
     expect(run.state).toBe("FAILED");
-    expect(run.status_message).toMatchObject({ error_code: "delivery_failed" });
+    expect(run.status_message).toMatchObject({
+      error_code: "resource_unavailable",
+      reason: "delivery_failed",
+    });
     expect(run.status_message.message).toMatch(
       /^Push to dispatch\/\S+ refused: .*pre-receive hook declined.*Protected branch/,
     );

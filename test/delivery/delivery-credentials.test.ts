@@ -120,7 +120,10 @@ describe("delivery credentials", () => {
     });
     const run = await finished(created.run_id);
     expect(run.state).toBe("FAILED");
-    expect(run.status_message.error_code).toBe("repository_unavailable");
+    expect(run.status_message).toMatchObject({
+      error_code: "resource_unavailable",
+      reason: "repository_unavailable",
+    });
     expect(run.status_message.message).toMatch(/^Repository acme\/missing .* could not be read/);
     expect(run.status_message.message).not.toContain(github.token);
   });

@@ -59,7 +59,8 @@ describe("the per-run disk quota", () => {
     message: expect.stringMatching(
       /^The run's workspace holds at least 64 MB on disk, over its disk quota of 16 MB; .* raise DISPATCH_RUN_DISK_QUOTA_MB on the server$/,
     ),
-    error_code: "disk_quota_exceeded",
+    error_code: "budget_exceeded",
+    reason: "disk_quota_exceeded",
     retryable: false,
   };
 

@@ -122,7 +122,10 @@ describe("environments", () => {
   it("a failing setup command fails the run with the command and its output, and the agent never starts", async () => {
     const id = await create("$ touch agent-ran", "broken");
     const run = await waitForState(t, id, ["FAILED"]);
-    expect(run.status_message.error_code).toBe("environment_setup_failed");
+    expect(run.status_message).toMatchObject({
+      error_code: "environment_setup_failed",
+      reason: "environment_setup_failed",
+    });
     expect(run.status_message.message).toContain('Environment "broken" setup command');
     expect(run.status_message.message).toContain("exit 7` exited with code 7");
     expect(run.status_message.message).toContain("npm ERR! boom");
@@ -155,7 +158,10 @@ describe("environments", () => {
   it("a token_env that is not set fails the run saying which variable", async () => {
     const id = await create("$ echo hi", "missing_token");
     const run = await waitForState(t, id, ["FAILED"]);
-    expect(run.status_message).toMatchObject({ error_code: "environment_misconfigured" });
+    expect(run.status_message).toMatchObject({
+      error_code: "environment_setup_failed",
+      reason: "environment_misconfigured",
+    });
     expect(run.status_message.message).toContain("ENV_TEST_UNSET_TOKEN");
   });
 

@@ -67,11 +67,15 @@ describe("scripted harness through the executor", () => {
     expect(output).not.toContain(t.key);
   });
 
-  it("fails at once, saying what to do, when the harness is unknown", async () => {
-    const id = await create("x", { config: { harness: { type: "claude-code" } } });
-    const run = await waitForState(t, id, ["FAILED"]);
-    expect(run.status_message.message).toContain('harness "claude-code" is not available');
-    expect(run.status_message.message).toContain("scripted");
+  it("refuses a harness this server does not have at create, naming the ones it has", async () => {
+    const res = await t.api("POST", "/api/v1/agent/runs", {
+      prompt: "x",
+      config: { harness: { type: "claude-code" } },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.error_code).toBe("operation_not_supported");
+    expect(res.body.detail).toContain('harness "claude-code" is not available on this server');
+    expect(res.body.detail).toContain('{"type":"oz","name":"scripted"}');
   });
 });
 

@@ -186,7 +186,7 @@ describe("skills", () => {
     const res = await create({ prompt: "$ echo never", skill: "acme/remote:x" });
     expect(res.status, res.text).toBe(200);
     const run = await waitForState(t, res.body.run_id, ["FAILED"]);
-    expect(run.status_message.error_code).toBe("skill_not_found");
+    expect(run.status_message).toMatchObject({ error_code: "resource_not_found", reason: "skill_not_found" });
     expect(run.status_message.message).toContain('skill "acme/remote:x": could not fetch acme/remote');
   });
 

@@ -176,7 +176,11 @@ describe("faults: the real server process", () => {
     for (const id of sleeping) {
       const run = final.get(id);
       expect(run.state, id).toBe("ERROR");
-      expect(run.status_message).toMatchObject({ error_code: "worker_lost", retryable: true });
+      expect(run.status_message).toMatchObject({
+        error_code: "internal_error",
+        reason: "worker_lost",
+        retryable: true,
+      });
       expect(run.status_message.message).toEqual(expect.any(String));
       expect(run.finished_at).toEqual(expect.any(String));
     }
@@ -200,7 +204,7 @@ describe("faults: the real server process", () => {
       "INPROGRESS",
       "SUCCEEDED",
     ]);
-    expect(states[2].status_message).toMatchObject({ error_code: "worker_lost" });
+    expect(states[2].status_message).toMatchObject({ error_code: "internal_error", reason: "worker_lost" });
     // Only the follow-up's own command ran in the new execution; the lost `sleep 30` was not repeated.
     expect(commandsRun(transcript)).toEqual([{ command: "echo after-crash > marker.txt", exit_code: 0 }]);
     expect(transcript.filter((e) => e.type === "tool_call").map((e) => e.data.command)).toEqual([
@@ -254,7 +258,11 @@ describe("faults: the real server process", () => {
     const second = await start(fixture, env);
     const stopped = await getRun(second, runId);
     expect(stopped.state).toBe("ERROR");
-    expect(stopped.status_message).toMatchObject({ error_code: "worker_shutdown", retryable: true });
+    expect(stopped.status_message).toMatchObject({
+      error_code: "internal_error",
+      reason: "worker_shutdown",
+      retryable: true,
+    });
     expect(stopped.finished_at).toEqual(expect.any(String));
     // The undelivered follow-up is not lost: it starts the next execution by itself.
     const resumed = await waitForRun(second, steered, TERMINAL);
@@ -305,7 +313,8 @@ describe("faults: cancel", () => {
     // CANCELLED when the response is sent …
     const run = (await t.api("GET", `/api/v1/agent/runs/${runId}`)).body;
     expect(run.state).toBe("CANCELLED");
-    expect(run.status_message).toMatchObject({ error_code: "cancelled", retryable: false });
+    expect(run.status_message).toMatchObject({ reason: "cancelled", retryable: false });
+    expect(run.status_message).not.toHaveProperty("error_code");
     expect(run.status_message.message).toEqual(expect.any(String));
     // … and every process of the run is gone, well inside the sleep's 60 s: killed, not waited out.
     await waitFor(() => !pids.some(isAlive) && runProcesses(runId).length === 0, {
@@ -317,7 +326,7 @@ describe("faults: cancel", () => {
     await waitFor(() => t.dispatch.executor!.activeRuns === 0, { what: "the execution to end" });
     const after = (await t.api("GET", `/api/v1/agent/runs/${runId}`)).body;
     expect(after.state).toBe("CANCELLED");
-    expect(after.status_message).toMatchObject({ error_code: "cancelled" });
+    expect(after.status_message).toMatchObject({ reason: "cancelled" });
   });
 });
 

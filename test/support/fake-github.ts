@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { createPublicKey, createVerify, randomBytes } from "node:crypto";
+import { createPublicKey, createVerify, randomBytes, randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 
@@ -101,7 +101,7 @@ export class FakeGitHub {
           "x-ratelimit-resource": "core",
           ...headers,
         });
-        res.end(status === 204 ? undefined : JSON.stringify(body));
+        res.end(status === 204 ? undefined : Buffer.isBuffer(body) ? body : JSON.stringify(body));
       });
     });
     await new Promise<void>((resolve) => this.server!.listen(0, "127.0.0.1", resolve));
@@ -176,6 +176,16 @@ export class FakeGitHub {
   /** Comments written by Dispatch on an issue. */
   botComments(repo: string, issue: number): FakeComment[] {
     return this.issueComments(repo, issue).filter((c) => c.user.login === this.botLogin);
+  }
+
+  /** Images uploaded to comments: served at `attachmentUrl(id)` to authorised requests, as GitHub does. */
+  private readonly assets = new Map<string, { bytes: Buffer; contentType: string }>();
+
+  /** Uploads an image as a comment attachment; returns its link (`…/user-attachments/assets/<uuid>`). */
+  uploadAttachment(bytes: Buffer, contentType = "image/png"): string {
+    const id = randomUUID();
+    this.assets.set(id, { bytes, contentType });
+    return `${this.url}/user-attachments/assets/${id}`;
   }
 
   reactionsOn(commentId: number): string[] {
@@ -265,6 +275,13 @@ export class FakeGitHub {
         });
       }
       return error(spec.status, "Server Error");
+    }
+
+    const asset = method === "GET" ? /^\/user-attachments\/assets\/([^/]+)$/.exec(path) : null;
+    if (asset) {
+      const found = this.assets.get(asset[1]!);
+      if (!found) return error(404, "Not Found");
+      return { status: 200, headers: { "content-type": found.contentType }, body: found.bytes };
     }
 
     const route = (pattern: RegExp, ...methods: string[]) =>

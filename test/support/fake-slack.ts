@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
 /**
@@ -34,8 +34,63 @@ export class FakeSlack {
     this.token = token;
   }
 
+  /** Files people shared (served at their `url_private`, as files.slack.com does), by id. */
+  private readonly files = new Map<string, { file: Record<string, unknown>; bytes: Buffer }>();
+  /** Downloads of shared files: the path and the token they came with. */
+  readonly fileDownloads: Array<{ path: string; token: string | undefined }> = [];
+  private fileSeq = 0;
+
+  /**
+   * A file a person shares in a message: its bytes are served at `url_private` to the bot token, and the
+   * returned object is what Slack puts in the event's `files` (@slack/types AppMentionEvent). `size` and
+   * `mimetype` are what Slack declares (pass them to declare something else than the bytes).
+   */
+  shareFile(
+    name: string,
+    bytes: Buffer,
+    mimetype: string,
+    declared: { size?: number } = {},
+  ): Record<string, unknown> {
+    const id = `F${String(++this.fileSeq).padStart(9, "0")}`;
+    const origin = new URL(this.url).origin;
+    const file = {
+      id,
+      created: Math.floor(Date.now() / 1000),
+      timestamp: Math.floor(Date.now() / 1000),
+      name,
+      title: name,
+      mimetype,
+      filetype: name.split(".").pop() ?? "binary",
+      pretty_type: mimetype,
+      user: "U1",
+      user_team: "T0TEAM",
+      editable: false,
+      size: declared.size ?? bytes.length,
+      mode: "hosted",
+      is_external: false,
+      external_type: "",
+      is_public: true,
+      public_url_shared: false,
+      display_as_bot: false,
+      username: "",
+      url_private: `${origin}/files-pri/T0TEAM-${id}/${encodeURIComponent(name)}`,
+      url_private_download: `${origin}/files-pri/T0TEAM-${id}/download/${encodeURIComponent(name)}`,
+      media_display_type: "unknown",
+      permalink: `https://fake.slack.com/files/U1/${id}/${encodeURIComponent(name)}`,
+      permalink_public: `https://slack-files.com/T0TEAM-${id}-0000`,
+      has_rich_preview: false,
+      file_access: "visible",
+    };
+    this.files.set(id, { file, bytes });
+    return file;
+  }
+
   async start(): Promise<this> {
     this.server = createServer((req, res) => {
+      if (req.url?.startsWith("/files-pri/")) {
+        this.serveFile(req, res);
+        return;
+      }
       void this.handle(req).then(({ status, headers, body }) => {
         res.writeHead(status, { "content-type": "application/json; charset=utf-8", ...headers });
         res.end(JSON.stringify(body));
@@ -88,6 +143,29 @@ export class FakeSlack {
   /** The current text and blocks of a message posted through the fake, after every update. */
   message(channel: string, ts: string): Record<string, unknown> | undefined {
     return this.messages.get(`${channel}/${ts}`);
+  }
+
+  /**
+   * files.slack.com: the bytes to the bot token; without it Slack answers 200 with its sign-in page, not
+   * an error, so a client that forgets the token gets HTML.
+   */
+  private serveFile(req: IncomingMessage, res: ServerResponse): void {
+    const path = (req.url ?? "").split("?")[0]!;
+    const auth = req.headers.authorization;
+    const token = auth?.startsWith("Bearer ") ? auth.slice(7) : undefined;
+    this.fileDownloads.push({ path, token });
+    const id = /^\/files-pri\/[^/-]+-([^/]+)\//.exec(path)?.[1];
+    const shared = id ? this.files.get(id) : undefined;
+    if (token !== this.token || !shared) {
+      res.writeHead(token === this.token ? 404 : 200, { "content-type": "text/html; charset=utf-8" });
+      res.end("<!DOCTYPE html><html><body>Sign in to Slack</body></html>");
+      return;
+    }
+    res.writeHead(200, {
+      "content-type": String(shared.file.mimetype),
+      "content-length": String(shared.bytes.length),
+    });
+    res.end(shared.bytes);
   }
 
   private async handle(req: IncomingMessage) {
@@ -189,6 +267,10 @@ export class FakeSlack {
       case "reactions.add":
       case "reactions.remove":
         return { ok: true };
+      case "files.info": {
+        const shared = this.files.get(String(args.file));
+        return shared ? { ok: true, file: shared.file } : { ok: false, error: "file_not_found" };
+      }
       case "conversations.members": {
         const members = this.channelMembers.get(channel);
         if (!members) return { ok: false, error: "channel_not_found" };

@@ -38,6 +38,8 @@ export async function startServerProcess(opts: {
   dataDir: string;
   key: string;
   env?: Record<string, string>;
+  /** Arguments after `serve`, e.g. ["--role", "worker"]. */
+  args?: string[];
   startTimeoutMs?: number;
 }): Promise<ServerProcess> {
   const env: NodeJS.ProcessEnv = {
@@ -50,7 +52,7 @@ export async function startServerProcess(opts: {
     DISPATCH_LOG_LEVEL: "info",
     ...opts.env,
   };
-  const child = spawn(process.execPath, ["src/main.ts", "serve"], {
+  const child = spawn(process.execPath, ["src/main.ts", "serve", ...(opts.args ?? [])], {
     cwd: REPO_ROOT,
     env,
     stdio: ["ignore", "pipe", "pipe"],

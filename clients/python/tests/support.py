@@ -237,4 +237,6 @@ RUN: dict[str, Any] = {
     "is_sandbox_running": False,
     "scope": {"type": "Team", "uid": "team"},
     "metadata": {},
+    "conversation_id": "r",
+    "execution_location": "REMOTE",
 }

@@ -55,7 +55,8 @@ def test_untyped_get_reaches_healthz_at_the_server_root(client: Dispatch, server
     assert client.get("/healthz") == {"status": "ok"}
     raw = client.with_raw_response.get("/healthz")
     assert raw.status_code == 200 and str(raw.url) == f"{server.root_url}/healthz"
-    assert client.get("/readyz") == {"status": "ready"}
+    ready = client.get("/readyz")
+    assert isinstance(ready, dict) and ready["status"] == "ready" and "api" in ready["roles"]
     assert "openapi" in client.get("openapi.json")  # relative: under /api/v1
     assert isinstance(client.get("/metrics"), str)  # not JSON: the text
 

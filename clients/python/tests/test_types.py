@@ -265,9 +265,13 @@ def test_catalogue_models_tolerate_newer_servers() -> None:
             "name": "n",
             "available": True,
             "created_at": RUN["created_at"],
+            "updated_at": RUN["created_at"],
+            "default_runner_uid": "",
+            "memory": {"attached_stores": [], "auto_memory": {"enabled": False}, "notes": "newer"},
             "skills": [],
             "secrets": [{"name": "s"}],
-            "memory": {"enabled": False},
+            "factory_uid": "f",
         }
     )
-    assert identity.secrets == [IdentitySecret(name="s")] and identity.model_extra == {"memory": {"enabled": False}}
+    assert identity.secrets == [IdentitySecret(name="s")] and identity.model_extra == {"factory_uid": "f"}
+    assert identity.memory.model_extra == {"notes": "newer"}

@@ -51,21 +51,9 @@ export async function artifactRoutes(app: FastifyInstance, opts: ArtifactRoutesO
   // The signed link: no API key, so the signature is checked before anything is read.
   app.get<Params>("/api/v1/agent/artifacts/:artifactUid/content", async (req, reply) => {
     const uid = req.params.artifactUid;
-    const query = ContentQuerySchema.safeParse(req.query ?? {});
-    const verdict = query.success
-      ? links.check(query.data.team, uid, query.data.expires, query.data.signature)
-      : "invalid";
-    if (verdict === "expired") {
-      throw new ApiError(
-        "not_authorized",
-        "this download link has expired; get a new one from GET /api/v1/agent/artifacts/{artifactUid}/download",
-      );
-    }
-    if (verdict !== "valid" || !query.success) {
-      throw new ApiError("not_authorized", "this download link is not valid (altered or incomplete)");
-    }
-    const file = await find(query.data.team, uid);
-    const content = await store.readArtifactContent(query.data.team, uid);
+    const team = signedTeam(links, uid, req.query, "GET /api/v1/agent/artifacts/{artifactUid}/download");
+    const file = await find(team, uid);
+    const content = await store.readArtifactContent(team, uid);
     if (!content) throw new ApiError("resource_not_found", `no artifact ${uid}`);
     return reply
       .header("content-type", file.contentType)
@@ -74,6 +62,24 @@ export async function artifactRoutes(app: FastifyInstance, opts: ArtifactRoutesO
       .header("x-content-type-options", "nosniff")
       .send(Buffer.from(content.buffer, content.byteOffset, content.byteLength));
   });
+}
+
+/**
+ * The team a signed content link was issued for, once its signature and expiry check out (before anything
+ * is read); otherwise a 403 saying where a fresh link comes from (`renewFrom`).
+ */
+export function signedTeam(links: ArtifactLinks, uid: string, query: unknown, renewFrom: string): string {
+  const parsed = ContentQuerySchema.safeParse(query ?? {});
+  const verdict = parsed.success
+    ? links.check(parsed.data.team, uid, parsed.data.expires, parsed.data.signature)
+    : "invalid";
+  if (verdict === "expired") {
+    throw new ApiError("not_authorized", `this download link has expired; get a new one from ${renewFrom}`);
+  }
+  if (verdict !== "valid" || !parsed.success) {
+    throw new ApiError("not_authorized", "this download link is not valid (altered or incomplete)");
+  }
+  return parsed.data.team;
 }
 
 function fileArtifactResponse(
@@ -105,9 +111,15 @@ function fileName(file: ArtifactFile): string {
   return "artifact";
 }
 
-/** `attachment; filename="changes.patch"`, with an RFC 5987 form when the name is not plain ASCII. */
-function contentDisposition(name: string): string {
+/**
+ * `attachment; filename="changes.patch"` (or `inline; …`), with an RFC 5987 form when the name is not plain
+ * ASCII.
+ */
+export function contentDisposition(
+  name: string,
+  disposition: "attachment" | "inline" = "attachment",
+): string {
   const plain = name.replace(/[^\x20-\x7e]|["\\]/g, "_");
-  const header = `attachment; filename="${plain}"`;
+  const header = `${disposition}; filename="${plain}"`;
   return plain === name ? header : `${header}; filename*=UTF-8''${encodeURIComponent(name)}`;
 }

@@ -75,6 +75,10 @@ function toWire(identity: AgentIdentity) {
     // Deleted identities are never returned: every identity shown can be used for runs.
     available: true,
     created_at: identity.createdAt,
+    updated_at: identity.updatedAt ?? identity.createdAt,
+    // Oz's required fields for what Dispatch does not have: no runners, no memory stores.
+    default_runner_uid: "",
+    memory: { attached_stores: [], auto_memory: { enabled: false } },
     ...(identity.description !== null ? { description: identity.description } : {}),
     ...(identity.prompt !== null ? { prompt: identity.prompt } : {}),
     ...(identity.baseModel !== null ? { base_model: identity.baseModel } : {}),

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { z } from "zod";
+import { attachmentBodyLimit } from "../../model/attachment.ts";
 import type { RunState } from "../../model/run-state.ts";
 import { RUN_STATES } from "../../model/run-state.ts";
 import { toRunItem } from "../../runs/run-item.ts";
@@ -55,7 +56,8 @@ function gatherMetadata(query: unknown): unknown {
   return metadata ? { ...rest, metadata } : rest;
 }
 
-function idempotencyKey(req: FastifyRequest): string | undefined {
+/** The Idempotency-Key header, checked (1 to 255 characters); undefined when not sent. */
+export function idempotencyKey(req: FastifyRequest): string | undefined {
   const raw = req.headers["idempotency-key"];
   if (raw === undefined) return undefined;
   if (typeof raw !== "string" || raw.length === 0 || raw.length > LIMITS.idempotencyKeyChars) {
@@ -80,6 +82,8 @@ export interface RunRoutesOptions {
 export async function runRoutes(app: FastifyInstance, opts: RunRoutesOptions): Promise<void> {
   const { runService, publicUrl } = opts;
   const auth = { config: { auth: true } };
+  // Only the routes that take attachments admit bodies this large; every other route keeps LIMITS.bodyBytes.
+  const withAttachments = { ...auth, bodyLimit: attachmentBodyLimit(LIMITS.bodyBytes) };
 
   const create = async (req: FastifyRequest) => {
     const { on_behalf_of: behalf, ...body } = parse(CreateRunRequestSchema, req.body, "body");
@@ -97,8 +101,8 @@ export async function runRoutes(app: FastifyInstance, opts: RunRoutesOptions): P
       body as Parameters<typeof runService.create>[1],
     );
   };
-  app.post("/api/v1/agent/runs", auth, create);
-  app.post("/api/v1/agent/run", auth, create);
+  app.post("/api/v1/agent/runs", withAttachments, create);
+  app.post("/api/v1/agent/run", withAttachments, create);
 
   app.get("/api/v1/agent/runs", auth, async (req) => {
     const q = parseQuery(ListRunsQuerySchema, gatherMetadata(req.query));
@@ -143,14 +147,18 @@ export async function runRoutes(app: FastifyInstance, opts: RunRoutesOptions): P
     return toRunItem(await runService.get(req.caller!, req.params.runId), publicUrl());
   });
 
-  app.post<{ Params: { runId: string } }>("/api/v1/agent/runs/:runId/followups", auth, async (req) => {
-    const body = parse(FollowupRequestSchema, req.body, "body");
-    return runService.followup(
-      { caller: req.caller!, idempotencyKey: idempotencyKey(req), rawBody: req.body },
-      req.params.runId,
-      body,
-    );
-  });
+  app.post<{ Params: { runId: string } }>(
+    "/api/v1/agent/runs/:runId/followups",
+    withAttachments,
+    async (req) => {
+      const body = parse(FollowupRequestSchema, req.body, "body");
+      return runService.followup(
+        { caller: req.caller!, idempotencyKey: idempotencyKey(req), rawBody: req.body },
+        req.params.runId,
+        body,
+      );
+    },
+  );
 
   app.post<{ Params: { runId: string } }>("/api/v1/agent/runs/:runId/cancel", auth, async (req, reply) => {
     // The body is optional (API v1 sends none); an admin key may say whom it cancels for.

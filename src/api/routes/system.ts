@@ -13,6 +13,8 @@ export interface SystemRoutesOptions {
   isAccepting: () => boolean;
   /** /readyz answers 503 while the data directory's filesystem has less than `minFreeBytes` free (0: never). */
   disk?: { dataDir: string; minFreeBytes: number };
+  /** This process's roles and how each is doing; /readyz answers 503 until none is still `starting`. */
+  roles?: () => Readonly<Record<string, string>>;
 }
 
 /** Health, readiness, Prometheus metrics and the OpenAPI document: the routes that need no API key. */
@@ -32,7 +34,14 @@ export async function systemRoutes(app: FastifyInstance, opts: SystemRoutesOptio
     }
     if (opts.disk && opts.disk.minFreeBytes > 0)
       await checkFreeDisk(opts.disk.dataDir, opts.disk.minFreeBytes);
-    return { status: "ready" };
+    const roles = opts.roles?.() ?? {};
+    const starting = Object.keys(roles).filter((role) => roles[role] === "starting");
+    if (starting.length > 0) {
+      throw new ApiError("resource_unavailable", `still starting: ${starting.join(", ")}`, {
+        "retry-after": "1",
+      });
+    }
+    return { status: "ready", roles };
   });
 
   app.get("/metrics", async (_req, reply) => {

@@ -3,6 +3,7 @@ import type {
   CreateRunResponse,
   FollowupRequest,
   FollowupResponse,
+  ListAttachmentsResponse,
   ListRunEventsQuery,
   ListRunsQuery,
   ListRunsResponse,
@@ -83,6 +84,14 @@ export class Runs {
     options?: RunRequestOptions,
   ): APIPromise<FollowupResponse> {
     return this.#json("POST", `${runPath(runId)}/followups`, { ...options, body });
+  }
+
+  /**
+   * GET /agent/runs/{runId}/handoff/attachments: the run's image attachments (create and follow-ups),
+   * each with a signed `download_url` that works without an API key until `expires_at`.
+   */
+  listHandoffAttachments(runId: string, options?: RunRequestOptions): APIPromise<ListAttachmentsResponse> {
+    return this.#json("GET", `${runPath(runId)}/handoff/attachments`, options);
   }
 
   /** POST /agent/runs/{runId}/cancel: resolves with the run id once the run is CANCELLED. */

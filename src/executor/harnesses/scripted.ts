@@ -1,4 +1,5 @@
 import type { Harness, HarnessContext, HarnessOutcome } from "../harness.ts";
+import { noteUnseenImages } from "./image-notes.ts";
 
 const COMMAND_TIMEOUT_MS = 10 * 60 * 1000;
 
@@ -17,13 +18,17 @@ export class ScriptedHarness implements Harness {
   }
 
   async run(ctx: HarnessContext): Promise<HarnessOutcome> {
+    await noteUnseenImages(ctx, "scripted");
+    if (ctx.mode === "plan") return this.plan(ctx);
     const queue = ctx.input.flatMap(lines);
     const ran: Array<{ command: string; exitCode: number | null }> = [];
     const echoed: string[] = [];
 
     const next = async (): Promise<string | undefined> => {
       // Step boundary: follow-ups sent while running join the end of the script.
-      for (const message of await ctx.takeFollowups()) queue.push(...lines(message));
+      const taken = await ctx.takeFollowups();
+      if (taken.length > 0) await noteUnseenImages(ctx, "scripted");
+      for (const message of taken) queue.push(...lines(message));
       return queue.shift();
     };
 
@@ -65,6 +70,23 @@ export class ScriptedHarness implements Harness {
     if (ctx.signal.aborted) return { status: "failed", message: "aborted", errorCode: "aborted" };
     await ctx.emit("message", { role: "assistant", text: summary(echoed, ran) });
     return { status: "succeeded" };
+  }
+
+  /** Plan mode: the commands it would run, in order, and none of them run. */
+  private async plan(ctx: HarnessContext): Promise<HarnessOutcome> {
+    const all = ctx.input.flatMap(lines);
+    const commands = all.filter((l) => l.startsWith("$ ") && l.slice(2).trim() !== "");
+    const text = all.filter((l) => !l.startsWith("$ ") && l.trim() !== "");
+    const steps = commands.map((c, i) => `${i + 1}. Run \`${c.slice(2).trim()}\``).join("\n");
+    const plan = [
+      ...(text.length ? [text.join("\n")] : []),
+      commands.length ? `Plan (nothing was run):\n${steps}` : "Plan: nothing to run.",
+    ].join("\n\n");
+    await ctx.emit("message", {
+      role: "assistant",
+      text: `${plan}\n\n(scripted harness: a deterministic stand-in for a model, not an LLM)`,
+    });
+    return { status: "succeeded", message: "Plan ready; no files were changed" };
   }
 }
 

@@ -6,9 +6,10 @@ import type { GitHubSettings } from "../../config-file.ts";
 import type { Creator } from "../../model/run.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
 import type { InboundDelivery, Store } from "../../store/store.ts";
-import { type Command, GrammarError, parseCommand } from "../grammar.ts";
+import { type Command, GrammarError, parseCommand, selectsAgent } from "../grammar.ts";
 import { InboxQueue, type InboxStore } from "../inbox-queue.ts";
 import { CollaboratorPermissions } from "./collaborator-permissions.ts";
+import { CommentImages } from "./comment-images.ts";
 import type { CommentPayload } from "./comment-payload.ts";
 import type { GitHubClients } from "./github-clients.ts";
 import { IssueThread } from "./issue-thread.ts";
@@ -38,6 +39,8 @@ export interface GitHubIntegrationDeps {
   inbox: { leaseMs: number; pollMs: number };
   /** Each part logs under its own `component` (github-webhook, github-verbs, …). */
   log: Logger;
+  /** GITHUB_SERVER_URL: its host's attachment links are GitHub's own, as github.com's are. */
+  serverUrl?: string;
 }
 
 /**
@@ -52,6 +55,7 @@ export class GitHubIntegration {
   private readonly queue: InboxQueue;
   private readonly permissions: CollaboratorPermissions;
   private readonly verbs: Verbs;
+  private readonly images: CommentImages;
 
   constructor(deps: GitHubIntegrationDeps) {
     this.deps = deps;
@@ -78,6 +82,13 @@ export class GitHubIntegration {
       clients: deps.clients,
       store: deps.store,
       log: log.child({ component: "github-verbs" }),
+      repositoryAgent: repositoryAgents(settings),
+    });
+    this.images = new CommentImages({
+      clients: deps.clients,
+      apiUrl: config.apiUrl,
+      ...(deps.serverUrl ? { serverUrl: deps.serverUrl } : {}),
+      log: log.child({ component: "github-images" }),
     });
     this.route = new WebhookRoute({
       config,
@@ -142,10 +153,13 @@ export class GitHubIntegration {
     });
     const verb = (text.split(/\s+/)[0] ?? "").toLowerCase();
     const key = (purpose: string) => idempotencyKey(purpose, repo, p.comment.id);
+    // A follow-up takes the comment's images; a new run the issue body's too (its context).
+    const followupImages = () => this.images.collect(repo, [p.comment.body]);
+    const runImages = () => this.images.collect(repo, [p.comment.body, p.issue.body]);
 
-    // On an issue that has a run, anything that is not a verb is a follow-up to its latest run.
-    if (binding && !VERBS.has(verb)) {
-      return this.verbs.followup(issue, login, binding.runId, text, key("followup"));
+    // On an issue that has a run, anything that is not a verb (or `/codex …`, a new run) is a follow-up.
+    if (binding && !VERBS.has(verb) && !selectsAgent(verb)) {
+      return this.verbs.followup(issue, login, binding.runId, text, key("followup"), followupImages);
     }
     let command: Command;
     try {
@@ -171,11 +185,19 @@ export class GitHubIntegration {
       }
       case "run":
         if (binding && !command.forceNew) {
-          return this.verbs.followup(issue, login, binding.runId, text, key("followup"));
+          return this.verbs.followup(issue, login, binding.runId, text, key("followup"), followupImages);
         }
-        return this.verbs.start(issue, p, creator, command, key("create"));
+        return this.verbs.start(issue, p, creator, command, key("create"), runImages);
     }
   }
+}
+
+/** Each repository's default agent from the settings, looked up without regard to case (as GitHub names match). */
+function repositoryAgents(settings: GitHubSettings): (repo: string) => string | undefined {
+  const agents = new Map(
+    Object.entries(settings.repositories).map(([repo, s]) => [repo.toLowerCase(), s.agent] as const),
+  );
+  return (repo) => agents.get(repo.toLowerCase());
 }
 
 /** The same comment, however often delivered, makes one call of each purpose. */

@@ -27,6 +27,8 @@ export function createGitHubIntegration(opts: {
   log: Logger;
   /** The lease on a delivery being handled, and how often the inbox is polled for ones nobody holds. */
   inbox: { leaseMs: number; pollMs: number };
+  /** GITHUB_SERVER_URL: attachment links on its host are fetched as github.com's are. */
+  serverUrl?: string;
 }): GitHubIntegration {
   return new GitHubIntegration(opts);
 }

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { deliveryLine, deliverySummary, repositoryLabel } from "../../model/delivery-summary.ts";
 import { isTerminal } from "../../model/run-state.ts";
-import { elapsedText, resolvedOptions, stateWords, truncate } from "../../model/run-wording.ts";
+import { agentFact, elapsedText, resolvedOptions, stateWords, truncate } from "../../model/run-wording.ts";
 import type { ThreadBinding } from "../../model/thread-binding.ts";
 import type { RunItem } from "../../runs/run-item.ts";
 
@@ -125,7 +125,9 @@ function buildTrackingComment(run: RunItem, elapsed: string | null): string {
     `${githubStateEmoji(run.state)} **${inertText(stateWords(run), true)}** · ${title}`,
     "",
   ];
-  const facts = [resolvedOptions(run), elapsed === null ? "" : `elapsed ${elapsed}`].filter(Boolean);
+  const facts = [agentFact(run), resolvedOptions(run), elapsed === null ? "" : `elapsed ${elapsed}`].filter(
+    Boolean,
+  );
   if (facts.length > 0) lines.push(inertText(facts.join(" · "), true), "");
   const delivery = deliveryText(run);
   if (delivery) lines.push(delivery.text, "");

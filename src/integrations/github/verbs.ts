@@ -1,14 +1,22 @@
 import type { Logger } from "pino";
 import type { Creator } from "../../model/run.ts";
 import { stateWords } from "../../model/run-wording.ts";
+import type { AttachmentInput } from "../../runs/attachments.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
 import type { Store } from "../../store/store.ts";
+import type { CollectedImages } from "../attachments/collect-images.ts";
 import { type Command, createBody } from "../grammar.ts";
-import { describeError, runErrorCode } from "../run-errors.ts";
+import { describeError, refusedAgent, runErrorCode } from "../run-errors.ts";
 import type { CommentPayload } from "./comment-payload.ts";
 import { type GitHubClients, splitRepo } from "./github-clients.ts";
 import type { IssueThread } from "./issue-thread.ts";
 import { helpText, noticeText, promptWithContext, refusalText, statusComment, titleFor } from "./messages.ts";
+
+/**
+ * The images of the comment (and of the issue's body, for a new run), downloaded when called: only once
+ * the commenter's permission was checked, right before the run is created or the follow-up sent.
+ */
+export type SharedImages = () => Promise<CollectedImages>;
 
 export interface VerbsDeps {
   /** The @mention people write, as help spells it. */
@@ -20,6 +28,8 @@ export interface VerbsDeps {
   clients: Pick<GitHubClients, "forRepo">;
   store: Pick<Store, "bindThread" | "getThreadBinding" | "claimInbound">;
   log: Logger;
+  /** The repository's default agent (settings `github.repositories.<owner/repo>.agent`), if it has one. */
+  repositoryAgent?: (repo: string) => string | undefined;
 }
 
 /** The delivery fields of a run's config: repository, and a pull request's base and head branch. */
@@ -65,6 +75,7 @@ export class Verbs {
     creator: Creator,
     command: Command & { verb: "run" },
     idempotencyKey: string,
+    images?: SharedImages,
   ): Promise<void> {
     const login = p.comment.user!.login;
     const context = {
@@ -77,7 +88,13 @@ export class Verbs {
       requester: login,
       commentUrl: p.comment.html_url,
     };
-    const options = { title: titleFor(context), ...command.options };
+    // `/codex`, `--agent` or `harness=` in the comment beat the repository's default agent.
+    const fallbackAgent = command.options.harness ? undefined : this.deps.repositoryAgent?.(issue.repo);
+    const options = {
+      title: titleFor(context),
+      ...(fallbackAgent ? { harness: fallbackAgent } : {}),
+      ...command.options,
+    };
     let delivery: DeliveryConfig;
     try {
       delivery = await this.deliveryConfig(issue.repo, p);
@@ -90,6 +107,7 @@ export class Verbs {
         `Could not start the run: pull request #${p.issue.number} could not be read from GitHub${typeof status === "number" ? ` (HTTP ${status})` : ""}; try again in a moment.`,
       );
     }
+    const attachments = await this.attachmentsOf(issue, login, images);
     let created: { run_id: string };
     try {
       const body = createBody(promptWithContext(command.prompt, context), options);
@@ -100,12 +118,18 @@ export class Verbs {
           creator,
           source: "GITHUB_WEBHOOK",
           trigger_url: p.comment.html_url,
+          ...(attachments.length ? { attachments } : {}),
         },
         { idempotencyKey },
       );
     } catch (err) {
       this.log.debug({ err, repo: issue.repo, issue: issue.number }, "could not start a run from GitHub");
-      return this.notice(issue, login, `Could not start the run: ${describeError(err)}`);
+      // A default the server refuses is the repository's setting, not what was written: say where it came from.
+      const hint =
+        fallbackAgent && refusedAgent(err)
+          ? ` (${fallbackAgent} is this repository's default agent, github.repositories.${issue.repo}.agent in Dispatch's settings; \`@${this.deps.botHandle} /<agent> …\` chooses another)`
+          : "";
+      return this.notice(issue, login, `Could not start the run: ${describeError(err)}${hint}`);
     }
     await this.deps.store.bindThread({
       runId: created.run_id,
@@ -149,13 +173,18 @@ export class Verbs {
     runId: string,
     message: string,
     idempotencyKey: string,
+    images?: SharedImages,
   ): Promise<void> {
     if (message.trim() === "") {
       return this.notice(issue, login, "The follow-up is empty: say what the agent should do.");
     }
+    const attachments = await this.attachmentsOf(issue, login, images);
     try {
       // The tracking comment shows the run at work again; 👀 already acknowledged the comment.
-      await this.deps.runs.followup(runId, message.trim(), { idempotencyKey });
+      await this.deps.runs.followup(runId, message.trim(), {
+        idempotencyKey,
+        ...(attachments.length ? { attachments } : {}),
+      });
     } catch (err) {
       this.log.debug({ err, runId }, "could not send a follow-up from GitHub");
       await this.notice(issue, login, `Could not send the follow-up: ${describeError(err)}`);
@@ -192,6 +221,26 @@ export class Verbs {
       this.log.debug({ err, runId }, "could not read a run for GitHub");
       await this.notice(issue, login, `Could not read the run: ${describeError(err)}`);
     }
+  }
+
+  /**
+   * Downloads the images and says, in one reply on the issue, which were not attached and why (never
+   * silently). A redelivered webhook enqueues the same reply, which the outbox drops.
+   */
+  private async attachmentsOf(
+    issue: IssueThread,
+    login: string,
+    images: SharedImages | undefined,
+  ): Promise<AttachmentInput[]> {
+    if (!images) return [];
+    const { attachments, notes } = await images();
+    if (notes.length > 0) {
+      await issue.reply(
+        "attachments",
+        noticeText(login, `Some images were not attached:\n${notes.map((n) => `- ${n}`).join("\n")}`),
+      );
+    }
+    return attachments;
   }
 
   private notFound(issue: IssueThread, login: string, runId: string): Promise<void> {

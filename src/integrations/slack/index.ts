@@ -4,9 +4,11 @@ import type { SlackSettings } from "../../config-file.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
 import type { Store } from "../../store/store.ts";
 import type { RepositoryParsing } from "../grammar.ts";
+import type { ChannelSchedules } from "./channel-schedules.ts";
 import { SlackIntegration } from "./slack-integration.ts";
 import type { StatusRenderer } from "./verbs.ts";
 
+export { inProcessChannelSchedules } from "./channel-schedules.ts";
 export { SlackIntegration } from "./slack-integration.ts";
 
 /** The service account the Slack app acts as; runs carry the Slack user as their creator. */
@@ -23,6 +25,8 @@ export function createSlackIntegration(opts: {
   store: Store;
   log: Logger;
   renderStatus?: StatusRenderer;
+  /** Schedules made from Slack (in process only); absent in remote mode. */
+  schedules?: ChannelSchedules;
   /** The lease on a delivery being handled, and how often the inbox is polled for ones nobody holds. */
   inbox: { leaseMs: number; pollMs: number };
   /** How repositories in commands are read: the server's GitHub URL and whether file:// is allowed. */

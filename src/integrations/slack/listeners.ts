@@ -8,13 +8,29 @@ import { claimDelivery, idempotencyKeyFor } from "./inbound.ts";
 import { grammarErrorText, plainText } from "./messages.ts";
 import { CLAIMED } from "./receiver.ts";
 import type { Responder } from "./responder.ts";
+import type { ScheduleVerbs } from "./schedule-verbs.ts";
+import type { SlackFiles } from "./slack-files.ts";
 import { ACTION_CANCEL, ACTION_OPEN_SESSION } from "./status-card.ts";
 import type { UserDirectory } from "./user-directory.ts";
-import type { Verbs } from "./verbs.ts";
+import type { SharedFiles, Verbs } from "./verbs.ts";
 import type { WorkQueue } from "./work-queue.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: Slack payloads are read field by field, defensively
 type Payload = Record<string, any>;
+
+/** Words that, at the start of a mention in a run's thread, are a verb rather than a follow-up. */
+const THREAD_VERBS = [
+  "cancel",
+  "status",
+  "help",
+  "list",
+  "new",
+  "repo",
+  "agent",
+  "schedule",
+  "schedules",
+  "unschedule",
+];
 
 export interface ListenersDeps {
   /** The slash command, as configured (`/agent`). */
@@ -22,9 +38,13 @@ export interface ListenersDeps {
   settings: SlackSettings;
   store: Pick<Store, "claimInbound" | "findLatestBinding">;
   verbs: Verbs;
+  /** `schedule`, `schedules`, `unschedule`. */
+  scheduleVerbs: ScheduleVerbs;
   responder: Responder;
   users: UserDirectory;
   work: WorkQueue;
+  /** Downloads the files shared with a mention as the run's attachments. */
+  files: Pick<SlackFiles, "collect">;
   log: Logger;
   /** How `in owner/repo` and `repo owner/repo` are read (the server's GitHub URL, file remotes). */
   repositories?: RepositoryParsing;
@@ -98,6 +118,14 @@ export class Listeners {
         return verbs.followup(actor, command.runId, command.message, idempotencyKeyFor(payload, "followup"));
       case "repo":
         return verbs.repo(actor, command.repository);
+      case "agent":
+        return verbs.agent(actor, command.agent);
+      case "schedule":
+        return this.deps.scheduleVerbs.schedule(actor, user, command, idempotencyKeyFor(payload, "schedule"));
+      case "schedules":
+        return this.deps.scheduleVerbs.list(actor);
+      case "unschedule":
+        return this.deps.scheduleVerbs.unschedule(actor, command.name);
       case "run":
         return verbs.startRun(actor, user, command, {
           thread: null,
@@ -110,6 +138,10 @@ export class Listeners {
   private async onMention(event: Payload, body: Payload): Promise<void> {
     const { command: slashCommand, settings, store, verbs, responder, users, work } = this.deps;
     if (!event.user || event.bot_id) return;
+    // Downloaded only by the verb that uses them (a run or a follow-up), after every check has passed.
+    const files: SharedFiles | undefined = event.files?.length
+      ? () => this.deps.files.collect(event.files)
+      : undefined;
     const team = String(body.team_id ?? event.team);
     const threadTs: string | undefined = event.thread_ts;
     const actor: Actor = { team, channel: event.channel, user: event.user, userTeam: event.user_team };
@@ -139,8 +171,15 @@ export class Listeners {
     const verb = (text.trim().split(/\s+/)[0] ?? "").toLowerCase();
 
     // In a run's thread, anything that is not a verb is a follow-up to the thread's latest run.
-    if (binding && !["cancel", "status", "help", "list", "new", "repo"].includes(verb)) {
-      return verbs.followup(actor, binding.runId, text.trim(), idempotencyKeyFor(body, "followup"), binding);
+    if (binding && !THREAD_VERBS.includes(verb)) {
+      return verbs.followup(
+        actor,
+        binding.runId,
+        text.trim(),
+        idempotencyKeyFor(body, "followup"),
+        binding,
+        files,
+      );
     }
     let command: Command;
     try {
@@ -170,6 +209,7 @@ export class Listeners {
             text.trim(),
             idempotencyKeyFor(body, "followup"),
             binding,
+            files,
           );
         }
         return verbs.startRun(actor, user, command, {
@@ -177,9 +217,20 @@ export class Listeners {
           triggerRef: event.ts,
           permalinkOf: event.ts,
           idempotencyKey: idempotencyKeyFor(body, "create"),
+          ...(files ? { files } : {}),
         });
       case "repo":
         return verbs.repo(actor, command.repository, replyThread);
+      case "agent":
+        return verbs.agent(actor, command.agent, replyThread);
+      case "schedule": {
+        const key = idempotencyKeyFor(body, "schedule");
+        return this.deps.scheduleVerbs.schedule(actor, user, command, key, replyThread);
+      }
+      case "schedules":
+        return this.deps.scheduleVerbs.list(actor, replyThread);
+      case "unschedule":
+        return this.deps.scheduleVerbs.unschedule(actor, command.name, replyThread);
       case "followup":
         // Not produced on the mention surface.
         return;

@@ -1,3 +1,4 @@
+import { AGENT_NAMES } from "../../model/agent-wording.ts";
 import type { FollowupOutcome } from "../../model/run.ts";
 import { stateWord } from "../../model/run-wording.ts";
 import type { RunItem } from "../../runs/run-item.ts";
@@ -28,8 +29,11 @@ export function helpText(command: string): string {
     `• \`${command} followup <run> <message>\` send the run more instructions`,
     `• \`${command} in owner/repo[@branch] <prompt>\` work in that repository and open a pull request (against the branch)`,
     `• \`${command} repo owner/repo[@branch]\` sets this channel's default repository · \`${command} repo\` shows it · \`${command} repo none\` clears it`,
+    `• \`${command} --agent ${AGENT_NAMES.join("|")} <prompt>\` chooses the agent · \`${command} agent <name>\` sets this channel's default agent · \`${command} agent\` shows it · \`${command} agent none\` clears it`,
     "• `@Dispatch <prompt>` in a channel starts a run in a thread under your message; in that thread,",
     "  `@Dispatch <text>` is a follow-up, `@Dispatch cancel`, `@Dispatch status`, `@Dispatch new <prompt>`",
+    `• \`${command} schedule "<cron>" [name:<name>] <prompt> [options]\` runs the prompt on a 5-field cron (UTC, e.g. \`"0 9 * * 1-5"\` is weekdays at 09:00); each run posts its status card here. Without \`name:\` the schedule is named after the prompt's first words`,
+    `• \`${command} schedules\` lists this channel's schedules · \`${command} unschedule <name>\` deletes one`,
     "",
     `Options: \`key=value\` anywhere or \`[key=value, key="two words"]\`; keys: ${OPTION_KEYS.join(", ")}`,
     "(`env` is the environment). Text in `code` or ```code blocks``` is never read as options.",

@@ -10,9 +10,12 @@ import type { RepositoryParsing } from "../grammar.ts";
 import { InboxQueue, type InboxStore } from "../inbox-queue.ts";
 import { boltLogger } from "./bolt-logger.ts";
 import { ChannelMembers } from "./channel-members.ts";
+import type { ChannelSchedules } from "./channel-schedules.ts";
 import { Listeners } from "./listeners.ts";
 import { FastifySlackReceiver } from "./receiver.ts";
 import { Responder } from "./responder.ts";
+import { ScheduleVerbs } from "./schedule-verbs.ts";
+import { SlackFiles } from "./slack-files.ts";
 import { UserDirectory } from "./user-directory.ts";
 import { type StatusRenderer, Verbs } from "./verbs.ts";
 import { WorkQueue } from "./work-queue.ts";
@@ -27,6 +30,7 @@ export type SlackStore = Pick<
   | "getCardState"
   | "getChannelSettings"
   | "setChannelRepository"
+  | "setChannelAgent"
 > &
   InboxStore;
 
@@ -40,6 +44,8 @@ export interface SlackIntegrationDeps {
   store: SlackStore;
   log: Logger;
   renderStatus?: StatusRenderer;
+  /** Schedules made from Slack; absent in remote mode, where the schedule verbs say they cannot act. */
+  schedules?: ChannelSchedules;
   /** The lease on a delivery being handled, and how often the inbox is polled for ones nobody holds. */
   inbox: { leaseMs: number; pollMs: number };
   /** How repositories in commands are read: the server's GitHub URL and whether file:// is allowed. */
@@ -109,23 +115,39 @@ export class SlackIntegration {
     });
     this.work = new WorkQueue(log.child({ component: "slack-work-queue" }));
     const responder = new Responder(client, log.child({ component: "slack-responder" }));
+    const members = new ChannelMembers(client, log.child({ component: "slack-members" }));
     const verbs = new Verbs({
       command: config.command,
       settings,
       runs,
       store,
       responder,
-      members: new ChannelMembers(client, log.child({ component: "slack-members" })),
+      members,
       ...(deps.renderStatus ? { renderStatus: deps.renderStatus } : {}),
+    });
+    const scheduleVerbs = new ScheduleVerbs({
+      command: config.command,
+      settings,
+      schedules: deps.schedules,
+      store,
+      responder,
+      members,
     });
     new Listeners({
       command: config.command,
       settings,
       store,
       verbs,
+      scheduleVerbs,
       responder,
       users: new UserDirectory(client, log.child({ component: "slack-users" })),
       work: this.work,
+      files: new SlackFiles({
+        botToken: config.botToken,
+        apiUrl: config.apiUrl,
+        client,
+        log: log.child({ component: "slack-files" }),
+      }),
       log: log.child({ component: "slack-listeners" }),
       ...(deps.repositories ? { repositories: deps.repositories } : {}),
     }).register(this.app);

@@ -7,7 +7,7 @@ import {
   repositoryLabel,
 } from "../../model/delivery-summary.ts";
 import { isTerminal } from "../../model/run-state.ts";
-import { elapsedText, resolvedOptions, stateWords, truncate } from "../../model/run-wording.ts";
+import { agentFact, elapsedText, resolvedOptions, stateWords, truncate } from "../../model/run-wording.ts";
 import type { ThreadBinding } from "../../model/thread-binding.ts";
 import type { RunItem } from "../../runs/run-item.ts";
 
@@ -126,7 +126,12 @@ function buildCard(run: RunItem, elapsed: string | null): SlackMessage {
 
   const delivery = deliverySummary(run);
   const where = delivery ? `in ${repositoryLabel(delivery)}` : "";
-  const facts = [where, resolvedOptions(run), elapsed === null ? "" : `elapsed ${elapsed}`].filter(Boolean);
+  const facts = [
+    agentFact(run),
+    where,
+    resolvedOptions(run),
+    elapsed === null ? "" : `elapsed ${elapsed}`,
+  ].filter(Boolean);
   if (facts.length > 0) {
     const context: ContextBlock = {
       type: "context",

@@ -5,9 +5,11 @@ import type { ThreadBinding } from "../../model/thread-binding.ts";
 import type { RunItem } from "../../runs/run-item.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
 import type { Store } from "../../store/store.ts";
+import type { CollectedImages } from "../attachments/collect-images.ts";
 import { type Command, createBody, describeRepository } from "../grammar.ts";
-import { describeError, runErrorCode } from "../run-errors.ts";
+import { describeError, refusedAgent, runErrorCode } from "../run-errors.ts";
 import { type Actor, boundHere, mayActOnRun, notHereText } from "./access.ts";
+import { channelAgent, channelAgentHint, channelAgentVerb } from "./channel-agent.ts";
 import type { ChannelMembership } from "./channel-members.ts";
 import { channelRepositoryText, followupText, helpText, listText, statusText } from "./messages.ts";
 import type { Responder } from "./responder.ts";
@@ -24,6 +26,12 @@ export type StatusRenderer = (
   binding: ThreadBinding | undefined,
 ) => { text: string; blocks?: unknown[] };
 
+/**
+ * The files shared with the message, downloaded when called: only once the request is known to be allowed,
+ * right before the run is created or the follow-up sent.
+ */
+export type SharedFiles = () => Promise<CollectedImages>;
+
 export interface VerbsDeps {
   /** The slash command, as help and hints spell it. */
   command: string;
@@ -37,6 +45,7 @@ export interface VerbsDeps {
     | "getCardState"
     | "getChannelSettings"
     | "setChannelRepository"
+    | "setChannelAgent"
   >;
   responder: Responder;
   members: ChannelMembership;
@@ -74,7 +83,13 @@ export class Verbs {
     actor: Actor,
     user: SlackUser,
     command: Command & { verb: "run" },
-    where: { thread: string | null; triggerRef: string | null; permalinkOf?: string; idempotencyKey: string },
+    where: {
+      thread: string | null;
+      triggerRef: string | null;
+      permalinkOf?: string;
+      idempotencyKey: string;
+      files?: SharedFiles;
+    },
   ): Promise<void> {
     const { runs, store, responder } = this.deps;
     // A slash command has no message of its own (its status card, posted later, becomes the thread):
@@ -82,17 +97,22 @@ export class Verbs {
     // DELIVERY.md: `in owner/repo` beats the channel's default repository.
     const fallback = command.repository ? undefined : await this.channelRepository(actor);
     const repository = command.repository ?? fallback;
+    // `--agent` (or `harness=`) beats the channel's default agent.
+    const fallbackAgent = command.options.harness ? undefined : await channelAgent(store, actor);
+    const options = fallbackAgent ? { ...command.options, harness: fallbackAgent } : command.options;
     const triggerUrl = where.permalinkOf
       ? await responder.permalink(actor.channel, where.permalinkOf)
       : `https://slack.com/app_redirect?team=${encodeURIComponent(actor.team)}&channel=${encodeURIComponent(actor.channel)}`;
+    const attachments = await this.attachmentsOf(actor, where.files, where.thread ?? undefined);
     let created: { run_id: string };
     try {
       created = await runs.create(
         {
-          ...createBody(command.prompt, command.options, repository),
+          ...createBody(command.prompt, options, repository),
           creator: user.creator,
           source: "SLACK",
           ...(triggerUrl ? { trigger_url: triggerUrl } : {}),
+          ...(attachments.length ? { attachments } : {}),
         },
         { idempotencyKey: where.idempotencyKey },
       );
@@ -102,9 +122,11 @@ export class Verbs {
         fallback && runErrorCode(err) === "invalid_request"
           ? `\n(\`${describeRepository(fallback)}\` is this channel's default repository: \`${this.deps.command} repo\` changes it.)`
           : "";
+      const agentHint =
+        fallbackAgent && refusedAgent(err) ? channelAgentHint(this.deps.command, fallbackAgent) : "";
       return responder.ephemeral(
         actor,
-        `Could not start the run: ${describeError(err)}${hint}`,
+        `Could not start the run: ${describeError(err)}${hint}${agentHint}`,
         where.thread ?? undefined,
       );
     }
@@ -152,6 +174,23 @@ export class Verbs {
     await responder.ephemeral(actor, text, thread);
   }
 
+  /** `agent`: shows, sets or clears (null) the channel's default agent (channel-agent.ts). */
+  async agent(actor: Actor, agent: string | null | undefined, thread?: string): Promise<void> {
+    const text = await channelAgentVerb(this.deps.store, actor, this.deps.command, agent);
+    await this.deps.responder.ephemeral(actor, text, thread);
+  }
+
+  /**
+   * Downloads the files shared with the message and says, in the thread, which were not attached and why
+   * (never silently: a file left out is named).
+   */
+  private async attachmentsOf(actor: Actor, files: SharedFiles | undefined, thread: string | undefined) {
+    if (!files) return [];
+    const { attachments, notes } = await files();
+    if (notes.length > 0) await this.deps.responder.ephemeral(actor, notes.join("\n"), thread);
+    return attachments;
+  }
+
   /** The channel's default repository, when one is set. */
   private async channelRepository(actor: Actor): Promise<RepositorySpec | undefined> {
     const settings = await this.deps.store.getChannelSettings({
@@ -170,6 +209,7 @@ export class Verbs {
     message: string,
     idempotencyKey: string,
     known?: ThreadBinding,
+    files?: SharedFiles,
   ): Promise<void> {
     const { settings, runs, responder, members } = this.deps;
     const thread = known?.thread ?? undefined;
@@ -179,8 +219,12 @@ export class Verbs {
     if (refused) return responder.ephemeral(actor, refused, thread);
     if (message === "")
       return responder.ephemeral(actor, "The follow-up is empty: say what the agent should do.", thread);
+    const attachments = await this.attachmentsOf(actor, files, thread);
     try {
-      const { outcome } = await runs.followup(runId, message, { idempotencyKey });
+      const { outcome } = await runs.followup(runId, message, {
+        idempotencyKey,
+        ...(attachments.length ? { attachments } : {}),
+      });
       await responder.ephemeral(actor, followupText(outcome), thread);
     } catch (err) {
       await responder.ephemeral(actor, `Could not send the follow-up: ${describeError(err)}`, thread);

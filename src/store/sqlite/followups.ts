@@ -1,5 +1,7 @@
+import { attachmentSummary, type NewAttachment } from "../../model/attachment.ts";
 import type { FollowupOutcome, FollowupRecord, RunRecord } from "../../model/run.ts";
 import type { IdempotencyClaim, IdempotentResult } from "../store.ts";
+import { insertAttachments } from "./attachments.ts";
 import type { Database } from "./database.ts";
 import { insertEvent } from "./events.ts";
 import { checkIdempotency, rememberResponse } from "./idempotency.ts";
@@ -12,7 +14,7 @@ export async function addFollowup(
   db: Database,
   teamId: string,
   runId: string,
-  f: { id: string; message: string; mode: string },
+  f: { id: string; message: string; mode: string; attachments?: readonly NewAttachment[] },
   idem?: IdempotencyClaim,
 ): Promise<IdempotentResult<{ followup: FollowupRecord; run: RunRecord }> | undefined> {
   const result = await db.grouped(
@@ -27,11 +29,19 @@ export async function addFollowup(
       db.sql(
         "INSERT INTO followups (id, run_id, message, mode, outcome, created_at) VALUES (?, ?, ?, ?, ?, ?)",
       ).run(f.id, runId, f.message, f.mode, outcome, now);
+      const attachments = f.attachments ?? [];
+      insertAttachments(db, { runId, teamId, followupId: f.id, createdAt: now }, attachments);
       insertEvent(
         db,
         runId,
         "followup",
-        { followup_id: f.id, message: f.message, mode: f.mode, outcome },
+        {
+          followup_id: f.id,
+          message: f.message,
+          mode: f.mode,
+          outcome,
+          ...(attachments.length ? { attachments: attachments.map(attachmentSummary) } : {}),
+        },
         now,
       );
       const run =

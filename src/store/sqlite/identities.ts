@@ -1,6 +1,6 @@
 import type { AgentIdentity, AgentIdentityPatch } from "../../model/identity.ts";
 import type { Database } from "./database.ts";
-import type { Row } from "./rows.ts";
+import { type Row, str } from "./rows.ts";
 
 /** Agent identities: the service-account principals of a team that are not deleted. */
 
@@ -17,6 +17,8 @@ function toIdentity(row: Row): AgentIdentity {
     baseModel: text(row.base_model),
     skills: JSON.parse(String(row.skills ?? "[]")) as string[],
     createdAt: String(row.created_at),
+    // Only once updated, so that a created identity reads back as it was given.
+    ...(row.updated_at == null ? {} : { updatedAt: String(row.updated_at) }),
   };
 }
 
@@ -75,10 +77,26 @@ export async function updateIdentity(
       skills: patch.skills ?? current.skills,
     };
     db.sql(
-      "UPDATE principals SET display_name = ?, description = ?, prompt = ?, base_model = ?, skills = ? WHERE id = ?",
-    ).run(next.name, next.description, next.prompt, next.baseModel, JSON.stringify(next.skills), id);
+      "UPDATE principals SET display_name = ?, description = ?, prompt = ?, base_model = ?, skills = ?, updated_at = ? WHERE id = ?",
+    ).run(
+      next.name,
+      next.description,
+      next.prompt,
+      next.baseModel,
+      JSON.stringify(next.skills),
+      // An update that changes nothing keeps the time of the last real one.
+      JSON.stringify(next) === JSON.stringify(pickChangeable(current))
+        ? str(row.updated_at)
+        : new Date().toISOString(),
+      id,
+    );
     return toIdentity(db.sql("SELECT * FROM principals WHERE id = ?").get(id) as Row);
   });
+}
+
+function pickChangeable(identity: AgentIdentity) {
+  const { name, description, prompt, baseModel, skills } = identity;
+  return { name, description, prompt, baseModel, skills };
 }
 
 /**

@@ -52,6 +52,20 @@ export function toRun(row: Row): RunRecord {
     leaseExpiresAt: str(row.lease_expires_at),
     agentStarted: Number(row.agent_started) === 1,
     requeueCount: Number(row.requeue_count),
+    // Only set when they differ from a plain run's, like the schedule below.
+    ...(row.parent_run_id == null ? {} : { parentRunId: String(row.parent_run_id) }),
+    ...(row.mode === "plan" ? { mode: "plan" as const } : {}),
+    // Only a fired run carries the key, so records of other runs compare equal to what was inserted.
+    ...(row.schedule_id == null
+      ? {}
+      : {
+          schedule: {
+            scheduleId: String(row.schedule_id),
+            scheduleName: String(row.schedule_name),
+            cronSchedule: String(row.schedule_cron),
+            fireTime: String(row.schedule_fire_time),
+          },
+        }),
   };
 }
 

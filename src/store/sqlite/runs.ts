@@ -1,8 +1,11 @@
 import type { SQLInputValue } from "node:sqlite";
+import type { NewAttachment } from "../../model/attachment.ts";
 import type { RunRecord } from "../../model/run.ts";
 import { canApply, RUN_STATES, type RunState, type Trigger } from "../../model/run-state.ts";
+import { wireStatusMessage } from "../../model/status-reason.ts";
 import { foldCase } from "../fold-case.ts";
 import type { IdempotencyClaim, IdempotentResult, RunListQuery, RunPatch } from "../store.ts";
+import { insertAttachments } from "./attachments.ts";
 import type { Database } from "./database.ts";
 import { insertEvent } from "./events.ts";
 import { checkIdempotency, rememberResponse } from "./idempotency.ts";
@@ -17,42 +20,14 @@ export async function createRun(
   db: Database,
   run: RunRecord,
   idem?: IdempotencyClaim,
+  attachments: readonly NewAttachment[] = [],
 ): Promise<IdempotentResult<RunRecord>> {
   const result = await db.grouped((): IdempotentResult<RunRecord> => {
     if (idem) {
       const seen = checkIdempotency(db, idem);
       if (seen) return seen;
     }
-    db.sql(
-      `INSERT INTO runs (id, team_id, title, prompt, state, created_at, updated_at, queued_at, started_at, finished_at,
-         run_time_ms, execution_started_at, execution, session_id, trigger_url, source, creator_uid, creator,
-         config_name, model_id, environment_id, skill_spec, agent_config, agent_skill, status_message, artifacts,
-         request_usage, metadata)
-       VALUES (?, ?, ?, ?, 'QUEUED', ?, ?, ?, NULL, NULL, 0, NULL, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, '[]', ?, ?)`,
-    ).run(
-      run.id,
-      run.teamId,
-      run.title,
-      run.prompt,
-      run.createdAt,
-      run.updatedAt,
-      run.createdAt,
-      run.sessionId,
-      run.triggerUrl,
-      run.source,
-      run.creator.uid,
-      JSON.stringify(run.creator),
-      run.agentConfig.name ?? null,
-      run.agentConfig.model_id ?? null,
-      run.agentConfig.environment_id ?? null,
-      run.agentConfig.skill_spec ?? null,
-      JSON.stringify(run.agentConfig),
-      run.agentSkill ? JSON.stringify(run.agentSkill) : null,
-      JSON.stringify(run.requestUsage),
-      JSON.stringify(run.metadata),
-    );
-    insertEvent(db, run.id, "state", { state: "QUEUED", previous: null }, run.createdAt);
-    const created = readRun(db, run.id)!;
+    const created = insertRun(db, run, attachments);
     const response = idem ? rememberResponse(db, idem, created) : undefined;
     return { kind: "created", value: created, response };
   });
@@ -61,6 +36,67 @@ export async function createRun(
     db.signals.emit("run_queued", run.id);
   }
   return result;
+}
+
+/** Inserts a QUEUED run with its attachments and first `state` event; must run inside a transaction. */
+export function insertRun(
+  db: Database,
+  run: RunRecord,
+  attachments: readonly NewAttachment[] = [],
+): RunRecord {
+  db.sql(
+    `INSERT INTO runs (id, team_id, title, prompt, state, created_at, updated_at, queued_at, started_at, finished_at,
+       run_time_ms, execution_started_at, execution, session_id, trigger_url, source, creator_uid, creator,
+       config_name, model_id, environment_id, skill_spec, agent_config, agent_skill, status_message, artifacts,
+       request_usage, metadata)
+     VALUES (?, ?, ?, ?, 'QUEUED', ?, ?, ?, NULL, NULL, 0, NULL, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, '[]', ?, ?)`,
+  ).run(
+    run.id,
+    run.teamId,
+    run.title,
+    run.prompt,
+    run.createdAt,
+    run.updatedAt,
+    run.createdAt,
+    run.sessionId,
+    run.triggerUrl,
+    run.source,
+    run.creator.uid,
+    JSON.stringify(run.creator),
+    run.agentConfig.name ?? null,
+    run.agentConfig.model_id ?? null,
+    run.agentConfig.environment_id ?? null,
+    run.agentConfig.skill_spec ?? null,
+    JSON.stringify(run.agentConfig),
+    run.agentSkill ? JSON.stringify(run.agentSkill) : null,
+    JSON.stringify(run.requestUsage),
+    JSON.stringify(run.metadata),
+  );
+  insertAttachments(
+    db,
+    { runId: run.id, teamId: run.teamId, followupId: null, createdAt: run.createdAt },
+    attachments,
+  );
+  if (run.schedule) {
+    db.sql(
+      "UPDATE runs SET schedule_id = ?, schedule_name = ?, schedule_cron = ?, schedule_fire_time = ? WHERE id = ?",
+    ).run(
+      run.schedule.scheduleId,
+      run.schedule.scheduleName,
+      run.schedule.cronSchedule,
+      run.schedule.fireTime,
+      run.id,
+    );
+  }
+  if (run.parentRunId || (run.mode && run.mode !== "normal")) {
+    db.sql("UPDATE runs SET parent_run_id = ?, mode = ? WHERE id = ?").run(
+      run.parentRunId ?? null,
+      run.mode ?? "normal",
+      run.id,
+    );
+  }
+  insertEvent(db, run.id, "state", { state: "QUEUED", previous: null }, run.createdAt);
+  return readRun(db, run.id)!;
 }
 
 export async function getRun(db: Database, teamId: string, runId: string): Promise<RunRecord | undefined> {
@@ -84,8 +120,8 @@ export async function listRuns(
     q.sortBy
   ];
   const dir = q.sortOrder === "asc" ? "ASC" : "DESC";
-  // Nothing records a schedule, a parent run or a local execution on a run yet: such filters match none.
-  if (q.scheduleId !== undefined || q.ancestorRunId !== undefined || q.executionLocation === "LOCAL") {
+  // Nothing records a local execution on a run: every Dispatch run executes remotely.
+  if (q.executionLocation === "LOCAL") {
     return { runs: [], hasMore: false };
   }
   if (q.states) {
@@ -106,6 +142,7 @@ export async function listRuns(
     ["source", typeof q.source === "string" ? q.source : undefined],
     ["environment_id", q.environmentId],
     ["skill_spec", q.skillSpec],
+    ["schedule_id", q.scheduleId],
   ];
   for (const [col, value] of equal) {
     if (value !== undefined) {
@@ -128,6 +165,16 @@ export async function listRuns(
   for (const [key, value] of Object.entries(q.metadata ?? {})) {
     where.push("EXISTS (SELECT 1 FROM json_each(metadata) WHERE key = ? AND type = 'text' AND value = ?)");
     params.push(key, value);
+  }
+  if (q.ancestorRunId !== undefined) {
+    // Descendants at any depth: children of the ancestor, then theirs (parents are always of the same team).
+    where.push(
+      `id IN (WITH RECURSIVE descendants(id) AS (
+         SELECT id FROM runs WHERE parent_run_id = ?
+         UNION SELECT runs.id FROM runs JOIN descendants ON runs.parent_run_id = descendants.id
+       ) SELECT id FROM descendants)`,
+    );
+    params.push(q.ancestorRunId);
   }
   if (q.artifactType !== undefined) {
     where.push(
@@ -311,7 +358,8 @@ export function applyTransition(
     {
       state: updated.state,
       previous: run.state,
-      ...(updated.statusMessage ? { status_message: updated.statusMessage } : {}),
+      // The transcript shows it as runs do: Oz's error_code and Dispatch's reason (status-reason.ts).
+      ...(updated.statusMessage ? { status_message: wireStatusMessage(updated.statusMessage) } : {}),
       ...patch.eventData,
     },
     nowIso,

@@ -1,3 +1,4 @@
+import type { AttachmentInfo, NewAttachment } from "../../model/attachment.ts";
 import type {
   AgentIdentity,
   AgentIdentityPatch,
@@ -8,6 +9,7 @@ import type {
 } from "../../model/identity.ts";
 import type { Artifact, FollowupRecord, RunEvent, RunEventType, RunRecord } from "../../model/run.ts";
 import type { RunState, Trigger } from "../../model/run-state.ts";
+import type { ScheduleFields, ScheduleRecord } from "../../model/schedule.ts";
 import type { ThreadBinding } from "../../model/thread-binding.ts";
 import type { StoreSignals } from "../signals.ts";
 import type {
@@ -28,10 +30,13 @@ import type {
   OutboxState,
   RunListQuery,
   RunPatch,
+  ScheduleFire,
+  ScheduleFireResult,
   Store,
 } from "../store.ts";
 import * as apiKeys from "./api-keys.ts";
 import * as artifacts from "./artifacts.ts";
+import * as attachments from "./attachments.ts";
 import * as channelSettings from "./channel-settings.ts";
 import { classifyError, Database, migrate, ping } from "./database.ts";
 import * as events from "./events.ts";
@@ -42,6 +47,7 @@ import * as inbound from "./inbound.ts";
 import * as leases from "./leases.ts";
 import * as outbox from "./outbox.ts";
 import * as runs from "./runs.ts";
+import * as schedules from "./schedules.ts";
 
 /**
  * The embedded backend: SQLite through node:sqlite in WAL mode. node:sqlite is synchronous, so each
@@ -49,7 +55,7 @@ import * as runs from "./runs.ts";
  * timeout serialises writers across processes (the admin CLI next to a running server).
  *
  * The statements live in one module per family (runs, leases, follow-ups, events, idempotency, API keys, identities,
- * inbound, outbox, channel settings), each function taking the Database first; this class only delegates to them.
+ * inbound, outbox, channel settings, schedules), each function taking the Database first; this class only delegates to them.
  */
 export class SqliteStore implements Store {
   readonly kind = "sqlite";
@@ -125,8 +131,12 @@ export class SqliteStore implements Store {
     return identities.deleteIdentity(this.db, teamId, id, at);
   }
 
-  createRun(run: RunRecord, idem?: IdempotencyClaim): Promise<IdempotentResult<RunRecord>> {
-    return runs.createRun(this.db, run, idem);
+  createRun(
+    run: RunRecord,
+    idem?: IdempotencyClaim,
+    attachmentList?: readonly NewAttachment[],
+  ): Promise<IdempotentResult<RunRecord>> {
+    return runs.createRun(this.db, run, idem, attachmentList);
   }
 
   getRun(teamId: string, runId: string): Promise<RunRecord | undefined> {
@@ -237,10 +247,22 @@ export class SqliteStore implements Store {
     return leases.recoverExpiredLeases(this.db);
   }
 
+  listAttachments(teamId: string, runId: string): Promise<AttachmentInfo[]> {
+    return attachments.listAttachments(this.db, teamId, runId);
+  }
+
+  getAttachment(teamId: string, attachmentId: string): Promise<AttachmentInfo | undefined> {
+    return attachments.getAttachment(this.db, teamId, attachmentId);
+  }
+
+  readAttachmentContent(teamId: string, attachmentId: string): Promise<Uint8Array | undefined> {
+    return attachments.readAttachmentContent(this.db, teamId, attachmentId);
+  }
+
   addFollowup(
     teamId: string,
     runId: string,
-    f: { id: string; message: string; mode: string },
+    f: { id: string; message: string; mode: string; attachments?: readonly NewAttachment[] },
     idem?: IdempotencyClaim,
   ): Promise<IdempotentResult<{ followup: FollowupRecord; run: RunRecord }> | undefined> {
     return followups.addFollowup(this.db, teamId, runId, f, idem);
@@ -317,6 +339,49 @@ export class SqliteStore implements Store {
     at: string,
   ): Promise<ChannelSettings> {
     return channelSettings.setChannelRepository(this.db, where, repository, by, at);
+  }
+
+  setChannelAgent(where: ChannelKey, agent: string | null, by: string, at: string): Promise<ChannelSettings> {
+    return channelSettings.setChannelAgent(this.db, where, agent, by, at);
+  }
+
+  createSchedule(
+    schedule: ScheduleRecord,
+    idem?: IdempotencyClaim,
+  ): Promise<IdempotentResult<ScheduleRecord> | "name_taken"> {
+    return schedules.createSchedule(this.db, schedule, idem);
+  }
+
+  getSchedule(teamId: string, id: string): Promise<ScheduleRecord | undefined> {
+    return schedules.getSchedule(this.db, teamId, id);
+  }
+
+  listSchedules(teamId: string, opts?: { reportTo?: ChannelKey }): Promise<ScheduleRecord[]> {
+    return schedules.listSchedules(this.db, teamId, opts);
+  }
+
+  updateSchedule(
+    teamId: string,
+    id: string,
+    change: ScheduleFields & Pick<ScheduleRecord, "updatedBy" | "updatedAt">,
+  ): Promise<ScheduleRecord | "name_taken" | undefined> {
+    return schedules.updateSchedule(this.db, teamId, id, change);
+  }
+
+  deleteSchedule(teamId: string, id: string): Promise<boolean> {
+    return schedules.deleteSchedule(this.db, teamId, id);
+  }
+
+  listEnabledSchedules(): Promise<ScheduleRecord[]> {
+    return schedules.listEnabledSchedules(this.db);
+  }
+
+  fireSchedule(fire: ScheduleFire, run: RunRecord): Promise<ScheduleFireResult> {
+    return schedules.fireSchedule(this.db, fire, run);
+  }
+
+  recordScheduleError(scheduleId: string, error: string): Promise<boolean> {
+    return schedules.recordScheduleError(this.db, scheduleId, error);
   }
 
   pruneInbox(olderThan: string): Promise<number> {

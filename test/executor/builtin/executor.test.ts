@@ -58,7 +58,8 @@ describe("builtin harness through the executor (MockLanguageModelV4)", () => {
     ]);
     const id = await create(t, "Fix the notes", { model_id: "mock/edit" });
     expect((await t.api("GET", `/api/v1/agent/runs/${id}`)).body.agent_config.harness).toEqual({
-      type: "builtin",
+      type: "oz",
+      name: "builtin",
     });
     const run = await waitForState(t, id, ["SUCCEEDED", "FAILED", "ERROR"]);
     expect(run.state).toBe("SUCCEEDED");
@@ -150,7 +151,7 @@ describe("builtin harness through the executor (MockLanguageModelV4)", () => {
     const id = await create(t, "Loop", { model_id: "mock/loop" });
     const run = await waitForState(t, id, ["SUCCEEDED", "FAILED", "ERROR"], 20_000);
     expect(run.state).toBe("FAILED");
-    expect(run.status_message).toMatchObject({ error_code: "step_limit" });
+    expect(run.status_message).toMatchObject({ error_code: "budget_exceeded", reason: "step_limit" });
     expect(run.status_message.message).toContain("stopped after 100 steps (the step limit)");
     expect(run.request_usage.total_tokens).toBe(200);
   });
@@ -298,7 +299,7 @@ describe("builtin harness with configured providers", () => {
     const run = await waitForState(real, id, ["SUCCEEDED", "FAILED", "ERROR"]);
     expect(run.state).toBe("FAILED");
     expect(run.status_message.message).toMatch(/^MCP server "broken" failed to start/);
-    expect(run.status_message.error_code).toBe("mcp_server_failed");
+    expect(run.status_message).toMatchObject({ error_code: "invalid_request", reason: "mcp_server_failed" });
   });
 
   it("fails at once with what to configure: unknown provider, missing key", async () => {
@@ -306,7 +307,7 @@ describe("builtin harness with configured providers", () => {
     const missing = await create(real, "x", { model_id: "anthropic/claude-sonnet-4-5" });
     const a = await waitForState(real, unknown, ["FAILED", "SUCCEEDED", "ERROR"]);
     const b = await waitForState(real, missing, ["FAILED", "SUCCEEDED", "ERROR"]);
-    expect(a.status_message).toMatchObject({ error_code: "unknown_provider" });
+    expect(a.status_message).toMatchObject({ error_code: "invalid_request", reason: "unknown_provider" });
     expect(a.status_message.message).toContain('unknown model provider "mistral"');
     // The key in Dispatch's process environment is not used: only its validated configuration is.
     expect(b.status_message.message).toContain("set ANTHROPIC_API_KEY");

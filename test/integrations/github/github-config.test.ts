@@ -80,7 +80,11 @@ describe("GitHub configuration", () => {
   it("loadConfig carries it", () => {
     const config = loadConfig({ ...base, GITHUB_TOKEN: "ghp_0123456789", DISPATCH_DATA_DIR: dir });
     expect(config.github?.botHandle).toBe("dispatch");
-    expect(config.settings.github).toEqual({ min_permission: "write", permission_cache_seconds: 60 });
+    expect(config.settings.github).toEqual({
+      min_permission: "write",
+      permission_cache_seconds: 60,
+      repositories: {},
+    });
   });
 
   it("github: settings are validated", () => {

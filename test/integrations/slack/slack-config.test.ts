@@ -117,6 +117,8 @@ describe("manifests/slack-app.yaml", () => {
         "groups:read",
         "im:read",
         "mpim:read",
+        // Images shared with a mention, downloaded as the run's attachments.
+        "files:read",
       ].sort(),
     );
   });

@@ -118,7 +118,8 @@ describe("slash command", () => {
     );
     const card = s.fake.message(CHANNEL, binding.thread!);
     expect(String(card?.text)).toContain("tidy the README");
-    expect(JSON.stringify(card?.blocks)).toContain("model=acme/m1");
+    // The card names the agent with its model (agent-wording.ts).
+    expect(JSON.stringify(card?.blocks)).toContain("Agent: Dispatch builtin (acme/m1)");
   });
 
   it("acks while another connection holds the write lock, before the work behind the ack", async () => {

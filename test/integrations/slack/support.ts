@@ -28,6 +28,8 @@ export interface SlackDispatch {
       thread_ts?: string;
       channel?: string;
       user_team?: string;
+      /** Files shared with the message, as Slack lists them (FakeSlack.shareFile makes them). */
+      files?: unknown[];
     },
     opts?: { eventId?: string; headers?: Record<string, string> },
   ): Promise<SlackResponse>;
@@ -66,7 +68,12 @@ export function nextTs(): string {
  * `slack:` section of dispatch.config.yaml, as YAML text.
  */
 export async function startSlackDispatch(
-  opts: { settings?: string; env?: Record<string, string> } = {},
+  opts: {
+    settings?: string;
+    env?: Record<string, string>;
+    /** startDispatch's options (the scheduler's test clock, …). */
+    dispatch?: Parameters<typeof startTestDispatch>[1];
+  } = {},
 ): Promise<SlackDispatch> {
   const fake = await new FakeSlack().start();
   // The default channel's people: members under the `channel` policy.
@@ -74,13 +81,16 @@ export async function startSlackDispatch(
   const dir = await mkdtemp(join(tmpdir(), "dispatch-slack-"));
   const settingsPath = join(dir, "dispatch.config.yaml");
   await writeFile(settingsPath, opts.settings ?? "slack: {}\n");
-  const t = await startTestDispatch({
-    SLACK_BOT_TOKEN: fake.token,
-    SLACK_SIGNING_SECRET: SIGNING_SECRET,
-    SLACK_API_URL: fake.url,
-    DISPATCH_CONFIG_FILE: settingsPath,
-    ...opts.env,
-  });
+  const t = await startTestDispatch(
+    {
+      SLACK_BOT_TOKEN: fake.token,
+      SLACK_SIGNING_SECRET: SIGNING_SECRET,
+      SLACK_API_URL: fake.url,
+      DISPATCH_CONFIG_FILE: settingsPath,
+      ...opts.env,
+    },
+    opts.dispatch,
+  );
   // With DISPATCH_ADMIN_API_KEY no key is generated: that one is the admin key.
   const key = opts.env?.DISPATCH_ADMIN_API_KEY ?? t.key;
   const post = async (body: string, contentType: string, headers: Record<string, string> = {}) => {
@@ -146,6 +156,7 @@ export async function startSlackDispatch(
           event_ts: event.ts ?? nextTs(),
           ...(event.thread_ts ? { thread_ts: event.thread_ts } : {}),
           ...(event.user_team ? { user_team: event.user_team } : {}),
+          ...(event.files ? { files: event.files } : {}),
         },
       };
       return post(JSON.stringify(body), "application/json", o.headers);

@@ -20,6 +20,7 @@ export function channelSettingsConformance(t: StoreSuite): void {
         ...here,
         repository: "acme/app",
         baseBranch: "develop",
+        agent: null,
         updatedBy: "U1",
         updatedAt: "2026-01-01T00:00:00.000Z",
       };
@@ -31,6 +32,7 @@ export function channelSettingsConformance(t: StoreSuite): void {
         ...here,
         repository: "acme/api",
         baseBranch: null,
+        agent: null,
         updatedBy: "U2",
         updatedAt: "2026-01-02T00:00:00.000Z",
       });
@@ -40,10 +42,51 @@ export function channelSettingsConformance(t: StoreSuite): void {
         ...here,
         repository: null,
         baseBranch: null,
+        agent: null,
         updatedBy: "U3",
         updatedAt: "2026-01-03T00:00:00.000Z",
       });
       expect(await t.store.getChannelSettings(here)).toEqual(cleared);
+    });
+
+    it("sets and clears a channel's default agent without touching its repository, and the other way round", async () => {
+      const first = await t.store.setChannelAgent(here, "claude", "U1", "2026-02-01T00:00:00.000Z");
+      expect(first).toEqual({
+        ...here,
+        repository: null,
+        baseBranch: null,
+        agent: "claude",
+        updatedBy: "U1",
+        updatedAt: "2026-02-01T00:00:00.000Z",
+      });
+      await t.store.setChannelRepository(
+        here,
+        { repository: "acme/app", base: "main" },
+        "U2",
+        "2026-02-02T00:00:00.000Z",
+      );
+      expect(await t.store.getChannelSettings(here)).toMatchObject({
+        repository: "acme/app",
+        agent: "claude",
+      });
+      const replaced = await t.store.setChannelAgent(here, "codex", "U3", "2026-02-03T00:00:00.000Z");
+      expect(replaced).toEqual({
+        ...here,
+        repository: "acme/app",
+        baseBranch: "main",
+        agent: "codex",
+        updatedBy: "U3",
+        updatedAt: "2026-02-03T00:00:00.000Z",
+      });
+      const cleared = await t.store.setChannelAgent(here, null, "U4", "2026-02-04T00:00:00.000Z");
+      expect(cleared).toMatchObject({
+        repository: "acme/app",
+        baseBranch: "main",
+        agent: null,
+        updatedBy: "U4",
+      });
+      expect(await t.store.getChannelSettings(here)).toEqual(cleared);
+      expect(await t.store.getChannelSettings({ ...here, channel: "C2" })).toBeUndefined();
     });
 
     it("keeps channels apart by platform, workspace and channel", async () => {

@@ -34,6 +34,8 @@ export function identitiesConformance(t: StoreSuite): void {
         baseModel: "fast",
       });
       expect(updated).toMatchObject({ name: "Reviewer", description: "reviews", baseModel: "fast" });
+      // An update records when it happened (Oz's updated_at).
+      expect(Date.parse(updated!.updatedAt!)).toBeGreaterThan(Date.parse(a.createdAt));
       expect(await t.store.updateIdentity("t1", "sa_1", { description: null, skills: [] })).toMatchObject({
         description: null,
         baseModel: "fast",

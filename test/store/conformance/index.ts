@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe } from "vitest";
 import type { Store } from "../../../src/store/store.ts";
+import { attachmentsConformance } from "./attachments.ts";
 import { channelSettingsConformance } from "./channel-settings.ts";
 import { databaseConformance } from "./database.ts";
 import { eventsConformance } from "./events.ts";
@@ -10,6 +11,7 @@ import { inboundConformance } from "./inbound.ts";
 import { leasesConformance } from "./leases.ts";
 import { outboxConformance } from "./outbox.ts";
 import { runsConformance } from "./runs.ts";
+import { schedulesConformance } from "./schedules.ts";
 import { storeSuite } from "./suite.ts";
 
 /**
@@ -46,5 +48,7 @@ export function storeConformance(
     outboxConformance(suite);
     eventsConformance(suite);
     channelSettingsConformance(suite);
+    schedulesConformance(suite);
+    attachmentsConformance(suite);
   });
 }

@@ -8,13 +8,16 @@ export function leasesConformance(t: StoreSuite): void {
   it("claims the oldest queued run once, and never the same run twice", async () => {
     const a = await create();
     const b = await create();
-    const [first, second, third] = await Promise.all([
+    const claims = await Promise.all([
       t.store.claimNextRun("w1", 60_000),
       t.store.claimNextRun("w2", 60_000),
       t.store.claimNextRun("w3", 60_000),
     ]);
-    expect([first?.id, second?.id].sort()).toEqual([a.id, b.id].sort());
-    expect(third).toBeUndefined();
+    // Which of the concurrent claimers comes away empty is up to the backend (PostgreSQL's SKIP LOCKED lets
+    // them race); that each run goes to exactly one of them is not.
+    const claimed = claims.filter((run) => run !== undefined);
+    expect(claimed.map((run) => run.id).sort()).toEqual([a.id, b.id].sort());
+    const first = claimed[0];
     expect(first).toMatchObject({ state: "INPROGRESS" });
     expect(first?.startedAt).not.toBeNull();
     expect(first?.leaseExpiresAt).not.toBeNull();

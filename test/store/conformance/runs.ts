@@ -220,11 +220,27 @@ export function runsConformance(t: StoreSuite): void {
       expect(await ids({ executionLocation: "LOCAL" })).toEqual([]);
     });
 
-    it("scheduleId and ancestorRunId match no run, since none records a schedule or a parent", async () => {
+    it("scheduleId matches no run, since none records a schedule", async () => {
       const run = await create();
       expect(await ids({})).toEqual([run.id]);
       expect(await ids({ scheduleId: "s1" })).toEqual([]);
-      expect(await ids({ ancestorRunId: run.id })).toEqual([]);
+    });
+
+    it("ancestorRunId: the run's descendants at any depth through parentRunId, not the run itself", async () => {
+      const root = await create();
+      const child = await create({ parentRunId: root.id });
+      const grandchild = await create({ parentRunId: child.id, mode: "plan" });
+      await create();
+      expect(await ids({ ancestorRunId: root.id })).toEqual([child.id, grandchild.id]);
+      expect(await ids({ ancestorRunId: child.id })).toEqual([grandchild.id]);
+      expect(await ids({ ancestorRunId: grandchild.id })).toEqual([]);
+      expect(await t.store.getRun("t1", grandchild.id)).toMatchObject({
+        parentRunId: child.id,
+        mode: "plan",
+      });
+      const plain = await t.store.getRun("t1", root.id);
+      expect(plain?.parentRunId ?? null).toBeNull();
+      expect(plain?.mode ?? "normal").toBe("normal");
     });
 
     it("sorts by agent name then id, runs without a name last in either order, across pages", async () => {

@@ -1,5 +1,5 @@
 """Python client for the Dispatch agent-run HTTP API v1 (runs, models, environments, skills, identities,
-artifacts).
+artifacts, schedules).
 
 from agent_dispatch import Dispatch
 
@@ -38,21 +38,29 @@ from .types import (
     AgentConfig,
     AgentConfigParam,
     AgentIdentity,
+    AttachmentParam,
     CloudEnvironment,
     CreateRunResponse,
+    DeleteScheduleResponse,
     FileArtifactData,
     FileArtifactResponse,
     FollowupResponse,
+    HandoffAttachment,
     ListAgentIdentitiesResponse,
     ListAgentsResponse,
+    ListAttachmentsResponse,
     ListEnvironmentsResponse,
     ListModelsResponse,
+    ListSchedulesResponse,
     ModelInfo,
     Problem,
     RunEvent,
     RunEventsResponse,
     RunItem,
+    RunSchedule,
     RunState,
+    ScheduledAgentItem,
+    ScheduleHistory,
 )
 
 __all__ = [
@@ -107,4 +115,12 @@ __all__ = [
     "ListAgentIdentitiesResponse",
     "FileArtifactResponse",
     "FileArtifactData",
+    "HandoffAttachment",
+    "ListAttachmentsResponse",
+    "AttachmentParam",
+    "ScheduledAgentItem",
+    "ScheduleHistory",
+    "ListSchedulesResponse",
+    "DeleteScheduleResponse",
+    "RunSchedule",
 ]

@@ -40,6 +40,12 @@ from .resources.identities import (
 )
 from .resources.models import AsyncModels, AsyncModelsWithRawResponse, Models, ModelsWithRawResponse
 from .resources.runs import AsyncRuns, AsyncRunsWithRawResponse, Runs, RunsWithRawResponse
+from .resources.schedules import (
+    AsyncSchedules,
+    AsyncSchedulesWithRawResponse,
+    Schedules,
+    SchedulesWithRawResponse,
+)
 
 __all__ = ["Dispatch", "AsyncDispatch"]
 
@@ -88,6 +94,7 @@ class Dispatch(SyncAPIClient):
     agents: Agents
     identities: Identities
     artifacts: Artifacts
+    schedules: Schedules
     with_raw_response: DispatchWithRawResponse
 
     def __init__(
@@ -114,6 +121,7 @@ class Dispatch(SyncAPIClient):
         self.agents = Agents(self)
         self.identities = Identities(self)
         self.artifacts = Artifacts(self)
+        self.schedules = Schedules(self)
         self.with_raw_response = DispatchWithRawResponse(self)
 
     def with_options(
@@ -260,6 +268,7 @@ class AsyncDispatch(AsyncAPIClient):
     environments: AsyncEnvironments
     agents: AsyncAgents
     identities: AsyncIdentities
+    schedules: AsyncSchedules
     artifacts: AsyncArtifacts
     with_raw_response: AsyncDispatchWithRawResponse
 
@@ -287,6 +296,7 @@ class AsyncDispatch(AsyncAPIClient):
         self.agents = AsyncAgents(self)
         self.identities = AsyncIdentities(self)
         self.artifacts = AsyncArtifacts(self)
+        self.schedules = AsyncSchedules(self)
         self.with_raw_response = AsyncDispatchWithRawResponse(self)
 
     def with_options(
@@ -427,6 +437,7 @@ class DispatchWithRawResponse:
         self.agents = AgentsWithRawResponse(client.agents)
         self.identities = IdentitiesWithRawResponse(client.identities)
         self.artifacts = ArtifactsWithRawResponse(client.artifacts)
+        self.schedules = SchedulesWithRawResponse(client.schedules)
 
     def get(
         self,
@@ -474,6 +485,7 @@ class AsyncDispatchWithRawResponse:
         self.agents = AsyncAgentsWithRawResponse(client.agents)
         self.identities = AsyncIdentitiesWithRawResponse(client.identities)
         self.artifacts = AsyncArtifactsWithRawResponse(client.artifacts)
+        self.schedules = AsyncSchedulesWithRawResponse(client.schedules)
 
     async def get(
         self,

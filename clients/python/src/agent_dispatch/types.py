@@ -25,6 +25,7 @@ __all__ = [
     "AgentConfig",
     "Creator",
     "AgentSkill",
+    "OzErrorCode",
     "StatusMessage",
     "Artifact",
     "RequestUsage",
@@ -54,8 +55,19 @@ __all__ = [
     "SkillAgent",
     "ListAgentsResponse",
     "IdentitySecret",
+    "HandoffAttachment",
+    "ListAttachmentsResponse",
+    "AttachmentParam",
+    "IdentityMemory",
+    "IdentityAutoMemory",
+    "IdentityMemoryStore",
     "AgentIdentity",
     "ListAgentIdentitiesResponse",
+    "RunSchedule",
+    "ScheduleHistory",
+    "ScheduledAgentItem",
+    "ListSchedulesResponse",
+    "DeleteScheduleResponse",
 ]
 
 RunState = Literal["QUEUED", "INPROGRESS", "SUCCEEDED", "FAILED", "ERROR", "CANCELLED"]
@@ -91,8 +103,11 @@ class MCPServerConfig(DispatchModel):
 
 
 class Harness(DispatchModel):
-    type: str
-    """``builtin``, ``scripted`` or another harness the server offers."""
+    type: Literal["oz", "claude", "codex", "gemini"] | str
+    """Oz's harness type: ``oz`` for Dispatch's own harnesses (told apart by ``name``), or ``claude``,
+    ``codex``, ``gemini``. Requests may also say ``builtin`` or ``scripted`` (legacy spellings)."""
+    name: str | None = None
+    """Dispatch extension: ``builtin`` or ``scripted`` with ``type="oz"``."""
 
 
 class AgentConfig(DispatchModel):
@@ -126,9 +141,34 @@ class AgentSkill(DispatchModel):
     full_path: str
 
 
+OzErrorCode = Literal[
+    "insufficient_credits",
+    "feature_not_available",
+    "external_authentication_required",
+    "not_authorized",
+    "invalid_request",
+    "resource_not_found",
+    "budget_exceeded",
+    "integration_disabled",
+    "integration_not_configured",
+    "operation_not_supported",
+    "environment_setup_failed",
+    "content_policy_violation",
+    "conflict",
+    "authentication_required",
+    "resource_unavailable",
+    "internal_error",
+]
+"""Oz's ``ErrorCode`` values, which ``StatusMessage.error_code`` is one of."""
+
+
 class StatusMessage(DispatchModel):
     message: str
-    error_code: str | None = None
+    error_code: OzErrorCode | str | None = None
+    """Oz's error code when one fits (e.g. ``budget_exceeded`` for a time limit), else absent."""
+    reason: str | None = None
+    """Dispatch extension: the finer reason, e.g. ``time_limit``, ``command_failed``, ``delivery_failed``,
+    ``worker_lost``, ``cancelled``."""
     retryable: bool | None = None
 
 
@@ -179,6 +219,13 @@ class RunItem(DispatchModel):
     is_sandbox_running: bool
     scope: Scope
     metadata: dict[str, str]
+    conversation_id: str
+    """The run's conversation: its own id (a create with ``conversation_id`` continues the run)."""
+    parent_run_id: str | None = None
+    """The run that spawned this one, when one did."""
+    schedule: RunSchedule | None = None
+    """The schedule that fired this run (``source`` ``SCHEDULED_AGENT``)."""
+    execution_location: Literal["REMOTE"] | str
 
     @property
     def is_terminal(self) -> bool:
@@ -252,6 +299,8 @@ class ModelInfo(DispatchModel):
     vision_supported: bool
     """Whether the model takes image attachments as input."""
     description: str | None = None
+    harnesses: list[str] = []
+    """Dispatch extension: the harnesses (``config.harness.type``) that can run it: oz, claude, codex, gemini."""
 
 
 class ListModelsResponse(DispatchModel):
@@ -340,6 +389,19 @@ class IdentitySecret(DispatchModel):
     name: str
 
 
+class IdentityMemoryStore(DispatchModel):
+    uid: str
+
+
+class IdentityAutoMemory(DispatchModel):
+    enabled: bool
+
+
+class IdentityMemory(DispatchModel):
+    attached_stores: list[IdentityMemoryStore]
+    auto_memory: IdentityAutoMemory
+
+
 class AgentIdentity(DispatchModel):
     """A service account of the team (``/agent/identities``): who runs act as."""
 
@@ -348,6 +410,12 @@ class AgentIdentity(DispatchModel):
     available: bool
     """Whether runs may use this identity."""
     created_at: datetime
+    updated_at: datetime
+    """The last change; ``created_at`` until the first one."""
+    default_runner_uid: str
+    """Always empty: Dispatch has no runners (Oz's field)."""
+    memory: IdentityMemory
+    """Always empty and disabled: Dispatch has no memory stores (Oz's field)."""
     description: str | None = None
     prompt: str | None = None
     """Base prompt of runs executed as this identity."""
@@ -360,6 +428,59 @@ class AgentIdentity(DispatchModel):
 
 class ListAgentIdentitiesResponse(DispatchModel):
     agents: list[AgentIdentity]
+
+
+# --- schedules ---
+
+
+class RunSchedule(DispatchModel):
+    """The schedule a run was fired by (``RunItem.schedule``), as it was at that firing."""
+
+    schedule_id: str
+    schedule_name: str
+    cron_schedule: str
+    fire_time: datetime
+    """Dispatch extension: the cron slot this run is for."""
+
+
+class ScheduleHistory(DispatchModel):
+    last_ran: datetime | None
+    """When the schedule last created a run."""
+    next_run: datetime | None
+    """Its next fire time; None while paused."""
+
+
+class ScheduledAgentItem(DispatchModel):
+    """A cron-driven agent of the team (``/agent/schedules``): each firing creates one run."""
+
+    id: str
+    name: str
+    """Unique in the team."""
+    cron_schedule: str
+    """Five fields: minute hour day-of-month month day-of-week."""
+    timezone: str
+    """Dispatch extension: the IANA time zone the cron is read in (``UTC`` by default)."""
+    enabled: bool
+    prompt: str
+    created_at: datetime
+    updated_at: datetime
+    last_spawn_error: str | None
+    """Why the latest firing could not create its run; cleared by the next one that does."""
+    agent_config: AgentConfig
+    metadata: dict[str, str]
+    created_by: Creator
+    updated_by: Creator
+    history: ScheduleHistory
+    scope: Scope
+
+
+class ListSchedulesResponse(DispatchModel):
+    schedules: list[ScheduledAgentItem]
+    """Sorted by name."""
+
+
+class DeleteScheduleResponse(DispatchModel):
+    success: bool
 
 
 class FileArtifactData(DispatchModel):
@@ -383,7 +504,42 @@ class FileArtifactResponse(DispatchModel):
     data: FileArtifactData
 
 
+class HandoffAttachment(DispatchModel):
+    """An image attached to a run's create or one of its follow-ups."""
+
+    attachment_id: str
+    download_url: str
+    """Signed link to the bytes: works without an API key until ``expires_at``."""
+    filename: str
+    mime_type: str | None = None
+    """``image/jpeg``, ``image/png``, ``image/gif`` or ``image/webp`` (sniffed from the bytes)."""
+    expires_at: datetime
+    """Dispatch extension: when ``download_url`` stops working."""
+    size_bytes: int
+    """Dispatch extension."""
+    followup_id: str | None
+    """Dispatch extension: the follow-up the image came with; ``None`` for the run's create."""
+    created_at: datetime
+    """Dispatch extension."""
+
+
+class ListAttachmentsResponse(DispatchModel):
+    """``GET /agent/runs/{run_id}/handoff/attachments``."""
+
+    attachments: list[HandoffAttachment]
+
+
 # --- request parameters (plain dicts; the models above are accepted too) ---
+
+
+class AttachmentParam(TypedDict):
+    """An image sent with a create or a follow-up: at most 5 per request, each at most 5 MB decoded,
+    JPEG, PNG, GIF or WebP (the server checks the bytes, and answers 400 naming the file otherwise)."""
+
+    file_name: str
+    mime_type: str
+    data: str
+    """The file's bytes, base64 (standard alphabet, padded): ``base64.b64encode(raw).decode()``."""
 
 
 class MCPServerConfigParam(TypedDict, total=False):
@@ -396,6 +552,9 @@ class MCPServerConfigParam(TypedDict, total=False):
 
 class HarnessParam(TypedDict, total=False):
     type: Required[str]
+    """``oz`` (with ``name``), ``claude``, ``codex`` or ``gemini``; ``builtin``/``scripted`` are legacy spellings."""
+    name: str
+    """Dispatch extension: ``builtin`` or ``scripted`` with ``type="oz"``; the server's default when absent."""
 
 
 class AgentConfigParam(TypedDict, total=False):

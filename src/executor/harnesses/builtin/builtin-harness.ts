@@ -8,12 +8,14 @@ import {
 } from "ai";
 import type { RequestUsage } from "../../../model/run.ts";
 import type { Harness, HarnessContext, HarnessOutcome } from "../../harness.ts";
+import { PLAN_INSTRUCTION, withoutFileWrites } from "../../plan-mode.ts";
 import { historyFromTranscript, usageFromTranscript } from "./history.ts";
 import { connectMcpServers, type McpConnection, McpStartError } from "./mcp.ts";
 import { ModelConfigError, type ModelResolver, type ResolvedModel } from "./models.ts";
 import { createTools } from "./tools/create-tools.ts";
 import type { ToolLimits } from "./tools/tool-context.ts";
 import type { ToolOutput } from "./tools/tool-output.ts";
+import { noteEvent, TurnImages } from "./turn-images.ts";
 
 export interface BuiltinHarnessOptions {
   /** model_id → model; built from server configuration, injected in tests. */
@@ -104,29 +106,23 @@ export class BuiltinHarness implements Harness {
         return { status: "failed", message, errorCode: "mcp_server_failed", usage };
       }
       const inflight = new Set<Promise<unknown>>();
+      const own = createTools({
+        sandbox: ctx.sandbox,
+        signal,
+        ...(this.opts.toolLimits ? { limits: this.opts.toolLimits } : {}),
+      });
       const tools = tracked(
-        {
-          ...createTools({
-            sandbox: ctx.sandbox,
-            signal,
-            ...(this.opts.toolLimits ? { limits: this.opts.toolLimits } : {}),
-          }),
-          ...mcp.tools,
-        },
+        { ...(ctx.mode === "plan" ? withoutFileWrites(own) : own), ...mcp.tools },
         inflight,
       );
+      const images = new TurnImages({ vision: resolved.vision === true, modelId: resolved.id });
+      images.update((await ctx.attachments?.()) ?? [], events);
+      const history = historyFromTranscript(events, ctx.input, images);
+      for (const note of images.takeNotes()) await ctx.emit("log", noteEvent(note, resolved.id));
       try {
-        return await this.loop(
-          ctx,
-          resolved,
-          tools,
-          signal,
-          usage,
-          historyFromTranscript(events, ctx.input),
-          {
-            timedOut: () => (timeLimit.signal.aborted && !ctx.signal.aborted ? timedOut() : undefined),
-          },
-        );
+        return await this.loop(ctx, resolved, tools, signal, usage, history, images, {
+          timedOut: () => (timeLimit.signal.aborted && !ctx.signal.aborted ? timedOut() : undefined),
+        });
       } finally {
         // An aborted stream ends before its tools do: wait until their processes are gone (they got the
         // same signal, so this is bounded by the sandbox's kill grace).
@@ -145,6 +141,7 @@ export class BuiltinHarness implements Harness {
     signal: AbortSignal,
     usage: RequestUsage,
     messages: ReturnType<typeof historyFromTranscript>,
+    images: TurnImages,
     limits: { timedOut: () => HarnessOutcome | undefined },
   ): Promise<HarnessOutcome> {
     const log = ctx.log.child({ component: "builtin-harness" });
@@ -154,9 +151,10 @@ export class BuiltinHarness implements Harness {
     let stepsDone = 0;
 
     const base = ctx.run.agentConfig.base_prompt?.trim();
+    const system = ctx.mode === "plan" ? `${DEFAULT_SYSTEM}\n\n${PLAN_INSTRUCTION}` : DEFAULT_SYSTEM;
     const result = streamText({
       model: resolved.model,
-      instructions: base ? `${base}\n\n${DEFAULT_SYSTEM}` : DEFAULT_SYSTEM,
+      instructions: base ? `${base}\n\n${system}` : system,
       messages,
       tools,
       stopWhen: isStepCount(maxSteps),
@@ -168,9 +166,18 @@ export class BuiltinHarness implements Harness {
         // Step boundary: follow-ups that arrived meanwhile reach the model in the next step. At the last
         // step they stay waiting instead, so the executor hands them to a new turn.
         if (stepsDone >= maxSteps || signal.aborted) return;
-        for (const message of await ctx.takeFollowups()) {
-          steering.steer(message).catch((err: unknown) => log.warn({ err }, "steering a follow-up failed"));
+        const taken = await ctx.takeFollowups();
+        // A follow-up may have come with images: they join its message (read only when one arrived).
+        if (taken.length > 0 && ctx.attachments) {
+          images.update(await ctx.attachments(), (await ctx.transcript?.()) ?? []);
         }
+        for (const message of taken) {
+          const content = images.byText(message);
+          steering
+            .steer(typeof content === "string" ? content : { role: "user", content })
+            .catch((err: unknown) => log.warn({ err }, "steering a follow-up failed"));
+        }
+        for (const note of images.takeNotes()) await ctx.emit("log", noteEvent(note, resolved.id));
       },
     });
 

@@ -1,6 +1,7 @@
-import type { ModelMessage, ToolModelMessage } from "ai";
+import type { ModelMessage, ToolModelMessage, UserModelMessage } from "ai";
 import type { RequestUsage, RunEvent } from "../../../model/run.ts";
 import { formatForModel, type ToolOutput } from "./tools/tool-output.ts";
+import type { TurnImages } from "./turn-images.ts";
 
 /**
  * Rebuilds the conversation from a run's transcript, so that a follow-up execution continues where the
@@ -11,9 +12,13 @@ import { formatForModel, type ToolOutput } from "./tools/tool-output.ts";
  * boundary after it was posted, which is where steering delivered it. A tool call without a result (the
  * run was cancelled while it ran) gets a result saying so, so providers accept the history.
  */
-export function historyFromTranscript(events: RunEvent[], input: string[]): ModelMessage[] {
+export function historyFromTranscript(
+  events: RunEvent[],
+  input: string[],
+  images?: TurnImages,
+): ModelMessage[] {
   const messages: ModelMessage[] = [];
-  let pendingUsers: string[] = [];
+  let pendingUsers: UserModelMessage[] = [];
   let step: { id: string; assistant: AssistantPart[]; results: ToolResults } | undefined;
 
   const flushStep = () => {
@@ -38,7 +43,7 @@ export function historyFromTranscript(events: RunEvent[], input: string[]): Mode
     step = undefined;
   };
   const flushUsers = () => {
-    for (const text of pendingUsers) messages.push({ role: "user", content: text });
+    messages.push(...pendingUsers);
     pendingUsers = [];
   };
   const stepFor = (data: Record<string, unknown>) => {
@@ -57,14 +62,21 @@ export function historyFromTranscript(events: RunEvent[], input: string[]): Mode
       case "message":
         if (d.role === "user") {
           flushStep();
-          messages.push({ role: "user", content: String(d.text ?? "") });
+          const text = String(d.text ?? "");
+          messages.push({ role: "user", content: images ? images.prompt(text) : text });
           flushUsers(); // follow-ups queued before the agent started come after the prompt
         } else if (d.role === "assistant" && typeof d.text === "string" && d.text !== "") {
           stepFor(d).assistant.push({ type: "text", text: d.text });
         }
         break;
       case "followup":
-        if (typeof d.message === "string") pendingUsers.push(d.message);
+        if (typeof d.message === "string") {
+          const content =
+            images && typeof d.followup_id === "string"
+              ? images.followup(d.followup_id, d.message)
+              : d.message;
+          pendingUsers.push({ role: "user", content });
+        }
         break;
       case "tool_call":
         if (typeof d.call_id === "string") {
@@ -89,14 +101,22 @@ export function historyFromTranscript(events: RunEvent[], input: string[]): Mode
   // whatever is not among the trailing user messages.
   const trailing: string[] = [];
   for (let i = messages.length - 1; i >= 0 && messages[i]!.role === "user"; i--) {
-    trailing.push(String(messages[i]!.content));
+    trailing.push(textOf(messages[i] as UserModelMessage));
   }
   for (const text of input) {
     const at = trailing.indexOf(text);
     if (at >= 0) trailing.splice(at, 1);
-    else messages.push({ role: "user", content: text });
+    else messages.push({ role: "user", content: images ? images.byText(text) : text });
   }
   return messages;
+}
+
+/** A user message's text (the first text part when it also carries images). */
+function textOf(message: UserModelMessage): string {
+  const { content } = message;
+  if (typeof content === "string") return content;
+  const part = content.find((p) => p.type === "text");
+  return part && part.type === "text" ? part.text : "";
 }
 
 type ToolResults = Map<string, string>;

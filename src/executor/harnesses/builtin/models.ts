@@ -17,6 +17,8 @@ export interface ResolvedModel {
   /** The `provider/model` actually used (after aliases). */
   id: string;
   model: LanguageModelV4;
+  /** Whether the model takes images (GET /agent/models `vision_supported`); none are sent when false or absent. */
+  vision?: boolean;
 }
 
 /** Turns a run's model_id into a model: injected in tests, built from configuration otherwise. */
@@ -80,7 +82,7 @@ export function configModelResolver(config: ModelsConfig): ModelResolver {
           );
         }
         const anthropic = createAnthropic({ apiKey, ...(baseUrl ? { baseURL: baseUrl } : {}) });
-        return { id, model: anthropic(name) };
+        return { id, model: anthropic(name), vision: visionSupported(id) };
       }
       case "openai": {
         const { apiKey, baseUrl } = config.openai;
@@ -90,7 +92,7 @@ export function configModelResolver(config: ModelsConfig): ModelResolver {
           );
         }
         const openai = createOpenAI({ apiKey, ...(baseUrl ? { baseURL: baseUrl } : {}) });
-        return { id, model: openai(name) };
+        return { id, model: openai(name), vision: visionSupported(id) };
       }
       default: {
         const { apiKey, baseUrl } = config.openaiCompatible;
@@ -105,10 +107,27 @@ export function configModelResolver(config: ModelsConfig): ModelResolver {
           includeUsage: true,
           ...(apiKey ? { apiKey } : {}),
         });
-        return { id, model: compatible.chatModel(name) };
+        return { id, model: compatible.chatModel(name), vision: visionSupported(id) };
       }
     }
   };
+}
+
+/**
+ * Whether the model (a canonical `provider/model` id) takes images. Known families only: Claude 3 and
+ * later, GPT-4o, GPT-4.1, GPT-5 and the o-series do; on an openai-compatible server, models whose names say
+ * vision (llava, *-vl, *vision*, pixtral, gemma3, minicpm-v, moondream); any other is not assumed to.
+ */
+export function visionSupported(id: string): boolean {
+  const [provider, name = ""] = [id.slice(0, id.indexOf("/")), id.slice(id.indexOf("/") + 1)];
+  if (provider === "anthropic") return /^claude-(3|[a-z]+-[4-9]|[4-9])/.test(name);
+  if (provider === "openai") return /^(gpt-4o|gpt-4\.1|gpt-5|o[1-9])/.test(name);
+  if (provider === "openai-compatible") {
+    return /(^|[/:_-])(llava|bakllava|pixtral|gemma-?3|minicpm-v|moondream)|[-_.]vl([-_.:]|$)|vision/i.test(
+      name,
+    );
+  }
+  return false;
 }
 
 /** For start-up logs: what a run without a model_id would use, or why it cannot. */

@@ -4,6 +4,7 @@ from .environments import AsyncEnvironments, AsyncEnvironmentsWithRawResponse, E
 from .identities import AsyncIdentities, AsyncIdentitiesWithRawResponse, Identities, IdentitiesWithRawResponse
 from .models import AsyncModels, AsyncModelsWithRawResponse, Models, ModelsWithRawResponse
 from .runs import AsyncRuns, AsyncRunsWithRawResponse, Runs, RunsWithRawResponse
+from .schedules import AsyncSchedules, AsyncSchedulesWithRawResponse, Schedules, SchedulesWithRawResponse
 
 __all__ = [
     "Runs",
@@ -30,4 +31,8 @@ __all__ = [
     "AsyncArtifacts",
     "ArtifactsWithRawResponse",
     "AsyncArtifactsWithRawResponse",
+    "Schedules",
+    "AsyncSchedules",
+    "SchedulesWithRawResponse",
+    "AsyncSchedulesWithRawResponse",
 ]

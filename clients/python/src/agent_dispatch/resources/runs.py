@@ -17,8 +17,10 @@ from .._types import NOT_GIVEN, NotGiven, TimeoutTypes
 from ..types import (
     AgentConfig,
     AgentConfigParam,
+    AttachmentParam,
     CreateRunResponse,
     FollowupResponse,
+    ListAttachmentsResponse,
     ListRunsResponse,
     RunEventsResponse,
     RunItem,
@@ -41,6 +43,7 @@ _parse_list = model_parser(ListRunsResponse.model_validate)
 _parse_followup = model_parser(FollowupResponse.model_validate)
 _parse_events = model_parser(RunEventsResponse.model_validate)
 _parse_cancel = model_parser(_STRING.validate_python)
+_parse_attachments = model_parser(ListAttachmentsResponse.model_validate)
 
 
 def _run_path(run_id: str, *rest: str) -> str:
@@ -55,6 +58,31 @@ def _timestamp(value: str | datetime | None) -> str | None:
     if value.tzinfo is None:
         value = value.replace(tzinfo=timezone.utc)  # naive datetimes are taken as UTC
     return value.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _oz_fields(
+    team: bool | None,
+    interactive: bool | None,
+    conversation_id: str | None,
+    parent_run_id: str | None,
+    mode: str | None,
+) -> dict[str, object]:
+    """Oz's create fields that were given: ``team`` (Dispatch runs are always the team's), ``interactive``,
+    ``conversation_id`` (continue that run: the prompt becomes its follow-up), ``parent_run_id`` (a run of
+    the same team) and ``mode`` (``normal`` or ``plan``)."""
+    given = {
+        "team": team,
+        "interactive": interactive,
+        "conversation_id": conversation_id,
+        "parent_run_id": parent_run_id,
+        "mode": mode,
+    }
+    return {name: value for name, value in given.items() if value is not None}
+
+
+def _attachments_field(attachments: Sequence[AttachmentParam] | None) -> dict[str, object]:
+    """``attachments`` when given: images (base64) sent with a create or follow-up."""
+    return {} if attachments is None else {"attachments": [dict(a) for a in attachments]}
 
 
 def _create_body(
@@ -174,6 +202,12 @@ class Runs:
         config: AgentConfigParam | AgentConfig | None = None,
         skill: str | None = None,
         metadata: Mapping[str, str] | None = None,
+        team: bool | None = None,
+        interactive: bool | None = None,
+        conversation_id: str | None = None,
+        parent_run_id: str | None = None,
+        mode: str | None = None,
+        attachments: Sequence[AttachmentParam] | None = None,
         on_behalf_of: Mapping[str, object] | None = None,
         idempotency_key: str | None = None,
         extra_headers: Mapping[str, str] | None = None,
@@ -193,7 +227,19 @@ class Runs:
                 method="POST",
                 path=_RUNS,
                 params=extra_query,
-                json_data=_create_body(prompt, title, config, skill, metadata, on_behalf_of, extra_body),
+                json_data=_create_body(
+                    prompt,
+                    title,
+                    config,
+                    skill,
+                    metadata,
+                    on_behalf_of,
+                    {
+                        **_oz_fields(team, interactive, conversation_id, parent_run_id, mode),
+                        **_attachments_field(attachments),
+                        **(extra_body or {}),
+                    },
+                ),
                 headers=extra_headers,
                 timeout=timeout,
                 max_retries=max_retries,
@@ -309,6 +355,7 @@ class Runs:
         *,
         message: str,
         mode: str | None = None,
+        attachments: Sequence[AttachmentParam] | None = None,
         idempotency_key: str | None = None,
         extra_headers: Mapping[str, str] | None = None,
         extra_query: Mapping[str, object] | None = None,
@@ -322,13 +369,36 @@ class Runs:
                 method="POST",
                 path=_run_path(run_id, "followups"),
                 params=extra_query,
-                json_data=_followup_body(message, mode, extra_body),
+                json_data=_followup_body(message, mode, {**_attachments_field(attachments), **(extra_body or {})}),
                 headers=extra_headers,
                 timeout=timeout,
                 max_retries=max_retries,
                 idempotency_key=idempotency_key,
             ),
             _parse_followup,
+        )
+
+    def list_handoff_attachments(
+        self,
+        run_id: str,
+        *,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, object] | None = None,
+        timeout: TimeoutTypes | NotGiven = NOT_GIVEN,
+        max_retries: int | NotGiven = NOT_GIVEN,
+    ) -> ListAttachmentsResponse:
+        """The run's image attachments, from its create and its follow-ups
+        (``GET /agent/runs/{run_id}/handoff/attachments``), each with a signed ``download_url``."""
+        return self._client._request(  # pyright: ignore[reportPrivateUsage]
+            RequestOptions(
+                method="GET",
+                path=_run_path(run_id, "handoff", "attachments"),
+                params=extra_query,
+                headers=extra_headers,
+                timeout=timeout,
+                max_retries=max_retries,
+            ),
+            _parse_attachments,
         )
 
     def cancel(
@@ -440,6 +510,12 @@ class AsyncRuns:
         config: AgentConfigParam | AgentConfig | None = None,
         skill: str | None = None,
         metadata: Mapping[str, str] | None = None,
+        team: bool | None = None,
+        interactive: bool | None = None,
+        conversation_id: str | None = None,
+        parent_run_id: str | None = None,
+        mode: str | None = None,
+        attachments: Sequence[AttachmentParam] | None = None,
         on_behalf_of: Mapping[str, object] | None = None,
         idempotency_key: str | None = None,
         extra_headers: Mapping[str, str] | None = None,
@@ -454,7 +530,19 @@ class AsyncRuns:
                 method="POST",
                 path=_RUNS,
                 params=extra_query,
-                json_data=_create_body(prompt, title, config, skill, metadata, on_behalf_of, extra_body),
+                json_data=_create_body(
+                    prompt,
+                    title,
+                    config,
+                    skill,
+                    metadata,
+                    on_behalf_of,
+                    {
+                        **_oz_fields(team, interactive, conversation_id, parent_run_id, mode),
+                        **_attachments_field(attachments),
+                        **(extra_body or {}),
+                    },
+                ),
                 headers=extra_headers,
                 timeout=timeout,
                 max_retries=max_retries,
@@ -569,6 +657,7 @@ class AsyncRuns:
         *,
         message: str,
         mode: str | None = None,
+        attachments: Sequence[AttachmentParam] | None = None,
         idempotency_key: str | None = None,
         extra_headers: Mapping[str, str] | None = None,
         extra_query: Mapping[str, object] | None = None,
@@ -581,13 +670,36 @@ class AsyncRuns:
                 method="POST",
                 path=_run_path(run_id, "followups"),
                 params=extra_query,
-                json_data=_followup_body(message, mode, extra_body),
+                json_data=_followup_body(message, mode, {**_attachments_field(attachments), **(extra_body or {})}),
                 headers=extra_headers,
                 timeout=timeout,
                 max_retries=max_retries,
                 idempotency_key=idempotency_key,
             ),
             _parse_followup,
+        )
+
+    async def list_handoff_attachments(
+        self,
+        run_id: str,
+        *,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, object] | None = None,
+        timeout: TimeoutTypes | NotGiven = NOT_GIVEN,
+        max_retries: int | NotGiven = NOT_GIVEN,
+    ) -> ListAttachmentsResponse:
+        """The run's image attachments, from its create and its follow-ups
+        (``GET /agent/runs/{run_id}/handoff/attachments``), each with a signed ``download_url``."""
+        return await self._client._request(  # pyright: ignore[reportPrivateUsage]
+            RequestOptions(
+                method="GET",
+                path=_run_path(run_id, "handoff", "attachments"),
+                params=extra_query,
+                headers=extra_headers,
+                timeout=timeout,
+                max_retries=max_retries,
+            ),
+            _parse_attachments,
         )
 
     async def cancel(
@@ -689,6 +801,7 @@ class RunsWithRawResponse:
         self.list = to_raw_response_wrapper(runs.list)
         self.retrieve = to_raw_response_wrapper(runs.retrieve)
         self.followup = to_raw_response_wrapper(runs.followup)
+        self.list_handoff_attachments = to_raw_response_wrapper(runs.list_handoff_attachments)
         self.cancel = to_raw_response_wrapper(runs.cancel)
         self.list_events = to_raw_response_wrapper(runs.list_events)
 
@@ -699,5 +812,6 @@ class AsyncRunsWithRawResponse:
         self.list = async_to_raw_response_wrapper(runs.list)
         self.retrieve = async_to_raw_response_wrapper(runs.retrieve)
         self.followup = async_to_raw_response_wrapper(runs.followup)
+        self.list_handoff_attachments = async_to_raw_response_wrapper(runs.list_handoff_attachments)
         self.cancel = async_to_raw_response_wrapper(runs.cancel)
         self.list_events = async_to_raw_response_wrapper(runs.list_events)
