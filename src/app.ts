@@ -65,7 +65,9 @@ import { ScheduleService } from "./schedules/schedule-service.ts";
 import { Scheduler, type SchedulerOptions } from "./schedules/scheduler.ts";
 import { openStore } from "./store/open-store.ts";
 import type { Store } from "./store/store.ts";
+import { WebSignIn } from "./web/auth/web-sign-in.ts";
 import { sessionPage } from "./web/session-page.ts";
+import { webApp } from "./web/web-app.ts";
 
 const HOUSEKEEPING_MS = 60 * 60 * 1000;
 const DAY_MS = 24 * 3600_000;
@@ -107,6 +109,8 @@ export async function startDispatch(
     diskCheckIntervalMs?: number;
     /** The scheduler's clock and waits (tests run schedules on an accelerated clock). */
     scheduler?: Partial<Pick<SchedulerOptions, "now" | "speed" | "maxSleepMs" | "retryMs">>;
+    /** The web app's clock (tests expire sign-in links and sessions without waiting). */
+    web?: { now?: () => Date };
   } = {},
 ): Promise<Dispatch> {
   const { roles } = config;
@@ -230,6 +234,19 @@ export async function startDispatch(
       artifacts: store,
       attachments: { store, links: attachmentLinks },
     });
+  // The team's web app (issue 15): sign-in from Slack or with an admin key, and the runs dashboard.
+  const webSignIn = new WebSignIn({
+    store,
+    publicUrl: () => publicUrl,
+    ...(opts.web?.now ? { now: opts.web.now } : {}),
+  });
+  if (serveApi)
+    server.register(webApp, {
+      signIn: webSignIn,
+      runService,
+      store,
+      slashCommand: config.slack?.command ?? "/agent",
+    });
   // Slack: the app answers POST /slack/events (or connects in Socket Mode); the notifier reports back.
   // Remote mode: the integrations and the notifier front another Dispatch instead of this one.
   const remoteRuns = config.runService
@@ -256,6 +273,22 @@ export async function startDispatch(
           runs: await runsApiFor(SLACK_PRINCIPAL, "member"),
           // In process only: the runs of a remote Dispatch's schedule could not report to this bot's channels.
           ...(remoteRuns ? {} : { schedules: await slackSchedules() }),
+          // A Slack user signs in as the principal their runs name (`slack:<team>:<user>`), in the team
+          // the Slack app's runs belong to; a remote Dispatch's runs are not this web app's to show.
+          ...(remoteRuns
+            ? {}
+            : {
+                webLogin: async (creator) => {
+                  const { team } = await runService.ensureServiceAccount(SLACK_PRINCIPAL);
+                  return webSignIn.issueLink({
+                    id: creator.uid,
+                    teamId: team.id,
+                    type: "user",
+                    displayName: creator.display_name,
+                    email: creator.email ?? null,
+                  });
+                },
+              }),
           store,
           log,
           renderStatus: (run, binding) => renderStatusCard(run, binding ?? null, Date.now()),
@@ -390,6 +423,7 @@ export async function startDispatch(
       store.pruneIdempotencyKeys(ago(DAY_MS)),
       store.pruneInbox(ago(7 * DAY_MS)),
       store.pruneOutbox(ago(7 * DAY_MS)),
+      store.pruneWebSignIns(ago(DAY_MS)),
       retentionMs > 0 &&
         removeExpiredWorkspaces({ store, dataDir: config.dataDir, finishedBefore: ago(retentionMs), log }),
     ]).catch((err) => log.warn({ err }, "housekeeping failed; retrying at the next interval"));

@@ -165,7 +165,7 @@ const EnvSchema = z.object({
 });
 
 /** A postgres:// (or postgresql://) URL that names a host. */
-function isPostgresUrl(value: string): boolean {
+export function isPostgresUrl(value: string): boolean {
   if (!/^postgres(ql)?:\/\//.test(value)) return false;
   try {
     return new URL(value).hostname !== "";

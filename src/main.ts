@@ -10,6 +10,8 @@ Usage:
   dispatch serve [--role R,…]    start the API, workers and integrations (npm start); roles: api,
                                  worker, notifier, scheduler (default all; DISPATCH_ROLES)
   dispatch keys create|list|revoke   manage API keys on this machine's store
+  dispatch migrate-to-postgres [--from dispatch.db] [--to postgres://…]
+                                 copy this machine's SQLite database into a new PostgreSQL database
 
 Runs (over the HTTP API):
 ${RUNS_USAGE}
@@ -33,6 +35,8 @@ async function main(argv: string[]): Promise<number> {
       return (await import("./cli/serve.ts")).serve(rest);
     case "keys":
       return (await import("./cli/keys.ts")).keys(rest);
+    case "migrate-to-postgres":
+      return (await import("./cli/migrate-to-postgres.ts")).migrateToPostgresCommand(rest);
     case undefined:
     case "help":
     case "--help":

@@ -14,6 +14,7 @@
  *   /codex <prompt> · /claude … · /gemini … · /builtin …   (GitHub) a new run with that agent
  *   schedule "<cron>" [name:<name>] <prompt> [options]   (Slack) runs the prompt on that cron, reporting here
  *   schedules · unschedule <name>  (Slack) the channel's schedules; delete one
+ *   login                         (Slack, slash command only) a one-time link that signs the user in to the web app
  *
  * Text inside code fences and inline code is always prompt. An unknown option key is an error listing
  * the valid keys (never silently dropped); a later duplicate key wins.
@@ -52,7 +53,9 @@ export type Command =
    */
   | { verb: "schedule"; cron: string; name?: string; run: Command & { verb: "run" } }
   | { verb: "schedules" }
-  | { verb: "unschedule"; name: string };
+  | { verb: "unschedule"; name: string }
+  /** Slack slash command: a one-time web sign-in link, answered only to the person who asked. */
+  | { verb: "login" };
 
 /** How repository specs are read (parseRepositorySpec): the server's GitHub URL, whether file:// is allowed. */
 export interface RepositoryParsing {
@@ -130,6 +133,10 @@ export function parseCommand(text: string, surface: Surface, opts: GrammarOption
       if (!slack) break;
       if (rest === "") throw new GrammarError("which schedule? unschedule <name> (`schedules` lists them)");
       return { verb: "unschedule", name: unquote(rest) };
+    case "login":
+      // Ephemeral only: a mention is answered in the channel's thread, where a link must not appear.
+      if (surface === "slash" && rest === "") return { verb: "login" };
+      break;
     case "followup":
       if (surface !== "slash") break;
       {

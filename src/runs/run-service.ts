@@ -263,13 +263,17 @@ export class RunService {
     );
   }
 
-  async get(caller: Caller, runId: string): Promise<RunRecord> {
+  /** Any team member may read: an API caller, or a web session (which has a team but no key). */
+  async get(caller: Pick<Caller, "team">, runId: string): Promise<RunRecord> {
     const run = await this.store.getRun(caller.team.id, runId);
     if (!run) throw notFound(runId);
     return run;
   }
 
-  async list(caller: Caller, input: ListInput): Promise<{ runs: RunRecord[]; nextCursor?: string }> {
+  async list(
+    caller: Pick<Caller, "team">,
+    input: ListInput,
+  ): Promise<{ runs: RunRecord[]; nextCursor?: string }> {
     const { cursor, ...query } = input;
     const after = cursor ? decodeCursor(cursor, query.sortBy, query.sortOrder) : undefined;
     // As in Oz, the ancestor must be a run the caller can see; its descendants are what is listed.

@@ -12,6 +12,13 @@ import type { Artifact, FollowupRecord, RunEvent, RunEventType, RunRecord } from
 import type { RunState, Trigger } from "../model/run-state.ts";
 import type { ScheduleFields, ScheduleRecord } from "../model/schedule.ts";
 import type { ThreadBinding } from "../model/thread-binding.ts";
+import type {
+  LoginLinkRedemption,
+  NewKeyWebSession,
+  NewLoginLink,
+  NewWebSession,
+  WebSession,
+} from "../model/web-session.ts";
 import type { StoreSignals } from "./signals.ts";
 
 /**
@@ -67,7 +74,8 @@ export interface Store {
   getRun(teamId: string, runId: string): Promise<RunRecord | undefined>;
   getRunBySession(sessionId: string): Promise<RunRecord | undefined>;
   listRuns(teamId: string, query: RunListQuery): Promise<{ runs: RunRecord[]; hasMore: boolean }>;
-  countRunsByState(): Promise<Record<RunState, number>>;
+  /** Across teams, or with `teamId` that team's runs only (the web dashboard's counts). */
+  countRunsByState(teamId?: string): Promise<Record<RunState, number>>;
   /** QUEUED plus INPROGRESS runs across teams (what the executors have to do), counted up to `upTo`. */
   countActiveRuns(upTo: number): Promise<number>;
   /** Those of `runIds` that are in a terminal state reached before `before` (workspace retention). */
@@ -325,6 +333,23 @@ export interface Store {
   listOutbox(runId: string): Promise<OutboxRow[]>;
   /** Drops sent and superseded rows older than `olderThan`. */
   pruneOutbox(olderThan: string): Promise<number>;
+
+  // Web sign-in (issue 15): one-time login links and browser sessions, stored only as hashes
+  createLoginLink(link: NewLoginLink): Promise<void>;
+  /**
+   * Marks the link used and opens `session` for its principal, atomically: of concurrent redemptions of one
+   * link exactly one signs in. Refused (nothing changes) when the link is unknown, used, or expired at
+   * `session.createdAt`.
+   */
+  redeemLoginLink(tokenHash: string, session: NewWebSession): Promise<LoginLinkRedemption>;
+  /** A session opened with an API key (the admin sign-in form); it ends when that key is revoked. */
+  createKeyWebSession(session: NewKeyWebSession): Promise<WebSession>;
+  /** The session if live at `at`: not revoked, not expired, its principal (and key) still valid. */
+  findWebSession(idHash: string, at: string): Promise<WebSession | undefined>;
+  /** False when there was no such session or it was revoked already. */
+  revokeWebSession(idHash: string, at: string): Promise<boolean>;
+  /** Drops links that expired and sessions that expired or were revoked before `olderThan`. */
+  pruneWebSignIns(olderThan: string): Promise<number>;
 }
 
 /** A firing of a schedule as the scheduler prepared it. */

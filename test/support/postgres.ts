@@ -19,6 +19,11 @@ export interface PostgresCluster {
   /** A new empty database (named `name`, or a fresh name), or a copy of `template`; its URL. */
   createDatabase(opts?: { name?: string; template?: string }): Promise<string>;
   dropDatabase(url: string): Promise<void>;
+  /**
+   * Stops the server as `pg_ctl stop -m fast` does (SIGINT: clients disconnected, data kept) and starts
+   * it again on the same port and data directory once `down` has settled: an outage of a live database.
+   */
+  restart(down?: () => Promise<void>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -107,12 +112,9 @@ export async function startPostgres(): Promise<PostgresCluster> {
     dir,
   );
 
-  let child: ChildProcess | undefined;
   let output = "";
-  let port = 0;
-  // A port found free can be taken before the server binds it: try a few.
-  for (let attempt = 0; attempt < 5 && !child; attempt++) {
-    port = await freePort();
+  /** The server on `port`, or undefined (with its output in `output`) when it exited before accepting. */
+  const launch = async (port: number): Promise<ChildProcess | undefined> => {
     const started = spawn(
       join(bin, "postgres"),
       [
@@ -126,18 +128,32 @@ export async function startPostgres(): Promise<PostgresCluster> {
     started.stdout?.on("data", (c: Buffer) => (output += c.toString()));
     started.stderr?.on("data", (c: Buffer) => (output += c.toString()));
     const exited = new Promise<void>((resolve) => started.once("exit", () => resolve()));
-    const ready = await waitReady(port, exited);
-    if (ready) child = started;
-    else if (!/already in use|could not bind/i.test(output)) break;
+    return (await waitReady(port, exited)) ? started : undefined;
+  };
+
+  let child: ChildProcess | undefined;
+  let port = 0;
+  // A port found free can be taken before the server binds it: try a few.
+  for (let attempt = 0; attempt < 5 && !child; attempt++) {
+    port = await freePort();
+    child = await launch(port);
+    if (!child && !/already in use|could not bind/i.test(output)) break;
   }
   if (!child) {
     await rm(dir, { recursive: true, force: true });
     throw new Error(`PostgreSQL did not start:\n${output}`);
   }
-  const server = child;
+  let server = child;
   // Should this process end without stop() (a crashed test worker), the server ends with it.
   const killOnExit = () => server.kill("SIGQUIT");
   process.once("exit", killOnExit);
+  const fastShutdown = async () => {
+    if (server.exitCode === null && server.signalCode === null) {
+      const exited = new Promise((resolve) => server.once("exit", resolve));
+      server.kill("SIGINT"); // fast shutdown: disconnects clients, no checkpoint wait worth having
+      await exited;
+    }
+  };
 
   const url = (database: string) => `postgres://${SUPERUSER}@127.0.0.1:${port}/${database}`;
   const admin = async <T>(fn: (client: pg.Client) => Promise<T>): Promise<T> => {
@@ -162,13 +178,17 @@ export async function startPostgres(): Promise<PostgresCluster> {
       const name = new URL(databaseUrl).pathname.slice(1);
       await admin((c) => c.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`));
     },
+    async restart(down) {
+      await fastShutdown();
+      await down?.();
+      // Clients are already told the port is ours: it is the same port again, or a failure.
+      const restarted = await launch(port);
+      if (!restarted) throw new Error(`PostgreSQL did not start again on port ${port}:\n${output}`);
+      server = restarted;
+    },
     async stop() {
       process.off("exit", killOnExit);
-      if (server.exitCode === null && server.signalCode === null) {
-        const exited = new Promise((resolve) => server.once("exit", resolve));
-        server.kill("SIGINT"); // fast shutdown: disconnects clients, no checkpoint wait worth having
-        await exited;
-      }
+      await fastShutdown();
       await rm(dir, { recursive: true, force: true });
     },
   };

@@ -7,6 +7,7 @@ import type { RepositoryParsing } from "../grammar.ts";
 import type { ChannelSchedules } from "./channel-schedules.ts";
 import { SlackIntegration } from "./slack-integration.ts";
 import type { StatusRenderer } from "./verbs.ts";
+import type { WebLogin } from "./web-login.ts";
 
 export { inProcessChannelSchedules } from "./channel-schedules.ts";
 export { SlackIntegration } from "./slack-integration.ts";
@@ -31,6 +32,8 @@ export function createSlackIntegration(opts: {
   inbox: { leaseMs: number; pollMs: number };
   /** How repositories in commands are read: the server's GitHub URL and whether file:// is allowed. */
   repositories?: RepositoryParsing;
+  /** Issues web sign-in links for `/agent login`; absent in remote mode. */
+  webLogin?: WebLogin;
 }): SlackIntegration {
   // Each part of the integration logs under its own `component` (slack, slack-receiver, …).
   return new SlackIntegration(opts);

@@ -13,6 +13,7 @@ import type { SlackFiles } from "./slack-files.ts";
 import { ACTION_CANCEL, ACTION_OPEN_SESSION } from "./status-card.ts";
 import type { UserDirectory } from "./user-directory.ts";
 import type { SharedFiles, Verbs } from "./verbs.ts";
+import { loginText, type WebLogin } from "./web-login.ts";
 import type { WorkQueue } from "./work-queue.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: Slack payloads are read field by field, defensively
@@ -48,6 +49,8 @@ export interface ListenersDeps {
   log: Logger;
   /** How `in owner/repo` and `repo owner/repo` are read (the server's GitHub URL, file remotes). */
   repositories?: RepositoryParsing;
+  /** Issues web sign-in links (`login`); absent where this Dispatch serves no web app (remote mode). */
+  webLogin?: WebLogin;
 }
 
 /**
@@ -126,6 +129,8 @@ export class Listeners {
         return this.deps.scheduleVerbs.list(actor);
       case "unschedule":
         return this.deps.scheduleVerbs.unschedule(actor, command.name);
+      case "login":
+        return say(await loginText(this.deps.webLogin, user, slashCommand));
       case "run":
         return verbs.startRun(actor, user, command, {
           thread: null,
@@ -232,6 +237,7 @@ export class Listeners {
       case "unschedule":
         return this.deps.scheduleVerbs.unschedule(actor, command.name, replyThread);
       case "followup":
+      case "login":
         // Not produced on the mention surface.
         return;
     }

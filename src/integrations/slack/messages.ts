@@ -34,6 +34,7 @@ export function helpText(command: string): string {
     "  `@Dispatch <text>` is a follow-up, `@Dispatch cancel`, `@Dispatch status`, `@Dispatch new <prompt>`",
     `• \`${command} schedule "<cron>" [name:<name>] <prompt> [options]\` runs the prompt on a 5-field cron (UTC, e.g. \`"0 9 * * 1-5"\` is weekdays at 09:00); each run posts its status card here. Without \`name:\` the schedule is named after the prompt's first words`,
     `• \`${command} schedules\` lists this channel's schedules · \`${command} unschedule <name>\` deletes one`,
+    `• \`${command} login\` answers (only to you) a one-time link that signs you in to Dispatch's web page of your team's runs`,
     "",
     `Options: \`key=value\` anywhere or \`[key=value, key="two words"]\`; keys: ${OPTION_KEYS.join(", ")}`,
     "(`env` is the environment). Text in `code` or ```code blocks``` is never read as options.",

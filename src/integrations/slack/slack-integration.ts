@@ -18,6 +18,7 @@ import { ScheduleVerbs } from "./schedule-verbs.ts";
 import { SlackFiles } from "./slack-files.ts";
 import { UserDirectory } from "./user-directory.ts";
 import { type StatusRenderer, Verbs } from "./verbs.ts";
+import type { WebLogin } from "./web-login.ts";
 import { WorkQueue } from "./work-queue.ts";
 
 export type SlackStore = Pick<
@@ -50,6 +51,8 @@ export interface SlackIntegrationDeps {
   inbox: { leaseMs: number; pollMs: number };
   /** How repositories in commands are read: the server's GitHub URL and whether file:// is allowed. */
   repositories?: RepositoryParsing;
+  /** Issues web sign-in links for `login`; absent, `login` says the web app is not served here. */
+  webLogin?: WebLogin;
 }
 
 /**
@@ -150,6 +153,7 @@ export class SlackIntegration {
       }),
       log: log.child({ component: "slack-listeners" }),
       ...(deps.repositories ? { repositories: deps.repositories } : {}),
+      ...(deps.webLogin ? { webLogin: deps.webLogin } : {}),
     }).register(this.app);
   }
 

@@ -81,10 +81,11 @@ export async function insertRun(
       run.mode ?? "normal",
     ],
   );
+  const search = runSearchText(run);
   await tx.changes("INSERT INTO run_search_text (run_id, title, prompt) VALUES ($1, $2, $3)", [
     run.id,
-    foldCase(run.title),
-    foldCase(run.prompt),
+    search.title,
+    search.prompt,
   ]);
   await insertAttachments(
     tx,
@@ -95,6 +96,14 @@ export async function insertRun(
   tx.signal("run_changed", run.id);
   tx.signal("run_queued", run.id);
   return (await readRun(tx, run.id))!;
+}
+
+/**
+ * A run's row of run_search_text: its title and prompt folded as `q` is (also written by
+ * migrate-to-postgres for the runs it copies, so they match `q` as if created here).
+ */
+export function runSearchText(run: { title: string; prompt: string }): { title: string; prompt: string } {
+  return { title: foldCase(run.title), prompt: foldCase(run.prompt) };
 }
 
 export async function getRun(db: Database, teamId: string, runId: string): Promise<RunRecord | undefined> {
@@ -203,9 +212,13 @@ export async function listRuns(
   return { runs: rows.slice(0, q.limit).map(runFromRow), hasMore };
 }
 
-export async function countRunsByState(db: Database): Promise<Record<RunState, number>> {
+export async function countRunsByState(db: Database, teamId?: string): Promise<Record<RunState, number>> {
   const counts = Object.fromEntries(RUN_STATES.map((s) => [s, 0])) as Record<RunState, number>;
-  for (const row of await db.rows("SELECT state, COUNT(*) AS n FROM runs GROUP BY state")) {
+  const rows =
+    teamId === undefined
+      ? await db.rows("SELECT state, COUNT(*) AS n FROM runs GROUP BY state")
+      : await db.rows("SELECT state, COUNT(*) AS n FROM runs WHERE team_id = $1 GROUP BY state", [teamId]);
+  for (const row of rows) {
     counts[row.state as RunState] = Number(row.n);
   }
   return counts;

@@ -208,9 +208,14 @@ export async function listRuns(
   return { runs: rows.slice(0, q.limit).map(toRun), hasMore };
 }
 
-export async function countRunsByState(db: Database): Promise<Record<RunState, number>> {
+export async function countRunsByState(db: Database, teamId?: string): Promise<Record<RunState, number>> {
   const counts = Object.fromEntries(RUN_STATES.map((s) => [s, 0])) as Record<RunState, number>;
-  for (const row of db.sql("SELECT state, COUNT(*) AS n FROM runs GROUP BY state").all() as Row[]) {
+  const rows = (
+    teamId === undefined
+      ? db.sql("SELECT state, COUNT(*) AS n FROM runs GROUP BY state").all()
+      : db.sql("SELECT state, COUNT(*) AS n FROM runs WHERE team_id = ? GROUP BY state").all(teamId)
+  ) as Row[];
+  for (const row of rows) {
     counts[row.state as RunState] = Number(row.n);
   }
   return counts;

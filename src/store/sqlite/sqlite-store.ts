@@ -11,6 +11,13 @@ import type { Artifact, FollowupRecord, RunEvent, RunEventType, RunRecord } from
 import type { RunState, Trigger } from "../../model/run-state.ts";
 import type { ScheduleFields, ScheduleRecord } from "../../model/schedule.ts";
 import type { ThreadBinding } from "../../model/thread-binding.ts";
+import type {
+  LoginLinkRedemption,
+  NewKeyWebSession,
+  NewLoginLink,
+  NewWebSession,
+  WebSession,
+} from "../../model/web-session.ts";
 import type { StoreSignals } from "../signals.ts";
 import type {
   ArtifactFile,
@@ -48,6 +55,7 @@ import * as leases from "./leases.ts";
 import * as outbox from "./outbox.ts";
 import * as runs from "./runs.ts";
 import * as schedules from "./schedules.ts";
+import * as webSessions from "./web-sessions.ts";
 
 /**
  * The embedded backend: SQLite through node:sqlite in WAL mode. node:sqlite is synchronous, so each
@@ -151,8 +159,8 @@ export class SqliteStore implements Store {
     return runs.listRuns(this.db, teamId, q);
   }
 
-  countRunsByState(): Promise<Record<RunState, number>> {
-    return runs.countRunsByState(this.db);
+  countRunsByState(teamId?: string): Promise<Record<RunState, number>> {
+    return runs.countRunsByState(this.db, teamId);
   }
 
   countActiveRuns(upTo: number): Promise<number> {
@@ -449,5 +457,29 @@ export class SqliteStore implements Store {
 
   pruneOutbox(olderThan: string): Promise<number> {
     return outbox.pruneOutbox(this.db, olderThan);
+  }
+
+  createLoginLink(link: NewLoginLink): Promise<void> {
+    return webSessions.createLoginLink(this.db, link);
+  }
+
+  redeemLoginLink(tokenHash: string, session: NewWebSession): Promise<LoginLinkRedemption> {
+    return webSessions.redeemLoginLink(this.db, tokenHash, session);
+  }
+
+  createKeyWebSession(session: NewKeyWebSession): Promise<WebSession> {
+    return webSessions.createKeyWebSession(this.db, session);
+  }
+
+  findWebSession(idHash: string, at: string): Promise<WebSession | undefined> {
+    return webSessions.findWebSession(this.db, idHash, at);
+  }
+
+  revokeWebSession(idHash: string, at: string): Promise<boolean> {
+    return webSessions.revokeWebSession(this.db, idHash, at);
+  }
+
+  pruneWebSignIns(olderThan: string): Promise<number> {
+    return webSessions.pruneWebSignIns(this.db, olderThan);
   }
 }

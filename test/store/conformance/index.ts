@@ -13,6 +13,7 @@ import { outboxConformance } from "./outbox.ts";
 import { runsConformance } from "./runs.ts";
 import { schedulesConformance } from "./schedules.ts";
 import { storeSuite } from "./suite.ts";
+import { webSessionsConformance } from "./web-sessions.ts";
 
 /**
  * The Store contract, written once and run against every backend (the way River tests every driver):
@@ -50,5 +51,6 @@ export function storeConformance(
     channelSettingsConformance(suite);
     schedulesConformance(suite);
     attachmentsConformance(suite);
+    webSessionsConformance(suite);
   });
 }

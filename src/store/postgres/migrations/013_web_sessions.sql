@@ -1,0 +1,31 @@
+-- Web sign-in (issue 15). A login link is a one-time token that signs a principal in once, within
+-- minutes; a web session is a browser's cookie, with the CSRF token its forms must carry. Tokens and
+-- session ids are stored only as SHA-256 hashes. A session opened with an API key names that key, so
+-- revoking the key ends the session too; one opened from a link names the link, which makes it the
+-- only session that link can ever open.
+CREATE TABLE login_links (
+  token_hash text PRIMARY KEY,
+  principal_id text COLLATE "C" NOT NULL REFERENCES principals (id),
+  team_id text COLLATE "C" NOT NULL REFERENCES teams (id),
+  role text NOT NULL CHECK (role IN ('admin', 'member', 'read')),
+  created_at text COLLATE "C" NOT NULL,
+  expires_at text COLLATE "C" NOT NULL,
+  used_at text COLLATE "C"
+);
+
+CREATE INDEX login_links_expiry ON login_links (expires_at);
+
+CREATE TABLE web_sessions (
+  id_hash text PRIMARY KEY,
+  principal_id text COLLATE "C" NOT NULL REFERENCES principals (id),
+  team_id text COLLATE "C" NOT NULL REFERENCES teams (id),
+  role text NOT NULL CHECK (role IN ('admin', 'member', 'read')),
+  csrf_token text NOT NULL,
+  login_link_hash text UNIQUE REFERENCES login_links (token_hash) ON DELETE SET NULL,
+  api_key_id text COLLATE "C" REFERENCES api_keys (id),
+  created_at text COLLATE "C" NOT NULL,
+  expires_at text COLLATE "C" NOT NULL,
+  revoked_at text COLLATE "C"
+);
+
+CREATE INDEX web_sessions_expiry ON web_sessions (expires_at);

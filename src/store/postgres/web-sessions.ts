@@ -1,0 +1,103 @@
+import type {
+  LoginLinkRedemption,
+  NewKeyWebSession,
+  NewLoginLink,
+  NewWebSession,
+  WebSession,
+} from "../../model/web-session.ts";
+import { SESSION_QUERY, toWebSession } from "../sqlite/web-sessions.ts";
+import type { Database, Sql } from "./database.ts";
+
+/** Web sign-in: one-time login links and browser sessions (both stored only as hashes). */
+
+/** The SQLite statement with PostgreSQL's numbered parameters. */
+const SESSION_SQL = SESSION_QUERY.replace("s.id_hash = ?", "s.id_hash = $1").replace(
+  "s.expires_at > ?",
+  "s.expires_at > $2",
+);
+
+export async function createLoginLink(db: Database, link: NewLoginLink): Promise<void> {
+  await db.changes(
+    `INSERT INTO login_links (token_hash, principal_id, team_id, role, created_at, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6)`,
+    [link.tokenHash, link.principalId, link.teamId, link.role, link.createdAt, link.expiresAt],
+  );
+}
+
+/**
+ * Marks the link used and opens its session in one transaction: the conditional UPDATE takes the row's
+ * lock, so a concurrent redemption waits, then finds the link used and changes nothing.
+ */
+export async function redeemLoginLink(
+  db: Database,
+  tokenHash: string,
+  session: NewWebSession,
+): Promise<LoginLinkRedemption> {
+  return db.tx(async (tx): Promise<LoginLinkRedemption> => {
+    const at = session.createdAt;
+    const claimed = await tx.row(
+      `UPDATE login_links SET used_at = $1
+        WHERE token_hash = $2 AND used_at IS NULL AND expires_at > $1
+        RETURNING principal_id, team_id, role`,
+      [at, tokenHash],
+    );
+    if (!claimed) {
+      const link = await tx.row("SELECT used_at FROM login_links WHERE token_hash = $1", [tokenHash]);
+      const reason = !link ? "unknown" : link.used_at !== null ? "used" : "expired";
+      return { kind: "refused", reason };
+    }
+    await tx.changes(
+      `INSERT INTO web_sessions (id_hash, principal_id, team_id, role, csrf_token, login_link_hash, created_at, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [
+        session.idHash,
+        claimed.principal_id,
+        claimed.team_id,
+        claimed.role,
+        session.csrfToken,
+        tokenHash,
+        session.createdAt,
+        session.expiresAt,
+      ],
+    );
+    return { kind: "signed_in", session: (await readSession(tx, session.idHash, at))! };
+  });
+}
+
+export async function createKeyWebSession(db: Database, s: NewKeyWebSession): Promise<WebSession> {
+  return db.tx(async (tx) => {
+    await tx.changes(
+      `INSERT INTO web_sessions (id_hash, principal_id, team_id, role, csrf_token, api_key_id, created_at, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [s.idHash, s.principalId, s.teamId, s.role, s.csrfToken, s.apiKeyId, s.createdAt, s.expiresAt],
+    );
+    return (await readSession(tx, s.idHash, s.createdAt))!;
+  });
+}
+
+export function findWebSession(db: Database, idHash: string, at: string): Promise<WebSession | undefined> {
+  return readSession(db, idHash, at);
+}
+
+export async function revokeWebSession(db: Database, idHash: string, at: string): Promise<boolean> {
+  const changed = await db.changes(
+    "UPDATE web_sessions SET revoked_at = $1 WHERE id_hash = $2 AND revoked_at IS NULL",
+    [at, idHash],
+  );
+  return changed > 0;
+}
+
+export async function pruneWebSignIns(db: Database, olderThan: string): Promise<number> {
+  return db.tx(async (tx) => {
+    const sessions = await tx.changes("DELETE FROM web_sessions WHERE expires_at < $1 OR revoked_at < $1", [
+      olderThan,
+    ]);
+    const links = await tx.changes("DELETE FROM login_links WHERE expires_at < $1", [olderThan]);
+    return sessions + links;
+  });
+}
+
+async function readSession(sql: Sql, idHash: string, at: string): Promise<WebSession | undefined> {
+  const row = await sql.row(SESSION_SQL, [idHash, at]);
+  return row ? toWebSession(row) : undefined;
+}

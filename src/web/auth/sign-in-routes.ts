@@ -1,0 +1,142 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { WebSession } from "../../model/web-session.ts";
+import { escapeHtml, sendPage } from "../html.ts";
+import { cookie, LOGIN_CSRF_COOKIE, readCookie, SESSION_COOKIE } from "./cookies.ts";
+import { sameSecret } from "./secrets.ts";
+import { sendSignInPage } from "./sign-in-page.ts";
+import type { KeyRefusal, OpenedSession, WebSignIn } from "./web-sign-in.ts";
+
+export interface SignInRoutesOptions {
+  signIn: WebSignIn;
+  /** The Slack slash command (`/agent`), as the sign-in page spells it. */
+  slashCommand: string;
+}
+
+/** A form body as the routes read it: each field once, strings only. */
+export type FormBody = Record<string, string>;
+
+/** The live session of the request's cookie, or undefined. */
+export function sessionOf(req: FastifyRequest, signIn: WebSignIn): Promise<WebSession | undefined> {
+  return signIn.lookup(readCookie(req.headers.cookie, SESSION_COOKIE));
+}
+
+/** Whether a signed-in form carried the session's CSRF token. */
+export function hasCsrf(req: FastifyRequest, session: WebSession): boolean {
+  return sameSecret(formOf(req).csrf, session.csrfToken);
+}
+
+/** The refusal of a form that came without its CSRF token (another site's form, or a stale page). */
+export function sendForbidden(reply: FastifyReply, session?: WebSession): FastifyReply {
+  return sendPage(
+    reply,
+    403,
+    "Refused",
+    `<h1>Refused</h1><p>This form did not carry its security token, so Dispatch did nothing. Go back to <a href="/">the dashboard</a>, reload it and try again.</p>`,
+    session,
+  );
+}
+
+export function formOf(req: FastifyRequest): FormBody {
+  const body = req.body;
+  return body && typeof body === "object" ? (body as FormBody) : {};
+}
+
+const LINK_REFUSALS = {
+  unknown: "This sign-in link is not valid.",
+  used: "This sign-in link was used already: each link signs in once.",
+  expired: "This sign-in link has expired: links work for 10 minutes.",
+} as const;
+
+const KEY_REFUSALS: Record<KeyRefusal, string> = {
+  malformed: "That is not an API key: keys look like dsp_ followed by 40 letters and digits.",
+  unknown: "Unknown or revoked API key.",
+  not_admin:
+    "This form takes admin keys only. Members sign in from Slack with the login command; an administrator can create an admin key with dispatch keys create --role admin.",
+};
+
+/**
+ * GET /login/<token> (a Slack login link), POST /login (the admin API-key form) and POST /logout. Every
+ * route that changes something is a POST that must carry a CSRF token; a sign-in link is a GET because
+ * it is clicked from Slack, and it can be used once only.
+ */
+export async function signInRoutes(app: FastifyInstance, opts: SignInRoutesOptions): Promise<void> {
+  const { signIn } = opts;
+
+  const startSession = (reply: FastifyReply, opened: OpenedSession) =>
+    reply
+      .header("set-cookie", [
+        cookie(SESSION_COOKIE, opened.sessionId, {
+          path: "/",
+          sameSite: "Lax",
+          maxAge: signIn.sessionSeconds,
+          secure: signIn.secure,
+        }),
+        cookie(LOGIN_CSRF_COOKIE, "", {
+          path: "/login",
+          sameSite: "Strict",
+          maxAge: 0,
+          secure: signIn.secure,
+        }),
+      ])
+      .header("cache-control", "no-store")
+      .redirect("/", 303);
+
+  app.get<{ Params: { token: string } }>("/login/:token", async (req, reply) => {
+    // Link previews (Slack's unfurler and the like) must not spend the link meant for a person.
+    if (
+      /Slackbot|facebookexternalhit|Twitterbot|LinkedInBot|Discordbot/i.test(req.headers["user-agent"] ?? "")
+    ) {
+      return sendPage(
+        reply,
+        200,
+        "Sign in",
+        "<h1>Sign in to Dispatch</h1><p>Open this link in your browser.</p>",
+      );
+    }
+    const result = await signIn.redeem(req.params.token);
+    if ("refused" in result) {
+      const status = result.refused === "unknown" ? 404 : 410;
+      return sendPage(
+        reply,
+        status,
+        "Sign-in link refused",
+        `<h1>Cannot sign in</h1><p role="alert">${escapeHtml(LINK_REFUSALS[result.refused])}</p><p>Type <code>${escapeHtml(opts.slashCommand)} login</code> in Slack for a new link.</p>`,
+      );
+    }
+    return startSession(reply, result);
+  });
+
+  app.post("/login", async (req, reply) => {
+    const form = formOf(req);
+    const expected = readCookie(req.headers.cookie, LOGIN_CSRF_COOKIE);
+    if (!expected || !sameSecret(form.csrf, expected)) return sendForbidden(reply);
+    const pageOpts = {
+      cookieHeader: req.headers.cookie,
+      secure: signIn.secure,
+      slashCommand: opts.slashCommand,
+    };
+    const key = (form.api_key ?? "").trim();
+    if (key === "")
+      return sendSignInPage(reply, { ...pageOpts, status: 400, problem: "Enter an admin API key." });
+    const result = await signIn.signInWithKey(key);
+    if ("refused" in result) {
+      const status = result.refused === "not_admin" ? 403 : 401;
+      return sendSignInPage(reply, { ...pageOpts, status, problem: KEY_REFUSALS[result.refused] });
+    }
+    return startSession(reply, result);
+  });
+
+  app.post("/logout", async (req, reply) => {
+    const session = await sessionOf(req, signIn);
+    if (!session) return reply.header("cache-control", "no-store").redirect("/", 303);
+    if (!hasCsrf(req, session)) return sendForbidden(reply, session);
+    await signIn.signOut(session);
+    return reply
+      .header(
+        "set-cookie",
+        cookie(SESSION_COOKIE, "", { path: "/", sameSite: "Lax", maxAge: 0, secure: signIn.secure }),
+      )
+      .header("cache-control", "no-store")
+      .redirect("/", 303);
+  });
+}

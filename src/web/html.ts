@@ -1,0 +1,72 @@
+import type { FastifyReply } from "fastify";
+import type { WebSession } from "../model/web-session.ts";
+
+/** The web app's pages share this: escaping, one layout, and the headers every page is sent with. */
+
+export function escapeHtml(text: string): string {
+  return text
+    .replaceAll("&", "&amp;")
+    .replaceAll("<", "&lt;")
+    .replaceAll(">", "&gt;")
+    .replaceAll('"', "&quot;")
+    .replaceAll("'", "&#39;");
+}
+
+/** An http(s) URL escaped for an attribute; undefined for any other scheme (javascript:, data:…). */
+export function safeHref(url: string | null | undefined): string | undefined {
+  return url && /^https?:\/\//i.test(url) ? escapeHtml(url) : undefined;
+}
+
+/** The hidden field every form of a signed-in page carries; POSTs without it are refused (403). */
+export function csrfField(session: WebSession): string {
+  return `<input type="hidden" name="csrf" value="${escapeHtml(session.csrfToken)}">`;
+}
+
+/**
+ * Sends a page. No script runs (the CSP allows none), forms post only to this site, other sites cannot
+ * frame it, and nothing is cached: pages show a signed-in team's runs.
+ */
+export function sendPage(
+  reply: FastifyReply,
+  status: number,
+  title: string,
+  body: string,
+  session?: WebSession,
+): FastifyReply {
+  return reply
+    .code(status)
+    .header("cache-control", "no-store")
+    .header("referrer-policy", "no-referrer")
+    .header("x-content-type-options", "nosniff")
+    .header(
+      "content-security-policy",
+      "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+    )
+    .type("text/html; charset=utf-8")
+    .send(layout(title, body, session));
+}
+
+function layout(title: string, body: string, session: WebSession | undefined): string {
+  const who = session
+    ? `<form method="post" action="/logout" class="who"><span>${escapeHtml(session.principal.displayName)} · ${escapeHtml(session.team.name)}</span> ${csrfField(session)}<button type="submit">Sign out</button></form>`
+    : "";
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)} · Dispatch</title><link rel="icon" href="data:,">
+<style>
+body{font:15px/1.5 system-ui,sans-serif;max-width:1200px;margin:1.5rem auto;padding:0 1rem;color:#1f2328}
+header{display:flex;justify-content:space-between;align-items:center;gap:1rem;flex-wrap:wrap;border-bottom:1px solid #d1d9e0;margin-bottom:1rem}
+header a{color:inherit;text-decoration:none;font-weight:700} h1{font-size:1.3rem} h2{font-size:1.05rem}
+a{color:#0969da} a:focus,button:focus,input:focus,select:focus{outline:2px solid #0969da;outline-offset:2px}
+table{border-collapse:collapse;width:100%;font-size:14px} th,td{text-align:left;padding:.35rem .5rem;border-bottom:1px solid #eaeef2;vertical-align:top}
+th{font-weight:600;background:#f6f8fa} .muted{color:#59636e} .num{text-align:right}
+.state{font-weight:600;padding:.05rem .45rem;border-radius:1rem;background:#eaeef2;white-space:nowrap}
+.state-SUCCEEDED{background:#dafbe1}.state-FAILED,.state-ERROR{background:#ffebe9}.state-INPROGRESS{background:#ddf4ff}
+.filters{display:flex;gap:.75rem;flex-wrap:wrap;align-items:end;margin:1rem 0} .filters label{display:flex;flex-direction:column;font-size:13px}
+.counts{display:flex;gap:1rem;flex-wrap:wrap;list-style:none;padding:0} .error{background:#ffebe9;padding:.5rem .75rem;border-radius:6px}
+input,select,button{font:inherit;padding:.25rem .5rem} .who{display:flex;gap:.5rem;align-items:center}
+</style></head><body>
+<header><p><a href="/">Dispatch</a></p>${who}</header>
+<main>${body}</main>
+</body></html>`;
+}
