@@ -44,6 +44,13 @@ export async function serve(args: string[] = []): Promise<number> {
     },
     `Dispatch listening on ${dispatch.url}`,
   );
+  if (config.postgresUrl && !config.publicUrl) {
+    // Replicas sharing a store must render the same session links, or their notifiers keep re-editing
+    // each other's cards.
+    log.warn(
+      "DATABASE_URL is PostgreSQL but DISPATCH_PUBLIC_URL is not set: set it to the address people reach Dispatch at (the load balancer's), the same on every replica",
+    );
+  }
   const key = dispatch.generatedAdminKey ?? "$DISPATCH_API_KEY";
   if (dispatch.generatedAdminKey) {
     // Printed once, outside the JSON log stream, so log shipping never carries it.
