@@ -58,7 +58,10 @@ export async function startPostgres(
   try {
     const api = await startDispatchProcess({
       bench: "scale-pg-api",
-      env: env({ ...shape, slots: 0 }, { DATABASE_URL: databaseUrl, DISPATCH_ROLES: "api", DISPATCH_LOG_LEVEL: "warn" }),
+      env: env(
+        { ...shape, slots: 0 },
+        { DATABASE_URL: databaseUrl, DISPATCH_ROLES: "api", DISPATCH_LOG_LEVEL: "warn" },
+      ),
     });
     processes.push(api);
     await Promise.all(
@@ -66,7 +69,11 @@ export async function startPostgres(
         const worker = await startDispatchProcess({
           bench: "scale-pg-worker",
           // info: a worker prints no curl example, so its URL (for /readyz) comes from the start-up log line.
-          env: env(shape, { DATABASE_URL: databaseUrl, DISPATCH_ROLES: "worker", DISPATCH_LOG_LEVEL: "info" }),
+          env: env(shape, {
+            DATABASE_URL: databaseUrl,
+            DISPATCH_ROLES: "worker",
+            DISPATCH_LOG_LEVEL: "info",
+          }),
         });
         processes.push(worker);
       }),

@@ -88,9 +88,11 @@ export class Database implements Sql {
   readonly origin = randomUUID();
   private readonly pool: pg.Pool;
   private readonly listener: SignalListener;
+  private readonly onError: (err: unknown) => void;
 
   constructor(url: string, opts: { poolSize?: number; onError?: (err: unknown) => void } = {}) {
     const onError = opts.onError ?? (() => {});
+    this.onError = onError;
     const config: pg.PoolConfig = {
       connectionString: url,
       types: TYPES,
@@ -133,7 +135,7 @@ export class Database implements Sql {
    */
   async tx<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
-      const client = await this.pool.connect();
+      const { client, lost, release } = await this.checkout();
       let broken = false;
       try {
         await client.query("BEGIN");
@@ -158,7 +160,7 @@ export class Database implements Sql {
         throw err;
       } finally {
         // A connection that failed mid-transaction is discarded rather than handed to the next caller.
-        client.release(broken);
+        release(broken || lost());
       }
     }
   }
@@ -170,12 +172,40 @@ export class Database implements Sql {
 
   /** A connection of its own for `work` (the migrations hold a session-level advisory lock on it). */
   async session<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    const { client, lost, release } = await this.checkout();
     try {
       return await work(client);
     } finally {
-      client.release();
+      release(lost());
     }
+  }
+
+  /**
+   * A connection of the pool for a caller's own statements. While it is checked out the pool does not
+   * listen for its errors, and a connection the server drops (a restart, a failover) emits 'error' even
+   * when a statement already failed with it: unheard, that event would end the process. Here it is
+   * heard, and the connection is discarded at release rather than handed to the next caller.
+   */
+  private async checkout(): Promise<{
+    client: pg.PoolClient;
+    lost: () => boolean;
+    release: (discard: boolean) => void;
+  }> {
+    const client = await this.pool.connect();
+    let lost = false;
+    const onLost = (err: unknown) => {
+      lost = true;
+      this.onError(err);
+    };
+    client.on("error", onLost);
+    return {
+      client,
+      lost: () => lost,
+      release: (discard) => {
+        client.off("error", onLost);
+        client.release(discard);
+      },
+    };
   }
 
   async close(): Promise<void> {
