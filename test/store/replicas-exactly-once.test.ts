@@ -5,7 +5,6 @@ import { join } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { trackingMarker } from "../../src/integrations/github/tracking-comment.ts";
-import { signSlackRequest } from "../../src/integrations/slack/signature.ts";
 import {
   commentPayload,
   HANDLE,
@@ -14,7 +13,7 @@ import {
   uniqueIssue,
   WEBHOOK_SECRET,
 } from "../integrations/github/support.ts";
-import { BOT_USER, CHANNEL, nextTs, SIGNING_SECRET, TEAM } from "../integrations/slack/support.ts";
+import { CHANNEL, SIGNING_SECRET, TEAM } from "../integrations/slack/support.ts";
 import { waitFor } from "../support/dispatch.ts";
 import { FakeGitHub } from "../support/fake-github.ts";
 import { FakeSlack, type SlackCall } from "../support/fake-slack.ts";
@@ -27,6 +26,15 @@ import {
   startServerProcess,
   stopServerProcess,
 } from "../support/server-process.ts";
+import {
+  FORM,
+  JSON_TYPE,
+  mentionEvent,
+  postedFor,
+  postSlack,
+  settleDeliveries,
+  slashCommand,
+} from "./replica-support.ts";
 
 /**
  * Exactly once across replicas (issue 13): two real `dispatch serve` processes, A and B, with every role
@@ -122,69 +130,8 @@ afterAll(async () => {
 
 // --- Slack, as it signs and delivers ------------------------------------------------------------
 
-async function postSlack(
-  server: ServerProcess,
-  body: string,
-  contentType: string,
-  headers: Record<string, string> = {},
-): Promise<number> {
-  const timestamp = String(Math.floor(Date.now() / 1000));
-  const res = await fetch(`${server.url}/slack/events`, {
-    method: "POST",
-    headers: {
-      "content-type": contentType,
-      "x-slack-request-timestamp": timestamp,
-      "x-slack-signature": signSlackRequest(SIGNING_SECRET, timestamp, body),
-      ...headers,
-    },
-    body,
-  });
-  await res.text();
-  return res.status;
-}
-
 /** Slack's headers on its n-th retry of a delivery whose acknowledgement it did not see in time. */
 const retry = (n: number) => ({ "x-slack-retry-num": String(n), "x-slack-retry-reason": "http_timeout" });
-
-function slashCommand(text: string, user = "U1"): string {
-  return new URLSearchParams({
-    token: "verification-token-unused",
-    team_id: TEAM,
-    team_domain: "acme",
-    channel_id: CHANNEL,
-    channel_name: "dev",
-    user_id: user,
-    user_name: "ada",
-    command: "/agent",
-    api_app_id: "A0APP",
-    response_url: "https://hooks.slack.invalid/commands/1",
-    trigger_id: `${Date.now()}.${randomBytes(4).toString("hex")}`,
-    text,
-  }).toString();
-}
-
-function mentionEvent(text: string, opts: { threadTs?: string; user?: string } = {}): string {
-  const ts = nextTs();
-  return JSON.stringify({
-    token: "unused",
-    team_id: TEAM,
-    api_app_id: "A0APP",
-    type: "event_callback",
-    event_id: `Ev${randomBytes(6).toString("hex").toUpperCase()}`,
-    event_time: Math.floor(Date.now() / 1000),
-    authorizations: [{ team_id: TEAM, user_id: BOT_USER, is_bot: true, is_enterprise_install: false }],
-    event: {
-      type: "app_mention",
-      user: opts.user ?? "U1",
-      text: `<@${BOT_USER}> ${text}`,
-      ts,
-      channel: CHANNEL,
-      team: TEAM,
-      event_ts: ts,
-      ...(opts.threadTs ? { thread_ts: opts.threadTs } : {}),
-    },
-  });
-}
 
 /** A click on a status card's Cancel button, as Slack posts block_actions. */
 function cancelClick(runId: string, cardTs: string, user = "U1"): string {
@@ -211,14 +158,6 @@ function cancelClick(runId: string, cardTs: string, user = "U1"): string {
     ],
   };
   return new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
-}
-
-const FORM = "application/x-www-form-urlencoded";
-const JSON_TYPE = "application/json";
-
-/** Dispatch's metadata on a message it posted: which run, which kind of message, which outbox row. */
-function postedFor(call: SlackCall): { run_id?: string; kind?: string; dedupe_key?: string } {
-  return ((call.args.metadata as Json)?.event_payload ?? {}) as Json;
 }
 
 /** Status cards posted for a run (edits are chat.update: any number of them is fine). */
@@ -303,34 +242,8 @@ function waitForState(id: string, states: string[]): Promise<Json> {
   );
 }
 
-/**
- * Waits until the replicas have nothing left to do about Slack and GitHub: every stored delivery handled
- * (the inbox holds none), nothing due or being sent in the outbox. Read from the database both share:
- * a replica's API shows runs, not the work queued behind them.
- */
-async function settle(what: string): Promise<void> {
-  let left: unknown[] = [];
-  try {
-    await waitFor(
-      async () => {
-        const inbox = await db.query(
-          "SELECT source, kind, delivery_id, attempts, lease_expires_at FROM inbox_deliveries",
-        );
-        const outbox = await db.query(
-          `SELECT run_id, kind, dedupe_key, state, attempts, not_before, lease_expires_at, last_error
-             FROM outbox WHERE state IN ('pending', 'sending') ORDER BY id`,
-        );
-        left = [...inbox.rows, ...outbox.rows];
-        return left.length === 0;
-      },
-      { timeoutMs: SETTLE_MS, intervalMs: 100, what: `${what}: the inbox and the outbox to drain` },
-    );
-  } catch (err) {
-    throw new Error(`${(err as Error).message}\nstill there: ${JSON.stringify(left, null, 1)}`);
-  }
-  const { rows } = await db.query("SELECT dedupe_key, last_error FROM outbox WHERE state = 'dead'");
-  expect(rows, "no notifier message was given up").toEqual([]);
-}
+/** The replicas have nothing left to send (see settleDeliveries). */
+const settle = (what: string) => settleDeliveries(db, what, SETTLE_MS);
 
 describe.skipIf(Boolean(missing))("exactly once across two replicas on one PostgreSQL database", () => {
   it("a Slack delivery and its retry at the other replica make one run and one status card", async () => {
