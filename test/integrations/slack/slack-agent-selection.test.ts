@@ -24,15 +24,19 @@ afterAll(async () => {
   await fake?.close();
 });
 
-/** Waits for the newest run to be one not seen before and returns it. */
-async function nextRun(seen: number) {
-  return waitFor(
-    async () => {
-      const runs = await s.runs();
-      return runs.length > seen ? runs[0] : undefined;
-    },
-    { what: "the run to be created" },
-  );
+/** The ids of the runs so far, for nextRun. */
+async function seenRuns(): Promise<Set<string>> {
+  return new Set((await s.runs()).map((r) => r.run_id as string));
+}
+
+/**
+ * Waits for a run not among `seen` and returns it: found by id, since the list's order (updated_at) puts
+ * an earlier run first again whenever it changes state.
+ */
+async function nextRun(seen: Set<string>) {
+  return waitFor(async () => (await s.runs()).find((r) => !seen.has(r.run_id)), {
+    what: "the run to be created",
+  });
 }
 
 async function runState(runId: string, states: string[]) {
@@ -61,7 +65,7 @@ async function cardText(runId: string, contains: string) {
 describe("choosing the agent in Slack", () => {
   it("`/agent --agent claude <prompt>` runs Claude Code; the status card says which agent ran", async () => {
     turns.push({ text: "Hello from Claude Code." });
-    const seen = (await s.runs()).length;
+    const seen = await seenRuns();
     await s.command({ text: "--agent claude Say hello", user_id: "U1" });
     const created = await nextRun(seen);
     expect(created.agent_config.harness).toEqual({ type: "claude" });
@@ -73,7 +77,7 @@ describe("choosing the agent in Slack", () => {
   });
 
   it("in a mention, `--agent` picks the agent too (`—agent` as Slack may type it)", async () => {
-    const seen = (await s.runs()).length;
+    const seen = await seenRuns();
     await s.mention({ text: "<@UBOT> —agent scripted $ echo from a mention", user: "U2" });
     const created = await nextRun(seen);
     expect(created.agent_config.harness).toEqual({ type: "oz", name: "scripted" });
@@ -81,7 +85,7 @@ describe("choosing the agent in Slack", () => {
   });
 
   it("an unknown agent is answered with the agents there are; one without a key with the server's reason", async () => {
-    const seen = (await s.runs()).length;
+    const seen = await seenRuns();
     await s.command({ text: "--agent cursor fix the build", user_id: "U3" });
     const unknown = await s.ephemeral("U3");
     expect(unknown).toContain('unknown agent "cursor"');
@@ -91,7 +95,7 @@ describe("choosing the agent in Slack", () => {
     const refused = await s.ephemeral("U3", 2);
     expect(refused).toContain("Could not start the run");
     expect(refused).toContain("OPENAI_API_KEY");
-    expect((await s.runs()).length).toBe(seen);
+    expect((await s.runs()).length).toBe(seen.size);
   });
 
   it("a channel's default agent: `agent` shows, sets and clears it; `--agent` beats it; a refused default says where it came from", async () => {
@@ -105,12 +109,12 @@ describe("choosing the agent in Slack", () => {
     expect(shown).toContain("default agent is *Scripted (no model)* (`scripted`)");
     expect(shown).toContain("<@U4>");
 
-    let seen = (await s.runs()).length;
+    let seen = await seenRuns();
     await s.command({ text: "$ echo default agent", user_id: "U4" });
     expect((await nextRun(seen)).agent_config.harness).toEqual({ type: "oz", name: "scripted" });
 
     turns.push({ text: "Claude here." });
-    seen = (await s.runs()).length;
+    seen = await seenRuns();
     await s.command({ text: "Say hi --agent claude", user_id: "U4" });
     const claude = await nextRun(seen);
     expect(claude.agent_config.harness).toEqual({ type: "claude" });
@@ -119,12 +123,12 @@ describe("choosing the agent in Slack", () => {
     // A default whose provider key is missing: the person hears the server's reason and where it came from.
     await s.command({ text: "agent codex", user_id: "U4" });
     expect(await s.ephemeral("U4", 3)).toContain("now use *Codex*");
-    seen = (await s.runs()).length;
+    seen = await seenRuns();
     await s.command({ text: "fix the build", user_id: "U6" });
     const refused = await s.ephemeral("U6");
     expect(refused).toContain("OPENAI_API_KEY");
     expect(refused).toContain("`codex` is this channel's default agent");
-    expect((await s.runs()).length).toBe(seen);
+    expect((await s.runs()).length).toBe(seen.size);
 
     await s.command({ text: "agent none", user_id: "U4" });
     expect(await s.ephemeral("U4", 4)).toContain("no default agent any more");
