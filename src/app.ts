@@ -220,9 +220,11 @@ export async function startDispatch(
   // Schedules are written through the API with the scheduler's clock, so both agree on what is due.
   const schedules = new ScheduleService(store, opts.scheduler?.now ? { now: opts.scheduler.now } : {});
   if (serveApi) server.register(scheduleRoutes, { schedules });
-  const artifactLinks = new ArtifactLinks(await loadSigningKey(config.signingKey, config.dataDir));
+  // One signing key for every signed content link (artifacts and attachments), read once.
+  const signingKey = await loadSigningKey(config.signingKey, config.dataDir);
+  const artifactLinks = new ArtifactLinks(signingKey);
   if (serveApi) server.register(artifactRoutes, { store, links: artifactLinks, publicUrl: () => publicUrl });
-  const attachmentLinks = new ArtifactLinks(await loadSigningKey(config.signingKey, config.dataDir), {
+  const attachmentLinks = new ArtifactLinks(signingKey, {
     kind: "attachment",
     path: attachmentContentPath,
   });

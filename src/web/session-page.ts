@@ -13,6 +13,7 @@ import { agentFact, STATE_WORDS, stateWord } from "../model/run-wording.ts";
 import { isoDuration, runTimeMs } from "../runs/run-item.ts";
 import type { RunService } from "../runs/run-service.ts";
 import type { Store } from "../store/store.ts";
+import { escapeHtml, safeHref } from "./html.ts";
 
 /**
  * What one page renders of the transcript: a run that printed 75 MB is read a page at a time, so a page
@@ -199,19 +200,6 @@ function formatBytes(n: number): string {
   if (n < 1024) return `${n} bytes`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(n < 10 * 1024 ? 1 : 0)} KB`;
   return `${(n / (1024 * 1024)).toFixed(1)} MB`;
-}
-
-function escapeHtml(text: string): string {
-  return text
-    .replaceAll("&", "&amp;")
-    .replaceAll("<", "&lt;")
-    .replaceAll(">", "&gt;")
-    .replaceAll('"', "&quot;")
-    .replaceAll("'", "&#39;");
-}
-
-function safeHref(url: string): string | undefined {
-  return /^https?:\/\//i.test(url) ? escapeHtml(url) : undefined;
 }
 
 /** One transcript entry as text; the client script renders streamed events with the same rules. */
