@@ -65,6 +65,7 @@ import { ScheduleService } from "./schedules/schedule-service.ts";
 import { Scheduler, type SchedulerOptions } from "./schedules/scheduler.ts";
 import { openStore } from "./store/open-store.ts";
 import type { Store } from "./store/store.ts";
+import { GitHubSignIn } from "./web/auth/github-sign-in.ts";
 import { WebSignIn } from "./web/auth/web-sign-in.ts";
 import { sessionPage } from "./web/session-page.ts";
 import { webApp } from "./web/web-app.ts";
@@ -196,6 +197,7 @@ export async function startDispatch(
     rateLimit: { perMinute: config.rateLimitPerMinute, burst: config.rateLimitBurst },
     http: config.http,
     isAccepting: () => accepting,
+    accessLog: config.accessLog,
   });
   server.register(systemRoutes, {
     runService,
@@ -235,6 +237,7 @@ export async function startDispatch(
       runService,
       artifacts: store,
       attachments: { store, links: attachmentLinks },
+      stallAfterMs: config.stallAfterMs,
     });
   // The team's web app (issue 15): sign-in from Slack or with an admin key, and the runs dashboard.
   const webSignIn = new WebSignIn({
@@ -242,11 +245,29 @@ export async function startDispatch(
     publicUrl: () => publicUrl,
     ...(opts.web?.now ? { now: opts.web.now } : {}),
   });
+  // GitHub users sign in with a code commented on GitHub (`@bot login <code>`), as the principal their
+  // runs name (`github:<login>`) in the team of the GitHub integration's runs; not when fronting another
+  // Dispatch, whose runs this web app does not show.
+  const githubSignIn =
+    config.github && !config.runService
+      ? new GitHubSignIn({
+          store,
+          signIn: webSignIn,
+          teamId: async () => (await runService.ensureServiceAccount(GITHUB_PRINCIPAL)).team.id,
+          publicUrl: () => publicUrl,
+          handle: config.github.botHandle,
+          minPermission: config.settings.github.min_permission,
+        })
+      : undefined;
   if (serveApi)
     server.register(webApp, {
+      ...(githubSignIn ? { githubSignIn } : {}),
       signIn: webSignIn,
       runService,
       store,
+      attachments: { store, links: attachmentLinks },
+      publicUrl: () => publicUrl,
+      stallAfterMs: config.stallAfterMs,
       slashCommand: config.slack?.command ?? "/agent",
     });
   // Slack: the app answers POST /slack/events (or connects in Socket Mode); the notifier reports back.
@@ -322,6 +343,7 @@ export async function startDispatch(
           log,
           inbox: { leaseMs: config.leaseMs, pollMs: config.pollIntervalMs },
           serverUrl: config.delivery.serverUrl,
+          ...(githubSignIn ? { webLogin: githubSignIn } : {}),
         })
       : undefined;
   github?.register(server);
@@ -363,6 +385,12 @@ export async function startDispatch(
         ...(githubClients ? { pullRequests: new GitHubPullRequests(githubClients) } : {}),
         sessionLink: (run) => `${publicUrl}/sessions/${run.sessionId}`,
       },
+      cost: {
+        prices: config.cost.prices,
+        ...(config.cost.defaultMaxCostUsd !== undefined
+          ? { defaultMaxCostUsd: config.cost.defaultMaxCostUsd }
+          : {}),
+      },
     });
     await executor.start();
   }
@@ -370,7 +398,11 @@ export async function startDispatch(
   await slack?.start();
   github?.start();
   // The notifier reports SLACK runs with the bot token and GITHUB_WEBHOOK runs through the GitHub clients.
-  const notifierOptions = { ...DEFAULT_NOTIFIER_OPTIONS, ...opts.notifier };
+  const notifierOptions = {
+    ...DEFAULT_NOTIFIER_OPTIONS,
+    stallAfterMs: config.stallAfterMs,
+    ...opts.notifier,
+  };
   const platforms: NotifierPlatform[] = [];
   if (config.slack) {
     platforms.push(

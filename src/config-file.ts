@@ -172,6 +172,42 @@ const GitHubSettingsSchema = z
 
 export type GitHubSettings = z.infer<typeof GitHubSettingsSchema>;
 
+/** USD per million tokens: a price of the table in pricing.ts. */
+const perMtok = z
+  .number({ error: "must be a number of US dollars per million tokens, such as 3 or 0.25" })
+  .nonnegative("must be 0 or more (US dollars per million tokens)")
+  .max(10_000, "must be at most 10000 (US dollars per million tokens)");
+
+/**
+ * `prices:` model id (`provider/model`) → its price, over Dispatch's defaults (pricing.ts): a run's
+ * inference_cost and its cost limit use them. A model with no price has no cost shown.
+ */
+const PricesSettingsSchema = z
+  .record(
+    z.string(),
+    z
+      .object({
+        input_per_mtok: perMtok,
+        output_per_mtok: perMtok,
+        /** Input read from the provider's prompt cache; the input price when absent. */
+        cached_input_per_mtok: perMtok.optional(),
+      })
+      .strict(),
+  )
+  // Checked here rather than by the key's schema, so that the message names the key and says why.
+  .superRefine((prices, ctx) => {
+    for (const key of Object.keys(prices)) {
+      if (!/^[a-z][a-z0-9-]*\/\S+$/.test(key)) {
+        ctx.addIssue({
+          code: "custom",
+          path: [key],
+          message:
+            "price keys are model ids as config.model_id names them: provider/model, such as anthropic/claude-sonnet-4-5",
+        });
+      }
+    }
+  });
+
 const SettingsSchema = z
   .object({
     models: ModelsSettingsSchema.default({ aliases: {}, openai_compatible: {} }),
@@ -198,6 +234,7 @@ const SettingsSchema = z
       repositories: {},
     }),
     mcp: McpSettingsSchema.default({ allowed_urls: [] }),
+    prices: PricesSettingsSchema.default({}),
   })
   // Other sections (environments, GitHub) belong to other parts of the service and are read there.
   .loose();

@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { z } from "zod";
 import { DEFAULT_SETTINGS_FILE, loadSettings, type Settings, SettingsError } from "./config-file.ts";
+import { priceTable } from "./model/pricing.ts";
 import { ModelsEnvSchema, modelsConfig } from "./models-config.ts";
 
 /**
@@ -112,6 +113,7 @@ const EnvSchema = z.object({
     }),
   DISPATCH_POLL_INTERVAL_MS: intFrom(10, 600_000).default(1000),
   DISPATCH_LEASE_MS: intFrom(1000, 3_600_000).default(30_000),
+  DISPATCH_STALL_AFTER_S: intFrom(1, 604_800).default(300),
   DISPATCH_SHUTDOWN_GRACE_MS: intFrom(0, 600_000).default(10_000),
   DISPATCH_RATE_LIMIT_PER_MINUTE: intFrom(1, 10_000_000).default(1200),
   DISPATCH_RATE_LIMIT_BURST: intFrom(1, 10_000_000).default(200),
@@ -122,6 +124,8 @@ const EnvSchema = z.object({
   ...ModelsEnvSchema.shape,
   DISPATCH_SQLITE_BUSY_TIMEOUT_MS: intFrom(0, 60_000).default(2000),
   DISPATCH_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  DISPATCH_LOG_FORMAT: z.enum(["auto", "json", "pretty"]).default("auto"),
+  DISPATCH_ACCESS_LOG: z.enum(["errors", "sample", "all", "off"]).default("errors"),
   DISPATCH_CONFIG_FILE: z.string().min(1).optional(),
   DISPATCH_SANDBOX: z.enum(["auto", "bwrap", "none"]).default("auto"),
   DISPATCH_BWRAP_PATH: z.string().min(1).optional(),
@@ -130,6 +134,12 @@ const EnvSchema = z.object({
   DISPATCH_RUN_DISK_QUOTA_MB: intFrom(0, 1_073_741_824).default(10_240),
   DISPATCH_WORKSPACE_RETENTION_HOURS: intFrom(0, 876_000).default(168),
   DISPATCH_MIN_FREE_DISK_MB: intFrom(0, 1_073_741_824).default(1024),
+  DISPATCH_MAX_COST_USD: z
+    .string()
+    .regex(/^\d+(\.\d+)?$/, "must be a number of US dollars, such as 5 or 0.50")
+    .transform(Number)
+    .pipe(z.number().positive("must be more than 0 (unset it for no default cost limit)"))
+    .optional(),
   GITHUB_SERVER_URL: z
     .string()
     .regex(/^(https?|file):\/\/\S+$/, "must be an https:// (or file://) URL such as https://github.com")
@@ -229,6 +239,8 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
       roles: e.DISPATCH_ROLES,
       pollIntervalMs: e.DISPATCH_POLL_INTERVAL_MS,
       leaseMs: e.DISPATCH_LEASE_MS,
+      /** A run in progress with no transcript event for this long is shown as stalled (model/stall.ts). */
+      stallAfterMs: e.DISPATCH_STALL_AFTER_S * 1000,
       shutdownGraceMs: e.DISPATCH_SHUTDOWN_GRACE_MS,
       rateLimitPerMinute: e.DISPATCH_RATE_LIMIT_PER_MINUTE,
       rateLimitBurst: e.DISPATCH_RATE_LIMIT_BURST,
@@ -253,6 +265,13 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
       models: modelsConfig(e, settings.models, env),
       sqliteBusyTimeoutMs: e.DISPATCH_SQLITE_BUSY_TIMEOUT_MS,
       logLevel: e.DISPATCH_LOG_LEVEL,
+      /** auto: pretty-printed when stdout is a terminal (and CI is not set), JSON lines otherwise. */
+      logFormat: e.DISPATCH_LOG_FORMAT,
+      /**
+       * One line per HTTP request: errors = only answers ≥ 500 (every request at debug level), sample = also
+       * 1 request in 100 at info, all = every request at info, off = none (faults are logged regardless).
+       */
+      accessLog: e.DISPATCH_ACCESS_LOG,
       /** The Slack app, when SLACK_BOT_TOKEN is set with a way to receive events. */
       slack: e.SLACK_BOT_TOKEN
         ? {
@@ -313,6 +332,11 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
         /** /readyz fails below this much free space on the data directory's filesystem; 0 = no check. */
         minFreeBytes: e.DISPATCH_MIN_FREE_DISK_MB * 2 ** 20,
       },
+      /**
+       * Run costs: model prices (Dispatch's defaults with dispatch.config.yaml `prices:` on top) and the
+       * cost limit of a run that sets no config.max_cost_usd (DISPATCH_MAX_COST_USD; none when unset).
+       */
+      cost: { prices: priceTable(settings.prices), defaultMaxCostUsd: e.DISPATCH_MAX_COST_USD },
     };
   });
 

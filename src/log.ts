@@ -1,4 +1,8 @@
 import pino, { type Logger } from "pino";
+import pretty from "pino-pretty";
+
+/** How log lines are written: auto = pretty on a terminal (outside CI), JSON lines otherwise. */
+export type LogFormat = "auto" | "json" | "pretty";
 
 /**
  * Token shapes scrubbed from every log line, whatever field or error message carries them: Dispatch API
@@ -15,8 +19,30 @@ export function scrubSecrets(text: string): string {
     .replace(/([?&]signature=)[A-Za-z0-9_-]{43}/g, "$1[redacted]");
 }
 
-/** JSON logs; anything that can carry a secret is redacted wherever it appears. */
-export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+/**
+ * JSON lines (or, on a terminal, pretty-printed lines: see prettyWanted); anything that can carry a
+ * secret is redacted wherever it appears, before either format sees the line. With a `destination`
+ * the lines go there as JSON unless `format` is "pretty".
+ */
+export function createLogger(
+  level: string,
+  destination?: pino.DestinationStream,
+  opts: { format?: LogFormat } = {},
+): Logger {
+  const format = opts.format ?? "auto";
+  const wantsPretty =
+    format === "pretty" ||
+    (format === "auto" && destination === undefined && prettyWanted(process.stdout, process.env));
+  if (wantsPretty) {
+    // In this process and synchronous, like the JSON destination: a crash loses no line. Only for people
+    // watching a terminal; machines read the JSON.
+    destination = pretty({
+      destination: destination ?? 1,
+      sync: true,
+      translateTime: "SYS:HH:MM:ss.l",
+      ignore: "pid,hostname,service",
+    });
+  }
   return pino(
     {
       level,
@@ -44,4 +70,10 @@ export function createLogger(level: string, destination?: pino.DestinationStream
     },
     destination,
   );
+}
+
+/** A person is watching: stdout is a terminal, and no CI system (which sets CI) is capturing it. */
+export function prettyWanted(stdout: { isTTY?: boolean }, env: NodeJS.ProcessEnv): boolean {
+  const ci = env.CI;
+  return stdout.isTTY === true && (ci === undefined || ci === "" || ci === "0" || ci === "false");
 }

@@ -77,6 +77,10 @@ export const AgentConfigSchema = z
       .nullish(),
     idle_timeout_minutes: z.number().int().min(1).max(10_080).nullish(),
     max_run_minutes: z.number().int().min(1).max(10_080).nullish(),
+    max_cost_usd: z.number().positive("must be more than 0 US dollars").max(100_000).nullish().meta({
+      description:
+        "Dispatch extension: the most the run's model calls may cost, in US dollars, over all its executions (follow-ups included); the run is stopped and FAILED with error_code budget_exceeded (reason cost_limit) once its cost passes it. The server's default (DISPATCH_MAX_COST_USD) when absent.",
+    }),
     repository: z.string().min(1).max(500).nullish().meta({
       description:
         'Dispatch extension: the repository the run works in and delivers to: "owner/repo", "owner/repo@base-branch" or a git URL.',
@@ -274,7 +278,10 @@ export const RunItemSchema = z
       input_tokens: z.number(),
       output_tokens: z.number(),
       total_tokens: z.number(),
-      inference_cost: z.number().optional(),
+      inference_cost: z.number().optional().meta({
+        description:
+          "What the run's model calls cost so far, in US dollars, at the server's model prices; absent when a model it used has no price.",
+      }),
     }),
     is_sandbox_running: z.boolean(),
     schedule: z

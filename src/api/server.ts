@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyRequest, LogController } from "fastify";
 import type { Logger } from "pino";
 import { RunError } from "../model/errors.ts";
 import type { RunService } from "../runs/run-service.ts";
@@ -24,7 +24,18 @@ export interface ServerDeps {
   http: { requestTimeoutMs: number; maxConnections: number };
   /** False while shutting down: new API calls get resource_unavailable. */
   isAccepting: () => boolean;
+  /** Which requests get an access log line (config.accessLog); "errors" when not given. */
+  accessLog?: AccessLog;
 }
+
+/**
+ * errors: answers ≥ 500 at warn, and every request at debug (so only when the log level is debug or
+ * trace); sample: as errors, plus 1 request in SAMPLE_EVERY at info; all: every request at info; off: no
+ * access lines (the error handler still logs each fault with its request id).
+ */
+export type AccessLog = "errors" | "sample" | "all" | "off";
+
+const SAMPLE_EVERY = 100;
 
 /**
  * The HTTP server's parts that every route shares: request ids, authentication and rate limits (for routes
@@ -48,6 +59,9 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     // A socket on which nothing moves this long is closed: longer than the event streams' keepalive, so
     // only a client that stopped reading (or never sent a request) is dropped.
     connectionTimeout: IDLE_CONNECTION_MS,
+    // Fastify's own two info lines per request (incoming, completed) were most of a GET's logging cost
+    // and all of its noise: the onResponse hook below writes one line, as accessLog says.
+    logController: new LogController({ disableRequestLogging: true }),
     genReqId: (req) => {
       const given = req.headers["x-request-id"];
       return typeof given === "string" && /^[A-Za-z0-9._-]{1,128}$/.test(given) ? given : randomUUID();
@@ -116,10 +130,29 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     }
   });
 
-  app.addHook("onResponse", async (req, reply) => {
-    const route = req.routeOptions.url ?? "unmatched";
-    deps.metrics.httpRequests.inc({ method: req.method, route, status: String(reply.statusCode) });
-    deps.metrics.httpDuration.observe({ method: req.method, route }, reply.elapsedTime / 1000);
+  const recordMetrics = metricsRecorder(deps.metrics);
+  const accessLog = deps.accessLog ?? "errors";
+  let served = 0;
+  const logAccess = (req: FastifyRequest, status: number, ms: number) => {
+    if (accessLog === "off") return;
+    const level =
+      accessLog === "all" || (accessLog === "sample" && ++served % SAMPLE_EVERY === 0)
+        ? "info"
+        : status >= 500
+          ? "warn"
+          : "debug";
+    if (!deps.logger.isLevelEnabled(level)) return;
+    req.log[level](
+      { method: req.method, url: req.url, status, ms: Math.round(ms * 10) / 10 },
+      `${req.method} ${req.routeOptions.url ?? req.url.split("?")[0]} ${status}`,
+    );
+  };
+  // Not async: nothing here waits, and a promise per request is measurable on the GET path.
+  app.addHook("onResponse", (req, reply, done) => {
+    const ms = reply.elapsedTime;
+    recordMetrics(req.method, req.routeOptions.url ?? "unmatched", reply.statusCode, ms);
+    logAccess(req, reply.statusCode, ms);
+    done();
   });
 
   app.setErrorHandler((err: unknown, req, reply) => {
@@ -176,4 +209,29 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   }
 
   return app;
+}
+
+/**
+ * Counts and times a request. The children of each (method, route, status) are kept: prom-client would
+ * otherwise build and hash the label set twice per request.
+ */
+function metricsRecorder(metrics: Pick<Metrics, "httpRequests" | "httpDuration">) {
+  const counters = new Map<string, { inc(): void }>();
+  const timers = new Map<string, { observe(value: number): void }>();
+  return (method: string, route: string, status: number, ms: number) => {
+    const key = `${method} ${route}`;
+    const counted = `${key} ${status}`;
+    let counter = counters.get(counted);
+    if (!counter) {
+      counter = metrics.httpRequests.labels({ method, route, status: String(status) });
+      counters.set(counted, counter);
+    }
+    counter.inc();
+    let timer = timers.get(key);
+    if (!timer) {
+      timer = metrics.httpDuration.labels({ method, route });
+      timers.set(key, timer);
+    }
+    timer.observe(ms / 1000);
+  };
 }

@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { apiClient, EXIT_OK, printJSON, reportApiError, table } from "./api-output.ts";
 import { CATALOG_USAGE } from "./catalog-commands.ts";
+import { agoCell } from "./time-text.ts";
 
 /** `dispatch models`, `dispatch environments` and `dispatch agents`: read-only listings over the API. */
 export async function catalogCommand(
@@ -52,7 +53,7 @@ async function environments(argv: string[]): Promise<number> {
   const rows = environments.map((e) => [
     e.uid,
     e.config.github_repos.map((r) => `${r.owner}/${r.repo}`).join(",") || "-",
-    e.last_task_created ? `${e.last_task_created.state} ${e.last_task_created.created_at}` : "-",
+    e.last_task_created ? `${e.last_task_created.state} ${agoCell(e.last_task_created.created_at)}` : "-",
     e.setup_failed ? "setup failed" : "",
   ]);
   process.stdout.write(table([["ENVIRONMENT", "REPOS", "LAST RUN", ""], ...rows]));
@@ -70,7 +71,7 @@ async function agents(argv: string[]): Promise<number> {
     return EXIT_OK;
   }
   const rows = agents.flatMap((a) =>
-    a.variants.map((v) => [a.name, v.id, v.last_run_timestamp ?? "-", v.description.replace(/\s+/g, " ")]),
+    a.variants.map((v) => [a.name, v.id, agoCell(v.last_run_timestamp), v.description.replace(/\s+/g, " ")]),
   );
   process.stdout.write(table([["AGENT", "SKILL SPEC", "LAST RUN", "DESCRIPTION"], ...rows]));
   return EXIT_OK;

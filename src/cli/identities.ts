@@ -10,6 +10,7 @@ import {
   UsageError,
 } from "./api-output.ts";
 import { CATALOG_USAGE } from "./catalog-commands.ts";
+import { agoCell, whenLine } from "./time-text.ts";
 
 const FIELDS = {
   description: { type: "string" },
@@ -53,7 +54,8 @@ async function list(argv: string[]): Promise<number> {
     printJSON(agents);
     return EXIT_OK;
   }
-  const rows = agents.map((a) => [a.uid, a.created_at, a.base_model ?? "-", a.name]);
+  const now = Date.now();
+  const rows = agents.map((a) => [a.uid, agoCell(a.created_at, now), a.base_model ?? "-", a.name]);
   process.stdout.write(table([["UID", "CREATED", "MODEL", "NAME"], ...rows]));
   return EXIT_OK;
 }
@@ -131,7 +133,7 @@ function printIdentity(identity: AgentIdentity): void {
   const fields: Array<[string, string | undefined]> = [
     ["uid", identity.uid],
     ["name", identity.name],
-    ["created", identity.created_at],
+    ["created", whenLine(identity.created_at)],
     ["description", identity.description],
     ["model", identity.base_model],
     ["skills", identity.skills.join(", ") || undefined],

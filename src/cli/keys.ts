@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import { createApiKey } from "../auth/bootstrap.ts";
 import { loadConfig } from "../config.ts";
 import { openStore } from "../store/open-store.ts";
+import { agoCell } from "./time-text.ts";
 
 const USAGE = `Usage:
   dispatch keys create [--team T] [--principal UID] [--type user|service_account] [--display-name N]
@@ -60,7 +61,7 @@ export async function keys(argv: string[]): Promise<number> {
             k.principal.teamId,
             k.principal.id,
             k.name,
-            k.revokedAt ? `revoked ${k.revokedAt}` : "active",
+            k.revokedAt ? `revoked ${agoCell(k.revokedAt)}` : "active",
           ].join("\t"),
         );
         process.stdout.write(

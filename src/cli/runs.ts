@@ -9,6 +9,7 @@ import {
 } from "../client/index.ts";
 import { agentWords } from "../model/agent-wording.ts";
 import { deliveryLine, deliverySummary, repositoryLabel } from "../model/delivery-summary.ts";
+import { costText } from "../model/run-wording.ts";
 import {
   apiClient,
   EXIT_FAILED,
@@ -19,6 +20,7 @@ import {
   UsageError,
 } from "./api-output.ts";
 import { RUNS_USAGE, type RunCommand } from "./run-commands.ts";
+import { agoCell, durationText, whenLine } from "./time-text.ts";
 import { renderEvent, StatusLine, stylesFor } from "./transcript.ts";
 
 const EXIT_INTERRUPTED = 130;
@@ -123,7 +125,8 @@ async function list(argv: string[]): Promise<number> {
     printJSON(runs);
     return EXIT_OK;
   }
-  const rows = runs.map((r) => [r.run_id, r.state, r.updated_at, r.title.replace(/\s+/g, " ")]);
+  const now = Date.now();
+  const rows = runs.map((r) => [r.run_id, r.state, agoCell(r.updated_at, now), r.title.replace(/\s+/g, " ")]);
   process.stdout.write(table([["RUN ID", "STATE", "UPDATED", "TITLE"], ...rows]));
   return EXIT_OK;
 }
@@ -144,11 +147,12 @@ async function get(argv: string[]): Promise<number> {
     ["run", run.run_id],
     ["title", run.title],
     ["state", run.status_message ? `${run.state}: ${run.status_message.message}` : run.state],
-    ["created", run.created_at],
-    ["updated", run.updated_at],
-    ["started", run.started_at ?? undefined],
-    ["finished", run.finished_at ?? undefined],
-    ["run time", run.run_time],
+    ["created", whenLine(run.created_at)],
+    ["updated", whenLine(run.updated_at)],
+    ["started", whenLine(run.started_at)],
+    ["finished", whenLine(run.finished_at)],
+    ["run time", durationText(run.run_time)],
+    ["cost", costText(run) || undefined],
     ["name", run.agent_config.name ?? undefined],
     // Which agent ran, with its model (agent-wording.ts); a run without a harness shows its model alone.
     ["agent", agentWords(run.agent_config)],

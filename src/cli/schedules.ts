@@ -10,6 +10,7 @@ import {
   UsageError,
 } from "./api-output.ts";
 import { SCHEDULES_USAGE } from "./schedule-commands.ts";
+import { agoCell, whenLine } from "./time-text.ts";
 
 const FIELDS = {
   name: { type: "string" },
@@ -64,12 +65,13 @@ async function list(argv: string[]): Promise<number> {
     printJSON(schedules);
     return EXIT_OK;
   }
+  const now = Date.now();
   const rows = schedules.map((s) => [
     s.id,
     s.name,
     s.timezone === "UTC" ? s.cron_schedule : `${s.cron_schedule} (${s.timezone})`,
-    s.enabled ? (s.history.next_run ?? "-") : "paused",
-    s.history.last_ran ?? "-",
+    s.enabled ? agoCell(s.history.next_run, now) : "paused",
+    agoCell(s.history.last_ran, now),
     s.last_spawn_error ? `error: ${s.last_spawn_error}` : "",
   ]);
   process.stdout.write(table([["ID", "NAME", "CRON", "NEXT RUN", "LAST RAN", ""], ...rows]));
@@ -107,7 +109,7 @@ async function create(argv: string[]): Promise<number> {
     process.stdout.write(`${created.id}\n`);
     const next = created.history.next_run;
     process.stderr.write(
-      `Created ${created.name}${next ? `; next run ${next}` : " (paused)"}. Its runs: dispatch list, or GET /api/v1/agent/runs?schedule_id=${created.id}\n`,
+      `Created ${created.name}${next ? `; next run ${whenLine(next)}` : " (paused)"}. Its runs: dispatch list, or GET /api/v1/agent/runs?schedule_id=${created.id}\n`,
     );
   }
   return EXIT_OK;
@@ -156,7 +158,7 @@ async function setEnabled(argv: string[], action: "pause" | "resume"): Promise<n
     process.stdout.write(
       action === "pause"
         ? `Paused ${schedule.name}.\n`
-        : `Resumed ${schedule.name}${next ? `; next run ${next}` : ""}.\n`,
+        : `Resumed ${schedule.name}${next ? `; next run ${whenLine(next)}` : ""}.\n`,
     );
   }
   return EXIT_OK;
@@ -205,8 +207,8 @@ function printSchedule(schedule: ScheduledAgentItem): void {
     ["name", schedule.name],
     ["cron", `${schedule.cron_schedule} (${schedule.timezone})`],
     ["state", schedule.enabled ? "enabled" : "paused"],
-    ["next run", schedule.history.next_run],
-    ["last ran", schedule.history.last_ran],
+    ["next run", whenLine(schedule.history.next_run)],
+    ["last ran", whenLine(schedule.history.last_ran)],
     ["last error", schedule.last_spawn_error],
     ["model", config.model_id],
     ["env", config.environment_id],

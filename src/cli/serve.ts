@@ -24,7 +24,7 @@ export async function serve(args: string[] = []): Promise<number> {
     process.env.DISPATCH_ROLES = value;
   }
   const config = loadConfig();
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, undefined, { format: config.logFormat });
   const dispatch = await startDispatch(config, log);
   // Runs without a model_id use the builtin harness with DISPATCH_DEFAULT_MODEL, else the scripted one.
   const defaultModel = describeDefaultModel(config.models);

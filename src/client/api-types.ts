@@ -23,6 +23,7 @@ export interface AgentConfig {
   } | null;
   idle_timeout_minutes?: number | null;
   max_run_minutes?: number | null;
+  max_cost_usd?: number | null;
   repository?: string | null;
   base_branch?: string | null;
   branch?: string | null;
@@ -42,6 +43,7 @@ export interface RunAgentConfig {
   };
   idle_timeout_minutes?: number | null;
   max_run_minutes?: number | null;
+  max_cost_usd?: number | null;
   repository?: string | null;
   base_branch?: string | null;
   branch?: string | null;

@@ -24,6 +24,8 @@ export interface ExecutorOptions {
   diskQuota?: ExecutionDeps["diskQuota"];
   /** Delivery of runs that name a repository (GITHUB_SERVER_URL, the GitHub integration's pull requests). */
   delivery?: ExecutionDeps["delivery"];
+  /** Model prices (run costs) and DISPATCH_MAX_COST_USD, the default cost limit of a run. */
+  cost?: Pick<ExecutionDeps, "prices" | "defaultMaxCostUsd">;
 }
 
 /**
@@ -165,6 +167,7 @@ export class Executor {
         ...(this.opts.skills ? { skills: this.opts.skills } : {}),
         ...(this.opts.diskQuota ? { diskQuota: this.opts.diskQuota } : {}),
         ...(this.opts.delivery ? { delivery: this.opts.delivery } : {}),
+        ...this.opts.cost,
       });
       this.active.add(execution);
       await execution.done;

@@ -3,6 +3,7 @@ import type { AttachmentContent } from "../model/attachment.ts";
 import { wireHarnessOf } from "../model/harness-wire.ts";
 import type { AgentConfig, RequestUsage, RunEvent, RunEventType, RunRecord } from "../model/run.ts";
 import type { RunMode } from "../model/run-mode.ts";
+import type { CostMeter } from "./run-cost.ts";
 import type { Sandbox } from "./sandbox.ts";
 
 /**
@@ -46,6 +47,11 @@ export interface HarnessContext {
    * so that hand-built contexts in tests need not supply it.
    */
   attachments?(): Promise<AttachmentContent[]>;
+  /**
+   * Where the harness reports each model call's tokens as soon as it knows them: prices the run and stops
+   * it at its cost limit (run-cost.ts). Absent when the server keeps no prices (and in hand-built tests).
+   */
+  cost?: CostMeter;
   log: Logger;
 }
 

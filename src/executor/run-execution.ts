@@ -4,8 +4,9 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import type { EnvironmentSettings } from "../config-file.ts";
 import type { AttachmentContent } from "../model/attachment.ts";
+import type { PriceTable } from "../model/pricing.ts";
 import { isGitHubRepository, remoteUrl } from "../model/repository.ts";
-import type { RunEvent, RunRecord } from "../model/run.ts";
+import type { RequestUsage, RunEvent, RunRecord } from "../model/run.ts";
 import { executionMode } from "../model/run-mode.ts";
 import type { RunPatch, Store } from "../store/store.ts";
 import { type DeliveryOutcome, deliverChanges } from "./delivery/deliver.ts";
@@ -15,6 +16,7 @@ import { type DiskQuota, DiskQuotaWatcher, diskQuotaExceeded } from "./disk-quot
 import { prepareEnvironment } from "./environments.ts";
 import type { HarnessOutcome, HarnessRegistry } from "./harness.ts";
 import { PlainSandbox } from "./plain-sandbox.ts";
+import { costLimitOf, costLimitReached, RunCost } from "./run-cost.ts";
 import type { Sandbox } from "./sandbox.ts";
 import type { SandboxProvider } from "./sandbox-provider.ts";
 import { joinBasePrompt, type SkillResolver } from "./skills.ts";
@@ -40,6 +42,10 @@ export interface ExecutionDeps {
   diskQuota?: DiskQuota;
   /** Delivery of runs that name a repository (DELIVERY.md); such runs fail when absent. */
   delivery?: DeliveryDeps;
+  /** Prices of models (pricing.ts): a run's inference_cost; none is recorded when absent. */
+  prices?: PriceTable;
+  /** DISPATCH_MAX_COST_USD: the cost limit of a run without config.max_cost_usd; none when absent. */
+  defaultMaxCostUsd?: number;
 }
 
 export interface DeliveryDeps {
@@ -52,7 +58,7 @@ export interface DeliveryDeps {
   sessionLink(run: RunRecord): string;
 }
 
-export type StopReason = "cancelled" | "lease_lost" | "shutdown" | "disk_quota";
+export type StopReason = "cancelled" | "lease_lost" | "shutdown" | "disk_quota" | "cost_limit";
 
 /**
  * One claimed run, from workspace to recorded outcome: renews the lease, hands follow-ups to the
@@ -70,6 +76,10 @@ export class RunExecution {
   private deliveryToken: string | undefined;
   /** Set when the workspace went over its disk quota: how the run ends once the harness has stopped. */
   private overQuota: RunPatch["statusMessage"];
+  /** Set when the run went over its cost limit: how it ends once the harness has stopped. */
+  private overBudget: RunPatch["statusMessage"];
+  /** The run's cost (its earlier executions' and this one's model calls); set once the agent may start. */
+  private cost: RunCost | undefined;
 
   constructor(run: RunRecord, deps: ExecutionDeps) {
     this.run = run;
@@ -180,6 +190,18 @@ export class RunExecution {
         signal,
       );
       if (!agentRun) return;
+      this.cost = this.meterCost();
+      if (this.cost?.spent) {
+        // A follow-up to a run that has spent its limit: no model call is made for it.
+        await this.failBeforeStart(
+          costLimitReached(
+            this.cost.spentUsd,
+            costLimitOf(run.agentConfig.max_cost_usd, this.deps.defaultMaxCostUsd)!,
+          ).message,
+          "cost_limit",
+        );
+        return;
+      }
       const waiting = await store.startAgent(run.id, workerId);
       if (!waiting) return;
       const mode = executionMode(
@@ -207,6 +229,7 @@ export class RunExecution {
             takeFollowups: () => this.takeFollowups(),
             transcript: () => this.transcript(),
             attachments: () => this.attachments(),
+            ...(this.cost ? { cost: this.cost } : {}),
             log: this.deps.log.child({ runId: run.id }),
           });
         } catch (err) {
@@ -220,7 +243,7 @@ export class RunExecution {
         if (signal.aborted) {
           // Cancelled or lost (the run's state is someone else's to set) or over the disk quota (set below,
           // once the sandbox is released), but the tokens were spent.
-          if (outcome.usage) await store.recordUsage(run.id, outcome.usage);
+          if (outcome.usage) await store.recordUsage(run.id, this.withCost(outcome.usage));
           // A cancelled run's changes are kept as a patch; nothing is pushed after a cancel.
           if (repository.target && this.stopReason === "cancelled") {
             await this.deliver(repository.target, workspace, sandbox, outcome, input, signal).catch((err) =>
@@ -249,6 +272,8 @@ export class RunExecution {
       // Only now, with the harness and its processes gone, does the run end: FAILED, like a time limit.
       if (this.overQuota) {
         await store.transition(run.id, "fail", { statusMessage: this.overQuota }, { workerId });
+      } else if (this.overBudget) {
+        await store.transition(run.id, "fail", { statusMessage: this.overBudget }, { workerId });
       }
     }
   }
@@ -404,6 +429,44 @@ export class RunExecution {
     });
   }
 
+  /**
+   * The run's cost meter (run-cost.ts): prices each model call the harness reports, and stops the
+   * execution as soon as the run's cost passes its limit (config.max_cost_usd, else the server default).
+   */
+  private meterCost(): RunCost | undefined {
+    const { prices, defaultMaxCostUsd } = this.deps;
+    if (!prices) return undefined;
+    const limit = costLimitOf(this.run.agentConfig.max_cost_usd, defaultMaxCostUsd);
+    return new RunCost({
+      prices,
+      limit,
+      before: this.run.requestUsage,
+      onOverLimit: (total, reached) => {
+        if (this.controller.signal.aborted) return;
+        this.log.warn({ costUsd: total, limitUsd: reached.usd }, "run over its cost limit; stopping it");
+        this.overBudget = costLimitReached(total, reached);
+        void this.emit("error", { message: this.overBudget.message, error_code: "cost_limit" }).catch((err) =>
+          this.log.warn({ err }, "recording the cost limit in the transcript failed"),
+        );
+        this.stop("cost_limit");
+      },
+      onUnpriced: (modelId) => {
+        const message = `No price is known for model ${modelId}, so this run's cost is not shown${
+          limit ? " and its cost limit cannot be enforced" : ""
+        }; the operator can add it under prices in dispatch.config.yaml`;
+        // Only a limit that cannot be enforced is a warning; a local model without a price is normal.
+        void this.emit("log", { level: limit ? "warn" : "info", phase: "cost", message }).catch((err) =>
+          this.log.warn({ err }, "recording an unpriced model failed"),
+        );
+      },
+    });
+  }
+
+  /** Usage as recorded on the run: with its inference_cost when the run's cost is known. */
+  private withCost(usage: RequestUsage): RequestUsage {
+    return this.cost ? this.cost.withCost(usage) : usage;
+  }
+
   /** FAILED before the agent started (environment or skill problems); a cancel written first wins. */
   private async failBeforeStart(message: string, errorCode: string): Promise<void> {
     await this.deps.store.transition(
@@ -508,7 +571,7 @@ export class RunExecution {
         retryable: false,
       };
     }
-    if (outcome?.usage) patch.requestUsage = outcome.usage;
+    if (outcome?.usage) patch.requestUsage = this.withCost(outcome.usage);
     const result = await this.deps.store.finishExecution(this.run.id, this.deps.workerId, trigger, patch);
     return result.pending.map((f) => f.message);
   }

@@ -15,6 +15,7 @@
  *   schedule "<cron>" [name:<name>] <prompt> [options]   (Slack) runs the prompt on that cron, reporting here
  *   schedules · unschedule <name>  (Slack) the channel's schedules; delete one
  *   login                         (Slack, slash command only) a one-time link that signs the user in to the web app
+ *   login [XXXX-XXXX]             (GitHub) how to sign in to the web app; with the code a browser shows, approves it
  *
  * Text inside code fences and inline code is always prompt. An unknown option key is an error listing
  * the valid keys (never silently dropped); a later duplicate key wins.
@@ -54,8 +55,11 @@ export type Command =
   | { verb: "schedule"; cron: string; name?: string; run: Command & { verb: "run" } }
   | { verb: "schedules" }
   | { verb: "unschedule"; name: string }
-  /** Slack slash command: a one-time web sign-in link, answered only to the person who asked. */
-  | { verb: "login" };
+  /**
+   * Slack slash command: a one-time web sign-in link, answered only to the person who asked. GitHub: how
+   * to sign in, or with `code` (the one a browser shows) the approval of that browser's sign-in.
+   */
+  | { verb: "login"; code?: string };
 
 /** How repository specs are read (parseRepositorySpec): the server's GitHub URL, whether file:// is allowed. */
 export interface RepositoryParsing {
@@ -136,6 +140,11 @@ export function parseCommand(text: string, surface: Surface, opts: GrammarOption
     case "login":
       // Ephemeral only: a mention is answered in the channel's thread, where a link must not appear.
       if (surface === "slash" && rest === "") return { verb: "login" };
+      // GitHub: the code a browser shows; any other words are a prompt ("login fails on Safari").
+      if (surface === "github" && rest === "") return { verb: "login" };
+      if (surface === "github" && /^[A-Za-z0-9]{4}-[A-Za-z0-9]{4}$/.test(rest)) {
+        return { verb: "login", code: rest.toUpperCase() };
+      }
       break;
     case "followup":
       if (surface !== "slash") break;

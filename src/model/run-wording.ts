@@ -52,6 +52,20 @@ export function formatDuration(ms: number): string {
   return `${s}s`;
 }
 
+/** A cost in US dollars as people read it: 0.4213 → "$0.42", 12.5 → "$12.50", 0.003 → "<$0.01". */
+export function formatCost(usd: number): string {
+  if (usd > 0 && usd < 0.005) return "<$0.01";
+  return `$${usd.toFixed(2)}`;
+}
+
+/** The run's cost ("$0.42") when it is known (request_usage.inference_cost), else "". */
+export function costText(run: {
+  request_usage?: { inference_cost?: number | undefined } | undefined;
+}): string {
+  const usd = run.request_usage?.inference_cost;
+  return typeof usd === "number" && Number.isFinite(usd) ? formatCost(usd) : "";
+}
+
 /** ISO-8601 duration (`PT2M30.5S`) → milliseconds. */
 export function parseIsoDuration(value: string | undefined): number {
   const m = /^PT(?:(\d+)H)?(?:(\d+)M)?(?:([\d.]+)S)?$/.exec(value ?? "");

@@ -39,6 +39,8 @@ export interface AgentConfig {
   harness?: { type: string };
   idle_timeout_minutes?: number;
   max_run_minutes?: number;
+  /** Dispatch extension: the most the run's model calls may cost, in USD, over all its executions. */
+  max_cost_usd?: number;
   /** Dispatch extension (DELIVERY.md): `owner/repo` or a git URL the run works in and delivers to. */
   repository?: string;
   /** The branch the work is based on; the repository's default branch when not given (recorded once known). */
@@ -93,6 +95,11 @@ export interface RunRecord {
   /** Whether the current execution's agent has started (decides recovery after a lost lease). */
   agentStarted: boolean;
   requeueCount: number;
+  /**
+   * When the run last made progress: its latest transcript event (every state change appends one, so this
+   * is never before its latest state change). Appending an event leaves updatedAt alone. model/stall.ts.
+   */
+  lastEventAt?: string;
   /** The run that spawned this one (Oz's `parent_run_id`, same team); `ancestor_run_id` lists by it. */
   parentRunId?: string | null;
   /** How the run's first execution answers (run-mode.ts); a follow-up handoff carries its own mode. */

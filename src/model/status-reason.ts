@@ -29,7 +29,7 @@ export type OzErrorCode = (typeof OZ_ERROR_CODES)[number];
 /**
  * Each reason Dispatch records, and the Oz code it is shown with (null: no Oz code fits, so none is
  * shown). The choices:
- * - limits the run hit (time, steps, model output, disk) are a budget the run spent: `budget_exceeded`;
+ * - limits the run hit (time, steps, model output, disk, cost) are a budget the run spent: `budget_exceeded`;
  * - something outside the run that may work on another try (the model provider, the repository, the
  *   push or pull request): `resource_unavailable`, Oz's "transient infrastructure issue";
  * - the platform losing the run (worker lost or shut down, an internal fault): `internal_error`;
@@ -51,6 +51,7 @@ const OZ_CODE_OF_REASON: Record<string, OzErrorCode | null> = {
   step_limit: "budget_exceeded",
   model_output_limit: "budget_exceeded",
   disk_quota_exceeded: "budget_exceeded",
+  cost_limit: "budget_exceeded",
   model_error: "resource_unavailable",
   delivery_failed: "resource_unavailable",
   repository_unavailable: "resource_unavailable",

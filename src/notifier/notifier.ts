@@ -1,9 +1,11 @@
 import type { Logger } from "pino";
+import type { RunRecord } from "../model/run.ts";
 import { isTerminal } from "../model/run-state.ts";
+import { DEFAULT_STALL_AFTER_MS, stalledFor } from "../model/stall.ts";
 import type { ThreadBinding } from "../model/thread-binding.ts";
 import type { RunItem } from "../runs/run-item.ts";
 import type { RunsApi } from "../runs/runs-api.ts";
-import type { CardState, NotifierCursor, OutboxMessage, Store } from "../store/store.ts";
+import type { CardState, NotifierCursor, OutboxMessage, RunProgress, Store } from "../store/store.ts";
 import { type DeliveryOutcome, OutboxDeliverer, type OutboxOptions } from "./outbox.ts";
 import type { NotifierPlatform } from "./platform.ts";
 
@@ -13,7 +15,11 @@ const SCHEDULED_SOURCE = "SCHEDULED_AGENT";
 export interface NotifierOptions {
   /** Polling interval of the run changes (a poke starts a tick sooner). */
   tickMs: number;
-  /** At most one Slack card edit per run per this window (~50 chat.update per minute per workspace). */
+  /**
+   * At most one Slack card edit per run per this window: Slack allows about one chat.update per second
+   * per message (and ~50 per minute per workspace, which 429 + Retry-After handles). A longer window only
+   * delays what a person sees; the first post is never delayed.
+   */
   editIntervalMs: number;
   /** The same for GitHub tracking comments (INTEGRATIONS.md: at most one edit per 10 s). */
   githubEditIntervalMs: number;
@@ -27,17 +33,31 @@ export interface NotifierOptions {
   bindGraceMs: number;
   pageSize: number;
   outbox: Partial<OutboxOptions>;
+  /** A run in progress with no transcript event for this long is shown stalled (DISPATCH_STALL_AFTER_S). */
+  stallAfterMs: number;
+  /**
+   * How often runs crossing that threshold (or making progress again) are looked for: nothing in the store
+   * changes when a run goes quiet. Default min(stallAfterMs / 5, 30 s).
+   */
+  stallCheckMs?: number;
 }
 
 export const DEFAULT_NOTIFIER_OPTIONS: NotifierOptions = {
   tickMs: 1000,
-  editIntervalMs: 5000,
+  editIntervalMs: 1000,
   githubEditIntervalMs: 10_000,
   lookbackMs: 5000,
   bindGraceMs: 30_000,
   pageSize: 200,
   outbox: {},
+  stallAfterMs: DEFAULT_STALL_AFTER_MS,
 };
+
+/**
+ * Appended to the fingerprint of a card that shows a stall, so that the card state alone tells whether the
+ * card says "no progress": the stall check then re-reads only runs whose card is wrong.
+ */
+const STALL_MARK = "~stalled";
 
 const CURSOR = "notifier";
 const EPOCH = "1970-01-01T00:00:00.000Z";
@@ -61,6 +81,10 @@ export class Notifier {
   private loop: Promise<void> | undefined;
   private wakeUp: (() => void) | undefined;
   private poked = false;
+  private stallLoop: Promise<void> | undefined;
+  private wakeStallCheck: (() => void) | undefined;
+  /** When the last stall check started; undefined until the first, which looks at every run in progress. */
+  private lastStallCheck: number | undefined;
 
   constructor(deps: {
     runsApi: RunsApi;
@@ -94,6 +118,7 @@ export class Notifier {
     this.store.signals.on("run_changed", this.onRunChanged);
     this.outbox.start();
     this.loop = this.run();
+    this.stallLoop = this.runStallChecks();
   }
 
   private readonly onRunChanged = () => this.poke();
@@ -108,7 +133,9 @@ export class Notifier {
     this.running = false;
     this.store.signals.off("run_changed", this.onRunChanged);
     this.wakeUp?.();
+    this.wakeStallCheck?.();
     await this.loop;
+    await this.stallLoop;
     await this.outbox.stop();
   }
 
@@ -117,8 +144,10 @@ export class Notifier {
     this.running = false;
     this.store.signals.off("run_changed", this.onRunChanged);
     this.wakeUp?.();
+    this.wakeStallCheck?.();
     await this.outbox.kill();
     await this.loop;
+    await this.stallLoop;
   }
 
   private async run(): Promise<void> {
@@ -172,6 +201,12 @@ export class Notifier {
           ...(page ? { cursor: page } : {}),
         });
         const state = await this.store.loadNotifierState(runs.map((r) => r.run_id));
+        // Only a run in progress can stall; a run this store does not know (remote mode) never shows one.
+        const progress = await this.store.getRunProgress(
+          runs.filter((r) => r.state === "INPROGRESS").map((r) => r.run_id),
+        );
+        // A page's changes are recorded together: SQLite's group commit gives them one fsync, not one each.
+        const applied: Array<Promise<boolean>> = [];
         for (const run of runs) {
           if (after(run, highest)) highest = { updatedAt: run.updated_at, runId: run.run_id };
           const entry = state.get(run.run_id);
@@ -188,8 +223,10 @@ export class Notifier {
             }
             continue;
           }
-          if (await this.apply(platform, run, binding, entry?.card, now)) changed++;
+          const stalledMs = this.stalledMs(run, progress.get(run.run_id), now);
+          applied.push(this.apply(platform, run, binding, entry?.card, now, stalledMs));
         }
+        for (const recorded of await Promise.all(applied)) if (recorded) changed++;
         page = next_cursor;
       } while (page);
     }
@@ -201,6 +238,106 @@ export class Notifier {
     return { changed };
   }
 
+  /** How long the run has gone without progress, when it is stalled; undefined without a known progress. */
+  private stalledMs(run: RunItem, lastEventAt: string | undefined, now: number): number | undefined {
+    if (lastEventAt === undefined) return undefined;
+    return stalledFor(
+      { state: run.state as RunRecord["state"], updatedAt: run.updated_at, lastEventAt },
+      now,
+      this.opts.stallAfterMs,
+    );
+  }
+
+  private stallCheckMs(): number {
+    return this.opts.stallCheckMs ?? Math.max(1, Math.min(this.opts.stallAfterMs / 5, 30_000));
+  }
+
+  private async runStallChecks(): Promise<void> {
+    while (this.running) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, this.stallCheckMs());
+        function done() {
+          clearTimeout(timer);
+          resolve();
+        }
+        this.wakeStallCheck = () => {
+          this.wakeStallCheck = undefined;
+          done();
+        };
+      });
+      if (!this.running) break;
+      try {
+        await this.checkStalls();
+      } catch (err) {
+        if (!this.running) break;
+        this.log.warn({ err }, "stall check failed");
+      }
+    }
+  }
+
+  /**
+   * Stalls are never silent (issue 15), yet nothing in the store changes when a run goes quiet, and an event
+   * leaves updated_at alone: so this looks, through the store's index of runs in progress by progress
+   * (not a scan of runs), for runs that crossed DISPATCH_STALL_AFTER_S since the last check and for runs
+   * that made progress since then, and re-renders those whose card says the wrong thing. The first check
+   * looks at every run in progress (after a restart, or a card another replica drew). Public for tests.
+   */
+  async checkStalls(now = Date.now()): Promise<{ changed: number }> {
+    const stallAfter = this.opts.stallAfterMs;
+    const threshold = new Date(now - stallAfter).toISOString();
+    const last = this.lastStallCheck;
+    this.lastStallCheck = now;
+    // The look-back covers events committed late with an earlier time (a slow writer, clock skew).
+    const margin = this.opts.lookbackMs + this.stallCheckMs();
+    const quiet = await this.progressIn({
+      before: threshold,
+      ...(last === undefined ? {} : { after: new Date(last - stallAfter - margin).toISOString() }),
+    });
+    const moving = await this.progressIn({
+      after: last === undefined ? threshold : maxIso(threshold, new Date(last - margin).toISOString()),
+    });
+    let changed = 0;
+    for (const [ids, wantStalled] of [
+      [quiet, true],
+      [moving, false],
+    ] as const) {
+      for (let i = 0; i < ids.length; i += this.opts.pageSize) {
+        const page = ids.slice(i, i + this.opts.pageSize);
+        const state = await this.store.loadNotifierState(page);
+        for (const runId of page) {
+          const entry = state.get(runId);
+          const platform = entry?.binding && this.platforms.get(entry.binding.platform);
+          // Without a card yet the main tick draws the first one; a card already right needs nothing.
+          if (!platform || !entry?.binding || !entry.card) continue;
+          if (entry.card.fingerprint.endsWith(STALL_MARK) === wantStalled) continue;
+          const run = await this.runs.get(runId).catch(() => undefined);
+          if (!run || isTerminal(run.state)) continue; // the main tick reports the end
+          const progress = await this.store.getRunProgress([runId]);
+          const stalledMs = this.stalledMs(run, progress.get(runId), now);
+          if (await this.apply(platform, run, entry.binding, entry.card, now, stalledMs)) changed++;
+        }
+      }
+    }
+    if (changed > 0) this.log.debug({ changed }, "stall check re-rendered cards");
+    return { changed };
+  }
+
+  /** The ids of the runs in progress whose latest event is in the range, every page of them. */
+  private async progressIn(range: { after?: string; before?: string }): Promise<string[]> {
+    const ids: string[] = [];
+    let cursor: RunProgress | undefined;
+    for (;;) {
+      const page = await this.store.listRunsByProgress({
+        ...range,
+        limit: this.opts.pageSize,
+        ...(cursor ? { cursor } : {}),
+      });
+      ids.push(...page.map((p) => p.runId));
+      if (page.length < this.opts.pageSize) return ids;
+      cursor = page.at(-1);
+    }
+  }
+
   /** Records what changed for one run; false when nothing did (or another notifier recorded it first). */
   private async apply(
     platform: NotifierPlatform,
@@ -208,9 +345,11 @@ export class Notifier {
     binding: ThreadBinding,
     card: CardState | undefined,
     now: number,
+    stalledMs: number | undefined,
   ) {
     if (card && card.runUpdatedAt > run.updated_at) return false; // an older read than what we have
-    const fingerprint = platform.fingerprint(run);
+    const stalled = stalledMs !== undefined;
+    const fingerprint = platform.fingerprint(run, stalled) + (stalled ? STALL_MARK : "");
     const finished = isTerminal(run.state) && run.finished_at ? run.finished_at : undefined;
     const needFinal = finished !== undefined && card?.lastFinal !== finished;
     const cardChanged = fingerprint !== card?.fingerprint;
@@ -249,7 +388,7 @@ export class Notifier {
             card: {
               stream: `card:${run.run_id}`,
               target,
-              payload: platform.card(run, binding, now),
+              payload: platform.card(run, binding, now, stalledMs),
               editIntervalMs: platform.editIntervalMs,
             },
           }
@@ -257,6 +396,10 @@ export class Notifier {
       messages,
       now: new Date(now).toISOString(),
     });
+    if (recorded && cardChanged && card?.lastCardAt) {
+      // An edit inside the window is due when the window ends: wake the deliverer then, not at its next poll.
+      this.outbox.wakeAt(Date.parse(card.lastCardAt) + platform.editIntervalMs);
+    }
     if (recorded) {
       this.log.debug(
         { runId: run.run_id, state: run.state, card: cardChanged, final: needFinal },
@@ -269,4 +412,8 @@ export class Notifier {
 
 function after(run: RunItem, mark: NotifierCursor): boolean {
   return run.updated_at > mark.updatedAt || (run.updated_at === mark.updatedAt && run.run_id > mark.runId);
+}
+
+function maxIso(a: string, b: string): string {
+  return a > b ? a : b;
 }

@@ -53,6 +53,10 @@ export class OutboxDeliverer {
   private loop: Promise<void> | undefined;
   private wakeUp: (() => void) | undefined;
   private wakePending = false;
+  /** When rows recorded here fall due (throttled card edits): the loop wakes then, not at its next poll. */
+  private dueTimes: number[] = [];
+  /** When the latest claim began: due times up to it were covered by that claim. */
+  private lastClaimAt = 0;
 
   constructor(deps: {
     store: Store;
@@ -80,6 +84,12 @@ export class OutboxDeliverer {
   }
 
   private readonly onEnqueued = () => this.poke();
+
+  /** A row recorded with a later due time (a card edit inside its window) falls due at `at` (epoch ms). */
+  wakeAt(at: number): void {
+    if (!this.dueTimes.includes(at)) this.dueTimes.push(at);
+    this.poke();
+  }
 
   /** Something was enqueued or finished: look for due rows now. */
   poke(): void {
@@ -111,6 +121,7 @@ export class OutboxDeliverer {
       if (free > 0) {
         try {
           const now = Date.now();
+          this.lastClaimAt = now;
           for (const [target, until] of this.pausedUntil) if (until <= now) this.pausedUntil.delete(target);
           const rows = await this.store.claimOutbox(this.owner, {
             limit: free,
@@ -134,6 +145,9 @@ export class OutboxDeliverer {
     let ms = this.opts.pollMs;
     const now = Date.now();
     for (const until of this.pausedUntil.values()) ms = Math.min(ms, Math.max(1, until - now));
+    // A due time up to the latest claim's start was covered by that claim; a later one needs a claim.
+    this.dueTimes = this.dueTimes.filter((at) => at > this.lastClaimAt);
+    for (const at of this.dueTimes) ms = Math.min(ms, Math.max(1, at - now));
     return ms;
   }
 

@@ -16,9 +16,13 @@ export interface NotifierPlatform {
   readonly editIntervalMs: number;
   /** Where a binding's messages go: rate limits pause only that target's rows. */
   target(binding: ThreadBinding): string;
-  /** What the card shows, minus a running run's elapsed time: equal means no edit is needed. */
-  fingerprint(run: RunItem): string;
-  card(run: RunItem, binding: ThreadBinding, now: number): Record<string, unknown>;
+  /**
+   * What the card shows, minus a running run's elapsed time: equal means no edit is needed. `stalled`: the
+   * card says the run has made no progress for a while (model/stall.ts), without saying how long.
+   */
+  fingerprint(run: RunItem, stalled?: boolean): string;
+  /** `stalledMs`: how long a stalled run has been without progress (undefined: it is not stalled). */
+  card(run: RunItem, binding: ThreadBinding, now: number, stalledMs?: number): Record<string, unknown>;
   finalReply(run: RunItem, binding: ThreadBinding): Record<string, unknown>;
   /** The reaction on the triggering message for a terminal state, if the platform shows one. */
   outcomeReaction(run: RunItem, binding: ThreadBinding): Record<string, unknown> | undefined;

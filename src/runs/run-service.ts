@@ -47,7 +47,8 @@ export interface CreateRunInput {
 
 /** Who asks, and on whose behalf: integrations create runs for a Slack or GitHub user. */
 export interface RequestContext {
-  caller: Caller;
+  /** An API key's caller, or a signed-in web session (a principal in a team, no key). */
+  caller: Pick<Caller, "principal" | "team">;
   creator?: Creator;
   source?: string;
   triggerUrl?: string;
@@ -554,7 +555,7 @@ export class RunService {
   }
 }
 
-export function creatorOf(caller: Caller): Creator {
+export function creatorOf(caller: Pick<Caller, "principal">): Creator {
   return {
     type: caller.principal.type,
     uid: caller.principal.id,

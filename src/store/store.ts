@@ -1,5 +1,12 @@
 import type { AttachmentInfo, NewAttachment } from "../model/attachment.ts";
 import type {
+  GitHubApproval,
+  GitHubSignIn,
+  GitHubSignInApproval,
+  GitHubSignInRedemption,
+  NewGitHubSignIn,
+} from "../model/github-sign-in.ts";
+import type {
   AgentIdentity,
   AgentIdentityPatch,
   ApiKeyRecord,
@@ -76,6 +83,11 @@ export interface Store {
   listRuns(teamId: string, query: RunListQuery): Promise<{ runs: RunRecord[]; hasMore: boolean }>;
   /** Across teams, or with `teamId` that team's runs only (the web dashboard's counts). */
   countRunsByState(teamId?: string): Promise<Record<RunState, number>>;
+  /**
+   * The team's runs created at or after `since` (RFC 3339 UTC), summed per UTC day of creation and per
+   * requester: runs, tokens and cost (null when none of them recorded a cost). The web dashboard's usage.
+   */
+  summarizeUsage(teamId: string, since: string): Promise<UsageSummary>;
   /** QUEUED plus INPROGRESS runs across teams (what the executors have to do), counted up to `upTo`. */
   countActiveRuns(upTo: number): Promise<number>;
   /** Those of `runIds` that are in a terminal state reached before `before` (workspace retention). */
@@ -199,6 +211,16 @@ export interface Store {
    */
   appendEvent(runId: string, type: RunEventType, data: Record<string, unknown>): Promise<RunEvent>;
   listEvents(runId: string, after: number, limit: number): Promise<RunEvent[]>;
+
+  // Progress (stall detection, model/stall.ts): when a run last had a transcript event (RunRecord.lastEventAt)
+  /**
+   * Runs in progress whose latest event is after `after` and at or before `before` (each bound optional),
+   * oldest progress first, at most `limit`, past `cursor`: read through an index of the runs in progress by
+   * progress, never a scan of every run. What the notifier's stall check asks.
+   */
+  listRunsByProgress(range: ProgressRange): Promise<RunProgress[]>;
+  /** The time of the latest event of each of these runs (absent: no such run). */
+  getRunProgress(runIds: string[]): Promise<Map<string, string>>;
 
   // Integrations
   /**
@@ -348,8 +370,43 @@ export interface Store {
   findWebSession(idHash: string, at: string): Promise<WebSession | undefined>;
   /** False when there was no such session or it was revoked already. */
   revokeWebSession(idHash: string, at: string): Promise<boolean>;
-  /** Drops links that expired and sessions that expired or were revoked before `olderThan`. */
+  /**
+   * Drops links and GitHub sign-ins that expired, and sessions that expired or were revoked, before
+   * `olderThan`.
+   */
   pruneWebSignIns(olderThan: string): Promise<number>;
+
+  // GitHub sign-in (issue 15): a browser's pending sign-in, approved by a comment, redeemed by that browser
+  /** False (nothing stored) when the browser hash or the code is taken already: draw another code. */
+  createGitHubSignIn(signIn: NewGitHubSignIn): Promise<boolean>;
+  /** The sign-in of the browser whose cookie hashes to `browserHash`, in whatever state it is. */
+  findGitHubSignIn(browserHash: string): Promise<GitHubSignIn | undefined>;
+  /**
+   * Approves the sign-in of `code` for `approval.principalId`. Refused (nothing changes) when the code is
+   * unknown, expired at `approval.at`, used, or approved for another principal; approving again for the
+   * same principal is approved (a redelivered comment).
+   */
+  approveGitHubSignIn(code: string, approval: GitHubSignInApproval): Promise<GitHubApproval>;
+  /**
+   * Marks the browser's approved sign-in used and opens `session` for its principal, atomically: of
+   * concurrent redemptions exactly one signs in. Refused when unknown, not approved yet, expired at
+   * `session.createdAt`, or used.
+   */
+  redeemGitHubSignIn(browserHash: string, session: NewWebSession): Promise<GitHubSignInRedemption>;
+}
+
+export interface ProgressRange {
+  after?: string;
+  before?: string;
+  limit: number;
+  /** The last entry of the previous page. */
+  cursor?: RunProgress;
+}
+
+/** A run in progress and the time of its latest transcript event. */
+export interface RunProgress {
+  runId: string;
+  lastEventAt: string;
 }
 
 /** A firing of a schedule as the scheduler prepared it. */
@@ -548,4 +605,23 @@ export interface RunListQuery {
   updatedAfter?: string;
   /** Substring of the title or prompt, compared after `foldCase` on both sides (Unicode, not ASCII only). */
   q?: string;
+  /**
+   * Only runs among these ids (the web dashboard reads the runs a change signal named, and asks which of
+   * them match its filters). An empty list matches nothing.
+   */
+  ids?: string[];
+}
+
+/** What `summarizeUsage` sums; `cost` is the sum of `request_usage.inference_cost` where recorded. */
+export interface UsageTotals {
+  runs: number;
+  tokens: number;
+  cost: number | null;
+}
+
+export interface UsageSummary {
+  /** Days with runs, oldest first; `day` is the UTC date (YYYY-MM-DD). */
+  days: Array<UsageTotals & { day: string }>;
+  /** Requesters, most runs first (then by uid); `displayName` as on their latest run. */
+  people: Array<UsageTotals & { uid: string; displayName: string }>;
 }

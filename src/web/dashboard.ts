@@ -1,50 +1,68 @@
+import { randomBytes } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { ListRunsQuerySchema } from "../api/schemas.ts";
-import { agentWords } from "../model/agent-wording.ts";
-import { deliverySummary, repositoryLabel } from "../model/delivery-summary.ts";
 import { RunError } from "../model/errors.ts";
 import type { RunRecord } from "../model/run.ts";
 import { RUN_STATES, type RunState } from "../model/run-state.ts";
-import { formatDuration, stateWord } from "../model/run-wording.ts";
+import type { ScheduleRecord } from "../model/schedule.ts";
 import type { WebSession } from "../model/web-session.ts";
-import { runTimeMs } from "../runs/run-item.ts";
 import type { RunService } from "../runs/run-service.ts";
-import type { Store } from "../store/store.ts";
+import type { Store, UsageSummary } from "../store/store.ts";
+import { readCookie, SESSION_COOKIE } from "./auth/cookies.ts";
 import { sendSignInPage } from "./auth/sign-in-page.ts";
 import { sessionOf } from "./auth/sign-in-routes.ts";
 import type { WebSignIn } from "./auth/web-sign-in.ts";
-import { escapeHtml, safeHref, sendPage } from "./html.ts";
+import { DashboardFeed } from "./dashboard-feed.ts";
+import { type DashboardFilters, linkWith, parseFilters } from "./dashboard-filters.ts";
+import {
+  bindingsOf,
+  ROW_CELLS,
+  ROW_HEADER,
+  type RowContext,
+  renderRow,
+  STATE_LABELS,
+} from "./dashboard-rows.ts";
+import { renderSchedules } from "./dashboard-schedules.ts";
+import { DASHBOARD_SCRIPT } from "./dashboard-script.ts";
+import { renderUsage, UsageCache } from "./dashboard-usage.ts";
+import { escapeHtml, sendPage } from "./html.ts";
 
-/** Runs per page unless the query says `limit`; at most PAGE_RUNS_MAX, so that a page stays under 100 KB. */
-const PAGE_RUNS = 25;
-const PAGE_RUNS_MAX = 100;
+export type DashboardStore = Pick<
+  Store,
+  "countRunsByState" | "listRuns" | "loadNotifierState" | "signals" | "summarizeUsage" | "listSchedules"
+>;
 
 export interface DashboardOptions {
   signIn: WebSignIn;
   runService: Pick<RunService, "list" | "get">;
-  counts: Pick<Store, "countRunsByState">;
+  store: DashboardStore;
   slashCommand: string;
+  /** The GitHub bot's handle, when the sign-in page offers GitHub sign-in. */
+  githubHandle?: string;
+  /** DISPATCH_STALL_AFTER_S in ms. */
+  stallAfterMs: number;
 }
 
-/** Words for the counts and filters; ERROR is told apart from FAILED here, unlike on cards. */
-const STATE_LABELS: Record<RunState, string> = {
-  ...Object.fromEntries(RUN_STATES.map((s) => [s, stateWord(s)])),
-  ERROR: "Error",
-} as Record<RunState, string>;
-
-const SOURCE_LINKS: Record<string, string> = {
-  SLACK: "open in Slack",
-  GITHUB_WEBHOOK: "GitHub issue",
-};
+/** Ids one GET /dashboard/rows may ask for (a page shows at most PAGE_RUNS_MAX runs). */
+const ROWS_IDS_MAX = 100;
 
 /**
  * GET / — the team's runs for a signed-in person (the visitor's sign-in page otherwise): the filters of
  * GET /api/v1/agent/runs under the same names (any of that route's parameters works in the URL), keyset
- * pages and the team's counts by state. GET /runs/<id> opens one of the team's runs (its session page);
- * another team's run is not found. Server-rendered and script-free: it reads without JavaScript.
+ * pages, the team's counts by state, its schedules and its usage over the last days. Each run links to
+ * its run page (run-page.ts). Server-rendered: it reads fully without JavaScript; a small script
+ * (dashboard-script.ts) keeps it live over GET /dashboard/events, fetching rows from GET /dashboard/rows.
  */
 export async function dashboard(app: FastifyInstance, opts: DashboardOptions): Promise<void> {
-  const { signIn, runService } = opts;
+  const { signIn, runService, store } = opts;
+  const feed = new DashboardFeed(store, {
+    sessionLive: async (cookie) => (await signIn.lookup(cookie)) !== undefined,
+    now: () => signIn.now().getTime(),
+    stallAfterMs: opts.stallAfterMs,
+    log: app.log,
+  });
+  const usage = new UsageCache(store);
+  // Before the server stops accepting: open streams end so that closing does not wait for them.
+  app.addHook("preClose", async () => feed.stop());
 
   const signInPage = (req: FastifyRequest, reply: FastifyReply, status = 200) =>
     sendSignInPage(reply, {
@@ -52,59 +70,18 @@ export async function dashboard(app: FastifyInstance, opts: DashboardOptions): P
       cookieHeader: req.headers.cookie,
       secure: signIn.secure,
       slashCommand: opts.slashCommand,
+      ...(opts.githubHandle ? { githubHandle: opts.githubHandle } : {}),
     });
 
   app.get("/", async (req, reply) => {
     const session = await sessionOf(req, signIn);
     if (!session) return signInPage(req, reply);
-    const raw = nonEmpty(req.query);
-    const parsed = ListRunsQuerySchema.safeParse(raw);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      const detail =
-        issue?.code === "unrecognized_keys"
-          ? `unknown filter ${issue.keys.join(", ")}`
-          : `${issue?.path.join(".") || "query"}: ${issue?.message ?? "invalid"}`;
-      return badFilter(reply, session, detail);
-    }
-    const q = parsed.data;
-    if (q.limit !== undefined && q.limit > PAGE_RUNS_MAX) {
-      return badFilter(
-        reply,
-        session,
-        `limit: at most ${PAGE_RUNS_MAX} runs a page here (the API lists up to 500)`,
-      );
-    }
-    const states = q.state === undefined ? undefined : ([] as string[]).concat(q.state);
+    const filters = parseFilters(req.query);
+    if ("problem" in filters) return badFilter(reply, session, filters.problem);
+    const now = signIn.now().getTime();
     let page: Awaited<ReturnType<typeof runService.list>>;
     try {
-      page = await runService.list(session, {
-        limit: q.limit ?? PAGE_RUNS,
-        sortBy: q.sort_by ?? "updated_at",
-        sortOrder: q.sort_order ?? "desc",
-        ...(q.cursor ? { cursor: q.cursor } : {}),
-        ...(states
-          ? { states: states.filter((s): s is RunState => (RUN_STATES as readonly string[]).includes(s)) }
-          : {}),
-        ...defined({
-          name: q.name ?? q.config_name,
-          modelId: q.model_id,
-          creator: q.creator,
-          source: q.source,
-          environmentId: q.environment_id,
-          skillSpec: q.skill_spec ?? q.skill,
-          metadata: q.metadata,
-          artifactType: q.artifact_type,
-          scheduleId: q.schedule_id,
-          ancestorRunId: q.ancestor_run_id,
-          executor: q.executor,
-          executionLocation: q.execution_location,
-          createdAfter: q.created_after,
-          createdBefore: q.created_before,
-          updatedAfter: q.updated_after,
-          q: q.q,
-        }),
-      });
+      page = await runService.list(session, filters.input);
     } catch (err) {
       // A cursor from another sort, or an ancestor of another team: the list API's 400, as a page.
       if (err instanceof RunError && err.code === "invalid_request") {
@@ -112,35 +89,102 @@ export async function dashboard(app: FastifyInstance, opts: DashboardOptions): P
       }
       throw err;
     }
-    const counts = await opts.counts.countRunsByState(session.team.id);
-    const now = signIn.now().getTime();
+    const [counts, bindings, schedules, usageSummary] = await Promise.all([
+      store.countRunsByState(session.team.id),
+      bindingsOf(store, page.runs),
+      store.listSchedules(session.team.id),
+      usage.get(session.team.id, now),
+    ]);
+    const nonce = randomBytes(16).toString("base64");
     return sendPage(
       reply,
       200,
       "Runs",
-      renderDashboard(session, raw, states ?? [], page, counts, now),
+      renderDashboard({
+        session,
+        filters,
+        page,
+        counts,
+        schedules,
+        usage: usageSummary,
+        ctx: { now, bindings, stallAfterMs: opts.stallAfterMs },
+        nonce,
+      }),
       session,
+      { scriptNonce: nonce, style: DASHBOARD_STYLE },
     );
   });
 
-  app.get<{ Params: { runId: string } }>("/runs/:runId", async (req, reply) => {
+  /**
+   * The team's live changes as Server-Sent Events (DashboardFeed): `runs` (changed runs with their rendered
+   * rows), `counts`, `resync`, and keepalive comments. A reconnect (Last-Event-ID) starts with a resync.
+   */
+  app.get("/dashboard/events", async (req, reply) => {
     const session = await sessionOf(req, signIn);
-    if (!session) return signInPage(req, reply, 401);
-    try {
-      const run = await runService.get(session, req.params.runId);
-      return reply
-        .header("cache-control", "no-store")
-        .redirect(`/sessions/${encodeURIComponent(run.sessionId)}`, 303);
-    } catch (err) {
-      if (!(err instanceof RunError) || err.code !== "resource_not_found") throw err;
-      return sendPage(
-        reply,
-        404,
-        "Run not found",
-        `<h1>Run not found</h1><p>Your team has no run <code>${escapeHtml(req.params.runId)}</code>.</p><p><a href="/">Back to the runs</a></p>`,
-        session,
-      );
+    if (!session) {
+      return reply.code(401).header("cache-control", "no-store").type("text/plain").send("sign in first");
     }
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-store, no-transform",
+      connection: "keep-alive",
+      "x-accel-buffering": "no",
+      "x-content-type-options": "nosniff",
+    });
+    res.write(": stream open\n\n");
+    feed.watch(
+      {
+        teamId: session.team.id,
+        res,
+        sessionCookie: readCookie(req.headers.cookie, SESSION_COOKIE) ?? "",
+        expiresAt: Date.parse(session.expiresAt),
+      },
+      { resync: req.headers["last-event-id"] !== undefined },
+    );
+  });
+
+  /**
+   * Rows of the team's runs among `ids` (comma-separated) that match the list filters given with them, as
+   * `<tr>` elements: what the live script inserts or refreshes. Another team's ids match nothing.
+   */
+  app.get("/dashboard/rows", async (req, reply) => {
+    const session = await sessionOf(req, signIn);
+    if (!session) {
+      return reply.code(401).header("cache-control", "no-store").type("text/plain").send("sign in first");
+    }
+    const { ids: idsParam, ...query } = (req.query ?? {}) as Record<string, unknown>;
+    const ids = typeof idsParam === "string" ? idsParam.split(",").filter(Boolean) : [];
+    if (ids.length === 0 || ids.length > ROWS_IDS_MAX || ids.some((id) => id.length > 200)) {
+      return reply
+        .code(400)
+        .header("cache-control", "no-store")
+        .type("text/plain")
+        .send(`ids: give 1 to ${ROWS_IDS_MAX} run ids, comma-separated`);
+    }
+    const filters = parseFilters(query);
+    if ("problem" in filters) {
+      return reply.code(400).header("cache-control", "no-store").type("text/plain").send(filters.problem);
+    }
+    const { cursor: _pageOnly, ...input } = filters.input;
+    const { runs } = await store.listRuns(session.team.id, {
+      ...input,
+      ids,
+      limit: ids.length,
+      sortBy: "updated_at",
+      sortOrder: "desc",
+    });
+    const ctx = {
+      now: signIn.now().getTime(),
+      bindings: await bindingsOf(store, runs),
+      stallAfterMs: opts.stallAfterMs,
+    };
+    return reply
+      .header("cache-control", "no-store")
+      .header("x-content-type-options", "nosniff")
+      .type("text/html; charset=utf-8")
+      .send(runs.map((run) => renderRow(run, ctx)).join(""));
   });
 }
 
@@ -155,69 +199,49 @@ function badFilter(reply: FastifyReply, session: WebSession, detail: string): Fa
   );
 }
 
-/** The query without empty fields: an empty search box or "any state" means no filter. */
-function nonEmpty(query: unknown): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
-  for (const [key, value] of Object.entries((query ?? {}) as Record<string, unknown>)) {
-    const values = ([] as unknown[])
-      .concat(value)
-      .filter((v): v is string => typeof v === "string" && v.trim() !== "");
-    if (values.length === 1) out[key] = values[0]!;
-    else if (values.length > 1) out[key] = values;
-  }
-  return out;
+const DASHBOARD_STYLE = `.usage{display:flex;gap:1.5rem;flex-wrap:wrap}.usage table{width:auto;min-width:18rem}
+caption{text-align:left;font-weight:600;padding:.25rem 0}section{margin:1.5rem 0}`;
+
+interface DashboardView {
+  session: WebSession;
+  filters: DashboardFilters;
+  page: { runs: RunRecord[]; nextCursor?: string };
+  counts: Record<RunState, number>;
+  schedules: ScheduleRecord[];
+  usage: UsageSummary;
+  ctx: RowContext;
+  nonce: string;
 }
 
-function defined<T extends Record<string, unknown>>(obj: T): Partial<T> {
-  return Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined)) as Partial<T>;
-}
-
-/** `?…` for a link that keeps the filters, with `changes` applied (undefined removes a parameter). */
-function linkWith(
-  raw: Record<string, string | string[]>,
-  changes: Record<string, string | undefined>,
-): string {
-  const params = new URLSearchParams();
-  for (const [key, value] of Object.entries(raw)) {
-    if (key in changes) continue;
-    for (const v of ([] as string[]).concat(value)) params.append(key, v);
-  }
-  for (const [key, value] of Object.entries(changes)) if (value !== undefined) params.append(key, value);
-  const text = params.toString();
-  return escapeHtml(text ? `/?${text}` : "/");
-}
-
-function renderDashboard(
-  session: WebSession,
-  raw: Record<string, string | string[]>,
-  states: string[],
-  page: { runs: RunRecord[]; nextCursor?: string },
-  counts: Record<RunState, number>,
-  now: number,
-): string {
-  const total = RUN_STATES.reduce((n, s) => n + counts[s], 0);
+function renderDashboard(v: DashboardView): string {
+  const { session, filters, page } = v;
+  const { raw, states, input } = filters;
+  const total = RUN_STATES.reduce((n, s) => n + v.counts[s], 0);
   const countItems = RUN_STATES.map(
     (s) =>
-      `<li><a href="/?state=${s}"><span class="state state-${s}">${escapeHtml(STATE_LABELS[s])}</span> <span id="count-${s}">${counts[s]}</span></a></li>`,
+      `<li><a href="/?state=${s}"><span class="state state-${s}">${escapeHtml(STATE_LABELS[s])}</span> <span id="count-${s}">${v.counts[s]}</span></a></li>`,
   ).join("");
   const stateBoxes = RUN_STATES.map(
     (s) =>
       `<label style="flex-direction:row;gap:.25rem"><input type="checkbox" name="state" value="${s}"${states.includes(s) ? " checked" : ""}>${escapeHtml(STATE_LABELS[s])}</label>`,
   ).join("");
   const text = (name: string) => (typeof raw[name] === "string" ? escapeHtml(raw[name] as string) : "");
-  const filters = `<form method="get" action="/" class="filters" role="search" aria-label="Filter runs">
+  const filterForm = `<form method="get" action="/" class="filters" role="search" aria-label="Filter runs">
 <fieldset><legend>State</legend>${stateBoxes}</fieldset>
 <label for="f-q">Search title and prompt<input id="f-q" name="q" type="search" value="${text("q")}" maxlength="1000"></label>
 <label for="f-creator">Requester id<input id="f-creator" name="creator" type="text" value="${text("creator")}" maxlength="300" aria-describedby="creator-help"></label>
 <button type="submit">Filter</button> <a href="/">Clear</a>
 <p id="creator-help" class="muted" style="flex-basis:100%;margin:0">Requester ids look like <code>slack:T…:U…</code>; <a href="/?creator=${encodeURIComponent(session.principal.id)}">show only my runs</a>.</p>
 </form>`;
-  const rows = page.runs.map((run) => renderRow(run, now)).join("");
-  const table = page.runs.length
-    ? `<table><caption class="muted" style="text-align:left">${page.runs.length} run${page.runs.length === 1 ? "" : "s"} on this page, most recently updated first</caption>
-<thead><tr><th scope="col">State</th><th scope="col">Title</th><th scope="col">Requester</th><th scope="col">Source</th><th scope="col">Repository and PR</th><th scope="col">Agent or model</th><th scope="col">Age</th><th scope="col" class="num">Run time</th></tr></thead>
-<tbody>${rows}</tbody></table>`
-    : `<p id="no-runs">No runs match.</p>`;
+  // Where a run that changes and is not shown may appear (dashboard-script.ts): only on the first page of
+  // the default order, where it belongs at the top; elsewhere it would be out of place.
+  const defaultOrder = input.sortBy === "updated_at" && input.sortOrder === "desc";
+  const insert = raw.cursor || !defaultOrder ? "none" : filters.filtered ? "filtered" : "all";
+  const order = `${{ updated_at: "most recently updated", created_at: "newest", title: "by title", agent: "by agent" }[input.sortBy]}${input.sortOrder === "asc" ? " (ascending)" : ""}`;
+  const rows = page.runs.map((run) => renderRow(run, v.ctx)).join("");
+  const table = `<table id="runs" data-insert="${insert}"><caption class="muted" style="text-align:left;font-weight:400">${page.runs.length} run${page.runs.length === 1 ? "" : "s"} on this page, ${order} first</caption>
+<thead>${ROW_HEADER}</thead>
+<tbody id="runs-body">${rows || `<tr id="no-runs"><td colspan="${ROW_CELLS}">No runs match.</td></tr>`}</tbody></table>`;
   const pages = [
     raw.cursor ? `<a href="${linkWith(raw, { cursor: undefined })}">First page</a>` : "",
     page.nextCursor
@@ -227,33 +251,12 @@ function renderDashboard(
     .filter(Boolean)
     .join(" · ");
   return `<h1>${escapeHtml(session.team.name)}: runs</h1>
-<section aria-labelledby="counts-h"><h2 id="counts-h">All ${total} runs by state</h2><ul class="counts">${countItems}</ul></section>
-${filters}
+<section aria-labelledby="counts-h"><h2 id="counts-h">All <span id="count-total">${total}</span> runs by state</h2><ul class="counts">${countItems}</ul></section>
+${filterForm}
+<p id="live" class="muted" role="status"></p>
 ${table}
-${pages ? `<nav aria-label="Pages"><p>${pages}</p></nav>` : ""}`;
-}
-
-function renderRow(run: RunRecord, now: number): string {
-  const summary = deliverySummary({
-    agent_config: run.agentConfig,
-    artifacts: run.artifacts,
-    status_message: run.statusMessage,
-    state: run.state,
-  });
-  const pr = summary?.pullRequest;
-  const prHref = pr ? safeHref(pr.url) : undefined;
-  const repository = summary
-    ? `<code>${escapeHtml(repositoryLabel(summary))}</code>${pr ? ` · ${prHref ? `<a href="${prHref}">PR #${pr.number}</a>` : `PR #${pr.number}`}` : ""}`
-    : `<span class="muted">—</span>`;
-  const trigger = safeHref(run.triggerUrl);
-  const sourceWords = escapeHtml(run.source);
-  const source = trigger
-    ? `${sourceWords} · <a href="${trigger}">${escapeHtml(SOURCE_LINKS[run.source] ?? "where it started")}</a>`
-    : sourceWords;
-  const agent = agentWords(run.agentConfig) ?? run.agentConfig.model_id ?? "";
-  return `<tr data-run-id="${escapeHtml(run.id)}"><td><span class="state state-${run.state}">${escapeHtml(STATE_LABELS[run.state] ?? run.state)}</span></td>
-<td><a href="/runs/${encodeURIComponent(run.id)}">${escapeHtml(run.title)}</a></td>
-<td>${escapeHtml(run.creator.display_name)}</td><td>${source}</td><td>${repository}</td><td>${escapeHtml(agent)}</td>
-<td><time datetime="${escapeHtml(run.createdAt)}">${formatDuration(now - Date.parse(run.createdAt))} ago</time></td>
-<td class="num">${formatDuration(runTimeMs(run, now))}</td></tr>`;
+${pages ? `<nav aria-label="Pages"><p>${pages}</p></nav>` : ""}
+${renderSchedules(v.schedules, v.ctx.now)}
+${renderUsage(v.usage, v.ctx.now)}
+<script nonce="${v.nonce}">${DASHBOARD_SCRIPT}</script>`;
 }

@@ -1,19 +1,26 @@
 import { randomBytes } from "node:crypto";
 import type { FastifyInstance } from "fastify";
-import type { ArtifactLinks } from "../api/artifact-links.ts";
 import { type RunTranscript, resumeAfter, streamRunEvents } from "../api/event-stream.ts";
-import {
-  type DeliverySummary,
-  deliveryLine,
-  deliverySummary,
-  repositoryLabel,
-} from "../model/delivery-summary.ts";
-import type { RunEvent, RunRecord } from "../model/run.ts";
-import { agentFact, STATE_WORDS, stateWord } from "../model/run-wording.ts";
-import { isoDuration, runTimeMs } from "../runs/run-item.ts";
+import type { RunRecord } from "../model/run.ts";
+import { agentFact, costText, formatDuration, stateWord } from "../model/run-wording.ts";
+import { stallNote } from "../model/stall.ts";
+import { runTimeMs } from "../runs/run-item.ts";
 import type { RunService } from "../runs/run-service.ts";
 import type { Store } from "../store/store.ts";
-import { escapeHtml, safeHref } from "./html.ts";
+import { escapeHtml, safeHref, timeTag } from "./html.ts";
+import {
+  type AttachmentSource,
+  type DeliveryView,
+  liveTranscriptScript,
+  RUN_VIEW_STYLE,
+  readAttachments,
+  readDelivery,
+  readTranscriptPage,
+  renderAttachments,
+  renderDelivery,
+  renderTranscript,
+  type TranscriptPage,
+} from "./run-view.ts";
 
 /**
  * What one page renders of the transcript: a run that printed 75 MB is read a page at a time, so a page
@@ -22,17 +29,19 @@ import { escapeHtml, safeHref } from "./html.ts";
  */
 export const PAGE_EVENTS = 500;
 export const PAGE_BYTES = 1024 * 1024;
-/** Events read from the store at once while a page is rendered. */
-const READ_BATCH = 32;
 /** How much of the latest patch the page shows (the whole patch stays an artifact of the run). */
 export const PATCH_SHOWN_BYTES = 200 * 1024;
+const BUDGET = { events: PAGE_EVENTS, bytes: PAGE_BYTES, patchBytes: PATCH_SHOWN_BYTES };
+const CLIENT_SCRIPT = liveTranscriptScript(BUDGET);
 
 export interface SessionPageOptions {
   runService: Pick<RunService, "findBySession"> & RunTranscript;
   /** Where the latest patch's bytes are read from; without it the page shows no patch. */
   artifacts?: Pick<Store, "readArtifactContent">;
   /** The run's image attachments and the signer of their links; without it the page shows none. */
-  attachments?: { store: Pick<Store, "listAttachments">; links: ArtifactLinks };
+  attachments?: AttachmentSource;
+  /** DISPATCH_STALL_AFTER_S in ms. */
+  stallAfterMs: number;
 }
 
 /**
@@ -59,8 +68,8 @@ export async function sessionPage(app: FastifyInstance, opts: SessionPageOptions
         .type("text/html; charset=utf-8")
         .send(page("Bad page", "", "<p>after must be the sequence number of a transcript event.</p>"));
     }
-    const transcriptPage = await readPage(runService, run.id, Number(q.after ?? 0));
-    const delivery = await readDelivery(run, opts.artifacts, req.log);
+    const transcriptPage = await readTranscriptPage(runService, run.id, Number(q.after ?? 0), BUDGET);
+    const delivery = await readDelivery(run, opts.artifacts, BUDGET.patchBytes, req.log);
     const images = await readAttachments(run, opts.attachments, req.log);
     const nonce = randomBytes(16).toString("base64");
     // Images only for a page that shows attachments; its empty data: icon keeps the browser from asking
@@ -72,7 +81,9 @@ export async function sessionPage(app: FastifyInstance, opts: SessionPageOptions
     );
     return reply
       .type("text/html; charset=utf-8")
-      .send(renderSession(run, transcriptPage, delivery, nonce, renderAttachments(images)));
+      .send(
+        renderSession(run, transcriptPage, delivery, nonce, renderAttachments(images), opts.stallAfterMs),
+      );
   });
 
   app.get<{ Params: { sessionId: string } }>("/sessions/:sessionId/events", async (req, reply) => {
@@ -84,206 +95,13 @@ export async function sessionPage(app: FastifyInstance, opts: SessionPageOptions
   });
 }
 
-/** A page of the transcript, rendered: the events after `after` that fit PAGE_EVENTS and PAGE_BYTES. */
-interface TranscriptPage {
-  after: number;
-  html: string[];
-  count: number;
-  lastSeq: number;
-  /** Whether events exist after `lastSeq` (then the page links to them instead of following live). */
-  more: boolean;
-}
-
-async function readPage(runs: RunTranscript, runId: string, after: number): Promise<TranscriptPage> {
-  const html: string[] = [];
-  let bytes = 0;
-  let lastSeq = after;
-  for (;;) {
-    const events = await runs.transcript(runId, lastSeq, READ_BATCH);
-    for (const event of events) {
-      if (html.length > 0 && (html.length >= PAGE_EVENTS || bytes >= PAGE_BYTES)) {
-        return { after, html, count: html.length, lastSeq, more: true };
-      }
-      const rendered = renderEvent(event);
-      html.push(rendered);
-      bytes += Buffer.byteLength(rendered);
-      lastSeq = event.seq;
-    }
-    if (events.length < READ_BATCH) return { after, html, count: html.length, lastSeq, more: false };
-  }
-}
-
-/** The run's delivery as the page shows it, with the start of its latest patch. */
-interface DeliveryView {
-  summary: DeliverySummary;
-  patch?: { text: string; sizeBytes: number; shownBytes: number };
-}
-
-async function readDelivery(
-  run: RunRecord,
-  artifacts: SessionPageOptions["artifacts"],
-  log: { warn(obj: object, msg: string): void },
-): Promise<DeliveryView | undefined> {
-  const summary = deliverySummary({
-    agent_config: run.agentConfig,
-    artifacts: run.artifacts,
-    status_message: run.statusMessage,
-    state: run.state,
-  });
-  if (!summary) return undefined;
-  if (!summary.patchUid || !artifacts) return { summary };
-  let bytes: Uint8Array | undefined;
-  try {
-    bytes = await artifacts.readArtifactContent(run.teamId, summary.patchUid);
-  } catch (err) {
-    // The page still shows the rest; the patch is only missing from it.
-    log.warn({ err, runId: run.id }, "reading the patch for the session page failed");
-  }
-  if (!bytes) return { summary };
-  return { summary, patch: patchStart(bytes) };
-}
-
-/** An attachment as the page shows it: its name and a signed link (same origin, so the page's CSP admits it). */
-interface AttachmentView {
-  fileName: string;
-  url: string;
-  fromFollowup: boolean;
-}
-
-async function readAttachments(
-  run: RunRecord,
-  attachments: SessionPageOptions["attachments"],
-  log: { warn(obj: object, msg: string): void },
-): Promise<AttachmentView[]> {
-  if (!attachments) return [];
-  try {
-    const list = await attachments.store.listAttachments(run.teamId, run.id);
-    return list.map((a) => ({
-      fileName: a.fileName,
-      // Relative: the page and the bytes share an origin whatever public URL is configured.
-      url: attachments.links.sign("", run.teamId, a.id).url,
-      fromFollowup: a.followupId !== null,
-    }));
-  } catch (err) {
-    log.warn({ err, runId: run.id }, "reading the attachments for the session page failed");
-    return [];
-  }
-}
-
-function renderAttachments(images: AttachmentView[]): string {
-  if (images.length === 0) return "";
-  const items = images.map((a) => {
-    const url = escapeHtml(a.url);
-    const name = escapeHtml(a.fileName);
-    const from = a.fromFollowup ? ' <span class="muted">(follow-up)</span>' : "";
-    return `<figure class="attachment"><a href="${url}"><img src="${url}" alt="${name}" loading="lazy"></a><figcaption>${name}${from}</figcaption></figure>`;
-  });
-  return `<section id="attachments"><h2>Attachments</h2><div class="attachments">${items.join("")}</div></section>`;
-}
-
-/** The first PATCH_SHOWN_BYTES of a patch, cut at a line end (never inside a character). */
-function patchStart(bytes: Uint8Array): NonNullable<DeliveryView["patch"]> {
-  if (bytes.byteLength <= PATCH_SHOWN_BYTES) {
-    return {
-      text: Buffer.from(bytes).toString("utf8"),
-      sizeBytes: bytes.byteLength,
-      shownBytes: bytes.byteLength,
-    };
-  }
-  let shown = Buffer.from(bytes.subarray(0, PATCH_SHOWN_BYTES));
-  const lastLine = shown.lastIndexOf(0x0a);
-  if (lastLine > 0) shown = shown.subarray(0, lastLine + 1);
-  return { text: shown.toString("utf8"), sizeBytes: bytes.byteLength, shownBytes: shown.byteLength };
-}
-
-function formatBytes(n: number): string {
-  if (n < 1024) return `${n} bytes`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(n < 10 * 1024 ? 1 : 0)} KB`;
-  return `${(n / (1024 * 1024)).toFixed(1)} MB`;
-}
-
-/** One transcript entry as text; the client script renders streamed events with the same rules. */
-function describeEvent(event: Pick<RunEvent, "type" | "data">): { label: string; text: string } {
-  const described = describeData(event);
-  // Cut by the store (or its tool cut the output): said next to the entry, not only inside its text.
-  return event.data.truncated === true
-    ? { ...described, label: `${described.label} · truncated` }
-    : described;
-}
-
-function describeData(event: Pick<RunEvent, "type" | "data">): { label: string; text: string } {
-  const d = event.data as Record<string, unknown>;
-  switch (event.type) {
-    case "state": {
-      const msg = (d.status_message as { message?: string } | undefined)?.message;
-      return {
-        label: "state",
-        text: `${stateWord(String(d.state))}${msg ? ` — ${msg}` : ""}`,
-      };
-    }
-    case "message":
-      return { label: String(d.role ?? "message"), text: String(d.text ?? "") };
-    case "tool_call":
-      return {
-        label: `tool call · ${String(d.tool ?? "")}`,
-        text: String(d.command ?? JSON.stringify(d.input ?? d)),
-      };
-    case "tool_result":
-      return {
-        label: `tool result${d.exit_code !== undefined ? ` · exit ${String(d.exit_code)}` : ""}`,
-        text: String(d.output ?? JSON.stringify(d)),
-      };
-    case "followup":
-      return { label: "follow-up", text: String(d.message ?? "") + attachedNames(d.attachments) };
-    default:
-      return { label: event.type, text: String(d.text ?? d.message ?? JSON.stringify(d)) };
-  }
-}
-
-/** "\n[attached: a.png, b.png]" for a follow-up that came with images; the client script does the same. */
-function attachedNames(list: unknown): string {
-  if (!Array.isArray(list) || list.length === 0) return "";
-  return `\n[attached: ${list.map((a) => String((a as { file_name?: unknown })?.file_name ?? "")).join(", ")}]`;
-}
-
-function renderEvent(event: RunEvent): string {
-  const { label, text } = describeEvent(event);
-  return `<li class="ev ev-${escapeHtml(event.type)}" data-seq="${event.seq}"><span class="label">${escapeHtml(label)}</span><pre>${escapeHtml(text)}</pre></li>`;
-}
-
-/** Repository, base, branch, pull request, diff stat and the patch (collapsed): DELIVERY.md, Surfaces. */
-function renderDelivery(view: DeliveryView | undefined): string {
-  if (!view) return "";
-  const { summary, patch } = view;
-  const rows = [`<dt>Repository</dt><dd><code>${escapeHtml(repositoryLabel(summary))}</code></dd>`];
-  if (summary.branch) rows.push(`<dt>Branch</dt><dd><code>${escapeHtml(summary.branch)}</code></dd>`);
-  const pr = summary.pullRequest;
-  const href = pr ? safeHref(pr.url) : undefined;
-  if (pr) {
-    const words = `PR #${pr.number} ${pr.updated ? "updated" : "opened"}`;
-    rows.push(
-      `<dt>Pull request</dt><dd id="pull-request">${href ? `<a href="${href}">${escapeHtml(words)}</a>` : escapeHtml(words)}</dd>`,
-    );
-  } else if (summary.noChanges) {
-    rows.push(`<dt>Changes</dt><dd>${escapeHtml(deliveryLine(summary) ?? "No changes")}</dd>`);
-  }
-  if (summary.diffStat) rows.push(`<dt>Diff</dt><dd id="diff-stat">${escapeHtml(summary.diffStat)}</dd>`);
-  const cut =
-    patch && patch.shownBytes < patch.sizeBytes
-      ? `<p class="muted" id="patch-cut">Showing the first ${formatBytes(patch.shownBytes)} of ${formatBytes(patch.sizeBytes)}; the whole patch is an artifact of the run (<code>dispatch diff</code>).</p>`
-      : "";
-  const details = patch
-    ? `<details id="patch"><summary>Patch (${formatBytes(patch.sizeBytes)})</summary><pre class="patch">${escapeHtml(patch.text)}</pre>${cut}</details>`
-    : "";
-  return `<section id="delivery"><h2>Delivery</h2><dl class="delivery">${rows.join("")}</dl>${details}</section>`;
-}
-
 function renderSession(
   run: RunRecord,
   transcript: TranscriptPage,
   delivery: DeliveryView | undefined,
   nonce: string,
   attachments: string,
+  stallAfterMs: number,
 ): string {
   const links: string[] = [];
   if (run.triggerUrl && safeHref(run.triggerUrl))
@@ -295,95 +113,24 @@ function renderSession(
         `<a href="${url}">${escapeHtml(artifact.artifact_type === "PULL_REQUEST" ? "Pull request" : artifact.artifact_type)}</a>`,
       );
   }
-  const { after, lastSeq, more } = transcript;
-  // Sequence numbers are consecutive: stepping back by this page's length reaches the events before it.
-  const earlier =
-    after > 0
-      ? `<a href="?after=${Math.max(0, after - Math.max(transcript.count, 1))}">Earlier events</a>`
-      : "";
-  const later = `<a id="later" href="?after=${lastSeq}"${more ? "" : " hidden"}>Later events</a>`;
   const agent = agentFact({ agent_config: run.agentConfig });
+  const now = Date.now();
+  const stall = stallNote(run, now, stallAfterMs);
   const body = `
 <header>
   <h1>${escapeHtml(run.title)}</h1>
-  <p><span id="state" class="state state-${run.state}" data-state="${run.state}">${stateWord(run.state)}</span>
-  <span class="muted">· ${agent ? `<span id="agent">${escapeHtml(agent)}</span> · ` : ""}${escapeHtml(run.creator.display_name)} · created ${escapeHtml(run.createdAt)} · run time ${isoDuration(runTimeMs(run))}</span></p>
+  <p><span id="state" class="state state-${run.state}" data-state="${run.state}">${stateWord(run.state)}</span>${stall ? ` <span id="stall">${escapeHtml(stall)}</span>` : ""}
+  <span class="muted">· ${agent ? `<span id="agent">${escapeHtml(agent)}</span> · ` : ""}${escapeHtml(run.creator.display_name)} · created ${timeTag(run.createdAt, now)} · run time ${formatDuration(runTimeMs(run, now))}${costText({ request_usage: run.requestUsage }) ? ` · cost <span id="cost">${escapeHtml(costText({ request_usage: run.requestUsage }))}</span>` : ""}</span></p>
   <p id="status-message">${run.statusMessage ? escapeHtml(run.statusMessage.message) : ""}</p>
   ${links.length ? `<p class="links">${links.join(" · ")}</p>` : ""}
 </header>
 ${renderDelivery(delivery)}
 <section><h2>Prompt</h2><pre class="prompt">${escapeHtml(run.prompt)}</pre></section>
 ${attachments}
-<section><h2>Transcript</h2>
-${earlier ? `<p class="pages">${earlier}</p>` : ""}
-<ol id="transcript" data-last-seq="${lastSeq}" data-live="${more ? "false" : "true"}">${transcript.html.join("")}</ol>
-<p class="pages">${later}</p></section>
+${renderTranscript(transcript)}
 <script nonce="${nonce}">${CLIENT_SCRIPT}</script>`;
   return page(run.title, attachments ? '<link rel="icon" href="data:,">' : "", body);
 }
-
-const CLIENT_SCRIPT = `
-(() => {
-  const words = ${JSON.stringify(STATE_WORDS)};
-  const list = document.getElementById("transcript");
-  const stateEl = document.getElementById("state");
-  const statusEl = document.getElementById("status-message");
-  const later = document.getElementById("later");
-  if (list.dataset.live !== "true") return;
-  let last = Number(list.dataset.lastSeq || 0);
-  // The page's budget holds for what is streamed into it too; past it, the next page takes over.
-  let count = list.children.length;
-  let chars = list.textContent.length;
-  // Mirrors describeEvent (same rules, same ?? fallbacks) so a streamed entry reads like a rendered one.
-  const describe = (e) => {
-    const d = e.data ?? {};
-    switch (e.type) {
-      case "state": {
-        const msg = d.status_message?.message;
-        return ["state", String(words[String(d.state)] ?? d.state) + (msg ? " — " + msg : "")];
-      }
-      case "message": return [String(d.role ?? "message"), String(d.text ?? "")];
-      case "tool_call": return ["tool call · " + String(d.tool ?? ""), String(d.command ?? JSON.stringify(d.input ?? d))];
-      case "tool_result": return ["tool result" + (d.exit_code !== undefined ? " · exit " + String(d.exit_code) : ""), String(d.output ?? JSON.stringify(d))];
-      case "followup": return ["follow-up", String(d.message ?? "") + (Array.isArray(d.attachments) && d.attachments.length ? "\\n[attached: " + d.attachments.map((a) => String(a?.file_name ?? "")).join(", ") + "]" : "")];
-      default: return [e.type, String(d.text ?? d.message ?? JSON.stringify(d))];
-    }
-  };
-  const source = new EventSource(location.pathname.replace(/\\/$/, "") + "/events?after=" + last);
-  source.onmessage = (msg) => {
-    const e = JSON.parse(msg.data);
-    if (e.seq <= last) return;
-    if (count >= ${PAGE_EVENTS} || chars >= ${PAGE_BYTES}) {
-      source.close();
-      later.href = "?after=" + last;
-      later.hidden = false;
-      return;
-    }
-    last = e.seq;
-    count += 1;
-    const described = describe(e);
-    const label = described[0] + (e.data?.truncated === true ? " · truncated" : "");
-    const text = described[1];
-    chars += label.length + text.length;
-    const li = document.createElement("li");
-    li.className = "ev ev-" + e.type;
-    li.dataset.seq = String(e.seq);
-    const span = document.createElement("span");
-    span.className = "label";
-    span.textContent = label;
-    const pre = document.createElement("pre");
-    pre.textContent = text;
-    li.append(span, pre);
-    list.append(li);
-    if (e.type === "state") {
-      stateEl.textContent = words[e.data.state] || e.data.state;
-      stateEl.dataset.state = e.data.state;
-      stateEl.className = "state state-" + e.data.state;
-      statusEl.textContent = e.data.status_message ? e.data.status_message.message : "";
-    }
-  };
-})();
-`;
 
 function page(title: string, head: string, body: string): string {
   return `<!doctype html>
@@ -392,16 +139,9 @@ function page(title: string, head: string, body: string): string {
 <style>
 body{font:15px/1.5 system-ui,sans-serif;max-width:960px;margin:2rem auto;padding:0 1rem;color:#1f2328}
 h1{font-size:1.4rem;margin:0 0 .3rem} h2{font-size:1rem;margin:1.5rem 0 .5rem}
-pre{white-space:pre-wrap;word-break:break-word;margin:.2rem 0;font:13px/1.4 ui-monospace,monospace}
-.prompt{background:#f6f8fa;padding:.75rem;border-radius:6px}
 .state{font-weight:600;padding:.1rem .5rem;border-radius:1rem;background:#eaeef2}
 .state-SUCCEEDED{background:#dafbe1}.state-FAILED,.state-ERROR{background:#ffebe9}.state-INPROGRESS{background:#ddf4ff}
-.muted{color:#59636e} ol{padding-left:0;list-style:none} .ev{border-left:3px solid #d1d9e0;padding:.2rem .75rem;margin:.4rem 0}
-.label{font-size:12px;color:#59636e;text-transform:uppercase;letter-spacing:.03em}
-.ev-tool_call,.ev-tool_result{border-color:#8c959f}.ev-state{border-color:#0969da}
-.delivery{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;margin:0} .delivery dd{margin:0}
-.attachments{display:flex;flex-wrap:wrap;gap:.75rem} .attachment{margin:0;max-width:180px;font-size:12px;word-break:break-word}
-.attachment img{max-width:180px;max-height:140px;border:1px solid #d1d9e0;border-radius:4px;display:block}
-.patch{background:#f6f8fa;padding:.75rem;border-radius:6px;white-space:pre;overflow-x:auto}
+.muted{color:#59636e}
+${RUN_VIEW_STYLE}
 </style></head><body>${body}</body></html>`;
 }

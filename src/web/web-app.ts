@@ -1,19 +1,32 @@
 import type { FastifyInstance } from "fastify";
+import type { RunTranscript } from "../api/event-stream.ts";
 import type { RunService } from "../runs/run-service.ts";
 import type { Store } from "../store/store.ts";
+import type { GitHubSignIn } from "./auth/github-sign-in.ts";
+import { githubSignInRoutes } from "./auth/github-sign-in-routes.ts";
 import { signInRoutes } from "./auth/sign-in-routes.ts";
 import type { WebSignIn } from "./auth/web-sign-in.ts";
-import { dashboard } from "./dashboard.ts";
+import { type DashboardStore, dashboard } from "./dashboard.ts";
+import { runPage } from "./run-page.ts";
+import type { AttachmentSource } from "./run-view.ts";
 
 /** A sign-in form is a few hundred bytes; nothing larger is read. */
 const FORM_BODY_LIMIT = 8 * 1024;
 
 export interface WebAppOptions {
   signIn: WebSignIn;
-  runService: Pick<RunService, "list" | "get">;
-  store: Pick<Store, "countRunsByState">;
+  runService: Pick<RunService, "list" | "get" | "followup" | "cancel"> & RunTranscript;
+  store: Pick<Store, "readArtifactContent" | "getThreadBinding"> & DashboardStore;
+  /** The run page's image attachments and the signer of their links; without it the page shows none. */
+  attachments?: AttachmentSource;
+  /** The API's public base, for the run page's CLI and curl lines. */
+  publicUrl: () => string;
   /** The Slack slash command (`/agent`), as the pages spell it. */
   slashCommand: string;
+  /** DISPATCH_STALL_AFTER_S in ms: the pages say when a run in progress has been quiet longer. */
+  stallAfterMs: number;
+  /** Sign-in with a comment on GitHub (GET /login/github), when the GitHub integration runs here. */
+  githubSignIn?: GitHubSignIn;
 }
 
 /**
@@ -32,11 +45,25 @@ export async function webApp(app: FastifyInstance, opts: WebAppOptions): Promise
       done(null, form);
     },
   );
-  await app.register(signInRoutes, { signIn: opts.signIn, slashCommand: opts.slashCommand });
+  const github = opts.githubSignIn ? { githubHandle: opts.githubSignIn.handle } : {};
+  await app.register(signInRoutes, { signIn: opts.signIn, slashCommand: opts.slashCommand, ...github });
+  if (opts.githubSignIn) {
+    await app.register(githubSignInRoutes, { github: opts.githubSignIn, signIn: opts.signIn });
+  }
   await app.register(dashboard, {
     signIn: opts.signIn,
     runService: opts.runService,
-    counts: opts.store,
+    store: opts.store,
     slashCommand: opts.slashCommand,
+    stallAfterMs: opts.stallAfterMs,
+    ...github,
+  });
+  await app.register(runPage, {
+    signIn: opts.signIn,
+    runService: opts.runService,
+    store: opts.store,
+    ...(opts.attachments ? { attachments: opts.attachments } : {}),
+    publicUrl: opts.publicUrl,
+    stallAfterMs: opts.stallAfterMs,
   });
 }

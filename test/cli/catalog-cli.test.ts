@@ -115,7 +115,9 @@ describe("dispatch identities", () => {
 
     const listed = await dispatch(["identities", "list"]);
     expect(listed.stdout).toMatch(/^UID\s+CREATED\s+MODEL\s+NAME/);
-    expect(listed.stdout).toMatch(new RegExp(`^${uid}\\s+\\S+\\s+-\\s+Release bot$`, "m"));
+    expect(listed.stdout).toMatch(
+      new RegExp(`^${uid}\\s+(just now|\\d+ s ago|\\d+ min ago)\\s+-\\s+Release bot$`, "m"),
+    );
 
     const updated = await dispatch(["identities", "update", uid, "--model", "fast", "--description", ""]);
     expect(updated.code, updated.stderr).toBe(0);

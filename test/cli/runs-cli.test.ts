@@ -143,13 +143,20 @@ describe("dispatch run, get, list, logs, followup, cancel", () => {
     expect(got.stdout).toMatch(/^title\s+CLI walk$/m);
     expect(got.stdout).toMatch(/^state\s+SUCCEEDED$/m);
     expect(got.stdout).toContain(`/sessions/`);
+    // Times as people read them; the API's ISO forms only with --json.
+    const recently = String.raw`(just now|\d+ s ago|\d+ min ago)`;
+    expect(got.stdout).toMatch(
+      new RegExp(String.raw`^created\s+${recently} \(\d{4}-\d\d-\d\d \d\d:\d\d UTC\)$`, "m"),
+    );
+    expect(got.stdout).toMatch(/^run time\s+\d+s$/m);
+    expect(got.stdout).not.toMatch(/PT[\d.]+S|\d{4}-\d\d-\d\dT\d\d:/);
     const json = JSON.parse((await dispatch(["get", runId, "--json"])).stdout);
     expect(json).toMatchObject({ run_id: runId, title: "CLI walk", state: "SUCCEEDED" });
 
     const listed = await dispatch(["list", "--name", "cli-walk", "--state", "SUCCEEDED,FAILED"]);
     expect(listed.code).toBe(0);
     expect(listed.stdout.split("\n")[0]).toMatch(/^RUN ID\s+STATE\s+UPDATED\s+TITLE$/);
-    expect(listed.stdout).toMatch(new RegExp(`^${runId}\\s+SUCCEEDED\\s+\\S+\\s+CLI walk$`, "m"));
+    expect(listed.stdout).toMatch(new RegExp(`^${runId}\\s+SUCCEEDED\\s+${recently}\\s+CLI walk$`, "m"));
     const none = JSON.parse(
       (await dispatch(["list", "--name", "cli-walk", "--state", "CANCELLED", "--json"])).stdout,
     );

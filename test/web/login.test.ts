@@ -67,10 +67,13 @@ describe("web sign-in", () => {
     expect(runIdsOf(home)).toEqual([slackRunId]);
     expect(home.html).not.toContain("other team&#39;s secret");
 
-    // The team's run opens its session page; another team's run does not exist here.
+    // The team's run opens its run page; another team's run does not exist here.
     const mine = await browser.get(`/runs/${slackRunId}`);
-    expect(mine.status).toBe(303);
-    expect(mine.location).toMatch(/^\/sessions\//);
+    expect(mine.status).toBe(200);
+    expect(mine.html).toContain("$ echo from slack");
+    expect(mine.html).toMatch(
+      /<dd id="source">Slack · <a href="https:\/\/[^"]+">Slack (thread|channel)<\/a><\/dd>/,
+    );
     const theirs = await browser.get(`/runs/${otherTeamRunId}`);
     expect(theirs.status).toBe(404);
     expect(theirs.html).not.toContain("secret");
@@ -174,7 +177,9 @@ describe("web sign-in", () => {
     expect(page.html).toContain("/agent login");
     expect(page.html).toContain('<label for="api_key">');
     expect(runIdsOf(page)).toEqual([]);
-    expect((await new Browser(s.t.url).get(`/runs/${slackRunId}`)).status).toBe(401);
+    const runPage = await new Browser(s.t.url).get(`/runs/${slackRunId}`);
+    expect(runPage.status).toBe(303);
+    expect(runPage.location).toBe("/");
   });
 });
 

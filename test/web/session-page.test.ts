@@ -1,36 +1,17 @@
-import { existsSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PAGE_BYTES, PAGE_EVENTS, PATCH_SHOWN_BYTES } from "../../src/web/session-page.ts";
 import { startTestDispatch, type TestDispatch, waitFor, waitForState } from "../support/dispatch.ts";
 import { FakeGitHub } from "../support/fake-github.ts";
 import { deliveryEnv, GitRemotes } from "../support/git-remotes.ts";
+import { launchChromium, runBrowserTests, warnIfSkipped } from "./chromium.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 /** How long the page may take to show a change the server already has. */
 const LIVE_DEADLINE_MS = 10_000;
 
-const haveChromium = existsSync(CHROMIUM);
-// In CI a missing browser is a failure (the browser suite runs and its beforeAll throws); on a
-// developer machine the browser tests are skipped with a message saying how to enable them.
-const runBrowserTests = haveChromium || Boolean(process.env.CI);
-if (!runBrowserTests) {
-  console.warn(
-    `session page browser tests SKIPPED: ${CHROMIUM} not found (apt-get install -y chromium); they fail instead when CI is set`,
-  );
-}
+warnIfSkipped("session page browser tests");
 
 let t: TestDispatch;
 
@@ -193,12 +174,7 @@ describe.runIf(runBrowserTests)("session page in headless Chromium", () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    if (!haveChromium) {
-      throw new Error(
-        `${CHROMIUM} is missing: CI must install it (apt-get install -y --no-install-recommends chromium)`,
-      );
-    }
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    browser = await launchChromium();
   });
 
   afterAll(async () => {

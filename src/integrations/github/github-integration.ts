@@ -14,14 +14,16 @@ import type { CommentPayload } from "./comment-payload.ts";
 import type { GitHubClients } from "./github-clients.ts";
 import { IssueThread } from "./issue-thread.ts";
 import { commandText } from "./mention.ts";
+import { noticeText } from "./messages.ts";
 import { Verbs } from "./verbs.ts";
+import { type GitHubWebLogin, loginRefusalText, loginReply } from "./web-login.ts";
 import { WebhookRoute } from "./webhook-route.ts";
 
 /** Deliveries handled at once (each is a few store writes and at most one GitHub call). */
 const WORK_CONCURRENCY = 4;
 
 /** Words that are commands on an issue that has a run; anything else there is a follow-up. */
-const VERBS = new Set(["cancel", "status", "help", "list", "new"]);
+const VERBS = new Set(["cancel", "status", "help", "list", "new", "login"]);
 
 export type GitHubStore = Pick<
   Store,
@@ -41,6 +43,8 @@ export interface GitHubIntegrationDeps {
   log: Logger;
   /** GITHUB_SERVER_URL: its host's attachment links are GitHub's own, as github.com's are. */
   serverUrl?: string;
+  /** Approves web sign-ins (`login <code>`); absent where this Dispatch serves no web app (remote mode). */
+  webLogin?: GitHubWebLogin;
 }
 
 /**
@@ -133,6 +137,8 @@ export class GitHubIntegration {
     // Received.
     await issue.react(p.comment.id, "eyes");
 
+    const text = commandText(p.comment.body, config.botHandle);
+    const verb = (text.split(/\s+/)[0] ?? "").toLowerCase();
     const verdict = await this.permissions.check(repo, login);
     if (verdict === "unknown") {
       return this.verbs.notice(
@@ -141,17 +147,21 @@ export class GitHubIntegration {
         "I could not check your permission on this repository just now; please try again.",
       );
     }
-    if (verdict === "refused") return this.verbs.refuse(issue, login);
+    if (verdict === "refused") {
+      // Signing in is refused in its own words: whoever may not start runs here may not sign in from here.
+      if (verb === "login") {
+        return issue.reply("login", loginRefusalText(login, repo, this.deps.settings.min_permission));
+      }
+      return this.verbs.refuse(issue, login);
+    }
 
     const creator: Creator = { type: "user", uid: `github:${login}`, display_name: login };
-    const text = commandText(p.comment.body, config.botHandle);
     const binding = await store.findLatestBinding({
       platform: "github",
       workspace: repo,
       channel: String(p.issue.number),
       thread: null,
     });
-    const verb = (text.split(/\s+/)[0] ?? "").toLowerCase();
     const key = (purpose: string) => idempotencyKey(purpose, repo, p.comment.id);
     // A follow-up takes the comment's images; a new run the issue body's too (its context).
     const followupImages = () => this.images.collect(repo, [p.comment.body]);
@@ -183,6 +193,12 @@ export class GitHubIntegration {
         if (!runId) return this.verbs.notice(issue, login, "No Dispatch run was started here yet.");
         return this.verbs.cancel(issue, login, creator, runId, key("cancel"));
       }
+      case "login":
+        // Never the code nor a link that signs in: this comment is public.
+        return issue.reply(
+          "login",
+          noticeText(login, await loginReply(this.deps.webLogin, login, command.code)),
+        );
       case "run":
         if (binding && !command.forceNew) {
           return this.verbs.followup(issue, login, binding.runId, text, key("followup"), followupImages);

@@ -5,6 +5,7 @@ import type { RunsApi } from "../../runs/runs-api.ts";
 import type { Store } from "../../store/store.ts";
 import type { GitHubClients } from "./github-clients.ts";
 import { GitHubIntegration } from "./github-integration.ts";
+import type { GitHubWebLogin } from "./web-login.ts";
 
 export { GitHubClients } from "./github-clients.ts";
 export { GitHubIntegration } from "./github-integration.ts";
@@ -29,6 +30,8 @@ export function createGitHubIntegration(opts: {
   inbox: { leaseMs: number; pollMs: number };
   /** GITHUB_SERVER_URL: attachment links on its host are fetched as github.com's are. */
   serverUrl?: string;
+  /** Approves web sign-ins (`login <code>`); absent where this Dispatch serves no web app (remote mode). */
+  webLogin?: GitHubWebLogin;
 }): GitHubIntegration {
   return new GitHubIntegration(opts);
 }

@@ -72,6 +72,7 @@ export function helpText(handle: string): string {
     `- \`@${handle} new <what to do>\` starts another run here`,
     `- \`@${handle} /codex <what to do>\` (or \`/claude\`, \`/gemini\`, \`/builtin\`) starts a run with that agent`,
     `- \`@${handle} status\` · \`@${handle} cancel\` act on the latest run of this issue`,
+    `- \`@${handle} login\` says how to sign in to Dispatch's web app (you comment the code your browser shows)`,
   ].join("\n");
 }
 

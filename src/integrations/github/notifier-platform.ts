@@ -29,7 +29,7 @@ export function githubNotifierPlatform(deps: {
     editIntervalMs: deps.editIntervalMs,
     target: githubTarget,
     fingerprint: trackingFingerprint,
-    card: (run, b, now) => ({ ...where(b), body: renderTrackingComment(run, now) }),
+    card: (run, b, now, stalledMs) => ({ ...where(b), body: renderTrackingComment(run, now, stalledMs) }),
     finalReply: (run, b) => ({ ...where(b), body: renderFinalComment(run, b) }),
     outcomeReaction: (run, b) => {
       const content = githubOutcomeReaction(run.state);

@@ -1,7 +1,15 @@
 import { createHash } from "node:crypto";
 import { deliveryLine, deliverySummary, repositoryLabel } from "../../model/delivery-summary.ts";
 import { isTerminal } from "../../model/run-state.ts";
-import { agentFact, elapsedText, resolvedOptions, stateWords, truncate } from "../../model/run-wording.ts";
+import {
+  agentFact,
+  costText,
+  elapsedText,
+  resolvedOptions,
+  stateWords,
+  truncate,
+} from "../../model/run-wording.ts";
+import { capitalized, stallWords } from "../../model/stall.ts";
 import type { ThreadBinding } from "../../model/thread-binding.ts";
 import type { RunItem } from "../../runs/run-item.ts";
 
@@ -117,7 +125,7 @@ function deliveryText(run: RunItem): { text: string; shownUrl?: string } | undef
   return { text: parts.join(" · "), ...(pr ? { shownUrl: pr.url } : {}) };
 }
 
-function buildTrackingComment(run: RunItem, elapsed: string | null): string {
+function buildTrackingComment(run: RunItem, elapsed: string | null, stall?: string): string {
   const title = truncate(inertText(run.title || "Untitled run", true), 300);
   const failed = run.state === "FAILED" || run.state === "ERROR";
   const lines = [
@@ -125,10 +133,20 @@ function buildTrackingComment(run: RunItem, elapsed: string | null): string {
     `${githubStateEmoji(run.state)} **${inertText(stateWords(run), true)}** · ${title}`,
     "",
   ];
-  const facts = [agentFact(run), resolvedOptions(run), elapsed === null ? "" : `elapsed ${elapsed}`].filter(
-    Boolean,
-  );
+  const facts = [
+    agentFact(run),
+    resolvedOptions(run),
+    elapsed === null ? "" : `elapsed ${elapsed}`,
+    costText(run),
+  ].filter(Boolean);
   if (facts.length > 0) lines.push(inertText(facts.join(" · "), true), "");
+  // A stalled run (model/stall.ts) says so, and how to start over: GitHub has no buttons.
+  if (stall && !isTerminal(run.state)) {
+    lines.push(
+      `⚠️ **${capitalized(stall)}**: the agent may be stuck. Mention me with \`cancel\` to stop it, then ask again to retry.`,
+      "",
+    );
+  }
   const delivery = deliveryText(run);
   if (delivery) lines.push(delivery.text, "");
   if (failed && run.status_message?.message) {
@@ -150,13 +168,28 @@ function buildTrackingComment(run: RunItem, elapsed: string | null): string {
  * The tracking comment: state, title, resolved options, elapsed time, where the work goes (repository,
  * base, pull request, diff stat), session and PR links, failure message.
  */
-export function renderTrackingComment(run: RunItem, now: number | Date = Date.now()): string {
-  return buildTrackingComment(run, elapsedText(run, now));
+export function renderTrackingComment(
+  run: RunItem,
+  now: number | Date = Date.now(),
+  stalledMs?: number,
+): string {
+  return buildTrackingComment(
+    run,
+    elapsedText(run, now),
+    stalledMs === undefined ? undefined : stallWords(stalledMs),
+  );
 }
 
-/** What the tracking comment shows minus a running run's elapsed time: equal means no edit is needed. */
-export function trackingFingerprint(run: RunItem): string {
-  const body = buildTrackingComment(run, isTerminal(run.state) ? elapsedText(run, 0) : null);
+/**
+ * What the tracking comment shows minus a running run's elapsed time (and how long a stalled run has been
+ * quiet): equal means no edit is needed.
+ */
+export function trackingFingerprint(run: RunItem, stalled = false): string {
+  const body = buildTrackingComment(
+    run,
+    isTerminal(run.state) ? elapsedText(run, 0) : null,
+    stalled ? stallWords(0) : undefined,
+  );
   return createHash("sha256").update(body).digest("base64url").slice(0, 22);
 }
 

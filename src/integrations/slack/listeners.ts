@@ -10,7 +10,7 @@ import { CLAIMED } from "./receiver.ts";
 import type { Responder } from "./responder.ts";
 import type { ScheduleVerbs } from "./schedule-verbs.ts";
 import type { SlackFiles } from "./slack-files.ts";
-import { ACTION_CANCEL, ACTION_OPEN_SESSION } from "./status-card.ts";
+import { ACTION_CANCEL, ACTION_OPEN_SESSION, ACTION_RETRY } from "./status-card.ts";
 import type { UserDirectory } from "./user-directory.ts";
 import type { SharedFiles, Verbs } from "./verbs.ts";
 import { loginText, type WebLogin } from "./web-login.ts";
@@ -82,6 +82,10 @@ export class Listeners {
     app.action(ACTION_CANCEL, async ({ ack, body }) => {
       await ack();
       await this.onCancelButton(body as Payload);
+    });
+    app.action(ACTION_RETRY, async ({ ack, body }) => {
+      await ack();
+      await this.onRetryButton(body as Payload);
     });
     // A link button still sends an action; acknowledge it so Slack shows no error.
     app.action(ACTION_OPEN_SESSION, async ({ ack }) => {
@@ -264,6 +268,29 @@ export class Listeners {
     const user = await users.lookUp(actor);
     const key = idempotencyKeyFor(body, "cancel");
     await verbs.cancelFromCard(actor, user, String(action.value), cardTs, key, threadTs);
+  }
+
+  /** Retry on a stalled run's card: whoever may start a run here may start it again (verbs.retryFromCard). */
+  private async onRetryButton(body: Payload): Promise<void> {
+    const { settings, verbs, responder, users } = this.deps;
+    const action = body.actions?.[0];
+    const actor: Actor = {
+      team: body.team?.id ?? body.user?.team_id,
+      channel: body.channel?.id ?? body.container?.channel_id,
+      user: body.user?.id,
+      userTeam: body.user?.team_id,
+    };
+    if (!action?.value || !actor.user || !actor.channel) return;
+    const cardTs: string | undefined = body.container?.message_ts ?? body.message?.ts;
+    const threadTs: string | undefined = body.message?.thread_ts ?? cardTs;
+    const early = refusal(settings, actor);
+    if (early) return responder.ephemeral(actor, early, threadTs);
+    const user = await users.lookUp(actor);
+    // The same check as a new request's: a stranger (Slack Connect) may not start runs.
+    const refused = refusal(settings, { ...actor, userTeam: user.userTeam, stranger: user.stranger });
+    if (refused) return responder.ephemeral(actor, refused, threadTs);
+    const key = idempotencyKeyFor(body, "retry");
+    await verbs.retryFromCard(actor, user, String(action.value), cardTs, key, threadTs);
   }
 }
 

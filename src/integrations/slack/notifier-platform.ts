@@ -53,7 +53,7 @@ export function slackNotifierPlatform(deps: {
     editIntervalMs: deps.editIntervalMs,
     target: (b) => `slack:${b.workspace}:${b.channel}`,
     fingerprint: cardFingerprint,
-    card: (run, b, now) => ({ channel: b.channel, ...renderStatusCard(run, b, now) }),
+    card: (run, b, now, stalledMs) => ({ channel: b.channel, ...renderStatusCard(run, b, now, stalledMs) }),
     finalReply: (run, b) => ({ channel: b.channel, ...renderFinalReply(run, b) }),
     outcomeReaction: (run, b) => {
       const name = outcomeReaction(run.state);

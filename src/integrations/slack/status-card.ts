@@ -7,7 +7,15 @@ import {
   repositoryLabel,
 } from "../../model/delivery-summary.ts";
 import { isTerminal } from "../../model/run-state.ts";
-import { agentFact, elapsedText, resolvedOptions, stateWords, truncate } from "../../model/run-wording.ts";
+import {
+  agentFact,
+  costText,
+  elapsedText,
+  resolvedOptions,
+  stateWords,
+  truncate,
+} from "../../model/run-wording.ts";
+import { capitalized, stallWords } from "../../model/stall.ts";
 import type { ThreadBinding } from "../../model/thread-binding.ts";
 import type { RunItem } from "../../runs/run-item.ts";
 
@@ -21,6 +29,8 @@ export const SLACK_LIMITS = { text: 40_000, section: 3_000, blocks: 50 } as cons
 
 export const ACTION_OPEN_SESSION = "dispatch_open_session";
 export const ACTION_CANCEL = "dispatch_cancel";
+/** Shown on a stalled run's card: cancels it and starts the same request again in the thread. */
+export const ACTION_RETRY = "dispatch_retry";
 
 export interface SlackMessage {
   /** Plain-text fallback (notifications, screen readers, clients without blocks). */
@@ -104,7 +114,7 @@ function deliveryPlain(summary: DeliverySummary | undefined): string | undefined
   return summary.pullRequest ? `${line} ${summary.pullRequest.url}` : line;
 }
 
-function buildCard(run: RunItem, elapsed: string | null): SlackMessage {
+function buildCard(run: RunItem, elapsed: string | null, stall?: string): SlackMessage {
   const terminal = isTerminal(run.state);
   const words = stateWords(run);
   const title = run.title || "Untitled run";
@@ -131,6 +141,7 @@ function buildCard(run: RunItem, elapsed: string | null): SlackMessage {
     where,
     resolvedOptions(run),
     elapsed === null ? "" : `elapsed ${elapsed}`,
+    costText(run),
   ].filter(Boolean);
   if (facts.length > 0) {
     const context: ContextBlock = {
@@ -144,6 +155,18 @@ function buildCard(run: RunItem, elapsed: string | null): SlackMessage {
     blocks.push({
       type: "section",
       text: { type: "mrkdwn", text: truncate(quote(statusMessage), SLACK_LIMITS.section) },
+    });
+  }
+
+  // A stalled run (model/stall.ts) says so where the eye lands, with what to do about it.
+  const stalled = stall && !terminal ? capitalized(stall) : undefined;
+  if (stalled) {
+    blocks.push({
+      type: "section",
+      text: {
+        type: "mrkdwn",
+        text: `:warning: *${escapeMrkdwn(stalled)}*: the agent may be stuck. *Retry* cancels it and starts the same request again here.`,
+      },
     });
   }
 
@@ -194,6 +217,27 @@ function buildCard(run: RunItem, elapsed: string | null): SlackMessage {
       },
     });
   }
+  if (stalled) {
+    buttons.push({
+      type: "button",
+      action_id: ACTION_RETRY,
+      text: { type: "plain_text", text: "Retry" },
+      value: run.run_id,
+      style: "primary",
+      confirm: {
+        title: { type: "plain_text", text: "Retry this run?" },
+        text: {
+          type: "mrkdwn",
+          text: truncate(
+            `The stalled run *${escapeMrkdwn(title)}* will be cancelled and a new run started with the same request.`,
+            300,
+          ),
+        },
+        confirm: { type: "plain_text", text: "Retry" },
+        deny: { type: "plain_text", text: "Keep waiting" },
+      },
+    });
+  }
   const actions: ActionsBlock = { type: "actions", block_id: "dispatch_run_actions", elements: buttons };
   blocks.push(actions);
 
@@ -201,6 +245,7 @@ function buildCard(run: RunItem, elapsed: string | null): SlackMessage {
   const deliveredPlain = deliveryPlain(delivery);
   if (deliveredPlain) textParts.push(deliveredPlain);
   if (statusMessage) textParts.push(statusMessage);
+  if (stalled) textParts.push(stalled);
   textParts.push(run.session_link);
   return {
     text: truncate(textParts.join("\n"), SLACK_LIMITS.text),
@@ -210,22 +255,29 @@ function buildCard(run: RunItem, elapsed: string | null): SlackMessage {
 
 /**
  * The status card: state emoji and words, title, resolved options, elapsed time, links (session, pull
- * requests), the status message on failure, `Open session` and (until terminal) `Cancel` buttons.
+ * requests), the status message on failure, `Open session` and (until terminal) `Cancel` buttons; a
+ * stalled run (`stalledMs`, model/stall.ts) also "No progress for 5 min" and a `Retry` button.
  */
 export function renderStatusCard(
   run: RunItem,
   _binding?: Pick<ThreadBinding, "requester"> | null,
   now: number | Date = Date.now(),
+  stalledMs?: number,
 ): SlackMessage {
-  return buildCard(run, elapsedText(run, now));
+  return buildCard(run, elapsedText(run, now), stalledMs === undefined ? undefined : stallWords(stalledMs));
 }
 
 /**
  * What the card shows, minus the elapsed time of a run still under way: equal fingerprints mean an edit
  * would change nothing a person cares about, so the notifier does not send one.
  */
-export function cardFingerprint(run: RunItem): string {
-  const card = buildCard(run, isTerminal(run.state) ? elapsedText(run, 0) : null);
+export function cardFingerprint(run: RunItem, stalled = false): string {
+  // A stalled card's note without its duration: the note appearing or going is an edit, its minutes are not.
+  const card = buildCard(
+    run,
+    isTerminal(run.state) ? elapsedText(run, 0) : null,
+    stalled ? stallWords(0) : undefined,
+  );
   return createHash("sha256").update(JSON.stringify(card)).digest("base64url").slice(0, 22);
 }
 

@@ -275,6 +275,77 @@ export class Verbs {
     await this.cancel(actor, user, runId, idempotencyKey, thread);
   }
 
+  /**
+   * The Retry button of a stalled run's card (`cardTs`, issue 15): starts a new run with the same request
+   * (prompt, title, config) as the clicking user, bound to the same thread so its own card follows there,
+   * then cancels the stalled run if it is still going. The listener checked that the user may start runs
+   * here; cancelling someone else's run also needs the channel's cancel policy. The new run is created
+   * first: a refused create leaves the stalled run alone.
+   */
+  async retryFromCard(
+    actor: Actor,
+    user: SlackUser,
+    runId: string,
+    cardTs: string | undefined,
+    idempotencyKey: string,
+    thread?: string,
+  ): Promise<void> {
+    const { settings, runs, store, responder, members } = this.deps;
+    const card = await store.getCardState(runId);
+    const binding = boundHere(await store.getThreadBinding(runId), actor);
+    if (!cardTs || card?.cardRef !== cardTs || !binding) {
+      return responder.ephemeral(actor, notHereText(runId), thread);
+    }
+    let run: RunItem;
+    try {
+      run = await runs.get(runId);
+    } catch (err) {
+      return responder.ephemeral(actor, `Could not read the run: ${describeError(err)}`, thread);
+    }
+    const running = run.state === "QUEUED" || run.state === "INPROGRESS";
+    if (running) {
+      const refused = await mayActOnRun(settings.cancel, actor, binding, members);
+      if (refused) return responder.ephemeral(actor, refused, thread);
+    }
+    let created: { run_id: string };
+    try {
+      created = await runs.create(
+        {
+          ...retryBody(run),
+          creator: user.creator,
+          source: "SLACK",
+          ...(run.trigger_url ? { trigger_url: run.trigger_url } : {}),
+        },
+        { idempotencyKey },
+      );
+    } catch (err) {
+      return responder.ephemeral(actor, `Could not start the run again: ${describeError(err)}`, thread);
+    }
+    await store.bindThread({
+      runId: created.run_id,
+      platform: "slack",
+      workspace: actor.team,
+      channel: actor.channel,
+      // A slash command's run has its card as its thread.
+      thread: binding.thread ?? cardTs,
+      triggerRef: null,
+      requester: actor.user,
+      createdAt: new Date().toISOString(),
+    });
+    if (!running) return;
+    try {
+      await runs.cancel(runId, { by: user.creator, idempotencyKey: `${idempotencyKey}-cancel` });
+    } catch (err) {
+      // Finished meanwhile: nothing is left to stop.
+      if (runErrorCode(err) === "invalid_request") return;
+      await responder.ephemeral(
+        actor,
+        `Started the run again, but could not cancel the stalled one: ${describeError(err)}`,
+        thread,
+      );
+    }
+  }
+
   async status(actor: Actor, runId: string, thread?: string): Promise<void> {
     const { runs, store, responder, renderStatus } = this.deps;
     const binding = boundHere(await store.getThreadBinding(runId), actor);
@@ -304,4 +375,29 @@ export class Verbs {
     const runs = await Promise.all(wanted.map((b) => this.deps.runs.get(b.runId).catch(() => undefined)));
     return runs.filter((r): r is RunItem => r !== undefined);
   }
+}
+
+/**
+ * What a retried run asks for: the stalled run's prompt, title and config. The branch Dispatch made up
+ * for that run (`dispatch/…`) is left for the new run to make its own (a pull request's branch is kept),
+ * and a skill's resolved prompt is resolved again from its skill_spec.
+ */
+function retryBody(run: RunItem) {
+  const { branch, base_prompt, name, ...config } = run.agent_config as Record<string, unknown> & {
+    branch?: string;
+    base_prompt?: string;
+    name?: string;
+  };
+  const keepBranch = typeof branch === "string" && !branch.startsWith("dispatch/");
+  const fromSkill = run.agent_skill !== undefined;
+  return {
+    prompt: run.prompt,
+    title: run.title,
+    config: {
+      ...config,
+      ...(keepBranch ? { branch } : {}),
+      ...(base_prompt !== undefined && !fromSkill ? { base_prompt } : {}),
+      ...(name !== undefined && !fromSkill ? { name } : {}),
+    },
+  };
 }

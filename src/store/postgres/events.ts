@@ -47,9 +47,11 @@ export async function insertEvent(
   data: Record<string, unknown>,
   at: string,
 ): Promise<RunEvent> {
+  // last_event_at is the run's latest progress (stall detection); it never moves back on a skewed clock.
   const row = await tx.row(
-    "UPDATE runs SET last_event_seq = last_event_seq + 1 WHERE id = $1 RETURNING last_event_seq",
-    [runId],
+    `UPDATE runs SET last_event_seq = last_event_seq + 1, last_event_at = GREATEST(last_event_at, $2)
+      WHERE id = $1 RETURNING last_event_seq`,
+    [runId, at],
   );
   if (!row) throw new Error(`run ${runId} does not exist`);
   const seq = Number(row.last_event_seq);

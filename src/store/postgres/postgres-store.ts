@@ -1,5 +1,12 @@
 import type { AttachmentInfo, NewAttachment } from "../../model/attachment.ts";
 import type {
+  GitHubApproval,
+  GitHubSignIn,
+  GitHubSignInApproval,
+  GitHubSignInRedemption,
+  NewGitHubSignIn,
+} from "../../model/github-sign-in.ts";
+import type {
   AgentIdentity,
   AgentIdentityPatch,
   ApiKeyRecord,
@@ -35,11 +42,14 @@ import type {
   OutboxMessage,
   OutboxRow,
   OutboxState,
+  ProgressRange,
   RunListQuery,
   RunPatch,
+  RunProgress,
   ScheduleFire,
   ScheduleFireResult,
   Store,
+  UsageSummary,
 } from "../store.ts";
 import * as apiKeys from "./api-keys.ts";
 import * as artifacts from "./artifacts.ts";
@@ -48,13 +58,16 @@ import * as channelSettings from "./channel-settings.ts";
 import { classifyError, Database, migrate, ping } from "./database.ts";
 import * as events from "./events.ts";
 import * as followups from "./followups.ts";
+import * as githubSignIns from "./github-sign-ins.ts";
 import * as idempotency from "./idempotency.ts";
 import * as identities from "./identities.ts";
 import * as inbound from "./inbound.ts";
 import * as leases from "./leases.ts";
 import * as outbox from "./outbox.ts";
+import * as progress from "./progress.ts";
 import * as runs from "./runs.ts";
 import * as schedules from "./schedules.ts";
+import * as usageSummary from "./usage.ts";
 import * as webSessions from "./web-sessions.ts";
 
 /** How long start-up waits for the LISTEN connection before relying on the polling backstops alone. */
@@ -183,6 +196,10 @@ export class PostgresStore implements Store {
     return runs.countRunsByState(this.db, teamId);
   }
 
+  summarizeUsage(teamId: string, since: string): Promise<UsageSummary> {
+    return usageSummary.summarizeUsage(this.db, teamId, since);
+  }
+
   countActiveRuns(upTo: number): Promise<number> {
     return runs.countActiveRuns(this.db, upTo);
   }
@@ -306,6 +323,14 @@ export class PostgresStore implements Store {
 
   listEvents(runId: string, after: number, limit: number): Promise<RunEvent[]> {
     return events.listEvents(this.db, runId, after, limit);
+  }
+
+  listRunsByProgress(range: ProgressRange): Promise<RunProgress[]> {
+    return progress.listRunsByProgress(this.db, range);
+  }
+
+  getRunProgress(runIds: string[]): Promise<Map<string, string>> {
+    return progress.getRunProgress(this.db, runIds);
   }
 
   claimInbound(key: string, source: string, windowMs?: number): Promise<boolean> {
@@ -501,5 +526,21 @@ export class PostgresStore implements Store {
 
   pruneWebSignIns(olderThan: string): Promise<number> {
     return webSessions.pruneWebSignIns(this.db, olderThan);
+  }
+
+  createGitHubSignIn(signIn: NewGitHubSignIn): Promise<boolean> {
+    return githubSignIns.createGitHubSignIn(this.db, signIn);
+  }
+
+  findGitHubSignIn(browserHash: string): Promise<GitHubSignIn | undefined> {
+    return githubSignIns.findGitHubSignIn(this.db, browserHash);
+  }
+
+  approveGitHubSignIn(code: string, approval: GitHubSignInApproval): Promise<GitHubApproval> {
+    return githubSignIns.approveGitHubSignIn(this.db, code, approval);
+  }
+
+  redeemGitHubSignIn(browserHash: string, session: NewWebSession): Promise<GitHubSignInRedemption> {
+    return githubSignIns.redeemGitHubSignIn(this.db, browserHash, session);
   }
 }

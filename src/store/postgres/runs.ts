@@ -143,6 +143,10 @@ export async function listRuns(
     if (q.source.length === 0) return { runs: [], hasMore: false };
     where.push(`source = ANY(${bind(q.source)}::text[])`);
   }
+  if (q.ids) {
+    if (q.ids.length === 0) return { runs: [], hasMore: false };
+    where.push(`id = ANY(${bind(q.ids)}::text[])`);
+  }
   const equal: Array<[string, string | undefined]> = [
     ["config_name", q.name],
     ["model_id", q.modelId],

@@ -93,7 +93,8 @@ export async function pruneWebSignIns(db: Database, olderThan: string): Promise<
       olderThan,
     ]);
     const links = await tx.changes("DELETE FROM login_links WHERE expires_at < $1", [olderThan]);
-    return sessions + links;
+    const github = await tx.changes("DELETE FROM github_sign_ins WHERE expires_at < $1", [olderThan]);
+    return sessions + links + github;
   });
 }
 

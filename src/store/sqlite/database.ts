@@ -39,12 +39,18 @@ export class Database {
     );
   }
 
-  /** The prepared statement for `text`, prepared once and cached. */
-  sql(text: string): StatementSync {
-    let stmt = this.statements.get(text);
+  /**
+   * The prepared statement for `text`, prepared once and cached. With `arrays`, its rows come back as
+   * arrays of values in column order: node:sqlite builds a row object property by property, which on a
+   * wide table such as runs cost more than the query itself.
+   */
+  sql(text: string, opts: { arrays?: boolean } = {}): StatementSync {
+    const key = opts.arrays ? `[arrays] ${text}` : text;
+    let stmt = this.statements.get(key);
     if (!stmt) {
       stmt = this.handle.prepare(text);
-      this.statements.set(text, stmt);
+      if (opts.arrays) stmt.setReturnArrays(true);
+      this.statements.set(key, stmt);
     }
     return stmt;
   }

@@ -40,9 +40,13 @@ export function insertEvent(
   data: Record<string, unknown>,
   at: string,
 ): RunEvent {
+  // last_event_at is the run's latest progress (stall detection); it never moves back on a skewed clock.
   const row = db
-    .sql("UPDATE runs SET last_event_seq = last_event_seq + 1 WHERE id = ? RETURNING last_event_seq")
-    .get(runId) as Row | undefined;
+    .sql(
+      `UPDATE runs SET last_event_seq = last_event_seq + 1, last_event_at = max(coalesce(last_event_at, ''), ?)
+        WHERE id = ? RETURNING last_event_seq`,
+    )
+    .get(at, runId) as Row | undefined;
   if (!row) throw new Error(`run ${runId} does not exist`);
   const seq = Number(row.last_event_seq);
   const capped = capEventData(data);

@@ -24,6 +24,36 @@ export function str(value: SQLInputValue | undefined): string | null {
   return value === null || value === undefined ? null : String(value);
 }
 
+/**
+ * The columns of `runs` that toRun reads, for statements that return rows as arrays (runFromValues):
+ * API reads of runs select these, not `*` (which also brings the filter columns and the bookkeeping no
+ * record carries). Learnt from toRun itself, by mapping a row on which every column reads "0" (not
+ * null, so that every optional branch reads its columns too): a field added to toRun is selected
+ * without anyone having to remember this list.
+ */
+const RUN_COLUMN_NAMES: readonly string[] = (() => {
+  const read = new Set<string>();
+  toRun(
+    new Proxy({} as Row, {
+      get(_target, name) {
+        if (typeof name === "string") read.add(name);
+        return "0";
+      },
+    }),
+  );
+  return [...read];
+})();
+
+export const RUN_COLUMNS = RUN_COLUMN_NAMES.join(", ");
+
+/** A run from the values of a row selected as RUN_COLUMNS with `{ arrays: true }`. */
+export function runFromValues(values: SQLInputValue[]): RunRecord {
+  // Filled in the same order every time, so every such row shares one object shape.
+  const row: Row = {};
+  for (let i = 0; i < RUN_COLUMN_NAMES.length; i++) row[RUN_COLUMN_NAMES[i]!] = values[i]!;
+  return toRun(row);
+}
+
 export function toRun(row: Row): RunRecord {
   return {
     id: String(row.id),
@@ -52,6 +82,8 @@ export function toRun(row: Row): RunRecord {
     leaseExpiresAt: str(row.lease_expires_at),
     agentStarted: Number(row.agent_started) === 1,
     requeueCount: Number(row.requeue_count),
+    // Null only for a run stored before migration 014 recorded it (and never since given an event).
+    ...(row.last_event_at == null ? {} : { lastEventAt: String(row.last_event_at) }),
     // Only set when they differ from a plain run's, like the schedule below.
     ...(row.parent_run_id == null ? {} : { parentRunId: String(row.parent_run_id) }),
     ...(row.mode === "plan" ? { mode: "plan" as const } : {}),

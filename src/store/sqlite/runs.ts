@@ -9,7 +9,7 @@ import { insertAttachments } from "./attachments.ts";
 import type { Database } from "./database.ts";
 import { insertEvent } from "./events.ts";
 import { checkIdempotency, rememberResponse } from "./idempotency.ts";
-import { iso, json, type Row, toRun } from "./rows.ts";
+import { iso, json, type Row, RUN_COLUMNS, runFromValues } from "./rows.ts";
 
 /**
  * Runs: creation, reads, listing and counts, cancelling, and the lifecycle's compare-and-set
@@ -100,13 +100,17 @@ export function insertRun(
 }
 
 export async function getRun(db: Database, teamId: string, runId: string): Promise<RunRecord | undefined> {
-  const row = db.sql("SELECT * FROM runs WHERE id = ? AND team_id = ?").get(runId, teamId) as Row | undefined;
-  return row ? toRun(row) : undefined;
+  const row = db
+    .sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ? AND team_id = ?`, { arrays: true })
+    .get(runId, teamId) as unknown as SQLInputValue[] | undefined;
+  return row ? runFromValues(row) : undefined;
 }
 
 export async function getRunBySession(db: Database, sessionId: string): Promise<RunRecord | undefined> {
-  const row = db.sql("SELECT * FROM runs WHERE session_id = ?").get(sessionId) as Row | undefined;
-  return row ? toRun(row) : undefined;
+  const row = db
+    .sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE session_id = ?`, { arrays: true })
+    .get(sessionId) as unknown as SQLInputValue[] | undefined;
+  return row ? runFromValues(row) : undefined;
 }
 
 export async function listRuns(
@@ -133,6 +137,14 @@ export async function listRuns(
     if (q.source.length === 0) return { runs: [], hasMore: false };
     where.push(`source IN (${q.source.map(() => "?").join(", ")})`);
     params.push(...q.source);
+  }
+  if (q.ids) {
+    if (q.ids.length === 0) return { runs: [], hasMore: false };
+    // One JSON array: one cached statement whatever the number of ids. They are looked up by primary key:
+    // the unary + keeps the planner from walking the team's whole sort index (runs_team_updated) instead.
+    where[0] = "+team_id = ?";
+    where.push("id IN (SELECT value FROM json_each(?))");
+    params.push(JSON.stringify(q.ids));
   }
   const equal: Array<[string, string | undefined]> = [
     ["config_name", q.name],
@@ -202,10 +214,12 @@ export async function listRuns(
     q.sortBy === "agent" ? `${column} IS NULL, ${column} ${dir}, id ${dir}` : `${column} ${dir}, id ${dir}`;
   // One cached statement per combination of filters in use: a bounded set, since values are bound.
   const rows = db
-    .sql(`SELECT * FROM runs WHERE ${where.join(" AND ")} ORDER BY ${order} LIMIT ?`)
-    .all(...params, q.limit + 1) as Row[];
+    .sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE ${where.join(" AND ")} ORDER BY ${order} LIMIT ?`, {
+      arrays: true,
+    })
+    .all(...params, q.limit + 1) as unknown as SQLInputValue[][];
   const hasMore = rows.length > q.limit;
-  return { runs: rows.slice(0, q.limit).map(toRun), hasMore };
+  return { runs: rows.slice(0, q.limit).map(runFromValues), hasMore };
 }
 
 export async function countRunsByState(db: Database, teamId?: string): Promise<Record<RunState, number>> {
@@ -283,8 +297,10 @@ export function teamRunState(db: Database, teamId: string, runId: string): RunSt
 }
 
 export function readRun(db: Database, id: string): RunRecord | undefined {
-  const row = db.sql("SELECT * FROM runs WHERE id = ?").get(id) as Row | undefined;
-  return row ? toRun(row) : undefined;
+  const row = db.sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`, { arrays: true }).get(id) as unknown as
+    | SQLInputValue[]
+    | undefined;
+  return row ? runFromValues(row) : undefined;
 }
 
 /** The compare-and-set at the heart of the lifecycle; must run inside a transaction. */

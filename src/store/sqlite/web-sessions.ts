@@ -97,7 +97,8 @@ export async function pruneWebSignIns(db: Database, olderThan: string): Promise<
       .sql("DELETE FROM web_sessions WHERE expires_at < ? OR revoked_at < ?")
       .run(olderThan, olderThan).changes;
     const links = db.sql("DELETE FROM login_links WHERE expires_at < ?").run(olderThan).changes;
-    return Number(sessions) + Number(links);
+    const github = db.sql("DELETE FROM github_sign_ins WHERE expires_at < ?").run(olderThan).changes;
+    return Number(sessions) + Number(links) + Number(github);
   });
 }
 

@@ -19,6 +19,8 @@ export function sendSignInPage(
     cookieHeader: string | undefined;
     secure: boolean;
     slashCommand: string;
+    /** The GitHub bot's handle, when people can sign in with a comment on GitHub (GET /login/github). */
+    githubHandle?: string;
     problem?: string;
   },
 ): FastifyReply {
@@ -34,11 +36,16 @@ export function sendSignInPage(
     }),
   );
   const problem = opts.problem ? `<p class="error" role="alert">${escapeHtml(opts.problem)}</p>` : "";
+  const github = opts.githubHandle
+    ? `<section aria-labelledby="github-h"><h2 id="github-h">With GitHub</h2>
+<p><a href="/login/github">Sign in with GitHub</a>: the page shows a code that you comment as <code>@${escapeHtml(opts.githubHandle)} login &lt;code&gt;</code> on an issue or pull request of a repository Dispatch is installed on.</p></section>
+`
+    : "";
   const body = `<h1>Sign in to Dispatch</h1>
 ${problem}
 <section aria-labelledby="slack-h"><h2 id="slack-h">With Slack</h2>
 <p>Type <code>${escapeHtml(opts.slashCommand)} login</code> in any channel where Dispatch is. It answers (only you see it) with a link that signs you in; the link works once, within 10 minutes.</p></section>
-<section aria-labelledby="key-h"><h2 id="key-h">With an admin API key</h2>
+${github}<section aria-labelledby="key-h"><h2 id="key-h">With an admin API key</h2>
 <form method="post" action="/login">
 <input type="hidden" name="csrf" value="${escapeHtml(token)}">
 <p><label for="api_key">Admin API key</label><br>

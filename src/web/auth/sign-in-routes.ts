@@ -10,6 +10,8 @@ export interface SignInRoutesOptions {
   signIn: WebSignIn;
   /** The Slack slash command (`/agent`), as the sign-in page spells it. */
   slashCommand: string;
+  /** The GitHub bot's handle, when GitHub sign-in is offered. */
+  githubHandle?: string;
 }
 
 /** A form body as the routes read it: each field once, strings only. */
@@ -41,6 +43,30 @@ export function formOf(req: FastifyRequest): FormBody {
   return body && typeof body === "object" ? (body as FormBody) : {};
 }
 
+/**
+ * Answers a sign-in: the session's cookie (httpOnly, SameSite=Lax, the whole site), the admin form's
+ * token dropped, and a redirect to the dashboard.
+ */
+export function startSession(reply: FastifyReply, signIn: WebSignIn, opened: OpenedSession): FastifyReply {
+  return reply
+    .header("set-cookie", [
+      cookie(SESSION_COOKIE, opened.sessionId, {
+        path: "/",
+        sameSite: "Lax",
+        maxAge: signIn.sessionSeconds,
+        secure: signIn.secure,
+      }),
+      cookie(LOGIN_CSRF_COOKIE, "", {
+        path: "/login",
+        sameSite: "Strict",
+        maxAge: 0,
+        secure: signIn.secure,
+      }),
+    ])
+    .header("cache-control", "no-store")
+    .redirect("/", 303);
+}
+
 const LINK_REFUSALS = {
   unknown: "This sign-in link is not valid.",
   used: "This sign-in link was used already: each link signs in once.",
@@ -61,25 +87,6 @@ const KEY_REFUSALS: Record<KeyRefusal, string> = {
  */
 export async function signInRoutes(app: FastifyInstance, opts: SignInRoutesOptions): Promise<void> {
   const { signIn } = opts;
-
-  const startSession = (reply: FastifyReply, opened: OpenedSession) =>
-    reply
-      .header("set-cookie", [
-        cookie(SESSION_COOKIE, opened.sessionId, {
-          path: "/",
-          sameSite: "Lax",
-          maxAge: signIn.sessionSeconds,
-          secure: signIn.secure,
-        }),
-        cookie(LOGIN_CSRF_COOKIE, "", {
-          path: "/login",
-          sameSite: "Strict",
-          maxAge: 0,
-          secure: signIn.secure,
-        }),
-      ])
-      .header("cache-control", "no-store")
-      .redirect("/", 303);
 
   app.get<{ Params: { token: string } }>("/login/:token", async (req, reply) => {
     // Link previews (Slack's unfurler and the like) must not spend the link meant for a person.
@@ -103,7 +110,7 @@ export async function signInRoutes(app: FastifyInstance, opts: SignInRoutesOptio
         `<h1>Cannot sign in</h1><p role="alert">${escapeHtml(LINK_REFUSALS[result.refused])}</p><p>Type <code>${escapeHtml(opts.slashCommand)} login</code> in Slack for a new link.</p>`,
       );
     }
-    return startSession(reply, result);
+    return startSession(reply, signIn, result);
   });
 
   app.post("/login", async (req, reply) => {
@@ -114,6 +121,7 @@ export async function signInRoutes(app: FastifyInstance, opts: SignInRoutesOptio
       cookieHeader: req.headers.cookie,
       secure: signIn.secure,
       slashCommand: opts.slashCommand,
+      ...(opts.githubHandle ? { githubHandle: opts.githubHandle } : {}),
     };
     const key = (form.api_key ?? "").trim();
     if (key === "")
@@ -123,7 +131,7 @@ export async function signInRoutes(app: FastifyInstance, opts: SignInRoutesOptio
       const status = result.refused === "not_admin" ? 403 : 401;
       return sendSignInPage(reply, { ...pageOpts, status, problem: KEY_REFUSALS[result.refused] });
     }
-    return startSession(reply, result);
+    return startSession(reply, signIn, result);
   });
 
   app.post("/logout", async (req, reply) => {

@@ -136,6 +136,8 @@ export async function startGitHubDispatch(
     notifier?: Partial<NotifierOptions>;
     /** Serve the repositories over smart HTTP behind the fake's token (token auth only), not file://. */
     gitOverHttp?: boolean;
+    /** The web app's clock (tests expire sign-ins without waiting). */
+    web?: { now?: () => Date };
   } = {},
 ): Promise<GitHubDispatch> {
   const fake = await new FakeGitHub().start();
@@ -169,7 +171,11 @@ export async function startGitHubDispatch(
   }
   const t = await startTestDispatch(
     { ...env, ...opts.env },
-    { notifier: { ...FAST_NOTIFIER, ...opts.notifier }, github: { throttle: opts.throttle ?? false } },
+    {
+      notifier: { ...FAST_NOTIFIER, ...opts.notifier },
+      github: { throttle: opts.throttle ?? false },
+      ...(opts.web ? { web: opts.web } : {}),
+    },
   );
   const repo = commentPayload({ body: "" }).repository.full_name as string;
   fake.installations.set(repo, INSTALLATION_ID);

@@ -245,7 +245,18 @@ export class BuiltinHarness implements Harness {
           usage.input_tokens += used.input_tokens;
           usage.output_tokens += used.output_tokens;
           usage.total_tokens += used.total_tokens;
-          await ctx.emit("usage", { ...used, model_id: resolved.id, step: stepId() });
+          // Priced at each step: a run over its cost limit is stopped before its next model call.
+          const cached = part.usage?.inputTokenDetails?.cacheReadTokens;
+          const cost = ctx.cost?.charge(resolved.id, {
+            ...used,
+            ...(cached !== undefined ? { cached_input_tokens: cached } : {}),
+          });
+          await ctx.emit("usage", {
+            ...used,
+            model_id: resolved.id,
+            ...(cost !== undefined ? { cost_usd: cost } : {}),
+            step: stepId(),
+          });
           step++;
           break;
         }

@@ -67,6 +67,15 @@ export function canonicalModelId(modelId: string | undefined, config: ModelsConf
 }
 
 /** The resolver used by a running server: providers built from ModelsConfig. */
+/**
+ * ANTHROPIC_BASE_URL as Anthropic's SDKs and Claude Code take it (`https://api.anthropic.com`, they add
+ * `/v1/messages`) for the AI SDK, whose base includes `/v1`: one setting serves both harnesses.
+ */
+export function anthropicApiBase(baseUrl: string): string {
+  const trimmed = baseUrl.replace(/\/+$/, "");
+  return /\/v1$/.test(trimmed) ? trimmed : `${trimmed}/v1`;
+}
+
 export function configModelResolver(config: ModelsConfig): ModelResolver {
   return (modelId) => {
     const id = canonicalModelId(modelId, config);
@@ -81,7 +90,10 @@ export function configModelResolver(config: ModelsConfig): ModelResolver {
             `model "${id}" needs an Anthropic API key: set ANTHROPIC_API_KEY in the Dispatch server's environment (and ANTHROPIC_BASE_URL for a proxy or compatible endpoint), then restart it`,
           );
         }
-        const anthropic = createAnthropic({ apiKey, ...(baseUrl ? { baseURL: baseUrl } : {}) });
+        const anthropic = createAnthropic({
+          apiKey,
+          ...(baseUrl ? { baseURL: anthropicApiBase(baseUrl) } : {}),
+        });
         return { id, model: anthropic(name), vision: visionSupported(id) };
       }
       case "openai": {

@@ -9,6 +9,7 @@ import { type AgentArea, prepareAgentArea, savedSession, saveSession } from "./a
 import { type AgentProgram, nodeExecutable } from "./agent-program.ts";
 import { ModelGateway, type ProviderRoute } from "./model-gateway.ts";
 import { RELAY_SCRIPT } from "./relay-script.ts";
+import type { ObservedCall, UsageDialect } from "./response-usage.ts";
 
 export interface ExternalHarnessOptions {
   /** The provider's key and base URL from Dispatch's configuration (models-config.ts). */
@@ -174,6 +175,18 @@ export abstract class ExternalHarness implements Harness {
           halt("step_limit");
           return false;
         },
+        // Each call is priced as the gateway relays it: the run's cost limit stops the agent mid-turn.
+        ...(ctx.cost
+          ? {
+              observe: {
+                dialect: usageDialect(this.modelProvider),
+                call: (call: ObservedCall) => {
+                  const model = call.model ? `${this.modelProvider}/${call.model}` : config.model_id;
+                  ctx.cost?.charge(model, call);
+                },
+              },
+            }
+          : {}),
         log,
       });
       const relay = join(gatewayDir, "relay.mjs");
@@ -380,6 +393,13 @@ interface DriveResult {
   stderr: string;
   failure: string | undefined;
   completed: boolean;
+}
+
+/** How the agent's provider reports usage in its responses. */
+function usageDialect(provider: string): UsageDialect {
+  if (provider === "anthropic") return "anthropic";
+  if (provider === "gemini") return "gemini";
+  return "openai";
 }
 
 /** `provider/model` → `model`; a bare name is the provider's own. */

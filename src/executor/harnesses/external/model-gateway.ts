@@ -8,7 +8,11 @@ import {
   type ServerResponse,
 } from "node:http";
 import { request as httpsRequest } from "node:https";
+import type { Readable } from "node:stream";
+import { StringDecoder } from "node:string_decoder";
+import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import type { Logger } from "pino";
+import { type ObservedCall, ResponseUsage, type UsageDialect } from "./response-usage.ts";
 
 /** How a provider is reached and authenticated: what the gateway adds to every forwarded request. */
 export interface ProviderRoute {
@@ -33,6 +37,11 @@ export interface ModelGatewayOptions {
    * every call the agent makes, like the builtin harness counts its steps.
    */
   admit(): boolean;
+  /**
+   * Told each answered model call's usage, read from the provider's response as it is relayed (the run's
+   * cost, counted per call so that a run over its cost limit is stopped mid-turn). Not read when absent.
+   */
+  observe?: { dialect: UsageDialect; call(call: ObservedCall): void };
   log: Logger;
 }
 
@@ -119,6 +128,8 @@ export class ModelGateway {
     const send = target.protocol === "https:" ? httpsRequest : httpRequest;
     const upstream = send(target, { method: req.method, headers }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.statusMessage, answer.headers);
+      const status = answer.statusCode ?? 502;
+      if (this.opts.observe && status >= 200 && status < 300) this.observe(answer, path);
       answer.pipe(res);
       answer.on("error", () => res.destroy());
     });
@@ -132,6 +143,57 @@ export class ModelGateway {
       if (!res.writableFinished) upstream.destroy();
     });
     req.pipe(upstream);
+  }
+
+  /** Reads the usage of a relayed answer beside the relay (decompressed when it is), reporting it once. */
+  private observe(answer: IncomingMessage, path: string): void {
+    const observe = this.opts.observe!;
+    const reader = new ResponseUsage(observe.dialect, path, header(answer.headers["content-type"]));
+    const decoder = decoderFor(header(answer.headers["content-encoding"]));
+    const source: Readable = decoder ? answer.pipe(decoder) : answer;
+    // Decoded here, not on the answer: what the agent receives stays byte for byte what the provider sent.
+    const text = new StringDecoder("utf8");
+    let reported = false;
+    const report = () => {
+      if (reported) return;
+      reported = true;
+      const call = reader.end();
+      if (!call) return;
+      try {
+        observe.call(call);
+      } catch (err) {
+        this.opts.log.warn({ err }, "counting a model call's usage failed");
+      }
+    };
+    source.on("data", (chunk: Buffer) => reader.push(text.write(chunk)));
+    source.on("end", () => {
+      reader.push(text.end());
+      report();
+    });
+    // A call cut off (the agent stopped, the run cancelled) was billed for what it used so far.
+    answer.on("close", () => {
+      // A complete compressed answer is reported when its decoder ends (later than this).
+      if (!(decoder && answer.complete)) setImmediate(report);
+    });
+    decoder?.on("error", () => report());
+  }
+}
+
+function header(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function decoderFor(encoding: string | undefined) {
+  switch (encoding?.trim().toLowerCase()) {
+    case "gzip":
+    case "x-gzip":
+      return createGunzip();
+    case "deflate":
+      return createInflate();
+    case "br":
+      return createBrotliDecompress();
+    default:
+      return undefined;
   }
 }
 

@@ -1,0 +1,129 @@
+import type { FastifyInstance, FastifyReply } from "fastify";
+import { RateLimiter } from "../../api/rate-limit.ts";
+import { GITHUB_SIGN_IN_TTL_MS } from "../../model/github-sign-in.ts";
+import { escapeHtml, sendPage } from "../html.ts";
+import { cookie, readCookie } from "./cookies.ts";
+import type { GitHubSignIn } from "./github-sign-in.ts";
+import { startSession } from "./sign-in-routes.ts";
+import type { WebSignIn } from "./web-sign-in.ts";
+
+/**
+ * The secret of a browser's GitHub sign-in. httpOnly, scoped to the sign-in page, SameSite=Lax so that
+ * following a link to the page (from the instructions on GitHub) keeps the sign-in already started.
+ */
+export const GITHUB_SIGN_IN_COOKIE = "dispatch_github_sign_in";
+export const GITHUB_SIGN_IN_PATH = "/login/github";
+
+/** How often the waiting page reloads itself (no script: the Refresh header does it). */
+const REFRESH_SECONDS = 5;
+/**
+ * Sign-ins this process starts per minute (and at once). Starting one stores a row for anyone who asks,
+ * unauthenticated, so the rate is bounded for the whole process rather than per address: a per-address
+ * table would itself grow with the addresses asking. People sign in a few times a day.
+ */
+export const SIGN_IN_STARTS_PER_MINUTE = 60;
+const SIGN_IN_STARTS_BURST = 30;
+
+export interface GitHubSignInRoutesOptions {
+  github: GitHubSignIn;
+  signIn: WebSignIn;
+}
+
+const REFUSALS = {
+  expired: "This sign-in code expired before it was approved and used: codes work for 10 minutes.",
+  used: "This sign-in was completed already: each code signs in once.",
+} as const;
+
+/**
+ * GET /login/github: starts a sign-in in this browser and shows its code; reloads itself while it waits
+ * for the comment; once the comment approved it, opens the session (in this browser only: it holds the
+ * cookie) and goes to the dashboard. A GET that changes state is safe here: another site can make a
+ * browser start a sign-in or redeem its own approved one, neither of which signs anyone in as someone
+ * else.
+ */
+export async function githubSignInRoutes(
+  app: FastifyInstance,
+  opts: GitHubSignInRoutesOptions,
+): Promise<void> {
+  const { github, signIn } = opts;
+  const starts = new RateLimiter(SIGN_IN_STARTS_PER_MINUTE, SIGN_IN_STARTS_BURST);
+  const setBrowserCookie = (reply: FastifyReply, value: string, maxAgeMs: number) =>
+    reply.header(
+      "set-cookie",
+      cookie(GITHUB_SIGN_IN_COOKIE, value, {
+        path: GITHUB_SIGN_IN_PATH,
+        sameSite: "Lax",
+        maxAge: maxAgeMs / 1000,
+        secure: signIn.secure,
+      }),
+    );
+
+  const refused = (reply: FastifyReply, why: keyof typeof REFUSALS) => {
+    setBrowserCookie(reply, "", 0);
+    return sendPage(
+      reply,
+      410,
+      "Cannot sign in",
+      `<h1>Cannot sign in</h1><p role="alert">${escapeHtml(REFUSALS[why])}</p><p><a href="${GITHUB_SIGN_IN_PATH}">Get a new code</a></p>`,
+    );
+  };
+
+  app.get(GITHUB_SIGN_IN_PATH, async (req, reply) => {
+    const browserToken = readCookie(req.headers.cookie, GITHUB_SIGN_IN_COOKIE);
+    const known = await github.status(browserToken);
+    switch (known.state) {
+      case "approved": {
+        const result = await github.redeem(browserToken!);
+        if ("refused" in result) {
+          // Another tab of this browser redeemed it a moment ago, or it expired in between.
+          return result.refused === "expired" ? refused(reply, "expired") : refused(reply, "used");
+        }
+        setBrowserCookie(reply, "", 0);
+        return startSession(reply, signIn, result);
+      }
+      case "expired":
+      case "used":
+        return refused(reply, known.state);
+      case "pending":
+        return waitingPage(reply, github, known.code, known.expiresAt, signIn.now());
+      case "none": {
+        const waitSeconds = starts.take("all", signIn.now().getTime());
+        if (waitSeconds > 0) {
+          reply.header("retry-after", String(waitSeconds));
+          return sendPage(
+            reply,
+            429,
+            "Try again shortly",
+            `<h1>Try again shortly</h1><p role="alert">Too many GitHub sign-ins were started in the last minute. Try again in ${waitSeconds} second${waitSeconds === 1 ? "" : "s"}.</p>`,
+          );
+        }
+        const started = await github.start();
+        setBrowserCookie(reply, started.browserToken, GITHUB_SIGN_IN_TTL_MS);
+        return waitingPage(reply, github, started.code, started.expiresAt, signIn.now());
+      }
+    }
+  });
+}
+
+/** The code and what to do with it; the page reloads itself until the comment is seen. */
+function waitingPage(
+  reply: FastifyReply,
+  github: GitHubSignIn,
+  code: string,
+  expiresAt: string,
+  now: Date,
+): FastifyReply {
+  const minutes = Math.max(1, Math.ceil((Date.parse(expiresAt) - now.getTime()) / 60_000));
+  const comment = `@${github.handle} login ${code}`;
+  reply.header("refresh", String(REFRESH_SECONDS));
+  return sendPage(
+    reply,
+    200,
+    "Sign in with GitHub",
+    `<h1>Sign in with GitHub</h1>
+<p>Comment this on an issue or pull request of a repository Dispatch is installed on:</p>
+<p><code data-sign-in-code="${escapeHtml(code)}">${escapeHtml(comment)}</code></p>
+<p role="status">Waiting for your comment… This page checks again every ${REFRESH_SECONDS} seconds (<a href="${GITHUB_SIGN_IN_PATH}">check now</a>) and signs you in once Dispatch has seen it.</p>
+<p class="muted">The code works for ${minutes} more minute${minutes === 1 ? "" : "s"}, and only in this browser: it is safe to post in public. You need at least ${escapeHtml(github.minPermission)} access to the repository.</p>`,
+  );
+}

@@ -1,0 +1,112 @@
+import { agentWords } from "../model/agent-wording.ts";
+import { deliverySummary, repositoryLabel } from "../model/delivery-summary.ts";
+import type { RunRecord } from "../model/run.ts";
+import { RUN_STATES, type RunState } from "../model/run-state.ts";
+import { costText, formatCost, formatDuration, stateWord } from "../model/run-wording.ts";
+import { stallNote } from "../model/stall.ts";
+import type { ThreadBinding } from "../model/thread-binding.ts";
+import { runTimeMs } from "../runs/run-item.ts";
+import type { Store } from "../store/store.ts";
+import { escapeHtml, safeHref, timeTag } from "./html.ts";
+
+/**
+ * One run as a row of the dashboard's table. The page, the row fragments (GET /dashboard/rows) and the
+ * live feed all render rows here, so a row updated in place looks exactly like one the page rendered.
+ */
+
+/** Words for the counts, filters and rows; ERROR is told apart from FAILED here, unlike on cards. */
+export const STATE_LABELS: Record<RunState, string> = {
+  ...Object.fromEntries(RUN_STATES.map((s) => [s, stateWord(s)])),
+  ERROR: "Error",
+} as Record<RunState, string>;
+
+const SOURCE_WORDS: Record<string, string> = {
+  API: "API",
+  SLACK: "Slack",
+  GITHUB_WEBHOOK: "GitHub",
+  SCHEDULED_AGENT: "Schedule",
+};
+
+/** The table's header; renderRow writes the cells in this order. */
+export const ROW_HEADER =
+  '<tr><th scope="col">State</th><th scope="col">Title</th><th scope="col">Requester</th><th scope="col">Source</th><th scope="col">Repository and PR</th><th scope="col">Agent or model</th><th scope="col">Age</th><th scope="col" class="num">Run time</th><th scope="col" class="num">Cost</th></tr>';
+export const ROW_CELLS = 9;
+
+/** What a row needs besides the run: the clock, and where runs without a trigger URL were asked for. */
+export interface RowContext {
+  now: number;
+  /** DISPATCH_STALL_AFTER_S in ms: a run in progress without an event for longer says so. */
+  stallAfterMs: number;
+  bindings: ReadonlyMap<string, ThreadBinding>;
+}
+
+/**
+ * The thread bindings of the runs that need one for their source link (those without a trigger URL: a
+ * slash command's status card thread, a schedule reporting to a channel), in one read.
+ */
+export async function bindingsOf(
+  store: Pick<Store, "loadNotifierState">,
+  runs: readonly RunRecord[],
+): Promise<Map<string, ThreadBinding>> {
+  const ids = runs.filter((run) => !safeHref(run.triggerUrl)).map((run) => run.id);
+  const bindings = new Map<string, ThreadBinding>();
+  if (ids.length === 0) return bindings;
+  for (const [runId, state] of await store.loadNotifierState(ids)) {
+    if (state.binding) bindings.set(runId, state.binding);
+  }
+  return bindings;
+}
+
+/**
+ * Where a person finds the conversation a run came from: the trigger URL the integration recorded (a Slack
+ * message permalink, a GitHub comment), else one built from the thread binding — Slack's web client opens
+ * a thread by team, channel and ts without the workspace's domain; a GitHub issue number opens the issue
+ * (or redirects to the pull request of that number).
+ */
+export function sourceLink(run: RunRecord, binding: ThreadBinding | undefined): string | undefined {
+  const trigger = safeHref(run.triggerUrl);
+  if (trigger) return trigger;
+  if (!binding) return undefined;
+  if (binding.platform === "slack") {
+    const base = `https://app.slack.com/client/${encodeURIComponent(binding.workspace)}/${encodeURIComponent(binding.channel)}`;
+    return escapeHtml(
+      binding.thread
+        ? `${base}/thread/${encodeURIComponent(binding.channel)}-${encodeURIComponent(binding.thread)}`
+        : base,
+    );
+  }
+  if (/^[\w.-]+\/[\w.-]+$/.test(binding.workspace) && /^\d+$/.test(binding.channel)) {
+    return escapeHtml(`https://github.com/${binding.workspace}/issues/${binding.channel}`);
+  }
+  return undefined;
+}
+
+/** A sum of costs in the words of run-wording.ts ("$0.42"), or "" when none was recorded. */
+export function costWords(cost: number | null | undefined): string {
+  return typeof cost === "number" && Number.isFinite(cost) ? formatCost(cost) : "";
+}
+
+export function renderRow(run: RunRecord, ctx: RowContext): string {
+  const summary = deliverySummary({
+    agent_config: run.agentConfig,
+    artifacts: run.artifacts,
+    status_message: run.statusMessage,
+    state: run.state,
+  });
+  const pr = summary?.pullRequest;
+  const prHref = pr ? safeHref(pr.url) : undefined;
+  const repository = summary
+    ? `<code>${escapeHtml(repositoryLabel(summary))}</code>${pr ? ` · ${prHref ? `<a href="${prHref}">PR #${pr.number}</a>` : `PR #${pr.number}`}` : ""}`
+    : "";
+  const sourceWords = escapeHtml(SOURCE_WORDS[run.source] ?? run.source);
+  const href = sourceLink(run, ctx.bindings.get(run.id));
+  const source = href ? `<a href="${href}">${sourceWords}</a>` : sourceWords;
+  const schedule = run.schedule ? ` · ${escapeHtml(run.schedule.scheduleName)}` : "";
+  const agent = agentWords(run.agentConfig) ?? run.agentConfig.model_id ?? "";
+  // A run that has not started has no run time yet (it waits; the age says for how long).
+  const runTime = run.startedAt ? formatDuration(runTimeMs(run, ctx.now)) : "";
+  const cost = escapeHtml(costText({ request_usage: run.requestUsage }));
+  const stall = stallNote(run, ctx.now, ctx.stallAfterMs);
+  const stallHtml = stall ? ` <span class="stall">${escapeHtml(stall)}</span>` : "";
+  return `<tr data-run-id="${escapeHtml(run.id)}"><td><span class="state state-${run.state}">${escapeHtml(STATE_LABELS[run.state] ?? run.state)}</span>${stallHtml}</td><td><a href="/runs/${encodeURIComponent(run.id)}">${escapeHtml(run.title)}</a></td><td><a href="/?creator=${encodeURIComponent(run.creator.uid)}">${escapeHtml(run.creator.display_name)}</a></td><td>${source}${schedule}</td><td>${repository}</td><td>${escapeHtml(agent)}</td><td>${timeTag(run.createdAt, ctx.now)}</td><td class="num">${runTime}</td><td class="num">${cost}</td></tr>\n`;
+}

@@ -1,0 +1,267 @@
+import { randomBytes } from "node:crypto";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { type RunTranscript, resumeAfter, streamRunEvents } from "../api/event-stream.ts";
+import { httpOf } from "../api/problem.ts";
+import { describeIssues, FollowupRequestSchema, LIMITS } from "../api/schemas.ts";
+import { RunError } from "../model/errors.ts";
+import type { RunRecord } from "../model/run.ts";
+import type { WebSession } from "../model/web-session.ts";
+import type { RunService } from "../runs/run-service.ts";
+import type { Store } from "../store/store.ts";
+import { formOf, hasCsrf, sendForbidden, sessionOf } from "./auth/sign-in-routes.ts";
+import type { WebSignIn } from "./auth/web-sign-in.ts";
+import { escapeHtml, sendPage } from "./html.ts";
+import { runEquivalents } from "./run-equivalents.ts";
+import {
+  COPY_SCRIPT,
+  canAct,
+  RUN_PAGE_STYLE,
+  renderCancelConfirm,
+  renderRefusal,
+  renderRunPage,
+  runFacts,
+} from "./run-page-view.ts";
+import {
+  type AttachmentSource,
+  liveTranscriptScript,
+  RUN_VIEW_STYLE,
+  readAttachments,
+  readDelivery,
+  readTranscriptPage,
+  renderAttachments,
+} from "./run-view.ts";
+
+/**
+ * What the run page shows of a run at once. It must stay well under 100 KB for a typical run: a long
+ * transcript pages ("Later events"), a large patch is cut (`dispatch diff` prints it whole).
+ */
+export const RUN_PAGE_BUDGET = { events: 150, bytes: 40 * 1024, patchBytes: 24 * 1024 };
+const SCRIPT = liveTranscriptScript(RUN_PAGE_BUDGET) + COPY_SCRIPT;
+const STYLE = `${RUN_VIEW_STYLE}\n${RUN_PAGE_STYLE}`;
+
+/** Notices after a form's 303, by the `done` parameter. */
+const NOTICES: Record<string, string> = {
+  followup: "Follow-up sent.",
+  cancel: "Run cancelled.",
+};
+
+export interface RunPageOptions {
+  signIn: WebSignIn;
+  runService: Pick<RunService, "get" | "followup" | "cancel"> & RunTranscript;
+  store: Pick<Store, "readArtifactContent" | "getThreadBinding">;
+  attachments?: AttachmentSource;
+  /** Base of the API for the page's curl and CLI lines; the request's own origin when empty. */
+  publicUrl: () => string;
+  /** DISPATCH_STALL_AFTER_S in ms. */
+  stallAfterMs: number;
+}
+
+/**
+ * GET /runs/<id>: one of the signed-in team's runs, with what its session page shows plus a follow-up
+ * box, Cancel (confirmed on its own page, so it works without JavaScript) and the CLI and curl lines
+ * that do the same. Another team's run and an unknown id are the same 404; a visitor is sent to sign in
+ * (the session link, not the run id, is what lets a visitor read a run). Every POST needs a signed-in
+ * session, its CSRF token and a role that may act; the run service decides the rest and its refusals
+ * are shown in its words.
+ */
+export async function runPage(app: FastifyInstance, opts: RunPageOptions): Promise<void> {
+  const { signIn, runService } = opts;
+
+  /** The session and its team's run, or the reply already sent (sign-in redirect, 404). */
+  const open = async (
+    req: FastifyRequest<{ Params: { runId: string } }>,
+    reply: FastifyReply,
+  ): Promise<{ session: WebSession; run: RunRecord } | FastifyReply> => {
+    const session = await sessionOf(req, signIn);
+    if (!session) return reply.header("cache-control", "no-store").redirect("/", 303);
+    const run = await teamRun(session, req.params.runId);
+    return run ? { session, run } : notFound(reply, session);
+  };
+
+  const teamRun = async (session: WebSession, runId: string): Promise<RunRecord | undefined> => {
+    try {
+      return await runService.get(session, runId);
+    } catch (err) {
+      if (err instanceof RunError && err.code === "resource_not_found") return undefined;
+      throw err;
+    }
+  };
+
+  /** A POST's session, CSRF token, role and run, checked in that order; or the refusal already sent. */
+  const openForAction = async (
+    req: FastifyRequest<{ Params: { runId: string } }>,
+    reply: FastifyReply,
+  ): Promise<{ session: WebSession; run: RunRecord } | FastifyReply> => {
+    const session = await sessionOf(req, signIn);
+    if (!session) {
+      return sendPage(
+        reply,
+        403,
+        "Sign in first",
+        `<h1>Sign in first</h1><p>Only a signed-in member of the run's team can act on it; Dispatch did nothing. <a href="/">Sign in</a> and try again.</p>`,
+      );
+    }
+    if (!hasCsrf(req, session)) return sendForbidden(reply, session);
+    if (!canAct(session)) {
+      return sendPage(
+        reply,
+        403,
+        "Not allowed",
+        `<h1>Not allowed</h1><p>Your role (${escapeHtml(session.role)}) can read runs but not follow up on or cancel them; Dispatch did nothing.</p>`,
+        session,
+      );
+    }
+    const run = await teamRun(session, req.params.runId);
+    return run ? { session, run } : notFound(reply, session);
+  };
+
+  app.get<{ Params: { runId: string } }>("/runs/:runId", async (req, reply) => {
+    const opened = await open(req, reply);
+    if (!("run" in opened)) return opened;
+    const { session, run } = opened;
+    const q = req.query as { after?: string; done?: string };
+    if (q.after !== undefined && !/^\d{1,15}$/.test(q.after)) {
+      return sendPage(
+        reply,
+        400,
+        "Bad page",
+        `<h1>Bad page</h1><p>after must be the sequence number of a transcript event. <a href="/runs/${encodeURIComponent(run.id)}">The run from its start</a></p>`,
+        session,
+      );
+    }
+    const [transcript, delivery, images, binding] = await Promise.all([
+      readTranscriptPage(runService, run.id, Number(q.after ?? 0), RUN_PAGE_BUDGET),
+      readDelivery(run, opts.store, RUN_PAGE_BUDGET.patchBytes, req.log),
+      readAttachments(run, opts.attachments, req.log),
+      opts.store.getThreadBinding(run.id),
+    ]);
+    const nonce = randomBytes(16).toString("base64");
+    const notice = q.done !== undefined ? NOTICES[q.done] : undefined;
+    const body = renderRunPage({
+      run,
+      session,
+      facts: runFacts(run, binding, signIn.now().getTime(), opts.stallAfterMs),
+      transcript,
+      delivery,
+      attachments: renderAttachments(images),
+      equivalents: runEquivalents(opts.publicUrl() || `${req.protocol}://${req.host}`, run.id),
+      ...(notice ? { notice } : {}),
+      nonce,
+      script: SCRIPT,
+    });
+    return sendPage(reply, 200, run.title, body, session, {
+      scriptNonce: nonce,
+      selfImages: images.length > 0,
+      style: STYLE,
+    });
+  });
+
+  // The live transcript of the page above: the same team check, then the API's event stream.
+  app.get<{ Params: { runId: string } }>("/runs/:runId/events", async (req, reply) => {
+    const session = await sessionOf(req, signIn);
+    const run = session ? await teamRun(session, req.params.runId) : undefined;
+    if (!run)
+      return reply.code(404).header("cache-control", "no-store").type("text/plain").send("no such run");
+    const q = req.query as { after?: string };
+    const after = resumeAfter(req) ?? (q.after && /^\d{1,15}$/.test(q.after) ? Number(q.after) : 0);
+    return streamRunEvents(req, reply, runService, run.id, after);
+  });
+
+  // A follow-up may be as long as the API's (LIMITS.promptChars), URL-encoded: this route reads more
+  // than the sign-in forms.
+  app.post<{ Params: { runId: string } }>(
+    "/runs/:runId/followup",
+    { bodyLimit: LIMITS.bodyBytes },
+    async (req, reply) => {
+      const opened = await openForAction(req, reply);
+      if (!("run" in opened)) return opened;
+      const { session, run } = opened;
+      const message = formOf(req).message ?? "";
+      const parsed = FollowupRequestSchema.safeParse({ message });
+      if (!parsed.success) {
+        return refused(reply, run, session, 400, "Follow-up not sent", describeIssues(parsed.error), message);
+      }
+      try {
+        await runService.followup({ caller: session }, run.id, { message: parsed.data.message });
+      } catch (err) {
+        return refusal(err, reply, run, session, "Follow-up not sent", message);
+      }
+      return backToRun(reply, run, "followup");
+    },
+  );
+
+  app.get<{ Params: { runId: string } }>("/runs/:runId/cancel", async (req, reply) => {
+    const opened = await open(req, reply);
+    if (!("run" in opened)) return opened;
+    const { session, run } = opened;
+    if (!canAct(session)) {
+      return refused(
+        reply,
+        run,
+        session,
+        403,
+        "Not allowed",
+        `Your role (${session.role}) can read runs but not cancel them.`,
+      );
+    }
+    return sendPage(reply, 200, "Cancel this run?", renderCancelConfirm(run, session), session);
+  });
+
+  app.post<{ Params: { runId: string } }>("/runs/:runId/cancel", async (req, reply) => {
+    const opened = await openForAction(req, reply);
+    if (!("run" in opened)) return opened;
+    const { session, run } = opened;
+    try {
+      await runService.cancel({ caller: session }, run.id);
+    } catch (err) {
+      return refusal(err, reply, run, session, "Run not cancelled");
+    }
+    return backToRun(reply, run, "cancel");
+  });
+}
+
+function backToRun(reply: FastifyReply, run: RunRecord, done: keyof typeof NOTICES): FastifyReply {
+  return reply
+    .header("cache-control", "no-store")
+    .redirect(`/runs/${encodeURIComponent(run.id)}?done=${done}`, 303);
+}
+
+/** A refusal of the run service as a page with its status (4xx); anything else is not this page's to word. */
+function refusal(
+  err: unknown,
+  reply: FastifyReply,
+  run: RunRecord,
+  session: WebSession,
+  heading: string,
+  followup?: string,
+): FastifyReply {
+  if (!(err instanceof RunError)) throw err;
+  const { status } = httpOf(err);
+  if (status >= 500) throw err;
+  return refused(reply, run, session, status, heading, err.detail ?? err.message, followup);
+}
+
+function refused(
+  reply: FastifyReply,
+  run: RunRecord,
+  session: WebSession,
+  status: number,
+  heading: string,
+  message: string,
+  followup?: string,
+): FastifyReply {
+  return sendPage(reply, status, heading, renderRefusal(run, session, heading, message, followup), session, {
+    style: RUN_PAGE_STYLE,
+  });
+}
+
+/** The same page for another team's run and for an id that names nothing. */
+function notFound(reply: FastifyReply, session: WebSession): FastifyReply {
+  return sendPage(
+    reply,
+    404,
+    "Run not found",
+    `<h1>Run not found</h1><p>Your team has no such run.</p><p><a href="/">Back to the runs</a></p>`,
+    session,
+  );
+}
