@@ -107,6 +107,9 @@ export function renderRow(run: RunRecord, ctx: RowContext): string {
   const runTime = run.startedAt ? formatDuration(runTimeMs(run, ctx.now)) : "";
   const cost = escapeHtml(costText({ request_usage: run.requestUsage }));
   const stall = stallNote(run, ctx.now, ctx.stallAfterMs);
-  const stallHtml = stall ? ` <span class="stall">${escapeHtml(stall)}</span>` : "";
+  // The run page has its Cancel and Retry.
+  const stallHtml = stall
+    ? ` <span class="stall">${escapeHtml(stall)}</span> <a href="/runs/${encodeURIComponent(run.id)}" aria-label="Cancel or retry ${escapeHtml(run.title)}">cancel or retry</a>`
+    : "";
   return `<tr data-run-id="${escapeHtml(run.id)}"><td><span class="state state-${run.state}">${escapeHtml(STATE_LABELS[run.state] ?? run.state)}</span>${stallHtml}</td><td><a href="/runs/${encodeURIComponent(run.id)}">${escapeHtml(run.title)}</a></td><td><a href="/?creator=${encodeURIComponent(run.creator.uid)}">${escapeHtml(run.creator.display_name)}</a></td><td>${source}${schedule}</td><td>${repository}</td><td>${escapeHtml(agent)}</td><td>${timeTag(run.createdAt, ctx.now)}</td><td class="num">${runTime}</td><td class="num">${cost}</td></tr>\n`;
 }

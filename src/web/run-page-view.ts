@@ -100,6 +100,8 @@ export interface RunPageView {
   notice?: string;
   nonce: string;
   script: string;
+  /** The retry form's one-time key (its idempotency key). */
+  retryKey: string;
 }
 
 /** Whether the signed-in person may follow up and cancel (a read-only session may not). */
@@ -115,12 +117,18 @@ export function renderRunPage(v: RunPageView): string {
     act && !isTerminal(run.state)
       ? `<form method="get" action="${runPath}/cancel" id="cancel-run"><button type="submit">Cancel run</button></form>`
       : "";
+  // Retry where a person would want it: the run has stalled (its Progress fact says so) or it failed.
+  const retryable =
+    act && (v.facts.some((f) => f.id === "stall") || run.state === "FAILED" || run.state === "ERROR");
+  const retry = retryable
+    ? `<form method="post" action="${runPath}/retry" id="retry-run">${csrfField(session)}<input type="hidden" name="retry_key" value="${v.retryKey}"><button type="submit" aria-describedby="retry-help">Retry</button> <span id="retry-help" class="muted">starts a new run with the same prompt and settings${isTerminal(run.state) ? "" : ", and cancels this one"}</span></form>`
+    : "";
   const facts = v.facts
     .map((f) => `<dt>${escapeHtml(f.term)}</dt><dd${f.id ? ` id="${f.id}"` : ""}>${f.html}</dd>`)
     .join("");
   return `<nav aria-label="Breadcrumb"><p><a href="/">All runs</a> › run</p></nav>
 <h1>${escapeHtml(run.title)}</h1>
-<div class="status-line"><span id="state" class="state state-${run.state}" data-state="${run.state}">${stateWord(run.state)}</span> ${cancel}</div>
+<div class="status-line"><span id="state" class="state state-${run.state}" data-state="${run.state}">${stateWord(run.state)}</span> ${cancel} ${retry}</div>
 <p id="status-message">${run.statusMessage ? escapeHtml(run.statusMessage.message) : ""}</p>
 ${v.notice ? `<p class="notice" role="status">${escapeHtml(v.notice)}</p>` : ""}
 <section aria-labelledby="facts-h"><h2 id="facts-h">About this run</h2><dl class="facts" id="facts">${facts}</dl></section>

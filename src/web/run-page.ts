@@ -5,8 +5,10 @@ import { httpOf } from "../api/problem.ts";
 import { describeIssues, FollowupRequestSchema, LIMITS } from "../api/schemas.ts";
 import { RunError } from "../model/errors.ts";
 import type { RunRecord } from "../model/run.ts";
+import { isTerminal } from "../model/run-state.ts";
 import type { WebSession } from "../model/web-session.ts";
-import type { RunService } from "../runs/run-service.ts";
+import { retryInput } from "../runs/retry.ts";
+import { creatorOf, type RunService } from "../runs/run-service.ts";
 import type { Store } from "../store/store.ts";
 import { formOf, hasCsrf, sendForbidden, sessionOf } from "./auth/sign-in-routes.ts";
 import type { WebSignIn } from "./auth/web-sign-in.ts";
@@ -43,12 +45,15 @@ const STYLE = `${RUN_VIEW_STYLE}\n${RUN_PAGE_STYLE}`;
 const NOTICES: Record<string, string> = {
   followup: "Follow-up sent.",
   cancel: "Run cancelled.",
+  retried: "Started again: this is the new run (the one retried was cancelled if it was still running).",
 };
+/** The retry form's one-time key: a second submission of the same form starts no second run. */
+const RETRY_KEY = /^[0-9a-f]{32}$/;
 
 export interface RunPageOptions {
   signIn: WebSignIn;
-  runService: Pick<RunService, "get" | "followup" | "cancel"> & RunTranscript;
-  store: Pick<Store, "readArtifactContent" | "getThreadBinding">;
+  runService: Pick<RunService, "get" | "followup" | "cancel" | "create"> & RunTranscript;
+  store: Pick<Store, "readArtifactContent" | "getThreadBinding" | "getCardState" | "bindThread">;
   attachments?: AttachmentSource;
   /** Base of the API for the page's curl and CLI lines; the request's own origin when empty. */
   publicUrl: () => string;
@@ -148,6 +153,7 @@ export async function runPage(app: FastifyInstance, opts: RunPageOptions): Promi
       ...(notice ? { notice } : {}),
       nonce,
       script: SCRIPT,
+      retryKey: randomBytes(16).toString("hex"),
     });
     return sendPage(reply, 200, run.title, body, session, {
       scriptNonce: nonce,
@@ -217,6 +223,71 @@ export async function runPage(app: FastifyInstance, opts: RunPageOptions): Promi
       return refusal(err, reply, run, session, "Run not cancelled");
     }
     return backToRun(reply, run, "cancel");
+  });
+
+  // Retry (a stalled or failed run): a new run with the same prompt and settings, in the same thread as
+  // the old one (so its card or comment appears there), then the old one cancelled if it still runs.
+  app.post<{ Params: { runId: string } }>("/runs/:runId/retry", async (req, reply) => {
+    const opened = await openForAction(req, reply);
+    if (!("run" in opened)) return opened;
+    const { session, run } = opened;
+    const key = formOf(req).retry_key ?? "";
+    if (!RETRY_KEY.test(key)) {
+      return refused(
+        reply,
+        run,
+        session,
+        400,
+        "Not started again",
+        "The form was incomplete: reload the run page and retry from there.",
+      );
+    }
+    let created: { run_id: string };
+    try {
+      created = await runService.create(
+        {
+          caller: session,
+          creator: creatorOf(session),
+          source: run.source,
+          ...(run.triggerUrl ? { triggerUrl: run.triggerUrl } : {}),
+          idempotencyKey: `web-retry-${key}`,
+          rawBody: { retry: run.id },
+        },
+        retryInput({
+          prompt: run.prompt,
+          title: run.title,
+          config: run.agentConfig as Record<string, unknown>,
+          fromSkill: run.agentSkill !== null,
+        }),
+      );
+    } catch (err) {
+      return refusal(err, reply, run, session, "Not started again");
+    }
+    const [binding, card] = await Promise.all([
+      opts.store.getThreadBinding(run.id),
+      opts.store.getCardState(run.id),
+    ]);
+    const thread = binding?.thread ?? card?.cardRef;
+    if (binding && thread) {
+      await opts.store.bindThread({
+        ...binding,
+        runId: created.run_id,
+        thread,
+        triggerRef: null,
+        createdAt: new Date().toISOString(),
+      });
+    }
+    if (!isTerminal(run.state)) {
+      try {
+        await runService.cancel({ caller: session }, run.id);
+      } catch (err) {
+        // Finished in the meantime: nothing is left to stop.
+        if (!(err instanceof RunError && err.code === "invalid_request")) throw err;
+      }
+    }
+    return reply
+      .header("cache-control", "no-store")
+      .redirect(`/runs/${encodeURIComponent(created.run_id)}?done=retried`, 303);
   });
 }
 

@@ -15,8 +15,9 @@ const FORM_BODY_LIMIT = 8 * 1024;
 
 export interface WebAppOptions {
   signIn: WebSignIn;
-  runService: Pick<RunService, "list" | "get" | "followup" | "cancel"> & RunTranscript;
-  store: Pick<Store, "readArtifactContent" | "getThreadBinding"> & DashboardStore;
+  runService: Pick<RunService, "list" | "get" | "followup" | "cancel" | "create"> & RunTranscript;
+  store: Pick<Store, "readArtifactContent" | "getThreadBinding" | "getCardState" | "bindThread"> &
+    DashboardStore;
   /** The run page's image attachments and the signer of their links; without it the page shows none. */
   attachments?: AttachmentSource;
   /** The API's public base, for the run page's CLI and curl lines. */

@@ -2,6 +2,7 @@ import type { SlackSettings } from "../../config-file.ts";
 import type { RepositorySpec } from "../../model/repository.ts";
 import { stateWord } from "../../model/run-wording.ts";
 import type { ThreadBinding } from "../../model/thread-binding.ts";
+import { retryInput } from "../../runs/retry.ts";
 import type { RunItem } from "../../runs/run-item.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
 import type { Store } from "../../store/store.ts";
@@ -311,7 +312,12 @@ export class Verbs {
     try {
       created = await runs.create(
         {
-          ...retryBody(run),
+          ...retryInput({
+            prompt: run.prompt,
+            title: run.title,
+            config: run.agent_config,
+            fromSkill: run.agent_skill !== undefined,
+          }),
           creator: user.creator,
           source: "SLACK",
           ...(run.trigger_url ? { trigger_url: run.trigger_url } : {}),
@@ -375,29 +381,4 @@ export class Verbs {
     const runs = await Promise.all(wanted.map((b) => this.deps.runs.get(b.runId).catch(() => undefined)));
     return runs.filter((r): r is RunItem => r !== undefined);
   }
-}
-
-/**
- * What a retried run asks for: the stalled run's prompt, title and config. The branch Dispatch made up
- * for that run (`dispatch/…`) is left for the new run to make its own (a pull request's branch is kept),
- * and a skill's resolved prompt is resolved again from its skill_spec.
- */
-function retryBody(run: RunItem) {
-  const { branch, base_prompt, name, ...config } = run.agent_config as Record<string, unknown> & {
-    branch?: string;
-    base_prompt?: string;
-    name?: string;
-  };
-  const keepBranch = typeof branch === "string" && !branch.startsWith("dispatch/");
-  const fromSkill = run.agent_skill !== undefined;
-  return {
-    prompt: run.prompt,
-    title: run.title,
-    config: {
-      ...config,
-      ...(keepBranch ? { branch } : {}),
-      ...(base_prompt !== undefined && !fromSkill ? { base_prompt } : {}),
-      ...(name !== undefined && !fromSkill ? { name } : {}),
-    },
-  };
 }
