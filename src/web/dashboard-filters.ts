@@ -1,5 +1,7 @@
+import { gatherMetadata, listInputOf } from "../api/list-runs-query.ts";
+import { ApiError } from "../api/problem.ts";
 import { ListRunsQuerySchema } from "../api/schemas.ts";
-import { RUN_STATES, type RunState } from "../model/run-state.ts";
+import type { RunState } from "../model/run-state.ts";
 import type { ListInput } from "../runs/run-service.ts";
 import { escapeHtml } from "./html.ts";
 
@@ -30,8 +32,14 @@ const PAGING = new Set(["limit", "cursor", "sort_by", "sort_order"]);
  */
 export function parseFilters(query: unknown): DashboardFilters | { problem: string } {
   const raw = nonEmpty(query);
-  const { metadata, rest } = gatherMetadata(raw);
-  const parsed = ListRunsQuerySchema.safeParse(metadata ? { ...rest, metadata } : rest);
+  let gathered: unknown;
+  try {
+    gathered = gatherMetadata(raw);
+  } catch (err) {
+    if (err instanceof ApiError) return { problem: err.message };
+    throw err;
+  }
+  const parsed = ListRunsQuerySchema.safeParse(gathered);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const problem =
@@ -44,36 +52,8 @@ export function parseFilters(query: unknown): DashboardFilters | { problem: stri
   if (q.limit !== undefined && q.limit > PAGE_RUNS_MAX) {
     return { problem: `limit: at most ${PAGE_RUNS_MAX} runs a page here (the API lists up to 500)` };
   }
-  const states = (q.state === undefined ? [] : ([] as string[]).concat(q.state)).filter((s): s is RunState =>
-    (RUN_STATES as readonly string[]).includes(s),
-  );
-  const input: DashboardFilters["input"] = {
-    limit: q.limit ?? PAGE_RUNS,
-    sortBy: q.sort_by ?? "updated_at",
-    sortOrder: q.sort_order ?? "desc",
-    ...(q.cursor ? { cursor: q.cursor } : {}),
-    // A state the API knows from Oz but Dispatch never records matches nothing, as on the API.
-    ...(q.state !== undefined ? { states } : {}),
-    ...defined({
-      name: q.name ?? q.config_name,
-      modelId: q.model_id,
-      creator: q.creator,
-      source: q.source,
-      environmentId: q.environment_id,
-      skillSpec: q.skill_spec ?? q.skill,
-      metadata: q.metadata,
-      artifactType: q.artifact_type,
-      scheduleId: q.schedule_id,
-      ancestorRunId: q.ancestor_run_id,
-      executor: q.executor,
-      executionLocation: q.execution_location,
-      createdAfter: q.created_after,
-      createdBefore: q.created_before,
-      updatedAfter: q.updated_after,
-      q: q.q,
-    }),
-  };
-  return { raw, input, states, filtered: Object.keys(raw).some((key) => !PAGING.has(key)) };
+  const { input, states } = listInputOf(q, PAGE_RUNS);
+  return { raw, input, states: states ?? [], filtered: Object.keys(raw).some((key) => !PAGING.has(key)) };
 }
 
 /** The query without empty fields: an empty search box or "any state" means no filter. */
@@ -87,25 +67,6 @@ function nonEmpty(query: unknown): Record<string, string | string[]> {
     else if (values.length > 1) out[key] = values;
   }
   return out;
-}
-
-/** `metadata[key]=value` fields gathered into one object, as the list route does. */
-function gatherMetadata(raw: Record<string, string | string[]>) {
-  let metadata: Record<string, string | string[]> | undefined;
-  const rest: Record<string, string | string[]> = {};
-  for (const [key, value] of Object.entries(raw)) {
-    const m = /^metadata\[(.+)\]$/.exec(key);
-    if (!m) rest[key] = value;
-    else {
-      metadata ??= {};
-      metadata[m[1]!] = value;
-    }
-  }
-  return { metadata, rest };
-}
-
-function defined<T extends Record<string, unknown>>(obj: T): Partial<T> {
-  return Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
 /** `?…` for a link that keeps the filters, with `changes` applied (undefined removes a parameter). */

@@ -1,11 +1,10 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { z } from "zod";
 import { attachmentBodyLimit } from "../../model/attachment.ts";
-import type { RunState } from "../../model/run-state.ts";
-import { RUN_STATES } from "../../model/run-state.ts";
 import { toRunItem } from "../../runs/run-item.ts";
 import type { RunService } from "../../runs/run-service.ts";
 import { resumeAfter, streamRunEvents, wantsEventStream } from "../event-stream.ts";
+import { gatherMetadata, listInputOf } from "../list-runs-query.ts";
 import { parseQuery } from "../parse.ts";
 import { ApiError } from "../problem.ts";
 import {
@@ -30,30 +29,6 @@ function parse<S extends z.ZodType>(schema: S, value: unknown, where: "body" | "
   const result = schema.safeParse(value ?? {});
   if (!result.success) throw new ApiError("invalid_request", describeIssues(result.error));
   return result.data;
-}
-
-/**
- * The SDKs send a metadata filter as `metadata[key]=value`, which the query parser keeps as a flat
- * name: those become one `metadata` object, so the schema checks them together (and still names
- * any other parameter it does not know).
- */
-function gatherMetadata(query: unknown): unknown {
-  if (query === null || typeof query !== "object") return query;
-  const rest: Record<string, unknown> = {};
-  let metadata: Record<string, unknown> | undefined;
-  for (const [name, value] of Object.entries(query)) {
-    const key = /^metadata\[(.*)\]$/s.exec(name)?.[1];
-    if (key === undefined) {
-      rest[name] = value;
-    } else {
-      metadata ??= {};
-      metadata[key] = value;
-    }
-  }
-  if (metadata && rest.metadata !== undefined) {
-    throw new ApiError("invalid_request", "metadata: give filters as metadata[key]=value");
-  }
-  return metadata ? { ...rest, metadata } : rest;
 }
 
 /** The Idempotency-Key header, checked (1 to 255 characters); undefined when not sent. */
@@ -106,33 +81,8 @@ export async function runRoutes(app: FastifyInstance, opts: RunRoutesOptions): P
 
   app.get("/api/v1/agent/runs", auth, async (req) => {
     const q = parseQuery(ListRunsQuerySchema, gatherMetadata(req.query));
-    const requested = q.state === undefined ? undefined : Array.isArray(q.state) ? q.state : [q.state];
-    const states = requested?.filter((s): s is RunState => (RUN_STATES as readonly string[]).includes(s));
-    const page = await runService.list(req.caller!, {
-      limit: q.limit ?? LIMITS.listDefault,
-      sortBy: q.sort_by ?? "updated_at",
-      sortOrder: q.sort_order ?? "desc",
-      ...(q.cursor ? { cursor: q.cursor } : {}),
-      ...(states ? { states } : {}),
-      ...defined({
-        name: q.name ?? q.config_name,
-        modelId: q.model_id,
-        creator: q.creator,
-        source: q.source,
-        environmentId: q.environment_id,
-        skillSpec: q.skill_spec ?? q.skill,
-        metadata: q.metadata,
-        artifactType: q.artifact_type,
-        scheduleId: q.schedule_id,
-        ancestorRunId: q.ancestor_run_id,
-        executor: q.executor,
-        executionLocation: q.execution_location,
-        createdAfter: q.created_after,
-        createdBefore: q.created_before,
-        updatedAfter: q.updated_after,
-        q: q.q,
-      }),
-    });
+    const { input } = listInputOf(q, LIMITS.listDefault);
+    const page = await runService.list(req.caller!, input);
     const base = publicUrl();
     return {
       runs: page.runs.map((r) => toRunItem(r, base, { promptLimit: LIST_PROMPT_LIMIT })),
@@ -192,8 +142,4 @@ export async function runRoutes(app: FastifyInstance, opts: RunRoutesOptions): P
     );
     return { events, next_after: events.at(-1)?.seq ?? after };
   });
-}
-
-function defined<T extends Record<string, unknown>>(obj: T): Partial<T> {
-  return Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

@@ -253,36 +253,22 @@ export class Listeners {
 
   private async onCancelButton(body: Payload): Promise<void> {
     const { settings, verbs, responder, users } = this.deps;
-    const action = body.actions?.[0];
-    const actor: Actor = {
-      team: body.team?.id ?? body.user?.team_id,
-      channel: body.channel?.id ?? body.container?.channel_id,
-      user: body.user?.id,
-      userTeam: body.user?.team_id,
-    };
-    if (!action?.value || !actor.user || !actor.channel) return;
-    const cardTs: string | undefined = body.container?.message_ts ?? body.message?.ts;
-    const threadTs: string | undefined = body.message?.thread_ts ?? cardTs;
+    const clicked = cardButton(body);
+    if (!clicked) return;
+    const { runId, actor, cardTs, threadTs } = clicked;
     const early = refusal(settings, actor);
     if (early) return responder.ephemeral(actor, early, threadTs);
     const user = await users.lookUp(actor);
     const key = idempotencyKeyFor(body, "cancel");
-    await verbs.cancelFromCard(actor, user, String(action.value), cardTs, key, threadTs);
+    await verbs.cancelFromCard(actor, user, runId, cardTs, key, threadTs);
   }
 
   /** Retry on a stalled run's card: whoever may start a run here may start it again (verbs.retryFromCard). */
   private async onRetryButton(body: Payload): Promise<void> {
     const { settings, verbs, responder, users } = this.deps;
-    const action = body.actions?.[0];
-    const actor: Actor = {
-      team: body.team?.id ?? body.user?.team_id,
-      channel: body.channel?.id ?? body.container?.channel_id,
-      user: body.user?.id,
-      userTeam: body.user?.team_id,
-    };
-    if (!action?.value || !actor.user || !actor.channel) return;
-    const cardTs: string | undefined = body.container?.message_ts ?? body.message?.ts;
-    const threadTs: string | undefined = body.message?.thread_ts ?? cardTs;
+    const clicked = cardButton(body);
+    if (!clicked) return;
+    const { runId, actor, cardTs, threadTs } = clicked;
     const early = refusal(settings, actor);
     if (early) return responder.ephemeral(actor, early, threadTs);
     const user = await users.lookUp(actor);
@@ -290,8 +276,24 @@ export class Listeners {
     const refused = refusal(settings, { ...actor, userTeam: user.userTeam, stranger: user.stranger });
     if (refused) return responder.ephemeral(actor, refused, threadTs);
     const key = idempotencyKeyFor(body, "retry");
-    await verbs.retryFromCard(actor, user, String(action.value), cardTs, key, threadTs);
+    await verbs.retryFromCard(actor, user, runId, cardTs, key, threadTs);
   }
+}
+
+/** A status card's button click: the run it names (the button's value), who clicked where, and the card. */
+function cardButton(
+  body: Payload,
+): { runId: string; actor: Actor; cardTs: string | undefined; threadTs: string | undefined } | undefined {
+  const action = body.actions?.[0];
+  const actor: Actor = {
+    team: body.team?.id ?? body.user?.team_id,
+    channel: body.channel?.id ?? body.container?.channel_id,
+    user: body.user?.id,
+    userTeam: body.user?.team_id,
+  };
+  if (!action?.value || !actor.user || !actor.channel) return undefined;
+  const cardTs: string | undefined = body.container?.message_ts ?? body.message?.ts;
+  return { runId: String(action.value), actor, cardTs, threadTs: body.message?.thread_ts ?? cardTs };
 }
 
 /** `<@UBOT> do this` → `do this`; without the bot's id, the leading mention is the bot's. */
