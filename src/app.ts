@@ -22,35 +22,21 @@ import type { Config } from "./config.ts";
 import { DEFAULT_DISK_CHECK_INTERVAL_MS } from "./executor/disk-quota.ts";
 import { Executor } from "./executor/executor.ts";
 import { HarnessRegistry } from "./executor/harness.ts";
-import { BuiltinHarness, type BuiltinHarnessOptions } from "./executor/harnesses/builtin/builtin-harness.ts";
+import type { BuiltinHarnessOptions } from "./executor/harnesses/builtin/builtin-harness.ts";
 import { configModelResolver } from "./executor/harnesses/builtin/models.ts";
 import { ClaudeHarness } from "./executor/harnesses/external/claude.ts";
 import { CodexHarness } from "./executor/harnesses/external/codex.ts";
 import type { ExternalHarnessOptions } from "./executor/harnesses/external/external-harness.ts";
 import { GeminiHarness } from "./executor/harnesses/external/gemini.ts";
 import { ScriptedHarness } from "./executor/harnesses/scripted.ts";
+import { LazyHarness } from "./executor/lazy-harness.ts";
 import { createSandboxProvider, type SandboxProvider } from "./executor/sandbox-provider.ts";
 import { listLocalSkills } from "./executor/skill-catalog.ts";
 import { SkillResolver } from "./executor/skills.ts";
 import { removeExpiredWorkspaces } from "./executor/workspace-retention.ts";
 import { IdentityService } from "./identities/identity-service.ts";
-import {
-  createGitHubIntegration,
-  GITHUB_PRINCIPAL,
-  GitHubClients,
-  type GitHubIntegration,
-  GitHubPullRequests,
-} from "./integrations/github/index.ts";
-import { githubNotifierPlatform } from "./integrations/github/notifier-platform.ts";
-import {
-  createSlackIntegration,
-  inProcessChannelSchedules,
-  SLACK_PRINCIPAL,
-  type SlackIntegration,
-} from "./integrations/slack/index.ts";
-import { slackNotifierPlatform } from "./integrations/slack/notifier-platform.ts";
-import { renderStatusCard } from "./integrations/slack/status-card.ts";
-import { WebApiSlackPoster } from "./integrations/slack/web-api.ts";
+import type { GitHubIntegration } from "./integrations/github/index.ts";
+import type { SlackIntegration } from "./integrations/slack/index.ts";
 import {
   NOTIFIER_PRINCIPAL,
   Notifier,
@@ -58,7 +44,6 @@ import {
   type NotifierPlatform,
 } from "./notifier/index.ts";
 import { DEFAULT_NOTIFIER_OPTIONS } from "./notifier/notifier.ts";
-import { HttpRunsApi } from "./runs/http-runs-api.ts";
 import { RunService } from "./runs/run-service.ts";
 import { inProcessRunsApiFor, type RunsApi } from "./runs/runs-api.ts";
 import { ScheduleService } from "./schedules/schedule-service.ts";
@@ -72,6 +57,29 @@ import { webApp } from "./web/web-app.ts";
 
 const HOUSEKEEPING_MS = 60 * 60 * 1000;
 const DAY_MS = 24 * 3600_000;
+
+/**
+ * The Slack and GitHub integrations' modules, loaded only when they are configured: Bolt (with Socket
+ * Mode, Express and undici) and Octokit are megabytes of memory a server without them would hold for
+ * nothing. Their configuration is still checked at start, by loadConfig.
+ */
+async function loadSlackModules() {
+  const [integration, notifier, statusCard, webApi] = await Promise.all([
+    import("./integrations/slack/index.ts"),
+    import("./integrations/slack/notifier-platform.ts"),
+    import("./integrations/slack/status-card.ts"),
+    import("./integrations/slack/web-api.ts"),
+  ]);
+  return { ...integration, ...notifier, ...statusCard, ...webApi };
+}
+
+async function loadGitHubModules() {
+  const [integration, notifier] = await Promise.all([
+    import("./integrations/github/index.ts"),
+    import("./integrations/github/notifier-platform.ts"),
+  ]);
+  return { ...integration, ...notifier };
+}
 
 export interface Dispatch {
   url: string;
@@ -138,7 +146,7 @@ export async function startDispatch(
   const skills = new SkillResolver(config.settings.skills, {
     cacheDir: join(config.dataDir, "skills-cache"),
   });
-  const store = openStore(
+  const store = await openStore(
     {
       postgresUrl: config.postgresUrl,
       sqlitePath: config.databasePath,
@@ -162,17 +170,21 @@ export async function startDispatch(
     },
     ...(config.defaultModel ? { defaultModel: config.defaultModel } : {}),
   });
+  // The builtin agent (the AI SDK and MCP) is loaded by the first run that uses it.
   const harnesses = new HarnessRegistry().register(new ScriptedHarness()).register(
-    new BuiltinHarness({
-      resolveModel: configModelResolver(config.models),
-      maxSteps: config.settings.builtin.max_steps,
-      defaultMaxRunMinutes: config.settings.builtin.max_run_minutes,
-      mcpAllowedUrls: config.settings.mcp.allowed_urls,
-      toolLimits: {
-        commandTimeoutMs: config.settings.builtin.command_timeout_seconds * 1000,
-        maxCommandTimeoutMs: config.settings.builtin.command_timeout_seconds * 10_000,
-      },
-      ...opts.builtin,
+    new LazyHarness("builtin", async () => {
+      const { BuiltinHarness } = await import("./executor/harnesses/builtin/builtin-harness.ts");
+      return new BuiltinHarness({
+        resolveModel: configModelResolver(config.models),
+        maxSteps: config.settings.builtin.max_steps,
+        defaultMaxRunMinutes: config.settings.builtin.max_run_minutes,
+        mcpAllowedUrls: config.settings.mcp.allowed_urls,
+        toolLimits: {
+          commandTimeoutMs: config.settings.builtin.command_timeout_seconds * 1000,
+          maxCommandTimeoutMs: config.settings.builtin.command_timeout_seconds * 10_000,
+        },
+        ...opts.builtin,
+      });
     }),
   );
   // External agent CLIs: they reach their provider through Dispatch's model gateway, which holds the key.
@@ -245,15 +257,17 @@ export async function startDispatch(
     publicUrl: () => publicUrl,
     ...(opts.web?.now ? { now: opts.web.now } : {}),
   });
+  const slackModules = config.slack ? await loadSlackModules() : undefined;
+  const githubModules = config.github ? await loadGitHubModules() : undefined;
   // GitHub users sign in with a code commented on GitHub (`@bot login <code>`), as the principal their
   // runs name (`github:<login>`) in the team of the GitHub integration's runs; not when fronting another
   // Dispatch, whose runs this web app does not show.
   const githubSignIn =
-    config.github && !config.runService
+    config.github && githubModules && !config.runService
       ? new GitHubSignIn({
           store,
           signIn: webSignIn,
-          teamId: async () => (await runService.ensureServiceAccount(GITHUB_PRINCIPAL)).team.id,
+          teamId: async () => (await runService.ensureServiceAccount(githubModules.GITHUB_PRINCIPAL)).team.id,
           publicUrl: () => publicUrl,
           handle: config.github.botHandle,
           minPermission: config.settings.github.min_permission,
@@ -272,8 +286,9 @@ export async function startDispatch(
     });
   // Slack: the app answers POST /slack/events (or connects in Socket Mode); the notifier reports back.
   // Remote mode: the integrations and the notifier front another Dispatch instead of this one.
+  // The HTTP client it talks through is loaded only in remote mode.
   const remoteRuns = config.runService
-    ? new HttpRunsApi({
+    ? new (await import("./runs/http-runs-api.ts")).HttpRunsApi({
         baseUrl: `${config.runService.url.replace(/\/+$/, "")}/api/v1`,
         apiKey: config.runService.apiKey,
       })
@@ -283,26 +298,26 @@ export async function startDispatch(
     role: "member" | "read",
   ): Promise<RunsApi> =>
     remoteRuns ?? (await inProcessRunsApiFor(runService, () => publicUrl, { ...who, role }));
-  const slackSchedules = async () => {
-    const { principal, team } = await runService.ensureServiceAccount(SLACK_PRINCIPAL);
-    return inProcessChannelSchedules(schedules, team.id, principal.id);
+  const slackSchedules = async (slackModules: Awaited<ReturnType<typeof loadSlackModules>>) => {
+    const { principal, team } = await runService.ensureServiceAccount(slackModules.SLACK_PRINCIPAL);
+    return slackModules.inProcessChannelSchedules(schedules, team.id, principal.id);
   };
   // Slack and GitHub deliveries are received and handled by the api role; the notifier answers in threads.
   const slack =
-    config.slack && serveApi
-      ? createSlackIntegration({
+    config.slack && slackModules && serveApi
+      ? slackModules.createSlackIntegration({
           config: config.slack,
           settings: config.settings.slack,
-          runs: await runsApiFor(SLACK_PRINCIPAL, "member"),
+          runs: await runsApiFor(slackModules.SLACK_PRINCIPAL, "member"),
           // In process only: the runs of a remote Dispatch's schedule could not report to this bot's channels.
-          ...(remoteRuns ? {} : { schedules: await slackSchedules() }),
+          ...(remoteRuns ? {} : { schedules: await slackSchedules(slackModules) }),
           // A Slack user signs in as the principal their runs name (`slack:<team>:<user>`), in the team
           // the Slack app's runs belong to; a remote Dispatch's runs are not this web app's to show.
           ...(remoteRuns
             ? {}
             : {
                 webLogin: async (creator) => {
-                  const { team } = await runService.ensureServiceAccount(SLACK_PRINCIPAL);
+                  const { team } = await runService.ensureServiceAccount(slackModules.SLACK_PRINCIPAL);
                   return webSignIn.issueLink({
                     id: creator.uid,
                     teamId: team.id,
@@ -314,7 +329,7 @@ export async function startDispatch(
               }),
           store,
           log,
-          renderStatus: (run, binding) => renderStatusCard(run, binding ?? null, Date.now()),
+          renderStatus: (run, binding) => slackModules.renderStatusCard(run, binding ?? null, Date.now()),
           inbox: { leaseMs: config.leaseMs, pollMs: config.pollIntervalMs },
           repositories: {
             serverUrl: config.delivery.serverUrl,
@@ -324,21 +339,22 @@ export async function startDispatch(
       : undefined;
   slack?.register(server); // routes must exist before the server listens
   // GitHub: the integration answers POST /github/webhooks; the notifier reports back on the issue.
-  const githubClients = config.github
-    ? new GitHubClients({
-        auth: config.github.auth,
-        apiUrl: config.github.apiUrl,
-        log,
-        ...(opts.github?.throttle !== undefined ? { throttle: opts.github.throttle } : {}),
-      })
-    : undefined;
+  const githubClients =
+    config.github && githubModules
+      ? new githubModules.GitHubClients({
+          auth: config.github.auth,
+          apiUrl: config.github.apiUrl,
+          log,
+          ...(opts.github?.throttle !== undefined ? { throttle: opts.github.throttle } : {}),
+        })
+      : undefined;
   const github =
-    config.github && githubClients && serveApi
-      ? createGitHubIntegration({
+    config.github && githubModules && githubClients && serveApi
+      ? githubModules.createGitHubIntegration({
           config: config.github,
           settings: config.settings.github,
           clients: githubClients,
-          runs: await runsApiFor(GITHUB_PRINCIPAL, "member"),
+          runs: await runsApiFor(githubModules.GITHUB_PRINCIPAL, "member"),
           store,
           log,
           inbox: { leaseMs: config.leaseMs, pollMs: config.pollIntervalMs },
@@ -382,7 +398,9 @@ export async function startDispatch(
         serverUrl: config.delivery.serverUrl,
         gitAuthor: config.delivery.gitAuthor,
         prDraft: config.delivery.prDraft,
-        ...(githubClients ? { pullRequests: new GitHubPullRequests(githubClients) } : {}),
+        ...(githubModules && githubClients
+          ? { pullRequests: new githubModules.GitHubPullRequests(githubClients) }
+          : {}),
         sessionLink: (run) => `${publicUrl}/sessions/${run.sessionId}`,
       },
       cost: {
@@ -404,18 +422,18 @@ export async function startDispatch(
     ...opts.notifier,
   };
   const platforms: NotifierPlatform[] = [];
-  if (config.slack) {
+  if (config.slack && slackModules) {
     platforms.push(
-      slackNotifierPlatform({
-        slack: new WebApiSlackPoster(config.slack.botToken, { apiUrl: config.slackApiUrl, log }),
+      slackModules.slackNotifierPlatform({
+        slack: new slackModules.WebApiSlackPoster(config.slack.botToken, { apiUrl: config.slackApiUrl, log }),
         store,
         editIntervalMs: notifierOptions.editIntervalMs,
       }),
     );
   }
-  if (githubClients) {
+  if (githubModules && githubClients) {
     platforms.push(
-      githubNotifierPlatform({
+      githubModules.githubNotifierPlatform({
         clients: githubClients,
         store,
         editIntervalMs: notifierOptions.githubEditIntervalMs,

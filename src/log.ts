@@ -1,5 +1,5 @@
+import { createRequire } from "node:module";
 import pino, { type Logger } from "pino";
-import pretty from "pino-pretty";
 
 /** How log lines are written: auto = pretty on a terminal (outside CI), JSON lines otherwise. */
 export type LogFormat = "auto" | "json" | "pretty";
@@ -36,6 +36,8 @@ export function createLogger(
   if (wantsPretty) {
     // In this process and synchronous, like the JSON destination: a crash loses no line. Only for people
     // watching a terminal; machines read the JSON.
+    // Loaded only here: a server writing JSON (the usual case) never holds pino-pretty and its colours.
+    const pretty = createRequire(import.meta.url)("pino-pretty") as typeof import("pino-pretty");
     destination = pretty({
       destination: destination ?? 1,
       sync: true,

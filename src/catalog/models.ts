@@ -1,8 +1,4 @@
-import {
-  canonicalModelId,
-  configModelResolver,
-  visionSupported,
-} from "../executor/harnesses/builtin/models.ts";
+import { canonicalModelId, checkModel, visionSupported } from "../executor/harnesses/builtin/models.ts";
 import { AGENTS } from "../model/agent-wording.ts";
 import { EXTERNAL_MODEL_PROVIDERS, type WireHarnessType } from "../model/harness-wire.ts";
 import { MODEL_PROVIDERS, type ModelsConfig } from "../models-config.ts";
@@ -118,7 +114,7 @@ function describeModel(id: string, config: ModelsConfig): ModelInfo {
     return unusable(id, id, (err as Error).message);
   }
   try {
-    configModelResolver(config)(target);
+    checkModel(target, config);
   } catch (err) {
     return unusable(id, target, (err as Error).message);
   }

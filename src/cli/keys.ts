@@ -15,7 +15,7 @@ Acts on the store of this machine (DISPATCH_DATA_DIR / DATABASE_URL). A new key 
 export async function keys(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
   const config = loadConfig();
-  const store = openStore({ postgresUrl: config.postgresUrl, sqlitePath: config.databasePath });
+  const store = await openStore({ postgresUrl: config.postgresUrl, sqlitePath: config.databasePath });
   await store.migrate();
   try {
     switch (sub) {

@@ -1,5 +1,4 @@
 import { createHash } from "node:crypto";
-import { fileTypeFromBuffer } from "file-type";
 import { v7 as uuidv7 } from "uuid";
 import {
   ATTACHMENT_MIME_TYPES,
@@ -68,6 +67,8 @@ export async function decodeAttachments(
         `${where}: ${content.length} bytes once decoded, over the ${MAX_ATTACHMENT_BYTES} bytes (5 MB) allowed; send a smaller image`,
       );
     }
+    // file-type is loaded by the first attachment, not at start.
+    const { fileTypeFromBuffer } = await import("file-type");
     const sniffed = await fileTypeFromBuffer(content);
     const actual = sniffed ? SNIFFED[sniffed.mime] : undefined;
     if (actual !== declared) {

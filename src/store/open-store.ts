@@ -1,4 +1,3 @@
-import { PostgresStore } from "./postgres/postgres-store.ts";
 import { SqliteStore } from "./sqlite/sqlite-store.ts";
 import type { Store } from "./store.ts";
 
@@ -9,9 +8,15 @@ export interface StoreLocation {
   sqliteBusyTimeoutMs?: number;
 }
 
-/** The configured backend, not yet migrated. `onError` hears of connections PostgreSQL dropped (it reconnects). */
-export function openStore(where: StoreLocation, onError?: (err: unknown) => void): Store {
-  if (where.postgresUrl) return new PostgresStore(where.postgresUrl, onError ? { onError } : {});
+/**
+ * The configured backend, not yet migrated. `onError` hears of connections PostgreSQL dropped (it reconnects).
+ * The PostgreSQL store (pg and its statements) is loaded only when it is the one configured.
+ */
+export async function openStore(where: StoreLocation, onError?: (err: unknown) => void): Promise<Store> {
+  if (where.postgresUrl) {
+    const { PostgresStore } = await import("./postgres/postgres-store.ts");
+    return new PostgresStore(where.postgresUrl, onError ? { onError } : {});
+  }
   return new SqliteStore(
     where.sqlitePath,
     where.sqliteBusyTimeoutMs === undefined ? {} : { busyTimeoutMs: where.sqliteBusyTimeoutMs },

@@ -1,4 +1,3 @@
-import { fileTypeFromBuffer } from "file-type";
 import { ATTACHMENT_MIME_TYPES, MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS } from "../../model/attachment.ts";
 import type { AttachmentInput } from "../../runs/attachments.ts";
 import type { DownloadResult } from "./bounded-download.ts";
@@ -70,6 +69,8 @@ export async function collectImages(
       notes.push(`${name(c.label)} ${downloadFailure(got)}`);
       continue;
     }
+    // file-type is loaded by the first attachment, not at start.
+    const { fileTypeFromBuffer } = await import("file-type");
     const sniffed = await fileTypeFromBuffer(got.bytes);
     const mime = sniffed ? SNIFFED[sniffed.mime] : undefined;
     if (!mime) {

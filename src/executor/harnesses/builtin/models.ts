@@ -1,6 +1,3 @@
-import { createAnthropic } from "@ai-sdk/anthropic";
-import { createOpenAI } from "@ai-sdk/openai";
-import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import { MODEL_PROVIDERS, type ModelsConfig } from "../../../models-config.ts";
 
@@ -66,7 +63,6 @@ export function canonicalModelId(modelId: string | undefined, config: ModelsConf
   return id;
 }
 
-/** The resolver used by a running server: providers built from ModelsConfig. */
 /**
  * ANTHROPIC_BASE_URL as Anthropic's SDKs and Claude Code take it (`https://api.anthropic.com`, they add
  * `/v1/messages`) for the AI SDK, whose base includes `/v1`: one setting serves both harnesses.
@@ -76,53 +72,89 @@ export function anthropicApiBase(baseUrl: string): string {
   return /\/v1$/.test(trimmed) ? trimmed : `${trimmed}/v1`;
 }
 
-export function configModelResolver(config: ModelsConfig): ModelResolver {
-  return (modelId) => {
-    const id = canonicalModelId(modelId, config);
-    const slash = id.indexOf("/");
-    const provider = id.slice(0, slash);
-    const name = id.slice(slash + 1);
-    switch (provider) {
-      case "anthropic": {
-        const { apiKey, baseUrl } = config.anthropic;
-        if (!apiKey) {
-          throw new ModelConfigError(
-            `model "${id}" needs an Anthropic API key: set ANTHROPIC_API_KEY in the Dispatch server's environment (and ANTHROPIC_BASE_URL for a proxy or compatible endpoint), then restart it`,
-          );
-        }
-        const anthropic = createAnthropic({
-          apiKey,
-          ...(baseUrl ? { baseURL: anthropicApiBase(baseUrl) } : {}),
-        });
-        return { id, model: anthropic(name), vision: visionSupported(id) };
+/**
+ * What a model id needs from the configuration, checked: the canonical id and its provider's settings, or
+ * a ModelConfigError saying what to configure. Synchronous and without the providers' SDKs, so that
+ * start-up and GET /agent/models can check models without loading them.
+ */
+export type ModelSettings = { id: string; name: string } & (
+  | { provider: "anthropic"; apiKey: string; baseUrl?: string | undefined }
+  | { provider: "openai"; apiKey: string; baseUrl?: string | undefined }
+  | { provider: "openai-compatible"; baseUrl: string; apiKey?: string | undefined }
+);
+
+export function checkModel(modelId: string | undefined, config: ModelsConfig): ModelSettings {
+  const id = canonicalModelId(modelId, config);
+  const slash = id.indexOf("/");
+  const provider = id.slice(0, slash);
+  const name = id.slice(slash + 1);
+  switch (provider) {
+    case "anthropic": {
+      const { apiKey, baseUrl } = config.anthropic;
+      if (!apiKey) {
+        throw new ModelConfigError(
+          `model "${id}" needs an Anthropic API key: set ANTHROPIC_API_KEY in the Dispatch server's environment (and ANTHROPIC_BASE_URL for a proxy or compatible endpoint), then restart it`,
+        );
       }
-      case "openai": {
-        const { apiKey, baseUrl } = config.openai;
-        if (!apiKey) {
-          throw new ModelConfigError(
-            `model "${id}" needs an OpenAI API key: set OPENAI_API_KEY in the Dispatch server's environment (and OPENAI_BASE_URL for a proxy), then restart it; for a local OpenAI-compatible server use openai-compatible/<model>`,
-          );
-        }
-        const openai = createOpenAI({ apiKey, ...(baseUrl ? { baseURL: baseUrl } : {}) });
-        return { id, model: openai(name), vision: visionSupported(id) };
-      }
-      default: {
-        const { apiKey, baseUrl } = config.openaiCompatible;
-        if (!baseUrl) {
-          throw new ModelConfigError(
-            `model "${id}" needs the base URL of an OpenAI-compatible server: set OPENAI_COMPATIBLE_BASE_URL (or models.openai_compatible.base_url in dispatch.config.yaml), e.g. http://127.0.0.1:11434/v1 for Ollama, then restart Dispatch`,
-          );
-        }
-        const compatible = createOpenAICompatible({
-          name: "openai-compatible",
-          baseURL: baseUrl,
-          includeUsage: true,
-          ...(apiKey ? { apiKey } : {}),
-        });
-        return { id, model: compatible.chatModel(name), vision: visionSupported(id) };
-      }
+      return { id, name, provider, apiKey, baseUrl };
     }
+    case "openai": {
+      const { apiKey, baseUrl } = config.openai;
+      if (!apiKey) {
+        throw new ModelConfigError(
+          `model "${id}" needs an OpenAI API key: set OPENAI_API_KEY in the Dispatch server's environment (and OPENAI_BASE_URL for a proxy), then restart it; for a local OpenAI-compatible server use openai-compatible/<model>`,
+        );
+      }
+      return { id, name, provider, apiKey, baseUrl };
+    }
+    default: {
+      const { apiKey, baseUrl } = config.openaiCompatible;
+      if (!baseUrl) {
+        throw new ModelConfigError(
+          `model "${id}" needs the base URL of an OpenAI-compatible server: set OPENAI_COMPATIBLE_BASE_URL (or models.openai_compatible.base_url in dispatch.config.yaml), e.g. http://127.0.0.1:11434/v1 for Ollama, then restart Dispatch`,
+        );
+      }
+      return { id, name, provider: "openai-compatible", baseUrl, apiKey };
+    }
+  }
+}
+
+/**
+ * The resolver used by a running server: providers built from ModelsConfig. A provider's SDK is loaded
+ * when a run first uses one of its models, not at start: a server that runs no builtin run never holds it.
+ */
+export function configModelResolver(config: ModelsConfig): ModelResolver {
+  return async (modelId) => {
+    const settings = checkModel(modelId, config);
+    return { id: settings.id, model: await buildModel(settings), vision: visionSupported(settings.id) };
   };
+}
+
+async function buildModel(settings: ModelSettings): Promise<LanguageModelV4> {
+  switch (settings.provider) {
+    case "anthropic": {
+      const { createAnthropic } = await import("@ai-sdk/anthropic");
+      const { apiKey, baseUrl } = settings;
+      return createAnthropic({ apiKey, ...(baseUrl ? { baseURL: anthropicApiBase(baseUrl) } : {}) })(
+        settings.name,
+      );
+    }
+    case "openai": {
+      const { createOpenAI } = await import("@ai-sdk/openai");
+      const { apiKey, baseUrl } = settings;
+      return createOpenAI({ apiKey, ...(baseUrl ? { baseURL: baseUrl } : {}) })(settings.name);
+    }
+    case "openai-compatible": {
+      const { createOpenAICompatible } = await import("@ai-sdk/openai-compatible");
+      const { apiKey, baseUrl } = settings;
+      return createOpenAICompatible({
+        name: "openai-compatible",
+        baseURL: baseUrl,
+        includeUsage: true,
+        ...(apiKey ? { apiKey } : {}),
+      }).chatModel(settings.name);
+    }
+  }
 }
 
 /**
@@ -148,8 +180,7 @@ export function describeDefaultModel(config: ModelsConfig): { ok: boolean; text:
     return { ok: true, text: "scripted (no model configured: a deterministic stand-in, not an LLM)" };
   }
   try {
-    const id = canonicalModelId(config.defaultModel, config);
-    configModelResolver(config)(id);
+    const id = checkModel(config.defaultModel, config).id;
     return {
       ok: true,
       text: `builtin (${config.defaultModel}${id !== config.defaultModel ? ` → ${id}` : ""})`,
