@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyInstance, type FastifyRequest, LogController } from "fastify";
 import type { Logger } from "pino";
 import { RunError } from "../model/errors.ts";
+import type { Caller } from "../model/identity.ts";
 import type { RunService } from "../runs/run-service.ts";
 import { type ApiKeyLookup, Authenticator } from "./auth.ts";
 import { clientErrorHandler, discardRefusedBody } from "./connection-errors.ts";
@@ -9,6 +10,7 @@ import { acceptJsonBodies } from "./json-body.ts";
 import type { Metrics } from "./metrics.ts";
 import { ApiError, codeForStatus, sendProblem } from "./problem.ts";
 import { RateLimiter } from "./rate-limit.ts";
+import { lazyRequestLogger } from "./request-logger.ts";
 import { LIMITS } from "./schemas.ts";
 
 const IDLE_CONNECTION_MS = 120_000;
@@ -62,6 +64,8 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     // Fastify's own two info lines per request (incoming, completed) were most of a GET's logging cost
     // and all of its noise: the onResponse hook below writes one line, as accessLog says.
     logController: new LogController({ disableRequestLogging: true }),
+    // The per-request child logger is made only when the request logs something.
+    childLoggerFactory: lazyRequestLogger,
     genReqId: (req) => {
       const given = req.headers["x-request-id"];
       return typeof given === "string" && /^[A-Za-z0-9._-]{1,128}$/.test(given) ? given : randomUUID();
@@ -98,36 +102,46 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
 
   const limiter = new RateLimiter(deps.rateLimit.perMinute, deps.rateLimit.burst);
   const authenticator = new Authenticator(deps.apiKeys);
-  app.addHook("onRequest", async (req, reply) => {
+  /** What the caller may not do on this route and request (rate limit, role); undefined when allowed. */
+  const refusal = (req: FastifyRequest, caller: Caller): ApiError | undefined => {
+    req.caller = caller;
+    const wait = limiter.take(caller.key.id);
+    if (wait > 0) {
+      return new ApiError("rate_limited", `over this key's rate limit; retry in ${wait} s`, {
+        "retry-after": String(wait),
+      });
+    }
+    if (req.routeOptions.config.admin && caller.key.role !== "admin") {
+      return new ApiError(
+        "not_authorized",
+        `this route needs an admin key and this one is a ${caller.key.role} key; ask an administrator, or create one with dispatch keys create --role admin`,
+      );
+    }
+    if (req.method !== "GET" && req.method !== "HEAD" && caller.key.role === "read") {
+      return new ApiError(
+        "not_authorized",
+        "this API key is read-only; use a member key to create or change runs",
+      );
+    }
+    return undefined;
+  };
+  // Not async: a caller seen in the last seconds is known at once, and a promise per request (plus the
+  // microtask turns Fastify spends on it) was measurable on the GET path. Errors thrown here reach the
+  // error handler as an async hook's would.
+  app.addHook("onRequest", (req, reply, done) => {
     reply.header("x-request-id", req.id);
     // An unknown route or method is answered before its body is parsed: a QUERY without a Content-Type
     // is a 405 like any other method the route lacks, not a complaint about its body.
     if (req.routeOptions.url === undefined) throw unmatched(req);
-    if (!req.routeOptions.config.auth) return;
+    if (!req.routeOptions.config.auth) return done();
     if (!deps.isAccepting()) {
       throw new ApiError("resource_unavailable", "the server is shutting down; retry shortly", {
         "retry-after": "5",
       });
     }
-    req.caller = await authenticator.authenticate(req);
-    const wait = limiter.take(req.caller.key.id);
-    if (wait > 0) {
-      throw new ApiError("rate_limited", `over this key's rate limit; retry in ${wait} s`, {
-        "retry-after": String(wait),
-      });
-    }
-    if (req.routeOptions.config.admin && req.caller.key.role !== "admin") {
-      throw new ApiError(
-        "not_authorized",
-        `this route needs an admin key and this one is a ${req.caller.key.role} key; ask an administrator, or create one with dispatch keys create --role admin`,
-      );
-    }
-    if (req.method !== "GET" && req.method !== "HEAD" && req.caller.key.role === "read") {
-      throw new ApiError(
-        "not_authorized",
-        "this API key is read-only; use a member key to create or change runs",
-      );
-    }
+    const known = authenticator.cached(req);
+    if (known) return done(refusal(req, known));
+    authenticator.authenticate(req).then((caller) => done(refusal(req, caller)), done);
   });
 
   const recordMetrics = metricsRecorder(deps.metrics);
@@ -212,26 +226,33 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
 }
 
 /**
- * Counts and times a request. The children of each (method, route, status) are kept: prom-client would
- * otherwise build and hash the label set twice per request.
+ * Counts and times a request. The children of each (route, method, status) are kept, in maps keyed by
+ * the values themselves: prom-client would otherwise build and hash the label set twice per request, and
+ * a string key per request was measurable too.
  */
 function metricsRecorder(metrics: Pick<Metrics, "httpRequests" | "httpDuration">) {
-  const counters = new Map<string, { inc(): void }>();
-  const timers = new Map<string, { observe(value: number): void }>();
+  type RouteMetrics = {
+    timer: { observe(value: number): void };
+    counters: Map<number, { inc(): void }>;
+  };
+  const byRoute = new Map<string, Map<string, RouteMetrics>>();
   return (method: string, route: string, status: number, ms: number) => {
-    const key = `${method} ${route}`;
-    const counted = `${key} ${status}`;
-    let counter = counters.get(counted);
+    let byMethod = byRoute.get(route);
+    if (!byMethod) {
+      byMethod = new Map();
+      byRoute.set(route, byMethod);
+    }
+    let recorded = byMethod.get(method);
+    if (!recorded) {
+      recorded = { timer: metrics.httpDuration.labels({ method, route }), counters: new Map() };
+      byMethod.set(method, recorded);
+    }
+    let counter = recorded.counters.get(status);
     if (!counter) {
       counter = metrics.httpRequests.labels({ method, route, status: String(status) });
-      counters.set(counted, counter);
+      recorded.counters.set(status, counter);
     }
     counter.inc();
-    let timer = timers.get(key);
-    if (!timer) {
-      timer = metrics.httpDuration.labels({ method, route });
-      timers.set(key, timer);
-    }
-    timer.observe(ms / 1000);
+    recorded.timer.observe(ms / 1000);
   };
 }

@@ -106,6 +106,8 @@ export interface RunServiceOptions {
 export class RunService {
   private readonly store: Store;
   private readonly options: RunServiceOptions;
+  /** This event-loop turn's answer of atCapacity, shared by the creates of the turn. */
+  private capacityThisTurn: Promise<boolean> | undefined;
 
   constructor(store: Store, options: RunServiceOptions) {
     this.store = store;
@@ -174,8 +176,7 @@ export class RunService {
     if (input.conversation_id != null) return this.continueConversation(ctx, input, input.conversation_id);
     const attachments = await decodeAttachments(input.attachments);
     const run = await this.build(ctx, input);
-    const capacity = this.options.capacity;
-    const atCapacity = (await this.store.countActiveRuns(capacity)) >= capacity;
+    const atCapacity = await this.atCapacity();
     const respond = (created: unknown) => {
       const r = created as RunRecord;
       return { run_id: r.id, task_id: r.id, state: "QUEUED" as const, at_capacity: atCapacity };
@@ -211,8 +212,7 @@ export class RunService {
     }
     const mode = this.requestedMode(input.mode);
     const attachments = await decodeAttachments(input.attachments);
-    const capacity = this.options.capacity;
-    const atCapacity = (await this.store.countActiveRuns(capacity)) >= capacity;
+    const atCapacity = await this.atCapacity();
     const respond = (value: unknown) => {
       const { run } = value as { run: RunRecord };
       return { run_id: run.id, task_id: run.id, state: run.state, at_capacity: atCapacity };
@@ -229,6 +229,23 @@ export class RunService {
     return this.unwrap(result, () =>
       result.kind === "created" ? respond(result.value) : undefined,
     ) as CreateRunResult;
+  }
+
+  /**
+   * Whether the active runs fill the executor slots (`at_capacity`). Without slots every run waits, so
+   * nothing is counted. Otherwise the count is read once per event-loop turn: the creates of one turn
+   * would all read the same number anyway, since their inserts commit together after the turn.
+   */
+  private atCapacity(): Promise<boolean> {
+    const capacity = this.options.capacity;
+    if (capacity <= 0) return Promise.resolve(true);
+    if (!this.capacityThisTurn) {
+      this.capacityThisTurn = this.store.countActiveRuns(capacity).then((n) => n >= capacity);
+      setImmediate(() => {
+        this.capacityThisTurn = undefined;
+      });
+    }
+    return this.capacityThisTurn;
   }
 
   /** A request's `mode` as Dispatch runs it; `orchestrate` (Oz's child-run orchestration) is refused. */
