@@ -5,12 +5,13 @@
  *   node bench/summary.ts            writes bench/RESULTS.md
  *   node bench/summary.ts --readme   also replaces the table between the README's bench markers
  *
- * Results older than BENCH_SUMMARY_MAX_AGE_H hours (default 24) are left out: a table must come from one
- * sitting on one machine, not from figures of another day.
+ * It reads BENCH_RESULTS_DIR when set (bench/run-all.ts sets it to its sitting's directory), else
+ * bench/.results/. Results older than BENCH_SUMMARY_MAX_AGE_H hours (default 24) are left out: a table
+ * must come from one sitting on one machine, not from figures of another day.
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { type BenchResults, RESULTS_DIR } from "./support/results.ts";
+import { type BenchResults, resultsDir } from "./support/results.ts";
 
 const MAX_AGE_MS = Number(process.env.BENCH_SUMMARY_MAX_AGE_H ?? 24) * 3600_000;
 const OUT = fileURLToPath(new URL("./RESULTS.md", import.meta.url));
@@ -19,10 +20,11 @@ const BEGIN = "<!-- bench:begin -->";
 const END = "<!-- bench:end -->";
 
 function load(): BenchResults[] {
-  if (!existsSync(RESULTS_DIR)) return [];
-  return readdirSync(RESULTS_DIR)
+  const dir = resultsDir();
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
     .filter((f) => f.endsWith(".json"))
-    .map((f) => JSON.parse(readFileSync(`${RESULTS_DIR}${f}`, "utf8")) as BenchResults)
+    .map((f) => JSON.parse(readFileSync(`${dir}${f}`, "utf8")) as BenchResults)
     .filter((r) => Date.now() - Date.parse(r.finishedAt) < MAX_AGE_MS)
     .sort((a, b) => a.finishedAt.localeCompare(b.finishedAt));
 }

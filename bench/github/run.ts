@@ -22,6 +22,7 @@ import { FakeGitHub } from "../../test/support/fake-github.ts";
 import { keepAlivePoster, latencySummary } from "../support/acks.ts";
 import { startBareServer } from "../support/bare-server.ts";
 import { type BenchDispatchProcess, startDispatchProcess } from "../support/dispatch.ts";
+import { loadLine, loadNow, machineNow, ms, recordResults } from "../support/results.ts";
 
 const CONCURRENCY = Number(process.env.BENCH_GITHUB_CONCURRENCY ?? 100);
 const WARMUP_BURSTS = Number(process.env.BENCH_GITHUB_WARMUP ?? 2);
@@ -72,6 +73,8 @@ async function countRuns(server: BenchDispatchProcess): Promise<number> {
 }
 
 async function main(): Promise<number> {
+  const machine = machineNow();
+  process.stderr.write(`[bench:github] ${loadLine(machine)}\n`);
   const fake = await new FakeGitHub().start();
   for (let i = 0; i < 10; i++) fake.permissions.set(`writer${i}`, "write");
   const server = await startDispatchProcess({
@@ -123,6 +126,7 @@ async function main(): Promise<number> {
 
     const fmt = (n: number) => n.toFixed(1).padStart(7);
     const ok = runs === CONCURRENCY && afterRedelivery === CONCURRENCY;
+    const loadAfter = loadNow();
     process.stdout.write(
       [
         "",
@@ -133,9 +137,19 @@ async function main(): Promise<number> {
         `  ratio to baseline   ${fmt(measured.p50 / baseline.p50)}x ${fmt(measured.p99 / baseline.p99)}x`,
         `  target p99 < ${TARGET_P99_MS} ms: ${measured.p99 < TARGET_P99_MS ? "met" : "NOT met"}`,
         `  runs created: ${runs}, after redelivering all: ${afterRedelivery} (expected ${CONCURRENCY}) ${ok ? "ok" : "MISMATCH"}`,
+        `  ${loadLine(machine, loadAfter)}`,
         "",
       ].join("\n"),
     );
+    recordResults("github", machine, [
+      {
+        benchmark: `GitHub webhook acknowledgement, ${CONCURRENCY} concurrent deliveries`,
+        measured: `p50 ${ms(measured.p50)}, p99 ${ms(measured.p99)}`,
+        target: `p99 < ${TARGET_P99_MS} ms`,
+        met: measured.p99 < TARGET_P99_MS,
+        note: `bare node:http ack p99 ${ms(baseline.p99)} (${(measured.p99 / baseline.p99).toFixed(1)}×); ${runs} runs, ${afterRedelivery} after redelivering all (expected ${CONCURRENCY})`,
+      },
+    ]);
     return ok ? 0 : 1;
   } finally {
     await bare.child.stop();

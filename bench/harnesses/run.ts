@@ -8,11 +8,12 @@
  *       transcript followed over Server-Sent Events until SUCCEEDED (sandbox, relay, model gateway and all).
  * Printed: time to the agent's first event (its tool call), total wall time, Dispatch's own CPU per
  * transcript event (its process only, the agent's excluded), the agent's CPU per event bare, and the
- * ratios (b)/(a). Medians over BENCH_HARNESS_RUNS runs each, after one warm-up run of each.
+ * ratios (b)/(a). Medians over BENCH_HARNESS_RUNS runs each, after one warm-up run of each. A harness
+ * whose CLI is not installed is skipped with the reason; one that fails is reported and the others still run.
  *
  *   npm run bench:harnesses
  *
- * Knobs (environment): BENCH_HARNESS_RUNS (5), BENCH_HARNESSES (claude,codex,gemini), DISPATCH_SANDBOX
+ * Knobs (environment): BENCH_HARNESS_RUNS (3), BENCH_HARNESSES (claude,codex,gemini), DISPATCH_SANDBOX
  * (auto). Not part of the test suite; no assertions (exit 1 only when the bench itself went wrong).
  */
 import { spawn } from "node:child_process";
@@ -38,8 +39,9 @@ import { startFakeAnthropic } from "../../test/support/fake-anthropic.ts";
 import { startFakeGemini } from "../../test/support/fake-gemini.ts";
 import { startFakeResponses } from "../../test/support/fake-openai-responses.ts";
 import { type BenchDispatchProcess, startDispatchProcess } from "../support/dispatch.ts";
+import { machineNow, type ResultRow, recordResults } from "../support/results.ts";
 
-const RUNS = Number(process.env.BENCH_HARNESS_RUNS ?? 5);
+const RUNS = Number(process.env.BENCH_HARNESS_RUNS ?? 3);
 const WANTED = (process.env.BENCH_HARNESSES ?? "claude,codex,gemini").split(",").map((h) => h.trim());
 const PROMPT = "Run the command, then say that you are done.";
 const RUN_TIMEOUT_MS = 120_000;
@@ -364,16 +366,41 @@ async function measure(spec: Spec): Promise<Result | string> {
 }
 
 async function main(): Promise<number> {
+  const machine = machineNow();
   const [load1, load5] = loadavg();
   const cores = availableParallelism();
   log(`load average ${load1!.toFixed(2)} (1 min), ${load5!.toFixed(2)} (5 min) on ${cores} cores`);
   if (load1! > 0.5) log("warning: other processes compete for the CPU; the numbers will be noisy");
   const results: Result[] = [];
   const skipped: string[] = [];
+  const failed: string[] = [];
+  const rows: ResultRow[] = [];
   for (const spec of SPECS.filter((s) => WANTED.includes(s.key))) {
-    const result = await measure(spec);
-    if (typeof result === "string") skipped.push(`${spec.label}: skipped (${result})`);
-    else results.push(result);
+    let result: Result | string;
+    try {
+      result = await measure(spec);
+    } catch (err) {
+      // One agent CLI going wrong says nothing about the others: report it and measure the rest.
+      log(`${spec.label} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+      const reason = (err instanceof Error ? err.message : String(err)).split("\n")[0]!;
+      failed.push(`${spec.label}: FAILED (${reason})`);
+      rows.push({
+        benchmark: `${spec.label} through Dispatch`,
+        measured: "failed",
+        target: "report",
+        note: reason,
+      });
+      continue;
+    }
+    if (typeof result === "string") {
+      skipped.push(`${spec.label}: skipped (${result})`);
+      rows.push({
+        benchmark: `${spec.label} through Dispatch`,
+        measured: "skipped",
+        target: "report",
+        note: result,
+      });
+    } else results.push(result);
   }
   const ms = (n: number) => `${n.toFixed(0).padStart(6)} ms`;
   const cpu = (n: number) => `${(n * 1000).toFixed(2).padStart(7)} ms`;
@@ -395,6 +422,19 @@ async function main(): Promise<number> {
       median(r.bare.map((s) => s.cpuSeconds / Math.max(1, s.events))),
       median(r.dispatch.map((s) => s.cpuSeconds / Math.max(1, s.events))),
     ] as const;
+    rows.push(
+      {
+        benchmark: `${r.spec.label}: wall time bare → through Dispatch (median of ${RUNS})`,
+        measured: `${ms(wall[0]).trim()} → ${ms(wall[1]).trim()} (${ratio(wall[1], wall[0])})`,
+        target: "report",
+        note: `first event ${ms(first[0]).trim()} → ${ms(first[1]).trim()} (${ratio(first[1], first[0])})`,
+      },
+      {
+        benchmark: `${r.spec.label}: Dispatch's CPU per transcript event`,
+        measured: `${cpu(perEvent[1]).trim()} (${ratio(perEvent[1], perEvent[0])} the agent's own)`,
+        target: "report",
+      },
+    );
     lines.push(
       `${r.spec.label.padEnd(12)} | ${ms(first[0])} ${ms(first[1])} ${ratio(first[1], first[0]).padStart(6)} | ${ms(wall[0])} ${ms(wall[1])} ${ratio(wall[1], wall[0]).padStart(6)} | ${cpu(perEvent[0]).padStart(18)} ${cpu(perEvent[1])} ${ratio(perEvent[1], perEvent[0]).padStart(6)}`,
     );
@@ -406,11 +446,13 @@ async function main(): Promise<number> {
     "  CPU/event: (a) the agent and its children per event it printed; (b) Dispatch's own process per transcript event",
     "  of the run (the agent, relay and sandbox excluded); the ratio is Dispatch's CPU for an event to the agent's own.",
     ...skipped.map((s) => `  ${s}`),
+    ...failed.map((s) => `  ${s}`),
     `  machine: ${cores} cores, load average ${load1!.toFixed(2)} before, ${after1!.toFixed(2)} after; sandbox ${process.env.DISPATCH_SANDBOX ?? "auto"}`,
     "",
   );
   process.stdout.write(lines.join("\n"));
-  return 0;
+  recordResults("harnesses", machine, rows);
+  return failed.length > 0 ? 1 : 0;
 }
 
 main().then(

@@ -20,6 +20,7 @@ import { FakeSlack } from "../../test/support/fake-slack.ts";
 import { keepAlivePoster, latencySummary } from "../support/acks.ts";
 import { startBareServer } from "../support/bare-server.ts";
 import { startDispatchProcess } from "../support/dispatch.ts";
+import { loadLine, loadNow, machineNow, ms, recordResults } from "../support/results.ts";
 
 const CONCURRENCY = Number(process.env.BENCH_SLACK_CONCURRENCY ?? 100);
 const WARMUP_BURSTS = Number(process.env.BENCH_SLACK_WARMUP ?? 2);
@@ -65,6 +66,8 @@ async function burst(url: string, n: number, text: (i: number) => string, tag: s
 }
 
 async function main(): Promise<number> {
+  const machine = machineNow();
+  process.stderr.write(`[bench:slack] ${loadLine(machine)}\n`);
   const fake = await new FakeSlack().start();
   const server = await startDispatchProcess({
     bench: "slack",
@@ -98,6 +101,7 @@ async function main(): Promise<number> {
     );
 
     const fmt = (n: number) => n.toFixed(1).padStart(7);
+    const loadAfter = loadNow();
     process.stdout.write(
       [
         "",
@@ -108,9 +112,19 @@ async function main(): Promise<number> {
         `  ratio to baseline   ${fmt(measured.p50 / baseline.p50)}x ${fmt(measured.p99 / baseline.p99)}x`,
         `  target p99 < ${TARGET_P99_MS} ms: ${measured.p99 < TARGET_P99_MS ? "met" : "NOT met"}`,
         `  runs created: ${runs} (expected ${CONCURRENCY}) ${runs === CONCURRENCY ? "ok" : "MISMATCH"}`,
+        `  ${loadLine(machine, loadAfter)}`,
         "",
       ].join("\n"),
     );
+    recordResults("slack", machine, [
+      {
+        benchmark: `Slack command acknowledgement, ${CONCURRENCY} concurrent deliveries`,
+        measured: `p50 ${ms(measured.p50)}, p99 ${ms(measured.p99)}`,
+        target: `p99 < ${TARGET_P99_MS} ms`,
+        met: measured.p99 < TARGET_P99_MS,
+        note: `bare node:http ack p99 ${ms(baseline.p99)} (${(measured.p99 / baseline.p99).toFixed(1)}×); ${runs} of ${CONCURRENCY} runs created`,
+      },
+    ]);
     return runs === CONCURRENCY ? 0 : 1;
   } finally {
     await bare.child.stop();

@@ -1,5 +1,6 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
+import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /**
@@ -8,7 +9,17 @@ import { fileURLToPath } from "node:url";
  * the time, since the figures mean nothing without them.
  */
 
+/** Where a bench run on its own records, and where `node bench/summary.ts` reads by default. */
 export const RESULTS_DIR = fileURLToPath(new URL("../.results/", import.meta.url));
+
+/**
+ * Where results go now: BENCH_RESULTS_DIR when set (bench/run-all.ts gives its sitting a directory of
+ * its own, so a bench someone runs alongside cannot slip its figures into that table), else RESULTS_DIR.
+ */
+export function resultsDir(): string {
+  const dir = process.env.BENCH_RESULTS_DIR;
+  return dir ? join(resolve(dir), "/") : RESULTS_DIR;
+}
 
 export interface ResultRow {
   /** What was measured, e.g. "Slack command → card posted p50". */
@@ -59,7 +70,8 @@ export function recordResults(
   rows: ResultRow[],
   details?: string[],
 ): void {
-  mkdirSync(RESULTS_DIR, { recursive: true });
+  const dir = resultsDir();
+  mkdirSync(dir, { recursive: true });
   const results: BenchResults = {
     bench,
     finishedAt: new Date().toISOString(),
@@ -67,7 +79,7 @@ export function recordResults(
     rows,
     ...(details ? { details } : {}),
   };
-  writeFileSync(`${RESULTS_DIR}${bench}.json`, `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(`${dir}${bench}.json`, `${JSON.stringify(results, null, 2)}\n`);
 }
 
 /** The 1-minute load average now, rounded as the results record it. */
