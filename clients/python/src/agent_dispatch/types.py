@@ -120,6 +120,8 @@ class AgentConfig(DispatchModel):
     harness: Harness | None = None
     idle_timeout_minutes: int | None = None
     max_run_minutes: int | None = None
+    max_cost_usd: float | None = None
+    """The most the run's model calls may cost, in US dollars (then it FAILS with ``budget_exceeded``)."""
     repository: str | None = None
     """Where the run's changes are delivered: ``owner/repo``, ``owner/repo@base`` or a git URL."""
     base_branch: str | None = None
@@ -567,6 +569,7 @@ class AgentConfigParam(TypedDict, total=False):
     harness: HarnessParam
     idle_timeout_minutes: int
     max_run_minutes: int
+    max_cost_usd: float
     repository: str
     base_branch: str
     branch: str
