@@ -95,14 +95,25 @@ async function transcript(server: ServerProcess, id: string): Promise<Json[]> {
   return (await ok(server.api("GET", `/api/v1/agent/runs/${id}/events?limit=1000`))).events;
 }
 
-function waitForState(server: ServerProcess, id: string, states: string[]): Promise<Json> {
-  return waitFor(
-    async () => {
-      const run = await getRun(server, id);
-      return states.includes(run.state) ? run : undefined;
-    },
-    { timeoutMs: 20_000, intervalMs: 50, what: `run ${id} to reach ${states.join("/")}` },
-  );
+async function waitForState(server: ServerProcess, id: string, states: string[]): Promise<Json> {
+  let last: Json | undefined;
+  try {
+    return await waitFor(
+      async () => {
+        last = await getRun(server, id);
+        return states.includes(last.state) ? last : undefined;
+      },
+      // A deadline for a hang, not a speed: CI machines run this beside the rest of the suite.
+      { timeoutMs: 45_000, intervalMs: 50, what: `run ${id} to reach ${states.join("/")}` },
+    );
+  } catch (err) {
+    // Say where the run stopped: its state and its transcript's last events.
+    const events = await transcript(server, id).catch(() => []);
+    const story = events
+      .slice(-12)
+      .map((e: Json) => `${e.seq} ${e.type} ${JSON.stringify(e.data).slice(0, 160)}`);
+    throw new Error(`${(err as Error).message}; it is ${last?.state ?? "unknown"}:\n${story.join("\n")}`);
+  }
 }
 
 /** Opens the gate of a run that A executes. */
@@ -258,5 +269,5 @@ describe.skipIf(Boolean(missing))("Dispatch on PostgreSQL: two replicas on one d
       expect(await runAt(a, id)).toEqual(await runAt(b, id));
       expect(await transcript(a, id)).toEqual(events);
     }
-  });
+  }, 120_000);
 });
