@@ -109,12 +109,18 @@ export interface BwrapSandboxOptions {
 /** The agent's uid and gid inside the sandbox: not 0, so that nothing treats it as root. */
 export const AGENT_UID = 1000;
 
-/** Files bound over the agent's /etc: its passwd and group (and resolv.conf with a network of its own). */
+/** Files bound over the agent's /etc: its passwd and group, and resolv.conf unless it has the host's network. */
 export interface AgentIdentity {
   passwd: string;
   group: string;
   /** Names slirp4netns's DNS forwarder, for a network of its own. */
   resolvConf: string;
+  /**
+   * For no network: a lookup fails within a second. With the host's servers listed, a resolver that
+   * ignores "network unreachable" (musl's, in Codex) waits 2 × 2.5 s for each name a program looks up,
+   * e.g. the analytics Codex sent at exit, which held every Codex turn 5 s.
+   */
+  offlineResolvConf: string;
 }
 
 /** What /etc/passwd, /etc/group and /etc/resolv.conf (own network) say inside a run's sandbox. */
@@ -123,6 +129,8 @@ export function agentIdentityFiles(workspace: string): Record<keyof AgentIdentit
     passwd: `agent:x:${AGENT_UID}:${AGENT_UID}:Dispatch agent:${workspace}:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
     group: `agent:x:${AGENT_UID}:\nnogroup:x:65534:\n`,
     resolvConf: "nameserver 10.0.2.3\n",
+    offlineResolvConf:
+      "# No network in this sandbox: name lookups fail at once.\nnameserver 127.0.0.1\noptions timeout:1 attempts:1\n",
   };
 }
 
@@ -220,7 +228,7 @@ export function bwrapArgs(opts: BwrapLayout): string[] {
   for (const name of ETC_ENTRIES) {
     const path = `/etc/${name}`;
     if (!statOrUndefined(path)) continue;
-    if (opts.identity && opts.network === "own" && name === "resolv.conf") continue;
+    if (opts.identity && opts.network !== "host" && name === "resolv.conf") continue;
     bind(path);
   }
   if (opts.identity) {
@@ -232,7 +240,12 @@ export function bwrapArgs(opts: BwrapLayout): string[] {
       opts.identity.group,
       "/etc/group",
     );
-    if (opts.network === "own") args.push("--ro-bind", opts.identity.resolvConf, "/etc/resolv.conf");
+    const resolvConf = {
+      own: opts.identity.resolvConf,
+      none: opts.identity.offlineResolvConf,
+      host: undefined,
+    }[opts.network];
+    if (resolvConf) args.push("--ro-bind", resolvConf, "/etc/resolv.conf");
   }
   for (const path of opts.hide) {
     if (!bound.some((b) => within(b, path))) continue;

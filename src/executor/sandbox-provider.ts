@@ -127,6 +127,7 @@ async function writeIdentity(dir: string, workspace: string): Promise<AgentIdent
     passwd: join(dir, "passwd"),
     group: join(dir, "group"),
     resolvConf: join(dir, "resolv.conf"),
+    offlineResolvConf: join(dir, "resolv.offline.conf"),
   };
   for (const key of Object.keys(files) as Array<keyof AgentIdentity>) {
     await writeFile(identity[key], files[key], { mode: 0o644 });

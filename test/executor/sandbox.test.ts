@@ -147,9 +147,19 @@ describe.skipIf(bwrapProblem !== undefined)("bubblewrap sandbox", () => {
     expect(interfaces.output).toContain("lo:");
     expect(interfaces.output.split("\n").filter((l) => l.includes(":")).length).toBe(1);
 
+    // Name lookups fail at once rather than waiting for the host's DNS servers, which cannot answer.
+    const resolver = await exec(sandbox, "cat /etc/resolv.conf");
+    expect(resolver.output).toContain("nameserver 127.0.0.1");
+    expect(resolver.output).toContain("options timeout:1 attempts:1");
+
     const setup = await exec(sandbox, connect(), { network: true });
     expect(setup.exitCode, setup.output).toBe(0);
     expect(setup.output).toContain("hello");
+    // Setup steps resolve names as the host does.
+    const hostResolver = await exec(sandbox, "cat /etc/resolv.conf", { network: true });
+    expect(hostResolver.output).toBe(
+      existsSync("/etc/resolv.conf") ? readFileSync("/etc/resolv.conf", "utf8") : "",
+    );
 
     await sandbox.close?.();
   });
