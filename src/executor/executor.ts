@@ -125,9 +125,24 @@ export class Executor {
       do {
         this.fillAgain = false;
         while (this.running && this.activeRuns < this.opts.slots) {
-          const run = await this.opts.store.claimNextRun(this.workerId, this.opts.leaseMs);
-          if (!run) break;
-          this.launch(run);
+          // One claim per free slot, all at once: on SQLite they share one group commit (one sync) instead
+          // of a commit each in turn; on PostgreSQL SKIP LOCKED gives each its own run.
+          const free = this.opts.slots - this.activeRuns;
+          const claims = await Promise.allSettled(
+            Array.from({ length: free }, () =>
+              this.opts.store.claimNextRun(this.workerId, this.opts.leaseMs),
+            ),
+          );
+          let claimed = 0;
+          for (const claim of claims) {
+            if (claim.status === "fulfilled" && claim.value) {
+              this.launch(claim.value);
+              claimed += 1;
+            }
+          }
+          const failed = claims.find((c) => c.status === "rejected");
+          if (failed) throw failed.reason;
+          if (claimed < free) break;
         }
       } while (this.fillAgain && this.running);
     } catch (err) {
