@@ -9,6 +9,8 @@ export interface CostMeter {
    * stopped (its signal aborts) right away.
    */
   charge(modelId: string | undefined, tokens: TokenCount): number | undefined;
+  /** What one model call costs in USD, without adding it to the run (undefined: no price). */
+  price(modelId: string | undefined, tokens: TokenCount): number | undefined;
 }
 
 /** Where a run's cost limit comes from: the run's `config.max_cost_usd` or the server's default. */
@@ -47,6 +49,12 @@ export class RunCost implements CostMeter {
     this.total = earlier ?? 0;
     // Tokens without a cost were used by an unpriced model (or before costs were recorded).
     this.known = earlier !== undefined || opts.before.total_tokens === 0;
+  }
+
+  price(modelId: string | undefined, tokens: TokenCount): number | undefined {
+    if (tokens.input_tokens === 0 && tokens.output_tokens === 0) return 0;
+    const cost = costOf(this.opts.prices, modelId, tokens);
+    return cost === undefined ? undefined : roundCost(cost);
   }
 
   charge(modelId: string | undefined, tokens: TokenCount): number | undefined {

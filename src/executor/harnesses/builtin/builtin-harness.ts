@@ -6,6 +6,7 @@ import {
   streamText,
   type ToolSet,
 } from "ai";
+import type { TokenCount } from "../../../model/pricing.ts";
 import type { RequestUsage } from "../../../model/run.ts";
 import type { Harness, HarnessContext, HarnessOutcome } from "../../harness.ts";
 import { PLAN_INSTRUCTION, withoutFileWrites } from "../../plan-mode.ts";
@@ -161,8 +162,12 @@ export class BuiltinHarness implements Harness {
       abortSignal: signal,
       maxRetries: this.opts.maxRetries ?? 2,
       experimental_steering: steering,
-      onStepEnd: async () => {
+      onStepEnd: async (ended) => {
         stepsDone++;
+        // Charged here, before the SDK starts the next model call (it awaits this callback), so a run that
+        // passed its cost limit is stopped (its signal aborts) before spending more. The stream below may
+        // read this step's end only after that call has started.
+        ctx.cost?.charge(resolved.id, pricedTokens(ended.usage));
         // Step boundary: follow-ups that arrived meanwhile reach the model in the next step. At the last
         // step they stay waiting instead, so the executor hands them to a new turn.
         if (stepsDone >= maxSteps || signal.aborted) return;
@@ -245,12 +250,8 @@ export class BuiltinHarness implements Harness {
           usage.input_tokens += used.input_tokens;
           usage.output_tokens += used.output_tokens;
           usage.total_tokens += used.total_tokens;
-          // Priced at each step: a run over its cost limit is stopped before its next model call.
-          const cached = part.usage?.inputTokenDetails?.cacheReadTokens;
-          const cost = ctx.cost?.charge(resolved.id, {
-            ...used,
-            ...(cached !== undefined ? { cached_input_tokens: cached } : {}),
-          });
+          // Charged in onStepEnd; the transcript's usage event says what the step cost.
+          const cost = ctx.cost?.price(resolved.id, pricedTokens(part.usage));
           await ctx.emit("usage", {
             ...used,
             model_id: resolved.id,
@@ -315,6 +316,12 @@ function tracked(tools: ToolSet, inflight: Set<Promise<unknown>>): ToolSet {
     } as ToolSet[string];
   }
   return out;
+}
+
+/** A step's tokens as the price table counts them (cache reads priced apart). */
+function pricedTokens(u: LanguageModelUsage | undefined): TokenCount {
+  const cached = u?.inputTokenDetails?.cacheReadTokens;
+  return { ...tokens(u), ...(cached !== undefined ? { cached_input_tokens: cached } : {}) };
 }
 
 function tokens(u: LanguageModelUsage | undefined): RequestUsage {
