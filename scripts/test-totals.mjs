@@ -2,10 +2,13 @@
 // JUnit XML reports given as arguments, so the test command ends with a single closing line.
 import { existsSync, readFileSync } from "node:fs";
 
+// --label NAME names the line (default "tests").
+const args = process.argv.slice(2);
+const label = args[0] === "--label" ? args.splice(0, 2)[1] : "tests";
 let passed = 0;
 let failed = 0;
 let skipped = 0;
-for (const file of process.argv.slice(2)) {
+for (const file of args) {
   if (!existsSync(file)) continue;
   const text = readFileSync(file, "utf8");
   if (file.endsWith(".json")) {
@@ -24,4 +27,4 @@ for (const file of process.argv.slice(2)) {
     skipped += attr("skipped");
   }
 }
-console.log(`tests: ${passed} passed, ${failed} failed, ${skipped} skipped`);
+console.log(`${label}: ${passed} passed, ${failed} failed, ${skipped} skipped`);

@@ -34,13 +34,10 @@ export function gatherMetadata(query: unknown): unknown {
 }
 
 /**
- * What RunService.list takes for a parsed query. `states` is undefined when no state was asked for; a
- * state the API knows from Oz but Dispatch never records is dropped, so it matches nothing.
+ * What RunService.list takes for a parsed query. `states` is absent when no state was asked for; a state
+ * the API knows from Oz but Dispatch never records is dropped, so it matches nothing.
  */
-export function listInputOf(
-  q: z.infer<typeof ListRunsQuerySchema>,
-  defaultLimit: number,
-): { input: ListInput; states: RunState[] | undefined } {
+export function listInputOf(q: z.infer<typeof ListRunsQuerySchema>, defaultLimit: number): ListInput {
   const requested = q.state === undefined ? undefined : ([] as string[]).concat(q.state);
   const states = requested?.filter((s): s is RunState => (RUN_STATES as readonly string[]).includes(s));
   const input: ListInput = {
@@ -68,7 +65,7 @@ export function listInputOf(
       q: q.q,
     }),
   };
-  return { input, states };
+  return input;
 }
 
 function defined<T extends Record<string, unknown>>(obj: T): Partial<T> {

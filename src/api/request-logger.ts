@@ -8,7 +8,7 @@ type LogArgs = [obj: unknown, msg?: string, ...args: unknown[]];
  * request, with the request id bound; most requests log nothing, and building that child (bindings
  * serialised and redacted) was ≈ 2 % of a GET's CPU. The lines it writes are the child's, unchanged.
  */
-export class RequestLogger implements FastifyBaseLogger {
+class RequestLogger implements FastifyBaseLogger {
   readonly #parent: FastifyBaseLogger;
   readonly #bindings: Bindings;
   readonly #options: ChildLoggerOptions;

@@ -59,7 +59,7 @@ export class RunCost implements CostMeter {
 
   charge(modelId: string | undefined, tokens: TokenCount): number | undefined {
     if (tokens.input_tokens === 0 && tokens.output_tokens === 0) return 0;
-    const cost = costOf(this.opts.prices, modelId, tokens);
+    const cost = costOf(this.opts.prices, modelId, tokens); // unrounded: the run's total adds these
     if (cost === undefined) {
       this.known = false;
       const name = modelId ?? "(unnamed model)";

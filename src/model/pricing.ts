@@ -82,7 +82,7 @@ export function priceOf(table: PriceTable, modelId: string | undefined): ModelPr
 }
 
 /** What one call's tokens cost at `p`, in USD. */
-export function costAt(p: ModelPrice, tokens: TokenCount): number {
+function costAt(p: ModelPrice, tokens: TokenCount): number {
   const cached = Math.min(Math.max(0, tokens.cached_input_tokens ?? 0), tokens.input_tokens);
   const fresh = tokens.input_tokens - cached;
   return (

@@ -20,7 +20,7 @@ export type ProgressFacts = Pick<RunRecord, "state" | "updatedAt" | "lastEventAt
  * When the run last made progress: its latest transcript event or its latest change, whichever is later
  * (a run stored before events were timed has only the latter).
  */
-export function lastProgressAt(run: ProgressFacts): number {
+function lastProgressAt(run: ProgressFacts): number {
   const changed = Date.parse(run.updatedAt);
   const event = run.lastEventAt ? Date.parse(run.lastEventAt) : Number.NaN;
   return Number.isNaN(event) ? changed : Math.max(changed, event);
@@ -37,7 +37,7 @@ export function stalledFor(run: ProgressFacts, now: number, stallAfterMs: number
 }
 
 /** 300_000 → "5 min"; under a minute as formatDuration ("45s"), from an hour on too ("1h 5m"). */
-export function quietWords(ms: number): string {
+function quietWords(ms: number): string {
   if (ms >= 60_000 && ms < 3_600_000) return `${Math.floor(ms / 60_000)} min`;
   return formatDuration(ms);
 }

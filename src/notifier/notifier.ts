@@ -201,9 +201,13 @@ export class Notifier {
           ...(page ? { cursor: page } : {}),
         });
         const state = await this.store.loadNotifierState(runs.map((r) => r.run_id));
-        // Only a run in progress can stall; a run this store does not know (remote mode) never shows one.
+        // Only a run in progress whose last change is older than the threshold can have stalled (its
+        // progress is at least that change); a run this store does not know (remote mode) never shows one.
+        const stallBefore = now - this.opts.stallAfterMs;
         const progress = await this.store.getRunProgress(
-          runs.filter((r) => r.state === "INPROGRESS").map((r) => r.run_id),
+          runs
+            .filter((r) => r.state === "INPROGRESS" && Date.parse(r.updated_at) <= stallBefore)
+            .map((r) => r.run_id),
         );
         // A page's changes are recorded together: SQLite's group commit gives them one fsync, not one each.
         const applied: Array<Promise<boolean>> = [];
@@ -301,8 +305,9 @@ export class Notifier {
       [quiet, true],
       [moving, false],
     ] as const) {
-      for (let i = 0; i < ids.length; i += this.opts.pageSize) {
-        const page = ids.slice(i, i + this.opts.pageSize);
+      const runIds = [...ids.keys()];
+      for (let i = 0; i < runIds.length; i += this.opts.pageSize) {
+        const page = runIds.slice(i, i + this.opts.pageSize);
         const state = await this.store.loadNotifierState(page);
         for (const runId of page) {
           const entry = state.get(runId);
@@ -312,8 +317,7 @@ export class Notifier {
           if (entry.card.fingerprint.endsWith(STALL_MARK) === wantStalled) continue;
           const run = await this.runs.get(runId).catch(() => undefined);
           if (!run || isTerminal(run.state)) continue; // the main tick reports the end
-          const progress = await this.store.getRunProgress([runId]);
-          const stalledMs = this.stalledMs(run, progress.get(runId), now);
+          const stalledMs = this.stalledMs(run, ids.get(runId), now);
           if (await this.apply(platform, run, entry.binding, entry.card, now, stalledMs)) changed++;
         }
       }
@@ -322,9 +326,9 @@ export class Notifier {
     return { changed };
   }
 
-  /** The ids of the runs in progress whose latest event is in the range, every page of them. */
-  private async progressIn(range: { after?: string; before?: string }): Promise<string[]> {
-    const ids: string[] = [];
+  /** The runs in progress whose latest event is in the range (id → its time), every page of them. */
+  private async progressIn(range: { after?: string; before?: string }): Promise<Map<string, string>> {
+    const ids = new Map<string, string>();
     let cursor: RunProgress | undefined;
     for (;;) {
       const page = await this.store.listRunsByProgress({
@@ -332,7 +336,7 @@ export class Notifier {
         limit: this.opts.pageSize,
         ...(cursor ? { cursor } : {}),
       });
-      ids.push(...page.map((p) => p.runId));
+      for (const p of page) ids.set(p.runId, p.lastEventAt);
       if (page.length < this.opts.pageSize) return ids;
       cursor = page.at(-1);
     }

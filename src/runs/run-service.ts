@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { v7 as uuidv7 } from "uuid";
 import { RunError } from "../model/errors.ts";
 import { defaultModelFor, harnessKeyOf } from "../model/harness-wire.ts";
@@ -24,8 +24,7 @@ import type {
   Store,
 } from "../store/store.ts";
 import { type AttachmentInput, decodeAttachments } from "./attachments.ts";
-
-const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+import { idempotencyClaim } from "./idempotency-claim.ts";
 
 export interface CreateRunInput {
   prompt?: string | null;
@@ -544,15 +543,13 @@ export class RunService {
     respond: (value: unknown) => unknown,
   ): IdempotencyClaim | undefined {
     if (!ctx.idempotencyKey) return undefined;
-    return {
+    return idempotencyClaim({
       principalId: ctx.caller.principal.id,
       key: ctx.idempotencyKey,
-      requestHash: createHash("sha256")
-        .update(`${endpoint}\n${canonicalJson(ctx.rawBody ?? null)}`)
-        .digest("hex"),
+      endpoint,
+      body: ctx.rawBody,
       respond,
-      notBefore: new Date(Date.now() - IDEMPOTENCY_WINDOW_MS).toISOString(),
-    };
+    });
   }
 
   private unwrap(
@@ -602,18 +599,6 @@ export function skillNameOf(spec: string): string {
   const parts = path.split("/").filter(Boolean);
   if (parts.at(-1)?.toUpperCase() === "SKILL.MD") parts.pop();
   return parts.at(-1) ?? spec;
-}
-
-/** JSON with object keys sorted: equal requests hash equal whatever their key order. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  if (value && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) =>
-      a < b ? -1 : a > b ? 1 : 0,
-    );
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value);
 }
 
 interface Cursor {

@@ -1,9 +1,8 @@
-import { createHash } from "node:crypto";
 import { v7 as uuidv7 } from "uuid";
 import { RunError } from "../model/errors.ts";
 import type { AgentConfig, Creator } from "../model/run.ts";
 import type { ReportTarget, ScheduleFields, ScheduleRecord } from "../model/schedule.ts";
-import { canonicalJson } from "../runs/run-service.ts";
+import { idempotencyClaim } from "../runs/idempotency-claim.ts";
 import type { ChannelKey, IdempotencyClaim, Store } from "../store/store.ts";
 import { CronTimes } from "./cron.ts";
 
@@ -30,7 +29,6 @@ export interface ScheduleSpec {
 
 export const SCHEDULE_NAME_MAX = 200;
 /** As for runs (API.md): a key is remembered 24 hours. */
-const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 
 /**
  * Schedules for every surface (HTTP API, Slack, CLI through the API): validation, create, read, replace,
@@ -157,15 +155,13 @@ export interface ScheduleIdempotency {
 }
 
 function claimOf(idem: ScheduleIdempotency): IdempotencyClaim {
-  return {
+  return idempotencyClaim({
     principalId: idem.principalId,
     key: idem.key,
-    requestHash: createHash("sha256")
-      .update(`schedules.create\n${canonicalJson(idem.rawBody ?? null)}`)
-      .digest("hex"),
+    endpoint: "schedules.create",
+    body: idem.rawBody,
     respond: (created) => ({ schedule_id: (created as ScheduleRecord).id }),
-    notBefore: new Date(Date.now() - IDEMPOTENCY_WINDOW_MS).toISOString(),
-  };
+  });
 }
 
 /** The stored fields of a spec, or a RunError naming the field that is wrong. */

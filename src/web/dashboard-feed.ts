@@ -79,12 +79,6 @@ export class DashboardFeed {
     this.sessionCheck.unref();
   }
 
-  get watcherCount(): number {
-    let n = 0;
-    for (const watchers of this.teams.values()) n += watchers.size;
-    return n;
-  }
-
   /**
    * Adds an open stream (headers already written) for the team; `resync` when the page reconnected after
    * missing frames (Last-Event-ID): it gets the counts and is told to re-read its rows. Returns the function

@@ -52,8 +52,13 @@ export function parseFilters(query: unknown): DashboardFilters | { problem: stri
   if (q.limit !== undefined && q.limit > PAGE_RUNS_MAX) {
     return { problem: `limit: at most ${PAGE_RUNS_MAX} runs a page here (the API lists up to 500)` };
   }
-  const { input, states } = listInputOf(q, PAGE_RUNS);
-  return { raw, input, states: states ?? [], filtered: Object.keys(raw).some((key) => !PAGING.has(key)) };
+  const input = listInputOf(q, PAGE_RUNS);
+  return {
+    raw,
+    input,
+    states: input.states ?? [],
+    filtered: Object.keys(raw).some((key) => !PAGING.has(key)),
+  };
 }
 
 /** The query without empty fields: an empty search box or "any state" means no filter. */

@@ -68,9 +68,11 @@ export async function sessionPage(app: FastifyInstance, opts: SessionPageOptions
         .type("text/html; charset=utf-8")
         .send(page("Bad page", "", "<p>after must be the sequence number of a transcript event.</p>"));
     }
-    const transcriptPage = await readTranscriptPage(runService, run.id, Number(q.after ?? 0), BUDGET);
-    const delivery = await readDelivery(run, opts.artifacts, BUDGET.patchBytes, req.log);
-    const images = await readAttachments(run, opts.attachments, req.log);
+    const [transcriptPage, delivery, images] = await Promise.all([
+      readTranscriptPage(runService, run.id, Number(q.after ?? 0), BUDGET),
+      readDelivery(run, opts.artifacts, BUDGET.patchBytes, req.log),
+      readAttachments(run, opts.attachments, req.log),
+    ]);
     const nonce = randomBytes(16).toString("base64");
     // Images only for a page that shows attachments; its empty data: icon keeps the browser from asking
     // for a /favicon.ico that does not exist.

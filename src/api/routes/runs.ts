@@ -81,8 +81,7 @@ export async function runRoutes(app: FastifyInstance, opts: RunRoutesOptions): P
 
   app.get("/api/v1/agent/runs", auth, async (req) => {
     const q = parseQuery(ListRunsQuerySchema, gatherMetadata(req.query));
-    const { input } = listInputOf(q, LIMITS.listDefault);
-    const page = await runService.list(req.caller!, input);
+    const page = await runService.list(req.caller!, listInputOf(q, LIMITS.listDefault));
     const base = publicUrl();
     return {
       runs: page.runs.map((r) => toRunItem(r, base, { promptLimit: LIST_PROMPT_LIMIT })),

@@ -67,7 +67,7 @@ export function canonicalModelId(modelId: string | undefined, config: ModelsConf
  * ANTHROPIC_BASE_URL as Anthropic's SDKs and Claude Code take it (`https://api.anthropic.com`, they add
  * `/v1/messages`) for the AI SDK, whose base includes `/v1`: one setting serves both harnesses.
  */
-export function anthropicApiBase(baseUrl: string): string {
+function anthropicApiBase(baseUrl: string): string {
   const trimmed = baseUrl.replace(/\/+$/, "");
   return /\/v1$/.test(trimmed) ? trimmed : `${trimmed}/v1`;
 }
