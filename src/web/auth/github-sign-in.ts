@@ -4,7 +4,6 @@ import {
   type GitHubApproval,
   type GitHubRedemptionRefusal,
 } from "../../model/github-sign-in.ts";
-import { WEB_SESSION_TTL_MS } from "../../model/web-session.ts";
 import type { Store } from "../../store/store.ts";
 import { hashToken, newToken, TOKEN_PATTERN } from "./secrets.ts";
 import type { OpenedSession, WebSignIn } from "./web-sign-in.ts";
@@ -100,13 +99,10 @@ export class GitHubSignIn {
   async redeem(browserToken: string): Promise<OpenedSession | { refused: GitHubRedemptionRefusal }> {
     if (!TOKEN_PATTERN.test(browserToken)) return { refused: "unknown" };
     const sessionId = newToken();
-    const now = this.signIn.now();
-    const result = await this.store.redeemGitHubSignIn(hashToken(browserToken), {
-      idHash: hashToken(sessionId),
-      csrfToken: newToken(),
-      createdAt: now.toISOString(),
-      expiresAt: new Date(now.getTime() + WEB_SESSION_TTL_MS).toISOString(),
-    });
+    const result = await this.store.redeemGitHubSignIn(
+      hashToken(browserToken),
+      this.signIn.newSession(sessionId),
+    );
     return result.kind === "signed_in" ? { sessionId, session: result.session } : { refused: result.reason };
   }
 

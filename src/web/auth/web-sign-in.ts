@@ -108,7 +108,8 @@ export class WebSignIn {
     return WEB_SESSION_TTL_MS / 1000;
   }
 
-  private newSession(sessionId: string) {
+  /** What the store keeps of a new session named by `sessionId` (every sign-in path opens one so). */
+  newSession(sessionId: string) {
     const now = this.now();
     return {
       idHash: hashToken(sessionId),
