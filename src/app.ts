@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
+import { RunAccess } from "./access/run-access.ts";
 import { ArtifactLinks, loadSigningKey } from "./api/artifact-links.ts";
 import { Metrics } from "./api/metrics.ts";
 import { agentRoutes } from "./api/routes/agents.ts";
@@ -156,7 +157,10 @@ export async function startDispatch(
   );
   await store.migrate();
   const generatedAdminKey = await ensureAdminKey(store, config.adminApiKey);
+  // The one access rule for runs (SURFACES.md rule 2); each surface registers its threads' audience below.
+  const access = new RunAccess(store);
   const runService = new RunService(store, {
+    access,
     // The registry is built below; create is only called once the server is up.
     harnessRefusal: (key, config) => harnesses.refusal(key, config),
     environmentIds: Object.keys(config.settings.environments),
@@ -237,13 +241,24 @@ export async function startDispatch(
   // One signing key for every signed content link (artifacts and attachments), read once.
   const signingKey = await loadSigningKey(config.signingKey, config.dataDir);
   const artifactLinks = new ArtifactLinks(signingKey);
-  if (serveApi) server.register(artifactRoutes, { store, links: artifactLinks, publicUrl: () => publicUrl });
+  if (serveApi)
+    server.register(artifactRoutes, {
+      store,
+      runService,
+      links: artifactLinks,
+      publicUrl: () => publicUrl,
+    });
   const attachmentLinks = new ArtifactLinks(signingKey, {
     kind: "attachment",
     path: attachmentContentPath,
   });
   if (serveApi)
-    server.register(attachmentRoutes, { store, links: attachmentLinks, publicUrl: () => publicUrl });
+    server.register(attachmentRoutes, {
+      store,
+      runService,
+      links: attachmentLinks,
+      publicUrl: () => publicUrl,
+    });
   if (serveApi)
     server.register(sessionPage, {
       runService,
@@ -309,6 +324,7 @@ export async function startDispatch(
           config: config.slack,
           settings: config.settings.slack,
           runs: await runsApiFor(slackModules.SLACK_PRINCIPAL, "member"),
+          access,
           // In process only: the runs of a remote Dispatch's schedule could not report to this bot's channels.
           ...(remoteRuns ? {} : { schedules: await slackSchedules(slackModules) }),
           // A Slack user signs in as the principal their runs name (`slack:<team>:<user>`), in the team
@@ -338,6 +354,7 @@ export async function startDispatch(
         })
       : undefined;
   slack?.register(server); // routes must exist before the server listens
+  if (slack) access.register(slack.audience);
   // GitHub: the integration answers POST /github/webhooks; the notifier reports back on the issue.
   const githubClients =
     config.github && githubModules
@@ -363,6 +380,7 @@ export async function startDispatch(
         })
       : undefined;
   github?.register(server);
+  if (github) access.register(github.audience);
   if (config.github) {
     log.info(
       { path: "/github/webhooks", auth: config.github.auth.kind, handle: `@${config.github.botHandle}` },

@@ -1,5 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { v7 as uuidv7 } from "uuid";
+import type { SteerAction } from "../access/audience.ts";
+import type { RunAccess, Viewer } from "../access/run-access.ts";
+import type { AudienceFilter } from "../model/audience.ts";
 import { RunError } from "../model/errors.ts";
 import { defaultModelFor, harnessKeyOf } from "../model/harness-wire.ts";
 import { type Caller, DEFAULT_TEAM } from "../model/identity.ts";
@@ -46,8 +49,8 @@ export interface CreateRunInput {
 
 /** Who asks, and on whose behalf: integrations create runs for a Slack or GitHub user. */
 export interface RequestContext {
-  /** An API key's caller, or a signed-in web session (a principal in a team, no key). */
-  caller: Pick<Caller, "principal" | "team">;
+  /** An API key's caller, a signed-in web session, or a surface of this process acting for its users. */
+  caller: Viewer & Pick<Caller, "principal" | "team">;
   creator?: Creator;
   source?: string;
   triggerUrl?: string;
@@ -69,6 +72,8 @@ export interface ListInput extends Omit<RunListQuery, "after"> {
 }
 
 export interface RunServiceOptions {
+  /** Who may see and steer which run (SURFACES.md rule 2): every read and action asks it. */
+  access: RunAccess;
   defaultModel?: string;
   /** Executor slots across the deployment; `at_capacity` says a new run will wait for one. */
   capacity: number;
@@ -122,7 +127,7 @@ export class RunService {
     const refusal = this.options.harnessRefusal?.(harnessKey, agentConfig);
     if (refusal) throw new RunError("operation_not_supported", refusal);
     const parentRunId = input.parent_run_id ?? undefined;
-    if (parentRunId !== undefined && !(await this.store.getRun(ctx.caller.team.id, parentRunId))) {
+    if (parentRunId !== undefined && !(await this.visible(ctx.caller, parentRunId))) {
       throw new RunError("invalid_request", `parent_run_id: no run ${parentRunId} in this team`);
     }
     const agentSkill = await this.resolveCreateTime(agentConfig, input);
@@ -210,6 +215,11 @@ export class RunService {
       );
     }
     const mode = this.requestedMode(input.mode);
+    const target = await this.visible(ctx.caller, runId);
+    if (!target) {
+      throw new RunError("invalid_request", `conversation_id: no run ${runId} in this team to continue`);
+    }
+    await this.mustSteer(ctx.caller, target, "followup");
     const attachments = await decodeAttachments(input.attachments);
     const atCapacity = await this.atCapacity();
     const respond = (value: unknown) => {
@@ -280,29 +290,49 @@ export class RunService {
     );
   }
 
-  /** Any team member may read: an API caller, or a web session (which has a team but no key). */
-  async get(caller: Pick<Caller, "team">, runId: string): Promise<RunRecord> {
-    const run = await this.store.getRun(caller.team.id, runId);
+  /** The run if it is the viewer's team's and the viewer is in its audience; else undefined. */
+  private async visible(viewer: Viewer, runId: string): Promise<RunRecord | undefined> {
+    const run = await this.store.getRun(viewer.team.id, runId);
+    return run && (await this.options.access.sees(viewer, run)) ? run : undefined;
+  }
+
+  /** Refuses (403, in the access rule's words) a viewer who sees the run but may not do `action` to it. */
+  private async mustSteer(viewer: Viewer, run: RunRecord, action: SteerAction): Promise<void> {
+    const refusal = await this.options.access.steerRefusal(viewer, run, action);
+    if (refusal) throw new RunError("not_authorized", `run ${run.id}: ${refusal.reason}`);
+  }
+
+  /** A run of the viewer's team in their audience (RunAccess); any other is "no run", as an unknown id. */
+  async get(viewer: Viewer, runId: string): Promise<RunRecord> {
+    const run = await this.visible(viewer, runId);
     if (!run) throw notFound(runId);
     return run;
   }
 
-  async list(
-    caller: Pick<Caller, "team">,
-    input: ListInput,
-  ): Promise<{ runs: RunRecord[]; nextCursor?: string }> {
+  /** A run the viewer may do `action` to: 404 outside their audience, 403 when the steering policy says no. */
+  async getToSteer(viewer: Viewer, runId: string, action: SteerAction): Promise<RunRecord> {
+    const run = await this.get(viewer, runId);
+    await this.mustSteer(viewer, run, action);
+    return run;
+  }
+
+  /** The viewer's audience among the team's runs, for counts and usage (undefined: all of them). */
+  audienceOf(viewer: Viewer): Promise<AudienceFilter | undefined> {
+    return this.options.access.filter(viewer);
+  }
+
+  async list(viewer: Viewer, input: ListInput): Promise<{ runs: RunRecord[]; nextCursor?: string }> {
     const { cursor, ...query } = input;
     const after = cursor ? decodeCursor(cursor, query.sortBy, query.sortOrder) : undefined;
     // As in Oz, the ancestor must be a run the caller can see; its descendants are what is listed.
-    if (
-      query.ancestorRunId !== undefined &&
-      !(await this.store.getRun(caller.team.id, query.ancestorRunId))
-    ) {
+    if (query.ancestorRunId !== undefined && !(await this.visible(viewer, query.ancestorRunId))) {
       throw new RunError("invalid_request", `ancestor_run_id: no run ${query.ancestorRunId} in this team`);
     }
-    const { runs, hasMore } = await this.store.listRuns(caller.team.id, {
+    const audience = await this.options.access.filter(viewer);
+    const { runs, hasMore } = await this.store.listRuns(viewer.team.id, {
       ...query,
       ...(after ? { after } : {}),
+      ...(audience ? { audience } : {}),
     });
     const last = runs.at(-1);
     return {
@@ -316,6 +346,7 @@ export class RunService {
     runId: string,
     input: { message: string; mode?: string | null; attachments?: readonly AttachmentInput[] | null },
   ): Promise<{ followup_id: string; outcome: FollowupOutcome }> {
+    await this.getToSteer(ctx.caller, runId, "followup");
     const attachments = await decodeAttachments(input.attachments);
     const respond = (value: unknown) => {
       const { followup } = value as { followup: { id: string; outcome: FollowupOutcome } };
@@ -338,6 +369,7 @@ export class RunService {
    * Idempotency-Key a retried cancel whose first response was lost gets that response again, not a 400.
    */
   async cancel(ctx: RequestContext, runId: string): Promise<string> {
+    await this.getToSteer(ctx.caller, runId, "cancel");
     const who = ctx.creator?.display_name ?? ctx.caller.principal.displayName;
     const respond = (value: unknown) => (value as RunRecord).id;
     const result = await this.store.cancelRun(
@@ -361,9 +393,9 @@ export class RunService {
     ) as string;
   }
 
-  /** The run's transcript after seq `after`, at most `limit` events; the caller's team must own the run. */
-  async events(caller: Caller, runId: string, after: number, limit: number): Promise<RunEvent[]> {
-    const run = await this.get(caller, runId);
+  /** The run's transcript after seq `after`, at most `limit` events; the run must be one the viewer sees. */
+  async events(viewer: Viewer, runId: string, after: number, limit: number): Promise<RunEvent[]> {
+    const run = await this.get(viewer, runId);
     return this.store.listEvents(run.id, after, limit);
   }
 

@@ -63,10 +63,10 @@ export interface RunsApiListQuery {
 /** RunsApi over the run service of this process, acting as `caller` (the integration's service account). */
 export class InProcessRunsApi implements RunsApi {
   private readonly service: RunService;
-  private readonly caller: Caller;
+  private readonly caller: Caller & { surface: true };
   private readonly publicUrl: () => string;
 
-  constructor(service: RunService, caller: Caller, publicUrl: () => string) {
+  constructor(service: RunService, caller: Caller & { surface: true }, publicUrl: () => string) {
     this.service = service;
     this.caller = caller;
     this.publicUrl = publicUrl;
@@ -154,7 +154,9 @@ export async function inProcessRunsApiFor(
   who: { id: string; displayName: string; role: ApiKeyRole },
 ): Promise<InProcessRunsApi> {
   const { principal, team } = await runService.ensureServiceAccount(who);
-  const caller: Caller = {
+  // A surface of this process: it sees its team's runs and asks RunAccess for each of its users itself.
+  const caller: Caller & { surface: true } = {
+    surface: true,
     key: {
       id: `in-process-${who.id}`,
       principalId: principal.id,

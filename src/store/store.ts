@@ -1,4 +1,5 @@
 import type { AttachmentInfo, NewAttachment } from "../model/attachment.ts";
+import type { AudienceFilter, BoundPlace } from "../model/audience.ts";
 import type {
   GitHubApproval,
   GitHubSignIn,
@@ -82,12 +83,12 @@ export interface Store {
   getRunBySession(sessionId: string): Promise<RunRecord | undefined>;
   listRuns(teamId: string, query: RunListQuery): Promise<{ runs: RunRecord[]; hasMore: boolean }>;
   /** Across teams, or with `teamId` that team's runs only (the web dashboard's counts). */
-  countRunsByState(teamId?: string): Promise<Record<RunState, number>>;
+  countRunsByState(teamId?: string, audience?: AudienceFilter): Promise<Record<RunState, number>>;
   /**
    * The team's runs created at or after `since` (RFC 3339 UTC), summed per UTC day of creation and per
    * requester: runs, tokens and cost (null when none of them recorded a cost). The web dashboard's usage.
    */
-  summarizeUsage(teamId: string, since: string): Promise<UsageSummary>;
+  summarizeUsage(teamId: string, since: string, audience?: AudienceFilter): Promise<UsageSummary>;
   /** QUEUED plus INPROGRESS runs across teams (what the executors have to do), counted up to `upTo`. */
   countActiveRuns(upTo: number): Promise<number>;
   /** Those of `runIds` that are in a terminal state reached before `before` (workspace retention). */
@@ -247,6 +248,8 @@ export interface Store {
   releaseInboundDelivery(id: number, owner: string, retryAt: string): Promise<void>;
   bindThread(binding: ThreadBinding): Promise<void>;
   getThreadBinding(runId: string): Promise<ThreadBinding | undefined>;
+  /** Every place (platform, workspace, channel) a run of the team is bound to, once each. */
+  listBoundPlaces(teamId: string): Promise<BoundPlace[]>;
   /** The binding of the latest run started in a thread (Slack) or on an issue (GitHub). */
   findLatestBinding(
     where: Pick<ThreadBinding, "platform" | "workspace" | "channel"> & { thread: string | null },
@@ -610,6 +613,8 @@ export interface RunListQuery {
    * them match its filters). An empty list matches nothing.
    */
   ids?: string[];
+  /** Only the runs a viewer's audience check allowed (absent: every run of the team). */
+  audience?: AudienceFilter;
 }
 
 /** What `summarizeUsage` sums; `cost` is the sum of `request_usage.inference_cost` where recorded. */

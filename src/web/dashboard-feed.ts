@@ -1,4 +1,5 @@
 import type { ServerResponse } from "node:http";
+import type { AudienceFilter } from "../model/audience.ts";
 import type { RunRecord } from "../model/run.ts";
 import type { Store } from "../store/store.ts";
 import { bindingsOf, renderRow } from "./dashboard-rows.ts";
@@ -18,8 +19,12 @@ const SESSION_CHECK_MS = 60_000;
 const MAX_BUFFERED_BYTES = 512 * 1024;
 
 export interface DashboardFeedOptions {
-  /** Whether the session a stream was opened with is still live (not signed out, not expired). */
-  sessionLive: (sessionCookie: string) => Promise<boolean>;
+  /**
+   * The audience key (audienceKey) of the session a stream was opened with, as it is now; undefined when
+   * the session is gone (signed out, expired). A stream whose viewer's audience changed is ended: its page
+   * reconnects and reads what it may see now.
+   */
+  sessionScope: (sessionCookie: string) => Promise<string | undefined>;
   now?: () => number;
   /** DISPATCH_STALL_AFTER_S in ms, for the rows it renders. */
   stallAfterMs: number;
@@ -32,6 +37,10 @@ export interface DashboardFeedOptions {
 
 interface Watcher {
   teamId: string;
+  /** Which of the team's runs this viewer sees (RunAccess); undefined: all of them (an admin). */
+  audience: AudienceFilter | undefined;
+  /** audienceKey(teamId, audience): watchers with the same key share every read. */
+  scope: string;
   res: ServerResponse;
   sessionCookie: string;
   expiresAt: number;
@@ -39,11 +48,12 @@ interface Watcher {
 
 /**
  * The live side of the dashboard (issue 15): one listener on the store's `run_changed` signal for the
- * whole process, and the open dashboards (SSE streams) grouped by team. A burst of changes is coalesced;
- * each batch reads the changed runs once per team that has watchers (listRuns restricted to the team and
- * to the batch's ids, so another team's run ids never reach a stream), renders their rows once, and writes
- * the same frame to every watcher of the team: a change costs O(watchers) writes and O(teams) reads,
- * never a read per watcher. The team's counts follow, read at most once per COUNTS_MS.
+ * whole process, and the open dashboards (SSE streams) grouped by scope: a team and the audience of its
+ * runs a viewer sees (RunAccess; an admin sees all). A burst of changes is coalesced; each batch reads the
+ * changed runs once per scope that has watchers (listRuns restricted to the team, to the audience and to
+ * the batch's ids, so a run the viewer may not see never reaches their stream), renders their rows once,
+ * and writes the same frame to every watcher of the scope: a change costs O(watchers) writes and
+ * O(scopes) reads, never a read per watcher. The scope's counts follow, read at most once per COUNTS_MS.
  *
  * On PostgreSQL the signal comes from any replica (LISTEN/NOTIFY); after the listener reconnects it is
  * emitted with an empty run id, meaning "anything may have changed": every page is then told to re-read
@@ -54,7 +64,7 @@ export class DashboardFeed {
   private readonly opts: DashboardFeedOptions;
   private readonly now: () => number;
   private readonly stallAfterMs: number;
-  private readonly teams = new Map<string, Set<Watcher>>();
+  private readonly scopes = new Map<string, Set<Watcher>>();
   private pending = new Set<string>();
   private everything = false;
   private flushTimer: NodeJS.Timeout | undefined;
@@ -89,21 +99,21 @@ export class DashboardFeed {
       watcher.res.end();
       return () => {};
     }
-    let watchers = this.teams.get(watcher.teamId);
+    let watchers = this.scopes.get(watcher.scope);
     if (!watchers) {
       watchers = new Set();
-      this.teams.set(watcher.teamId, watchers);
+      this.scopes.set(watcher.scope, watchers);
     }
     watchers.add(watcher);
     const remove = () => {
-      const set = this.teams.get(watcher.teamId);
+      const set = this.scopes.get(watcher.scope);
       set?.delete(watcher);
-      if (set?.size === 0) this.teams.delete(watcher.teamId);
+      if (set?.size === 0) this.scopes.delete(watcher.scope);
     };
     watcher.res.on("close", remove);
     if (opts.resync) {
       this.send(watcher, this.frame("resync", {}));
-      void this.counts(watcher.teamId, [watcher]);
+      void this.counts(watcher.scope, [watcher]);
     }
     return remove;
   }
@@ -117,8 +127,8 @@ export class DashboardFeed {
     clearInterval(this.sessionCheck);
     for (const timer of this.countsDue.values()) clearTimeout(timer);
     this.countsDue.clear();
-    for (const watchers of this.teams.values()) for (const w of watchers) w.res.end();
-    this.teams.clear();
+    for (const watchers of this.scopes.values()) for (const w of watchers) w.res.end();
+    this.scopes.clear();
   }
 
   /** Resolves once every change signalled so far has been sent (tests and benchmarks wait on this). */
@@ -130,7 +140,7 @@ export class DashboardFeed {
   }
 
   private changed(runId: string): void {
-    if (this.stopped || this.teams.size === 0) return;
+    if (this.stopped || this.scopes.size === 0) return;
     if (runId === "") this.everything = true;
     else this.pending.add(runId);
     this.schedule();
@@ -153,27 +163,30 @@ export class DashboardFeed {
     const everything = this.everything;
     this.pending = new Set();
     this.everything = false;
-    const teams = [...this.teams.keys()];
+    const scopes = [...this.scopes.keys()];
     await Promise.all(
-      teams.map(async (teamId) => {
+      scopes.map(async (scope) => {
+        const viewer = this.viewerOf(scope);
+        if (!viewer) return;
         try {
           if (everything || ids.length > MAX_ROWS_PER_BATCH) {
-            this.broadcastTeam(teamId, this.frame("resync", {}));
-            this.countsSoon(teamId);
+            this.broadcastScope(scope, this.frame("resync", {}));
+            this.countsSoon(scope);
             return;
           }
-          const { runs } = await this.store.listRuns(teamId, {
+          const { runs } = await this.store.listRuns(viewer.teamId, {
             ids,
             limit: ids.length,
             sortBy: "updated_at",
             sortOrder: "desc",
+            ...(viewer.audience ? { audience: viewer.audience } : {}),
           });
           if (runs.length === 0) return;
-          this.broadcastTeam(teamId, this.frame("runs", { runs: await this.rowsOf(runs) }));
-          this.countsSoon(teamId);
+          this.broadcastScope(scope, this.frame("runs", { runs: await this.rowsOf(runs) }));
+          this.countsSoon(scope);
         } catch (err) {
           // The pages miss this change until the next one (or their next load): say so, do not crash.
-          this.opts.log?.warn({ err, teamId }, "dashboard feed could not read changed runs");
+          this.opts.log?.warn({ err, teamId: viewer.teamId }, "dashboard feed could not read changed runs");
         }
       }),
     );
@@ -193,30 +206,37 @@ export class DashboardFeed {
     }));
   }
 
-  /** The team's counts now if none were sent for COUNTS_MS, else once that much time has passed. */
-  private countsSoon(teamId: string): void {
-    if (this.countsDue.has(teamId)) return;
-    const wait = Math.max(
-      0,
-      (this.countsLast.get(teamId) ?? 0) + (this.opts.countsMs ?? COUNTS_MS) - this.now(),
-    );
-    const timer = setTimeout(() => {
-      this.countsDue.delete(teamId);
-      this.countsLast.set(teamId, this.now());
-      void this.counts(teamId);
-    }, wait);
-    this.countsDue.set(teamId, timer);
+  /** The team and audience every watcher of a scope shares (from any one of them). */
+  private viewerOf(scope: string): Pick<Watcher, "teamId" | "audience"> | undefined {
+    for (const w of this.scopes.get(scope) ?? []) return w;
+    return undefined;
   }
 
-  private async counts(teamId: string, only?: Watcher[]): Promise<void> {
-    if (!this.teams.has(teamId)) return;
+  /** The scope's counts now if none were sent for COUNTS_MS, else once that much time has passed. */
+  private countsSoon(scope: string): void {
+    if (this.countsDue.has(scope)) return;
+    const wait = Math.max(
+      0,
+      (this.countsLast.get(scope) ?? 0) + (this.opts.countsMs ?? COUNTS_MS) - this.now(),
+    );
+    const timer = setTimeout(() => {
+      this.countsDue.delete(scope);
+      this.countsLast.set(scope, this.now());
+      void this.counts(scope);
+    }, wait);
+    this.countsDue.set(scope, timer);
+  }
+
+  private async counts(scope: string, only?: Watcher[]): Promise<void> {
+    const viewer = this.viewerOf(scope);
+    if (!viewer) return;
     try {
-      const counts = await this.store.countRunsByState(teamId);
+      const counts = await this.store.countRunsByState(viewer.teamId, viewer.audience);
       const frame = this.frame("counts", counts);
       if (only) for (const w of only) this.send(w, frame);
-      else this.broadcastTeam(teamId, frame);
+      else this.broadcastScope(scope, frame);
     } catch (err) {
-      this.opts.log?.warn({ err, teamId }, "dashboard feed could not count runs");
+      this.opts.log?.warn({ err, teamId: viewer.teamId }, "dashboard feed could not count runs");
     }
   }
 
@@ -225,12 +245,12 @@ export class DashboardFeed {
     return `id: ${this.eventId}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
   }
 
-  private broadcastTeam(teamId: string, frame: string): void {
-    for (const w of this.teams.get(teamId) ?? []) this.send(w, frame);
+  private broadcastScope(scope: string, frame: string): void {
+    for (const w of this.scopes.get(scope) ?? []) this.send(w, frame);
   }
 
   private broadcast(frame: string): void {
-    for (const watchers of this.teams.values()) for (const w of watchers) this.send(w, frame);
+    for (const watchers of this.scopes.values()) for (const w of watchers) this.send(w, frame);
   }
 
   private send(w: Watcher, frame: string): void {
@@ -243,11 +263,14 @@ export class DashboardFeed {
     w.res.write(frame);
   }
 
-  /** Ends the streams of sessions that expired or were signed out, looking each session up once. */
+  /**
+   * Ends the streams of sessions that expired or were signed out, and of viewers whose audience changed
+   * (they left a channel, lost a repository permission), looking each session up once.
+   */
   private async checkSessions(): Promise<void> {
     const now = this.now();
     const bySession = new Map<string, Watcher[]>();
-    for (const watchers of this.teams.values()) {
+    for (const watchers of this.scopes.values()) {
       for (const w of watchers) {
         if (w.expiresAt <= now) w.res.end();
         else bySession.set(w.sessionCookie, [...(bySession.get(w.sessionCookie) ?? []), w]);
@@ -255,7 +278,8 @@ export class DashboardFeed {
     }
     for (const [cookie, watchers] of bySession) {
       try {
-        if (!(await this.opts.sessionLive(cookie))) for (const w of watchers) w.res.end();
+        const scope = await this.opts.sessionScope(cookie);
+        for (const w of watchers) if (w.scope !== scope) w.res.end();
       } catch (err) {
         this.opts.log?.warn({ err }, "dashboard feed could not check a session; keeping its streams");
       }

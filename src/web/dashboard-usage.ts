@@ -1,3 +1,4 @@
+import { type AudienceFilter, audienceKey } from "../model/audience.ts";
 import type { Store, UsageSummary, UsageTotals } from "../store/store.ts";
 import { costWords } from "./dashboard-rows.ts";
 import { escapeHtml } from "./html.ts";
@@ -39,17 +40,19 @@ export class UsageCache {
     this.store = store;
   }
 
-  get(teamId: string, now: number): Promise<UsageSummary> {
+  /** The usage of the team's runs within `audience` (a viewer's: RunAccess), all of them when absent. */
+  get(teamId: string, now: number, audience?: AudienceFilter): Promise<UsageSummary> {
     const since = usageSince(now);
-    const cached = this.entries.get(teamId);
+    const key = audienceKey(teamId, audience);
+    const cached = this.entries.get(key);
     if (cached && cached.since === since && cached.until > now) return cached.value;
-    const value = this.store.summarizeUsage(teamId, since);
-    this.entries.delete(teamId);
+    const value = this.store.summarizeUsage(teamId, since, audience);
+    this.entries.delete(key);
     if (this.entries.size >= USAGE_CACHED_TEAMS) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(teamId, { since, until: now + USAGE_TTL_MS, value });
+    this.entries.set(key, { since, until: now + USAGE_TTL_MS, value });
     // A failed read is not kept: the next page load tries again.
     value.catch(() => {
-      if (this.entries.get(teamId)?.value === value) this.entries.delete(teamId);
+      if (this.entries.get(key)?.value === value) this.entries.delete(key);
     });
     return value;
   }

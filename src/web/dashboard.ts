@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { admits, audienceKey } from "../model/audience.ts";
 import { RunError } from "../model/errors.ts";
 import type { RunRecord } from "../model/run.ts";
 import { RUN_STATES, type RunState } from "../model/run-state.ts";
@@ -33,7 +34,7 @@ export type DashboardStore = Pick<
 
 export interface DashboardOptions {
   signIn: WebSignIn;
-  runService: Pick<RunService, "list" | "get">;
+  runService: Pick<RunService, "list" | "get" | "audienceOf">;
   store: DashboardStore;
   slashCommand: string;
   /** The GitHub bot's handle, when the sign-in page offers GitHub sign-in. */
@@ -55,7 +56,10 @@ const ROWS_IDS_MAX = 100;
 export async function dashboard(app: FastifyInstance, opts: DashboardOptions): Promise<void> {
   const { signIn, runService, store } = opts;
   const feed = new DashboardFeed(store, {
-    sessionLive: async (cookie) => (await signIn.lookup(cookie)) !== undefined,
+    sessionScope: async (cookie) => {
+      const session = await signIn.lookup(cookie);
+      return session && audienceKey(session.team.id, await runService.audienceOf(session));
+    },
     now: () => signIn.now().getTime(),
     stallAfterMs: opts.stallAfterMs,
     log: app.log,
@@ -89,11 +93,13 @@ export async function dashboard(app: FastifyInstance, opts: DashboardOptions): P
       }
       throw err;
     }
+    // Counts, schedules and usage cover only the runs the viewer may see, as the list does.
+    const audience = await runService.audienceOf(session);
     const [counts, bindings, schedules, usageSummary] = await Promise.all([
-      store.countRunsByState(session.team.id),
+      store.countRunsByState(session.team.id, audience),
       bindingsOf(store, page.runs),
       store.listSchedules(session.team.id),
-      usage.get(session.team.id, now),
+      usage.get(session.team.id, now, audience),
     ]);
     const nonce = randomBytes(16).toString("base64");
     return sendPage(
@@ -105,7 +111,7 @@ export async function dashboard(app: FastifyInstance, opts: DashboardOptions): P
         filters,
         page,
         counts,
-        schedules,
+        schedules: schedules.filter((s) => admits(audience, s.reportTo)),
         usage: usageSummary,
         ctx: { now, bindings, stallAfterMs: opts.stallAfterMs },
         nonce,
@@ -124,6 +130,7 @@ export async function dashboard(app: FastifyInstance, opts: DashboardOptions): P
     if (!session) {
       return reply.code(401).header("cache-control", "no-store").type("text/plain").send("sign in first");
     }
+    const audience = await runService.audienceOf(session);
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, {
@@ -137,6 +144,8 @@ export async function dashboard(app: FastifyInstance, opts: DashboardOptions): P
     feed.watch(
       {
         teamId: session.team.id,
+        audience,
+        scope: audienceKey(session.team.id, audience),
         res,
         sessionCookie: readCookie(req.headers.cookie, SESSION_COOKIE) ?? "",
         expiresAt: Date.parse(session.expiresAt),
@@ -168,8 +177,10 @@ export async function dashboard(app: FastifyInstance, opts: DashboardOptions): P
       return reply.code(400).header("cache-control", "no-store").type("text/plain").send(filters.problem);
     }
     const { cursor: _pageOnly, ...input } = filters.input;
+    const audience = await runService.audienceOf(session);
     const { runs } = await store.listRuns(session.team.id, {
       ...input,
+      ...(audience ? { audience } : {}),
       ids,
       limit: ids.length,
       sortBy: "updated_at",

@@ -52,7 +52,7 @@ const RETRY_KEY = /^[0-9a-f]{32}$/;
 
 export interface RunPageOptions {
   signIn: WebSignIn;
-  runService: Pick<RunService, "get" | "followup" | "cancel" | "create"> & RunTranscript;
+  runService: Pick<RunService, "get" | "getToSteer" | "followup" | "cancel" | "create"> & RunTranscript;
   store: Pick<Store, "readArtifactContent" | "getThreadBinding" | "getCardState" | "bindThread">;
   attachments?: AttachmentSource;
   /** Base of the API for the page's curl and CLI lines; the request's own origin when empty. */
@@ -244,6 +244,10 @@ export async function runPage(app: FastifyInstance, opts: RunPageOptions): Promi
     }
     let created: { run_id: string };
     try {
+      // Retrying starts the request again in the run's thread, and stops the old run if it still runs:
+      // the steering policy must allow both, checked before anything is started.
+      await runService.getToSteer(session, run.id, "retry");
+      if (!isTerminal(run.state)) await runService.getToSteer(session, run.id, "cancel");
       created = await runService.create(
         {
           caller: session,
@@ -332,7 +336,7 @@ function notFound(reply: FastifyReply, session: WebSession): FastifyReply {
     reply,
     404,
     "Run not found",
-    `<h1>Run not found</h1><p>Your team has no such run.</p><p><a href="/">Back to the runs</a></p>`,
+    `<h1>Run not found</h1><p>There is no such run here, or it is not one you can see.</p><p><a href="/">Back to the runs</a></p>`,
     session,
   );
 }

@@ -15,7 +15,11 @@ const FORM_BODY_LIMIT = 8 * 1024;
 
 export interface WebAppOptions {
   signIn: WebSignIn;
-  runService: Pick<RunService, "list" | "get" | "followup" | "cancel" | "create"> & RunTranscript;
+  runService: Pick<
+    RunService,
+    "list" | "get" | "getToSteer" | "audienceOf" | "followup" | "cancel" | "create"
+  > &
+    RunTranscript;
   store: Pick<Store, "readArtifactContent" | "getThreadBinding" | "getCardState" | "bindThread"> &
     DashboardStore;
   /** The run page's image attachments and the signer of their links; without it the page shows none. */

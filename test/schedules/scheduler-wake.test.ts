@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
+import { RunAccess } from "../../src/access/run-access.ts";
 import { createLogger } from "../../src/log.ts";
 import { RunService } from "../../src/runs/run-service.ts";
 import { ScheduleService } from "../../src/schedules/schedule-service.ts";
@@ -38,7 +39,7 @@ it("wakes at each fire time of an accelerated clock and re-arms when a schedule 
   const now = () => simStart + (Date.now() - realStart) * SPEED;
   scheduler = new Scheduler({
     store,
-    runService: new RunService(store, { capacity: 4 }),
+    runService: new RunService(store, { capacity: 4, access: new RunAccess(store) }),
     log: createLogger("silent"),
     now,
     speed: SPEED,

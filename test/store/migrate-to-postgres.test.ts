@@ -394,10 +394,15 @@ describe.skipIf(Boolean(missing))("dispatch migrate-to-postgres", () => {
     });
     expect(schedule.history.last_ran).toEqual(expect.any(String));
     expect(await ok(api("GET", "/api/v1/agent/identities"))).toEqual(before.identities);
-    const asMember = await fetch(`${server.url}/api/v1/agent/runs/${before.runB}`, {
-      headers: { authorization: `Bearer ${before.memberKey}` },
-    });
-    expect(asMember.status).toBe(200);
+    // runA has no thread: its audience is the team, the member included. runB is bound to a Slack thread
+    // this server has no Slack for: it is not the member's to see.
+    const url = server.url;
+    const asMember = (runId: string) =>
+      fetch(`${url}/api/v1/agent/runs/${runId}`, {
+        headers: { authorization: `Bearer ${before.memberKey}` },
+      });
+    expect((await asMember(before.runA)).status).toBe(200);
+    expect((await asMember(before.runB)).status).toBe(404);
     const artifact = await ok(api("GET", `/api/v1/agent/artifacts/${before.artifactUid}`));
     const patch = await fetch(artifact.data.download_url);
     expect(await patch.text()).toBe("+hello\n-bye\n");

@@ -58,6 +58,8 @@ export class FakeGitHub {
   readonly reactions: Array<{ repo: string; comment_id: number; content: string; user: string }> = [];
   /** Repository permission by login ("admin" | "write" | "read" | "none" | "maintain" | "triage"). */
   readonly permissions = new Map<string, string>();
+  /** Permission on one repository, by "owner/repo:login": overrides `permissions` there. */
+  readonly repoPermissions = new Map<string, string>();
   url = "";
   /** Token mode: the token Dispatch must send. */
   readonly token = `ghp_${randomBytes(18).toString("hex")}`;
@@ -292,7 +294,8 @@ export class FakeGitHub {
     );
     if (m) {
       const login = decodeURIComponent(m[2]!);
-      const permission = this.permissions.get(login) ?? "read";
+      const permission =
+        this.repoPermissions.get(`${m[1]!.toLowerCase()}:${login}`) ?? this.permissions.get(login) ?? "read";
       const role = permission;
       const legacy = role === "maintain" ? "write" : role === "triage" ? "read" : role;
       return ok(200, {

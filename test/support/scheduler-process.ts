@@ -7,7 +7,9 @@
  *
  *   node test/support/scheduler-process.ts   (with DISPATCH_TEST_DB and DISPATCH_TEST_CLOCK set)
  */
+
 import { readFileSync } from "node:fs";
+import { RunAccess } from "../../src/access/run-access.ts";
 import { createLogger } from "../../src/log.ts";
 import { RunService } from "../../src/runs/run-service.ts";
 import { Scheduler } from "../../src/schedules/scheduler.ts";
@@ -24,7 +26,7 @@ const log = createLogger(process.env.DISPATCH_LOG_LEVEL ?? "warn");
 const store = new SqliteStore(dbPath);
 await store.migrate();
 // No environment is configured here: a schedule naming one fails to spawn, as after a config change.
-const runService = new RunService(store, { capacity: 4, environmentIds: [] });
+const runService = new RunService(store, { capacity: 4, environmentIds: [], access: new RunAccess(store) });
 const scheduler = new Scheduler({
   store,
   runService,

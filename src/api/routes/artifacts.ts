@@ -1,5 +1,6 @@
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
+import type { RunService } from "../../runs/run-service.ts";
 import type { ArtifactFile, Store } from "../../store/store.ts";
 import type { ArtifactLinks, SignedLink } from "../artifact-links.ts";
 import { parseQuery } from "../parse.ts";
@@ -8,6 +9,8 @@ import { type FileArtifactResponseSchema, NoQuerySchema } from "../schemas.ts";
 
 export interface ArtifactRoutesOptions {
   store: Pick<Store, "getArtifactFile" | "readArtifactContent">;
+  /** Whether the caller sees the artifact's run (RunAccess): another audience's artifact is an unknown one. */
+  runService: Pick<RunService, "get">;
   links: ArtifactLinks;
   /** Base of the signed links handed out; known only once the server listens when not configured. */
   publicUrl: () => string;
@@ -34,16 +37,26 @@ export async function artifactRoutes(app: FastifyInstance, opts: ArtifactRoutesO
     if (!file) throw new ApiError("resource_not_found", `no artifact ${uid}`);
     return file;
   };
+  /** The caller's artifact: of their team and of a run in their audience. */
+  const findFor = async (req: FastifyRequest<Params>): Promise<ArtifactFile> => {
+    const file = await find(req.caller!.team.id, req.params.artifactUid);
+    try {
+      await opts.runService.get(req.caller!, file.runId);
+    } catch {
+      throw new ApiError("resource_not_found", `no artifact ${req.params.artifactUid}`);
+    }
+    return file;
+  };
 
   app.get<Params>("/api/v1/agent/artifacts/:artifactUid", auth, async (req) => {
     parseQuery(NoQuerySchema, req.query);
-    const file = await find(req.caller!.team.id, req.params.artifactUid);
+    const file = await findFor(req);
     return fileArtifactResponse(file, links.sign(publicUrl(), req.caller!.team.id, file.uid));
   });
 
   app.get<Params>("/api/v1/agent/artifacts/:artifactUid/download", auth, async (req, reply) => {
     parseQuery(NoQuerySchema, req.query);
-    const file = await find(req.caller!.team.id, req.params.artifactUid);
+    const file = await findFor(req);
     const link = links.sign(publicUrl(), req.caller!.team.id, file.uid);
     return reply.header("cache-control", "no-store").redirect(link.url, 302);
   });

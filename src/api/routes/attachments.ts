@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { z } from "zod";
 import type { AttachmentInfo } from "../../model/attachment.ts";
+import type { RunService } from "../../runs/run-service.ts";
 import type { Store } from "../../store/store.ts";
 import type { ArtifactLinks } from "../artifact-links.ts";
 import { parseQuery } from "../parse.ts";
@@ -9,7 +10,9 @@ import { type ListAttachmentsResponseSchema, NoQuerySchema } from "../schemas.ts
 import { contentDisposition, signedTeam } from "./artifacts.ts";
 
 export interface AttachmentRoutesOptions {
-  store: Pick<Store, "getRun" | "listAttachments" | "getAttachment" | "readAttachmentContent">;
+  store: Pick<Store, "listAttachments" | "getAttachment" | "readAttachmentContent">;
+  /** Whether the caller sees the run (RunAccess): a run outside their audience is an unknown one. */
+  runService: Pick<RunService, "get">;
   /** Signs links of kind "attachment" with attachmentContentPath. */
   links: ArtifactLinks;
   /** Base of the signed links handed out; known only once the server listens when not configured. */
@@ -34,9 +37,7 @@ export async function attachmentRoutes(app: FastifyInstance, opts: AttachmentRou
     async (req) => {
       parseQuery(NoQuerySchema, req.query);
       const teamId = req.caller!.team.id;
-      if (!(await store.getRun(teamId, req.params.runId))) {
-        throw new ApiError("resource_not_found", `no run ${req.params.runId}`);
-      }
+      await opts.runService.get(req.caller!, req.params.runId);
       const base = publicUrl();
       const attachments = await store.listAttachments(teamId, req.params.runId);
       return { attachments: attachments.map((a) => listed(a, links.sign(base, teamId, a.id))) };

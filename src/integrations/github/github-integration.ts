@@ -11,6 +11,7 @@ import { InboxQueue, type InboxStore } from "../inbox-queue.ts";
 import { CollaboratorPermissions } from "./collaborator-permissions.ts";
 import { CommentImages } from "./comment-images.ts";
 import type { CommentPayload } from "./comment-payload.ts";
+import { GitHubAudience, githubPrincipalId } from "./github-audience.ts";
 import type { GitHubClients } from "./github-clients.ts";
 import { IssueThread } from "./issue-thread.ts";
 import { commandText } from "./mention.ts";
@@ -58,6 +59,8 @@ export class GitHubIntegration {
   private readonly route: WebhookRoute;
   private readonly queue: InboxQueue;
   private readonly permissions: CollaboratorPermissions;
+  /** Who is in the audience of this integration's threads: the repository's collaborators at min_permission. */
+  readonly audience: GitHubAudience;
   private readonly verbs: Verbs;
   private readonly images: CommentImages;
 
@@ -79,6 +82,7 @@ export class GitHubIntegration {
       cacheSeconds: settings.permission_cache_seconds,
       log: log.child({ component: "github-permissions" }),
     });
+    this.audience = new GitHubAudience(this.permissions);
     this.verbs = new Verbs({
       botHandle: config.botHandle,
       minPermission: settings.min_permission,
@@ -139,15 +143,20 @@ export class GitHubIntegration {
 
     const text = commandText(p.comment.body, config.botHandle);
     const verb = (text.split(/\s+/)[0] ?? "").toLowerCase();
-    const verdict = await this.permissions.check(repo, login);
-    if (verdict === "unknown") {
+    // Whoever is in the repository's audience (collaborators at min_permission) may start and steer its
+    // runs: the same answer the web app and the API get from RunAccess for this person.
+    const membership = await this.audience.includes(
+      githubPrincipalId(login),
+      this.audience.place({ workspace: repo }),
+    );
+    if (membership.kind === "unknown") {
       return this.verbs.notice(
         issue,
         login,
         "I could not check your permission on this repository just now; please try again.",
       );
     }
-    if (verdict === "refused") {
+    if (membership.kind === "not_member") {
       // Signing in is refused in its own words: whoever may not start runs here may not sign in from here.
       if (verb === "login") {
         return issue.reply("login", loginRefusalText(login, repo, this.deps.settings.min_permission));
@@ -155,7 +164,7 @@ export class GitHubIntegration {
       return this.verbs.refuse(issue, login);
     }
 
-    const creator: Creator = { type: "user", uid: `github:${login}`, display_name: login };
+    const creator: Creator = { type: "user", uid: githubPrincipalId(login), display_name: login };
     const binding = await store.findLatestBinding({
       platform: "github",
       workspace: repo,

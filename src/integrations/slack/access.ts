@@ -1,6 +1,8 @@
+import type { SteerAction } from "../../access/audience.ts";
+import type { RunAccess } from "../../access/run-access.ts";
 import type { SlackSettings } from "../../config-file.ts";
 import type { ThreadBinding } from "../../model/thread-binding.ts";
-import type { ChannelMembership } from "./channel-members.ts";
+import { slackPrincipalId } from "./slack-audience.ts";
 
 /** Who is asking, and where. */
 export interface Actor {
@@ -56,28 +58,25 @@ export function notHereText(runId: string): string {
 }
 
 /**
- * Whether the actor may cancel or follow up a run bound to this channel. `requester` policy: only who
- * started it. `channel` policy: anyone who is a member of the run's channel now, as Slack says (where a
- * request came from is not proof of that).
+ * Whether the actor may cancel, follow up or retry a run bound to this channel, as the one access rule
+ * (RunAccess) says for the actor's Slack principal: a member of the run's channel now, as Slack says
+ * (where a request came from is not proof of that), and the requester alone under the `requester` policy.
  */
 export async function mayActOnRun(
-  policy: "channel" | "requester",
+  access: RunAccess,
+  action: SteerAction,
   actor: Actor,
   binding: ThreadBinding,
-  members: ChannelMembership,
 ): Promise<string | undefined> {
-  if (policy === "requester") {
-    return binding.requester === actor.user
-      ? undefined
-      : `Only <@${binding.requester}>, who started this run, may do that.`;
-  }
-  const membership = await members.check(binding.channel, actor.user);
+  const asker = { principal: { id: slackPrincipalId(actor.team, actor.user) }, role: "member" as const };
+  const membership = await access.membership(asker, binding);
   switch (membership.kind) {
-    case "member":
-      return undefined;
     case "not_member":
       return `Only members of <#${binding.channel}> may act on its runs; join the channel first.`;
     case "unknown":
       return `Could not check that you are a member of <#${binding.channel}> (Slack said: ${membership.reason}). Try again; if it persists, an admin needs to give the Dispatch app the channels:read, groups:read, im:read and mpim:read scopes.`;
   }
+  return (await access.steerRefusal(asker, { id: binding.runId }, action, binding))
+    ? `Only <@${binding.requester}>, who started this run, may do that.`
+    : undefined;
 }

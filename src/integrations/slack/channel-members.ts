@@ -1,13 +1,11 @@
 import type { WebClient } from "@slack/web-api";
 import type { Logger } from "pino";
+import type { Membership } from "../../access/audience.ts";
 
 /** Long enough to spare a burst of follow-ups the calls, short enough that someone removed soon loses access. */
 const MEMBERS_CACHE_MS = 30_000;
 const MEMBERS_CACHE_MAX = 500;
 const PAGE_SIZE = 1000;
-
-/** Whether a user is in a channel, as Slack says now; `unknown` with Slack's reason when it cannot say. */
-export type Membership = { kind: "member" } | { kind: "not_member" } | { kind: "unknown"; reason: string };
 
 export interface ChannelMembership {
   check(channel: string, user: string): Promise<Membership>;

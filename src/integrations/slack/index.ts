@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { RunAccess } from "../../access/run-access.ts";
 import type { SlackConfig } from "../../config.ts";
 import type { SlackSettings } from "../../config-file.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
@@ -34,6 +35,8 @@ export function createSlackIntegration(opts: {
   repositories?: RepositoryParsing;
   /** Issues web sign-in links for `/agent login`; absent in remote mode. */
   webLogin?: WebLogin;
+  /** The one access rule (its verbs ask it); the caller registers the integration's `audience` with it. */
+  access: RunAccess;
 }): SlackIntegration {
   // Each part of the integration logs under its own `component` (slack, slack-receiver, …).
   return new SlackIntegration(opts);

@@ -2,6 +2,7 @@ import { App, LogLevel, SocketModeReceiver } from "@slack/bolt";
 import { WebClient } from "@slack/web-api";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
+import type { RunAccess } from "../../access/run-access.ts";
 import type { SlackConfig } from "../../config.ts";
 import type { SlackSettings } from "../../config-file.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
@@ -15,6 +16,7 @@ import { Listeners } from "./listeners.ts";
 import { FastifySlackReceiver } from "./receiver.ts";
 import { Responder } from "./responder.ts";
 import { ScheduleVerbs } from "./schedule-verbs.ts";
+import { SlackAudience } from "./slack-audience.ts";
 import { SlackFiles } from "./slack-files.ts";
 import { UserDirectory } from "./user-directory.ts";
 import { type StatusRenderer, Verbs } from "./verbs.ts";
@@ -53,6 +55,8 @@ export interface SlackIntegrationDeps {
   repositories?: RepositoryParsing;
   /** Issues web sign-in links for `login`; absent, `login` says the web app is not served here. */
   webLogin?: WebLogin;
+  /** The one access rule, which this integration's audience is registered with (app.ts). */
+  access: RunAccess;
 }
 
 /**
@@ -69,6 +73,8 @@ export class SlackIntegration {
   /** Deliveries stored by the HTTP receiver, handed to the listeners (HTTP mode). */
   private readonly inbox: InboxQueue | undefined;
   private readonly work: WorkQueue;
+  /** Who is in the audience of this integration's threads: the channel's current members. */
+  readonly audience: SlackAudience;
 
   constructor(deps: SlackIntegrationDeps) {
     const { config, settings, runs, store, log } = deps;
@@ -119,13 +125,14 @@ export class SlackIntegration {
     this.work = new WorkQueue(log.child({ component: "slack-work-queue" }));
     const responder = new Responder(client, log.child({ component: "slack-responder" }));
     const members = new ChannelMembers(client, log.child({ component: "slack-members" }));
+    this.audience = new SlackAudience(members, settings);
     const verbs = new Verbs({
       command: config.command,
       settings,
       runs,
       store,
       responder,
-      members,
+      access: deps.access,
       ...(deps.renderStatus ? { renderStatus: deps.renderStatus } : {}),
     });
     const scheduleVerbs = new ScheduleVerbs({

@@ -2,6 +2,7 @@ import type { WebClient } from "@slack/web-api";
 import type { Logger } from "pino";
 import type { Creator } from "../../model/run.ts";
 import type { Actor } from "./access.ts";
+import { slackPrincipalId } from "./slack-audience.ts";
 
 const USER_CACHE_MS = 10 * 60_000;
 const USER_CACHE_MAX = 2_000;
@@ -58,5 +59,5 @@ export class UserDirectory {
 }
 
 function creatorOf(actor: Actor, displayName: string): Creator {
-  return { type: "user", uid: `slack:${actor.team}:${actor.user}`, display_name: displayName };
+  return { type: "user", uid: slackPrincipalId(actor.team, actor.user), display_name: displayName };
 }

@@ -1,3 +1,4 @@
+import type { RunAccess } from "../../access/run-access.ts";
 import type { SlackSettings } from "../../config-file.ts";
 import type { RepositorySpec } from "../../model/repository.ts";
 import { stateWord } from "../../model/run-wording.ts";
@@ -11,7 +12,6 @@ import { type Command, createBody, describeRepository } from "../grammar.ts";
 import { describeError, refusedAgent, runErrorCode } from "../run-errors.ts";
 import { type Actor, boundHere, mayActOnRun, notHereText } from "./access.ts";
 import { channelAgent, channelAgentHint, channelAgentVerb } from "./channel-agent.ts";
-import type { ChannelMembership } from "./channel-members.ts";
 import { channelRepositoryText, followupText, helpText, listText, statusText } from "./messages.ts";
 import type { Responder } from "./responder.ts";
 import { escapeMrkdwn } from "./status-card.ts";
@@ -49,7 +49,8 @@ export interface VerbsDeps {
     | "setChannelAgent"
   >;
   responder: Responder;
-  members: ChannelMembership;
+  /** The one access rule: who may follow up, cancel or retry a run of this channel. */
+  access: RunAccess;
   renderStatus?: StatusRenderer;
 }
 
@@ -212,11 +213,11 @@ export class Verbs {
     known?: ThreadBinding,
     files?: SharedFiles,
   ): Promise<void> {
-    const { settings, runs, responder, members } = this.deps;
+    const { runs, responder, access } = this.deps;
     const thread = known?.thread ?? undefined;
     const binding = boundHere(known ?? (await this.deps.store.getThreadBinding(runId)), actor);
     if (!binding) return responder.ephemeral(actor, notHereText(runId), thread);
-    const refused = await mayActOnRun(settings.followup, actor, binding, members);
+    const refused = await mayActOnRun(access, "followup", actor, binding);
     if (refused) return responder.ephemeral(actor, refused, thread);
     if (message === "")
       return responder.ephemeral(actor, "The follow-up is empty: say what the agent should do.", thread);
@@ -239,10 +240,10 @@ export class Verbs {
     idempotencyKey: string,
     thread?: string,
   ): Promise<void> {
-    const { settings, runs, store, responder, members } = this.deps;
+    const { runs, store, responder, access } = this.deps;
     const binding = boundHere(await store.getThreadBinding(runId), actor);
     if (!binding) return responder.ephemeral(actor, notHereText(runId), thread);
-    const refused = await mayActOnRun(settings.cancel, actor, binding, members);
+    const refused = await mayActOnRun(access, "cancel", actor, binding);
     if (refused) return responder.ephemeral(actor, refused, thread);
     try {
       await runs.cancel(runId, { by: user.creator, idempotencyKey });
@@ -291,7 +292,7 @@ export class Verbs {
     idempotencyKey: string,
     thread?: string,
   ): Promise<void> {
-    const { settings, runs, store, responder, members } = this.deps;
+    const { runs, store, responder, access } = this.deps;
     const card = await store.getCardState(runId);
     const binding = boundHere(await store.getThreadBinding(runId), actor);
     if (!cardTs || card?.cardRef !== cardTs || !binding) {
@@ -305,7 +306,7 @@ export class Verbs {
     }
     const running = run.state === "QUEUED" || run.state === "INPROGRESS";
     if (running) {
-      const refused = await mayActOnRun(settings.cancel, actor, binding, members);
+      const refused = await mayActOnRun(access, "cancel", actor, binding);
       if (refused) return responder.ephemeral(actor, refused, thread);
     }
     let created: { run_id: string };

@@ -1,3 +1,4 @@
+import type { BoundPlace } from "../../model/audience.ts";
 import type { ThreadBinding } from "../../model/thread-binding.ts";
 import { iso, type Row as SqliteRow, toBinding } from "../sqlite/rows.ts";
 import type { InboundDelivery, NewInboundDelivery } from "../store.ts";
@@ -118,6 +119,19 @@ export async function bindThread(db: Database, b: ThreadBinding): Promise<void> 
 export async function getThreadBinding(db: Database, runId: string): Promise<ThreadBinding | undefined> {
   const row = await db.row("SELECT * FROM thread_bindings WHERE run_id = $1", [runId]);
   return row ? bindingFromRow(row) : undefined;
+}
+
+export async function listBoundPlaces(db: Database, teamId: string): Promise<BoundPlace[]> {
+  const rows = await db.rows(
+    `SELECT DISTINCT b.platform, b.workspace, b.channel FROM thread_bindings b
+      JOIN runs r ON r.id = b.run_id WHERE r.team_id = $1`,
+    [teamId],
+  );
+  return rows.map((r) => ({
+    platform: String(r.platform),
+    workspace: String(r.workspace),
+    channel: String(r.channel),
+  }));
 }
 
 export async function findLatestBinding(

@@ -1,4 +1,5 @@
 import type { NewAttachment } from "../../model/attachment.ts";
+import { type AudienceFilter, placesJson } from "../../model/audience.ts";
 import type { RunRecord } from "../../model/run.ts";
 import { canApply, RUN_STATES, type RunState, type Trigger } from "../../model/run-state.ts";
 import { wireStatusMessage } from "../../model/status-reason.ts";
@@ -116,6 +117,18 @@ export async function getRunBySession(db: Database, sessionId: string): Promise<
   return row ? runFromRow(row) : undefined;
 }
 
+/**
+ * The SQL condition (on `runs`) of a viewer's audience filter, its places bound through `bind`: unbound
+ * runs when the filter admits them, and runs with a binding at one of its places (a null channel: any).
+ */
+export function audienceCondition(filter: AudienceFilter, bind: (value: unknown) => string): string {
+  const bound = `EXISTS (SELECT 1 FROM thread_bindings b, jsonb_array_elements(${bind(placesJson(filter))}::jsonb) p
+    WHERE b.run_id = runs.id AND b.platform = p ->> 0 AND b.workspace = p ->> 1
+      AND (p ->> 2 IS NULL OR b.channel = p ->> 2))`;
+  const unbound = "NOT EXISTS (SELECT 1 FROM thread_bindings b WHERE b.run_id = runs.id)";
+  return filter.unbound ? `(${unbound} OR ${bound})` : bound;
+}
+
 export async function listRuns(
   db: Database,
   teamId: string,
@@ -147,6 +160,7 @@ export async function listRuns(
     if (q.ids.length === 0) return { runs: [], hasMore: false };
     where.push(`id = ANY(${bind(q.ids)}::text[])`);
   }
+  if (q.audience) where.push(audienceCondition(q.audience, bind));
   const equal: Array<[string, string | undefined]> = [
     ["config_name", q.name],
     ["model_id", q.modelId],
@@ -216,12 +230,23 @@ export async function listRuns(
   return { runs: rows.slice(0, q.limit).map(runFromRow), hasMore };
 }
 
-export async function countRunsByState(db: Database, teamId?: string): Promise<Record<RunState, number>> {
+export async function countRunsByState(
+  db: Database,
+  teamId?: string,
+  audience?: AudienceFilter,
+): Promise<Record<RunState, number>> {
   const counts = Object.fromEntries(RUN_STATES.map((s) => [s, 0])) as Record<RunState, number>;
-  const rows =
-    teamId === undefined
-      ? await db.rows("SELECT state, COUNT(*) AS n FROM runs GROUP BY state")
-      : await db.rows("SELECT state, COUNT(*) AS n FROM runs WHERE team_id = $1 GROUP BY state", [teamId]);
+  const params: unknown[] = [];
+  const bind = (value: unknown) => {
+    params.push(value);
+    return `$${params.length}`;
+  };
+  const where = teamId === undefined ? [] : [`team_id = ${bind(teamId)}`];
+  if (teamId !== undefined && audience) where.push(audienceCondition(audience, bind));
+  const rows = await db.rows(
+    `SELECT state, COUNT(*) AS n FROM runs ${where.length ? `WHERE ${where.join(" AND ")}` : ""} GROUP BY state`,
+    params,
+  );
   for (const row of rows) {
     counts[row.state as RunState] = Number(row.n);
   }

@@ -1,3 +1,4 @@
+import type { BoundPlace } from "../../model/audience.ts";
 import type { ThreadBinding } from "../../model/thread-binding.ts";
 import type { InboundDelivery, NewInboundDelivery } from "../store.ts";
 import type { Database } from "./database.ts";
@@ -123,6 +124,20 @@ export async function bindThread(db: Database, b: ThreadBinding): Promise<void> 
 export async function getThreadBinding(db: Database, runId: string): Promise<ThreadBinding | undefined> {
   const row = db.sql("SELECT * FROM thread_bindings WHERE run_id = ?").get(runId) as Row | undefined;
   return row ? toBinding(row) : undefined;
+}
+
+export async function listBoundPlaces(db: Database, teamId: string): Promise<BoundPlace[]> {
+  const rows = db
+    .sql(
+      `SELECT DISTINCT b.platform, b.workspace, b.channel FROM thread_bindings b
+        JOIN runs r ON r.id = b.run_id WHERE r.team_id = ?`,
+    )
+    .all(teamId) as Row[];
+  return rows.map((r) => ({
+    platform: String(r.platform),
+    workspace: String(r.workspace),
+    channel: String(r.channel),
+  }));
 }
 
 export async function findLatestBinding(

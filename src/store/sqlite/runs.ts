@@ -1,5 +1,6 @@
 import type { SQLInputValue } from "node:sqlite";
 import type { NewAttachment } from "../../model/attachment.ts";
+import { type AudienceFilter, placesJson } from "../../model/audience.ts";
 import type { RunRecord } from "../../model/run.ts";
 import { canApply, RUN_STATES, type RunState, type Trigger } from "../../model/run-state.ts";
 import { wireStatusMessage } from "../../model/status-reason.ts";
@@ -113,6 +114,19 @@ export async function getRunBySession(db: Database, sessionId: string): Promise<
   return row ? runFromValues(row) : undefined;
 }
 
+/**
+ * The SQL condition (on `runs`) of a viewer's audience filter, with its parameters: unbound runs when the
+ * filter admits them, and runs with a binding at one of its places (a null channel: any in the workspace).
+ */
+export function audienceCondition(filter: AudienceFilter): { sql: string; params: SQLInputValue[] } {
+  const bound = `EXISTS (SELECT 1 FROM thread_bindings b JOIN json_each(?) p
+      ON b.platform = p.value ->> '$[0]' AND b.workspace = p.value ->> '$[1]'
+      AND (p.value ->> '$[2]' IS NULL OR b.channel = p.value ->> '$[2]')
+    WHERE b.run_id = runs.id)`;
+  const unbound = "NOT EXISTS (SELECT 1 FROM thread_bindings b WHERE b.run_id = runs.id)";
+  return { sql: filter.unbound ? `(${unbound} OR ${bound})` : bound, params: [placesJson(filter)] };
+}
+
 export async function listRuns(
   db: Database,
   teamId: string,
@@ -194,6 +208,11 @@ export async function listRuns(
     );
     params.push(q.artifactType);
   }
+  if (q.audience) {
+    const audience = audienceCondition(q.audience);
+    where.push(audience.sql);
+    params.push(...audience.params);
+  }
   if (q.q) {
     where.push("(instr(fold_case(title), ?) > 0 OR instr(fold_case(prompt), ?) > 0)");
     const needle = foldCase(q.q);
@@ -222,12 +241,21 @@ export async function listRuns(
   return { runs: rows.slice(0, q.limit).map(runFromValues), hasMore };
 }
 
-export async function countRunsByState(db: Database, teamId?: string): Promise<Record<RunState, number>> {
+export async function countRunsByState(
+  db: Database,
+  teamId?: string,
+  audience?: AudienceFilter,
+): Promise<Record<RunState, number>> {
   const counts = Object.fromEntries(RUN_STATES.map((s) => [s, 0])) as Record<RunState, number>;
+  const visible = audience ? audienceCondition(audience) : undefined;
   const rows = (
     teamId === undefined
       ? db.sql("SELECT state, COUNT(*) AS n FROM runs GROUP BY state").all()
-      : db.sql("SELECT state, COUNT(*) AS n FROM runs WHERE team_id = ? GROUP BY state").all(teamId)
+      : visible
+        ? db
+            .sql(`SELECT state, COUNT(*) AS n FROM runs WHERE team_id = ? AND ${visible.sql} GROUP BY state`)
+            .all(teamId, ...visible.params)
+        : db.sql("SELECT state, COUNT(*) AS n FROM runs WHERE team_id = ? GROUP BY state").all(teamId)
   ) as Row[];
   for (const row of rows) {
     counts[row.state as RunState] = Number(row.n);

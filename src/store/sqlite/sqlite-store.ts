@@ -1,4 +1,5 @@
 import type { AttachmentInfo, NewAttachment } from "../../model/attachment.ts";
+import type { AudienceFilter, BoundPlace } from "../../model/audience.ts";
 import type {
   GitHubApproval,
   GitHubSignIn,
@@ -172,12 +173,12 @@ export class SqliteStore implements Store {
     return runs.listRuns(this.db, teamId, q);
   }
 
-  countRunsByState(teamId?: string): Promise<Record<RunState, number>> {
-    return runs.countRunsByState(this.db, teamId);
+  countRunsByState(teamId?: string, audience?: AudienceFilter): Promise<Record<RunState, number>> {
+    return runs.countRunsByState(this.db, teamId, audience);
   }
 
-  summarizeUsage(teamId: string, since: string): Promise<UsageSummary> {
-    return usageSummary.summarizeUsage(this.db, teamId, since);
+  summarizeUsage(teamId: string, since: string, audience?: AudienceFilter): Promise<UsageSummary> {
+    return usageSummary.summarizeUsage(this.db, teamId, since, audience);
   }
 
   countActiveRuns(upTo: number): Promise<number> {
@@ -342,6 +343,10 @@ export class SqliteStore implements Store {
 
   getThreadBinding(runId: string): Promise<ThreadBinding | undefined> {
     return inbound.getThreadBinding(this.db, runId);
+  }
+
+  listBoundPlaces(teamId: string): Promise<BoundPlace[]> {
+    return inbound.listBoundPlaces(this.db, teamId);
   }
 
   findLatestBinding(

@@ -157,6 +157,7 @@ describe("Socket Mode", () => {
         command: "/agent",
       },
       settings: parseSettings({}).slack,
+      access: {} as never,
       runs: {} as never,
       store: {} as never,
       log: createLogger("silent"),

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe } from "vitest";
 import type { Store } from "../../../src/store/store.ts";
 import { attachmentsConformance } from "./attachments.ts";
+import { audienceConformance } from "./audience.ts";
 import { channelSettingsConformance } from "./channel-settings.ts";
 import { dashboardConformance } from "./dashboard.ts";
 import { databaseConformance } from "./database.ts";
@@ -58,5 +59,6 @@ export function storeConformance(
     webSessionsConformance(suite);
     githubSignInsConformance(suite);
     dashboardConformance(suite);
+    audienceConformance(suite);
   });
 }
