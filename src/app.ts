@@ -232,7 +232,10 @@ export async function startDispatch(
   if (serveApi) server.register(agentRoutes, { agents });
   if (serveApi) server.register(identityRoutes, { identities: new IdentityService(store) });
   // Schedules are written through the API with the scheduler's clock, so both agree on what is due.
-  const schedules = new ScheduleService(store, opts.scheduler?.now ? { now: opts.scheduler.now } : {});
+  const schedules = new ScheduleService(store, {
+    limits: config.scheduleLimits,
+    ...(opts.scheduler?.now ? { now: opts.scheduler.now } : {}),
+  });
   if (serveApi) server.register(scheduleRoutes, { schedules });
   // One signing key for every signed content link (artifacts and attachments), read once.
   const signingKey = await loadSigningKey(config.signingKey, config.dataDir);

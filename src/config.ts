@@ -93,6 +93,8 @@ const EnvSchema = z.object({
   DATABASE_URL: z.string().optional(),
   DISPATCH_ADMIN_API_KEY: apiKey(),
   DISPATCH_MAX_CONCURRENT_RUNS: intFrom(0, 1000).default(4),
+  DISPATCH_SCHEDULES_PER_TEAM: intFrom(1, 100_000).default(100),
+  DISPATCH_SCHEDULES_PER_CREATOR: intFrom(1, 100_000).default(20),
   DISPATCH_ROLES: z
     .string()
     .default(SERVE_ROLES.join(","))
@@ -235,6 +237,14 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
       postgresUrl,
       adminApiKey: e.DISPATCH_ADMIN_API_KEY,
       maxConcurrentRuns: e.DISPATCH_MAX_CONCURRENT_RUNS,
+      /**
+       * How many schedules a team, and one person in it, may own (DISPATCH_SCHEDULES_PER_TEAM,
+       * DISPATCH_SCHEDULES_PER_CREATOR): a create over either is refused.
+       */
+      scheduleLimits: {
+        perTeam: e.DISPATCH_SCHEDULES_PER_TEAM,
+        perCreator: e.DISPATCH_SCHEDULES_PER_CREATOR,
+      },
       /** What this process does (`dispatch serve --role`): replicas split the service by role. */
       roles: e.DISPATCH_ROLES,
       pollIntervalMs: e.DISPATCH_POLL_INTERVAL_MS,
