@@ -155,7 +155,9 @@ export async function startDispatch(
     (err) => log.warn({ err }, "a PostgreSQL connection failed; it is reopened"),
   );
   await store.migrate();
-  const generatedAdminKey = await ensureAdminKey(store, config.adminApiKey);
+  // Keys are checked by the api role only: a process without it (a worker) needs no admin key, and must
+  // not mint one on a fresh database either (it would print it in that process's log).
+  const generatedAdminKey = serveApi ? await ensureAdminKey(store, config.adminApiKey) : undefined;
   const runService = new RunService(store, {
     // The registry is built below; create is only called once the server is up.
     harnessRefusal: (key, config) => harnesses.refusal(key, config),
@@ -351,10 +353,11 @@ export async function startDispatch(
           ...(opts.github?.throttle !== undefined ? { throttle: opts.github.throttle } : {}),
         })
       : undefined;
+  // Only the api role receives webhooks; the configuration requires their secret exactly then.
   const github =
-    config.github && githubModules && githubClients && serveApi
+    config.github?.webhookSecret && githubModules && githubClients && serveApi
       ? githubModules.createGitHubIntegration({
-          config: config.github,
+          config: { ...config.github, webhookSecret: config.github.webhookSecret },
           settings: config.settings.github,
           clients: githubClients,
           runs: await runsApiFor(githubModules.GITHUB_PRINCIPAL, "member"),
