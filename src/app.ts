@@ -156,7 +156,9 @@ export async function startDispatch(
     (err) => log.warn({ err }, "a PostgreSQL connection failed; it is reopened"),
   );
   await store.migrate();
-  const generatedAdminKey = await ensureAdminKey(store, config.adminApiKey);
+  // Keys are checked by the api role only: a process without it (a worker) needs no admin key, and must
+  // not mint one on a fresh database either (it would print it in that process's log).
+  const generatedAdminKey = serveApi ? await ensureAdminKey(store, config.adminApiKey) : undefined;
   // The one access rule for runs (SURFACES.md rule 2); each surface registers its threads' audience below.
   const access = new RunAccess(store);
   const runService = new RunService(store, {
@@ -236,7 +238,10 @@ export async function startDispatch(
   if (serveApi) server.register(agentRoutes, { agents });
   if (serveApi) server.register(identityRoutes, { identities: new IdentityService(store) });
   // Schedules are written through the API with the scheduler's clock, so both agree on what is due.
-  const schedules = new ScheduleService(store, opts.scheduler?.now ? { now: opts.scheduler.now } : {});
+  const schedules = new ScheduleService(store, {
+    limits: config.scheduleLimits,
+    ...(opts.scheduler?.now ? { now: opts.scheduler.now } : {}),
+  });
   if (serveApi) server.register(scheduleRoutes, { schedules });
   // One signing key for every signed content link (artifacts and attachments), read once.
   const signingKey = await loadSigningKey(config.signingKey, config.dataDir);
@@ -365,10 +370,11 @@ export async function startDispatch(
           ...(opts.github?.throttle !== undefined ? { throttle: opts.github.throttle } : {}),
         })
       : undefined;
+  // Only the api role receives webhooks; the configuration requires their secret exactly then.
   const github =
-    config.github && githubModules && githubClients && serveApi
+    config.github?.webhookSecret && githubModules && githubClients && serveApi
       ? githubModules.createGitHubIntegration({
-          config: config.github,
+          config: { ...config.github, webhookSecret: config.github.webhookSecret },
           settings: config.settings.github,
           clients: githubClients,
           runs: await runsApiFor(githubModules.GITHUB_PRINCIPAL, "member"),

@@ -93,6 +93,8 @@ const EnvSchema = z.object({
   DATABASE_URL: z.string().optional(),
   DISPATCH_ADMIN_API_KEY: apiKey(),
   DISPATCH_MAX_CONCURRENT_RUNS: intFrom(0, 1000).default(4),
+  DISPATCH_SCHEDULES_PER_TEAM: intFrom(1, 100_000).default(100),
+  DISPATCH_SCHEDULES_PER_CREATOR: intFrom(1, 100_000).default(20),
   DISPATCH_ROLES: z
     .string()
     .default(SERVE_ROLES.join(","))
@@ -235,6 +237,14 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
       postgresUrl,
       adminApiKey: e.DISPATCH_ADMIN_API_KEY,
       maxConcurrentRuns: e.DISPATCH_MAX_CONCURRENT_RUNS,
+      /**
+       * How many schedules a team, and one person in it, may own (DISPATCH_SCHEDULES_PER_TEAM,
+       * DISPATCH_SCHEDULES_PER_CREATOR): a create over either is refused.
+       */
+      scheduleLimits: {
+        perTeam: e.DISPATCH_SCHEDULES_PER_TEAM,
+        perCreator: e.DISPATCH_SCHEDULES_PER_CREATOR,
+      },
       /** What this process does (`dispatch serve --role`): replicas split the service by role. */
       roles: e.DISPATCH_ROLES,
       pollIntervalMs: e.DISPATCH_POLL_INTERVAL_MS,
@@ -288,8 +298,11 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
       slackApiUrl: e.SLACK_API_URL,
       /** dispatch.config.yaml (or its defaults). */
       settings,
-      /** The GitHub integration, when GITHUB_APP_ID or GITHUB_TOKEN is set (see loadGitHubConfig). */
-      github: loadGitHubConfig(env),
+      /**
+       * The GitHub integration, when GITHUB_APP_ID or GITHUB_TOKEN is set (see loadGitHubConfig): webhooks
+       * with the api role, pull requests and comments with the others.
+       */
+      github: loadGitHubConfig(env, { receivesWebhooks: e.DISPATCH_ROLES.has("api") }),
       /** How runs' commands are isolated (DISPATCH_SANDBOX, DISPATCH_BWRAP_PATH, DISPATCH_SANDBOX_*). */
       sandbox: {
         /**
@@ -376,55 +389,69 @@ const GitHubEnvSchema = z.object({
     .optional(),
 });
 
-const GitHubConfigSchema = GitHubEnvSchema.transform((e, ctx) => {
-  const problems = problemRecorder(ctx);
-  if (!e.GITHUB_APP_ID && !e.GITHUB_TOKEN) {
-    problems.add("GITHUB_APP_ID", "required (or GITHUB_TOKEN) to enable the GitHub integration");
-  }
-  if (e.GITHUB_APP_ID && e.GITHUB_TOKEN) {
-    problems.add("GITHUB_TOKEN", "set either GITHUB_APP_ID (a GitHub App) or GITHUB_TOKEN, not both");
-  }
-  if (!e.GITHUB_WEBHOOK_SECRET) problems.add("GITHUB_WEBHOOK_SECRET", "required to receive GitHub webhooks");
-  if (!e.GITHUB_BOT_HANDLE) {
-    problems.add("GITHUB_BOT_HANDLE", "required: the @mention people write, e.g. dispatch");
-  }
-  let privateKey: string | undefined;
-  if (e.GITHUB_APP_ID && !e.GITHUB_PRIVATE_KEY) {
-    problems.add("GITHUB_PRIVATE_KEY", "required with GITHUB_APP_ID (the App's PEM, or its path)");
-  } else if (e.GITHUB_APP_ID && e.GITHUB_PRIVATE_KEY) {
-    privateKey = readPrivateKey(e.GITHUB_PRIVATE_KEY, (message) =>
-      problems.add("GITHUB_PRIVATE_KEY", message),
-    );
-  }
-  const auth =
-    e.GITHUB_APP_ID && privateKey
-      ? { kind: "app" as const, appId: e.GITHUB_APP_ID, privateKey }
-      : e.GITHUB_TOKEN
-        ? { kind: "token" as const, token: e.GITHUB_TOKEN }
-        : undefined;
-  if (problems.found || !auth || !e.GITHUB_WEBHOOK_SECRET || !e.GITHUB_BOT_HANDLE) return z.NEVER;
-  return {
-    /** A GitHub App (installation tokens) or a token. */
-    auth,
-    /** The App id, to recognise comments posted through this App. */
-    appId: e.GITHUB_APP_ID,
-    /** Verifies X-Hub-Signature-256 of POST /github/webhooks. */
-    webhookSecret: e.GITHUB_WEBHOOK_SECRET,
-    /** GITHUB_API_URL without a trailing slash. */
-    apiUrl: e.GITHUB_API_URL,
-    /** The @mention, without the @ (an App's slug: comments then come from "<slug>[bot]"). */
-    botHandle: e.GITHUB_BOT_HANDLE,
-  };
-});
+/**
+ * `receivesWebhooks`: the process serves the api role, which answers POST /github/webhooks. A process
+ * without it (a worker pushing branches and opening pull requests) needs no GITHUB_WEBHOOK_SECRET, so a
+ * deployment can keep that secret off the machines that run agents.
+ */
+const githubConfigSchema = (receivesWebhooks: boolean) =>
+  GitHubEnvSchema.transform((e, ctx) => {
+    const problems = problemRecorder(ctx);
+    if (!e.GITHUB_APP_ID && !e.GITHUB_TOKEN) {
+      problems.add("GITHUB_APP_ID", "required (or GITHUB_TOKEN) to enable the GitHub integration");
+    }
+    if (e.GITHUB_APP_ID && e.GITHUB_TOKEN) {
+      problems.add("GITHUB_TOKEN", "set either GITHUB_APP_ID (a GitHub App) or GITHUB_TOKEN, not both");
+    }
+    if (receivesWebhooks && !e.GITHUB_WEBHOOK_SECRET) {
+      problems.add("GITHUB_WEBHOOK_SECRET", "required to receive GitHub webhooks");
+    }
+    if (!e.GITHUB_BOT_HANDLE) {
+      problems.add("GITHUB_BOT_HANDLE", "required: the @mention people write, e.g. dispatch");
+    }
+    let privateKey: string | undefined;
+    if (e.GITHUB_APP_ID && !e.GITHUB_PRIVATE_KEY) {
+      problems.add("GITHUB_PRIVATE_KEY", "required with GITHUB_APP_ID (the App's PEM, or its path)");
+    } else if (e.GITHUB_APP_ID && e.GITHUB_PRIVATE_KEY) {
+      privateKey = readPrivateKey(e.GITHUB_PRIVATE_KEY, (message) =>
+        problems.add("GITHUB_PRIVATE_KEY", message),
+      );
+    }
+    const auth =
+      e.GITHUB_APP_ID && privateKey
+        ? { kind: "app" as const, appId: e.GITHUB_APP_ID, privateKey }
+        : e.GITHUB_TOKEN
+          ? { kind: "token" as const, token: e.GITHUB_TOKEN }
+          : undefined;
+    if (problems.found || !auth || !e.GITHUB_BOT_HANDLE) return z.NEVER;
+    return {
+      /** A GitHub App (installation tokens) or a token. */
+      auth,
+      /** The App id, to recognise comments posted through this App. */
+      appId: e.GITHUB_APP_ID,
+      /** Verifies X-Hub-Signature-256 of POST /github/webhooks; unset only in a process without the api role. */
+      webhookSecret: e.GITHUB_WEBHOOK_SECRET,
+      /** GITHUB_API_URL without a trailing slash. */
+      apiUrl: e.GITHUB_API_URL,
+      /** The @mention, without the @ (an App's slug: comments then come from "<slug>[bot]"). */
+      botHandle: e.GITHUB_BOT_HANDLE,
+    };
+  });
 
-export type GitHubConfig = z.output<typeof GitHubConfigSchema>;
+export type GitHubConfig = z.output<ReturnType<typeof githubConfigSchema>>;
+/** The GitHub configuration of a process that receives webhooks (the api role). */
+export type GitHubWebhookConfig = GitHubConfig & { webhookSecret: string };
 
 /**
  * GITHUB_* variables: undefined when neither GITHUB_APP_ID nor GITHUB_TOKEN is set (and nothing else of
  * GitHub's is), else a complete, checked configuration. GITHUB_PRIVATE_KEY is the PEM itself (newlines
- * may be written as \n) or the path of a PEM file.
+ * may be written as \n) or the path of a PEM file. GITHUB_WEBHOOK_SECRET is required unless
+ * `receivesWebhooks` is false (githubConfigSchema).
  */
-export function loadGitHubConfig(env: NodeJS.ProcessEnv): GitHubConfig | undefined {
+export function loadGitHubConfig(
+  env: NodeJS.ProcessEnv,
+  opts: { receivesWebhooks: boolean } = { receivesWebhooks: true },
+): GitHubConfig | undefined {
   const given = variablesFor(GitHubEnvSchema, env);
   const { GITHUB_API_URL: _url, ...set } = given;
   if (!set.GITHUB_APP_ID && !set.GITHUB_TOKEN) {
@@ -439,7 +466,7 @@ export function loadGitHubConfig(env: NodeJS.ProcessEnv): GitHubConfig | undefin
     }
     return undefined;
   }
-  return parseVariables(GitHubConfigSchema, given);
+  return parseVariables(githubConfigSchema(opts.receivesWebhooks), given);
 }
 
 /** The PEM in `value` (or in the file it names), once it reads as a private key; else `problem` says why. */

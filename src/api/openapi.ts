@@ -302,6 +302,8 @@ export function buildOpenApiDocument(): Json {
           operationId: "createSchedule",
           tags: ["schedules"],
           summary: "Create a scheduled agent: a run on every cron fire time (exactly once each)",
+          description:
+            "Its runs are for the caller, its owner (`created_by`). 403 `not_authorized` when the team has DISPATCH_SCHEDULES_PER_TEAM schedules, or the caller owns DISPATCH_SCHEDULES_PER_CREATOR. A fire time while the previous run is still QUEUED is skipped, shown in `last_spawn_error`.",
           parameters: [idempotencyHeader],
           requestBody: { required: true, content: json(CreateScheduleRequestSchema) },
           responses: {
@@ -337,6 +339,8 @@ export function buildOpenApiDocument(): Json {
           operationId: "updateSchedule",
           tags: ["schedules"],
           summary: "Replace a schedule",
+          description:
+            "The caller becomes the schedule's owner (`created_by`): its runs are theirs from now on. 403 `not_authorized` when that would make them own more than DISPATCH_SCHEDULES_PER_CREATOR schedules.",
           parameters: [scheduleIdParam],
           requestBody: { required: true, content: json(UpdateScheduleRequestSchema) },
           responses: {
@@ -375,6 +379,8 @@ export function buildOpenApiDocument(): Json {
           operationId: "resumeSchedule",
           tags: ["schedules"],
           summary: "Resume a schedule from its next fire time (what was missed while paused does not fire)",
+          description:
+            "Resuming a paused schedule makes the caller its owner (`created_by`), as a replace does; resuming one that is not paused changes nothing.",
           parameters: [scheduleIdParam],
           responses: {
             "200": { description: "The resumed schedule.", content: json(ScheduledAgentItemSchema) },

@@ -29,7 +29,10 @@ export interface ScheduleRecord {
   agentConfig: AgentConfig;
   /** Copied onto each run. */
   metadata: Record<string, string>;
-  /** Whom the runs are for. */
+  /**
+   * Whom the runs are for: the creator, until someone else replaces the schedule or resumes it, who then
+   * owns it (so nobody's runs carry a prompt they did not write).
+   */
   createdBy: Creator;
   updatedBy: Creator;
   createdAt: string;
@@ -42,9 +45,30 @@ export interface ScheduleRecord {
   lastFireTime: string | null;
   /** When the latest run was created. */
   lastRan: string | null;
-  /** Why the latest firing could not create its run; cleared by the next one that does. */
+  /**
+   * Why the latest firing made no run (it failed, or was skipped while the previous run was still
+   * queued); cleared by the next one that makes a run.
+   */
   lastSpawnError: string | null;
   reportTo: ReportTarget | null;
+}
+
+/**
+ * How many schedules a team, and one person in it, may own (DISPATCH_SCHEDULES_PER_TEAM and
+ * DISPATCH_SCHEDULES_PER_CREATOR): each enabled schedule makes runs on its own, so an unbounded number
+ * would let one key flood the queue.
+ */
+export interface ScheduleLimits {
+  perTeam: number;
+  perCreator: number;
+}
+
+/**
+ * The last_spawn_error of a firing skipped because the schedule's previous run has not started: another
+ * run would only queue behind it.
+ */
+export function skippedWhileQueuedText(fireTime: string, queuedRunId: string): string {
+  return `skipped the firing of ${fireTime}: the previous run ${queuedRunId} is still queued (not started yet), so another run would only pile up behind it; the next fire time after it starts makes a run again`;
 }
 
 /** What a user sets on a schedule (create, and PUT, which replaces these). */

@@ -1,7 +1,7 @@
 import { v7 as uuidv7 } from "uuid";
 import { RunError } from "../model/errors.ts";
 import type { AgentConfig, Creator } from "../model/run.ts";
-import type { ReportTarget, ScheduleFields, ScheduleRecord } from "../model/schedule.ts";
+import type { ReportTarget, ScheduleFields, ScheduleLimits, ScheduleRecord } from "../model/schedule.ts";
 import { idempotencyClaim } from "../runs/idempotency-claim.ts";
 import type { ChannelKey, IdempotencyClaim, Store } from "../store/store.ts";
 import { CronTimes } from "./cron.ts";
@@ -9,7 +9,10 @@ import { CronTimes } from "./cron.ts";
 /** Who acts on a team's schedules (the API caller, or a Slack user through the integration). */
 export interface ScheduleActor {
   teamId: string;
-  /** Recorded as created_by / updated_by; a new schedule's runs are created for this person. */
+  /**
+   * Recorded as created_by / updated_by; a new schedule's runs are created for this person, and so are
+   * those of a schedule they replace or resume.
+   */
   who: Creator;
 }
 
@@ -37,10 +40,12 @@ export const SCHEDULE_NAME_MAX = 200;
  */
 export class ScheduleService {
   private readonly store: Store;
+  private readonly limits: ScheduleLimits;
   private readonly now: () => number;
 
-  constructor(store: Store, opts: { now?: () => number } = {}) {
+  constructor(store: Store, opts: { limits: ScheduleLimits; now?: () => number }) {
     this.store = store;
+    this.limits = opts.limits;
     this.now = opts.now ?? Date.now;
   }
 
@@ -72,9 +77,12 @@ export class ScheduleService {
         lastSpawnError: null,
         reportTo: opts.reportTo ?? null,
       },
+      this.limits,
       opts.idempotency && claimOf(opts.idempotency),
     );
     if (result === "name_taken") throw nameTaken(fields.name);
+    if (result === "team_limit") throw teamLimit(this.limits.perTeam);
+    if (result === "creator_limit") throw creatorLimit(this.limits.perCreator);
     if (result.kind === "key_reused") {
       throw new RunError(
         "idempotency_key_reused",
@@ -104,16 +112,28 @@ export class ScheduleService {
     return (await this.store.listSchedules(teamId)).find((s) => s.name === name);
   }
 
-  /** PUT: every user field is replaced; what is absent takes its default (no time zone is UTC). */
+  /**
+   * PUT: every user field is replaced; what is absent takes its default (no time zone is UTC). The runs
+   * are for whoever replaced it from then on: someone else's prompt never runs as the schedule's owner.
+   */
   replace(actor: ScheduleActor, id: string, spec: ScheduleSpec): Promise<ScheduleRecord> {
-    return this.write(actor, id, validate(spec));
+    return this.write(actor, id, validate(spec), { takeOver: true });
   }
 
-  /** Pause (false) or resume (true); resuming does not catch up on the slots missed while paused. */
+  /**
+   * Pause (false) or resume (true); resuming does not catch up on the slots missed while paused. Whoever
+   * resumes a paused schedule owns it from then on (its owner may have paused it on purpose); pausing
+   * makes no runs, so it leaves the owner as it is.
+   */
   async setEnabled(actor: ScheduleActor, id: string, enabled: boolean): Promise<ScheduleRecord> {
     const current = await this.get(actor.teamId, id);
     const { name, cronSchedule, timezone, prompt, agentConfig, metadata } = current;
-    return this.write(actor, id, { name, cronSchedule, timezone, enabled, prompt, agentConfig, metadata });
+    return this.write(
+      actor,
+      id,
+      { name, cronSchedule, timezone, enabled, prompt, agentConfig, metadata },
+      { takeOver: enabled && !current.enabled },
+    );
   }
 
   async delete(teamId: string, id: string): Promise<void> {
@@ -129,14 +149,22 @@ export class ScheduleService {
     return { last_ran: schedule.lastRan, next_run: next ?? null };
   }
 
-  private async write(actor: ScheduleActor, id: string, fields: ScheduleFields): Promise<ScheduleRecord> {
+  /** `takeOver`: the actor becomes the owner, whom the runs are for, if someone else was. */
+  private async write(
+    actor: ScheduleActor,
+    id: string,
+    fields: ScheduleFields,
+    opts: { takeOver: boolean },
+  ): Promise<ScheduleRecord> {
     const updated = await this.store.updateSchedule(actor.teamId, id, {
       ...fields,
       updatedBy: actor.who,
       updatedAt: new Date(this.now()).toISOString(),
+      ...(opts.takeOver ? { takeOver: { perCreator: this.limits.perCreator } } : {}),
     });
     if (updated === undefined) throw notFound(id);
     if (updated === "name_taken") throw nameTaken(fields.name);
+    if (updated === "creator_limit") throw takeOverLimit(this.limits.perCreator);
     this.changed();
     return updated;
   }
@@ -193,6 +221,31 @@ export function validate(spec: ScheduleSpec): ScheduleFields {
 
 function notFound(id: string): RunError {
   return new RunError("resource_not_found", `no schedule ${id} in this team`);
+}
+
+function schedules(count: number): string {
+  return count === 1 ? "1 schedule" : `${count} schedules`;
+}
+
+function teamLimit(limit: number): RunError {
+  return new RunError(
+    "not_authorized",
+    `this team has ${schedules(limit)}, the most it may have (DISPATCH_SCHEDULES_PER_TEAM); delete one it no longer needs, or ask whoever runs Dispatch to raise DISPATCH_SCHEDULES_PER_TEAM`,
+  );
+}
+
+function creatorLimit(limit: number): RunError {
+  return new RunError(
+    "not_authorized",
+    `you have ${schedules(limit)} in this team, the most one person may have (DISPATCH_SCHEDULES_PER_CREATOR); delete one of yours you no longer need, or ask whoever runs Dispatch to raise DISPATCH_SCHEDULES_PER_CREATOR`,
+  );
+}
+
+function takeOverLimit(limit: number): RunError {
+  return new RunError(
+    "not_authorized",
+    `this change would make the schedule's runs yours, and you have ${schedules(limit)} in this team, the most one person may have (DISPATCH_SCHEDULES_PER_CREATOR); delete one of yours first, or ask the schedule's owner to make the change`,
+  );
 }
 
 function nameTaken(name: string): RunError {

@@ -31,7 +31,8 @@ export const DEFAULT_SCHEDULER_RETRY_MS = 60_000;
  * time not fired yet — so the slots missed while Dispatch was down fire once, as that latest one — then
  * sleeps until the next fire time (bounded, and cut short when a schedule changes in this process).
  * Exactly-once comes from the store: a firing claims (schedule, fire time) in the transaction that
- * inserts its run, so any number of schedulers on one database may race for it.
+ * inserts its run, so any number of schedulers on one database may race for it. A firing while the
+ * schedule's previous run is still queued is skipped there too (and shown in last_spawn_error).
  */
 export class Scheduler {
   private readonly opts: SchedulerOptions;
@@ -170,6 +171,11 @@ export class Scheduler {
         this.opts.log.info(
           { schedule_id: schedule.id, fire_time: fireTime, run_id: result.run.id },
           "schedule fired",
+        );
+      } else if (result.kind === "skipped") {
+        this.opts.log.info(
+          { schedule_id: schedule.id, fire_time: fireTime, queued_run_id: result.queuedRunId },
+          "schedule firing skipped: its previous run is still queued",
         );
       }
       return result.kind;

@@ -18,7 +18,7 @@ import type {
 } from "../model/identity.ts";
 import type { Artifact, FollowupRecord, RunEvent, RunEventType, RunRecord } from "../model/run.ts";
 import type { RunState, Trigger } from "../model/run-state.ts";
-import type { ScheduleFields, ScheduleRecord } from "../model/schedule.ts";
+import type { ScheduleFields, ScheduleLimits, ScheduleRecord } from "../model/schedule.ts";
 import type { ThreadBinding } from "../model/thread-binding.ts";
 import type {
   LoginLinkRedemption,
@@ -277,12 +277,14 @@ export interface Store {
   // Schedules (OZ-SURFACE.md "Schedules"): a team's cron-driven agents and their firings
   /**
    * Inserts the schedule, or with `idempotency` returns the remembered response of an earlier equal
-   * request; `name_taken` when the team has a schedule of that name already.
+   * request; `name_taken` when the team has a schedule of that name already; `team_limit` or
+   * `creator_limit` when the team, or the schedule's creator in it, has as many as `limits` allow.
    */
   createSchedule(
     schedule: ScheduleRecord,
+    limits: ScheduleLimits,
     idempotency?: IdempotencyClaim,
-  ): Promise<IdempotentResult<ScheduleRecord> | "name_taken">;
+  ): Promise<IdempotentResult<ScheduleRecord> | "name_taken" | "team_limit" | "creator_limit">;
   /** Undefined for another team's schedule or none. */
   getSchedule(teamId: string, id: string): Promise<ScheduleRecord | undefined>;
   /** The team's schedules sorted by name (then id); with `reportTo`, only those reporting to that channel. */
@@ -290,14 +292,16 @@ export interface Store {
   /**
    * Replaces the user's fields (PUT, pause, resume), bumps `revision`, and moves `activeSince` to
    * `change.updatedAt` when the schedule is re-enabled or its cron or time zone changes (so that nothing
-   * missed while paused or under the old cron fires). Undefined when the team has no such schedule;
-   * `name_taken` when another schedule of the team has the new name.
+   * missed while paused or under the old cron fires). With `change.takeOver`, the editor becomes the
+   * schedule's owner (`createdBy`) if someone else was — refused with `creator_limit` when the editor
+   * owns `takeOver.perCreator` schedules of the team already. Undefined when the team has no such
+   * schedule; `name_taken` when another schedule of the team has the new name.
    */
   updateSchedule(
     teamId: string,
     id: string,
-    change: ScheduleFields & Pick<ScheduleRecord, "updatedBy" | "updatedAt">,
-  ): Promise<ScheduleRecord | "name_taken" | undefined>;
+    change: ScheduleChange,
+  ): Promise<ScheduleRecord | "name_taken" | "creator_limit" | undefined>;
   /** Deletes the schedule and its firing records (its runs stay); false when the team has no such schedule. */
   deleteSchedule(teamId: string, id: string): Promise<boolean>;
   /** Every enabled schedule of every team: what the scheduler watches. */
@@ -306,7 +310,9 @@ export interface Store {
    * One firing, atomically: claims (schedule, fire time) and inserts its run (QUEUED, with a thread
    * binding when the schedule reports somewhere), records last_ran and clears last_spawn_error — or
    * changes nothing. `already_fired` when this or a later fire time made a run already (another scheduler,
-   * or before a restart); `stale` when the schedule is gone, paused or changed since `fire.revision`.
+   * or before a restart); `stale` when the schedule is gone, paused or changed since `fire.revision`;
+   * `skipped` when the run of the schedule's latest firing is still QUEUED: the fire time is used up
+   * without a run, and last_spawn_error says why.
    */
   fireSchedule(fire: ScheduleFire, run: RunRecord): Promise<ScheduleFireResult>;
   /** Records why a firing could not create its run (shown as last_spawn_error); false when the schedule is gone. */
@@ -423,8 +429,16 @@ export interface ScheduleFire {
   at: string;
 }
 
+/** What an edit of a schedule writes (store.updateSchedule). */
+export type ScheduleChange = ScheduleFields &
+  Pick<ScheduleRecord, "updatedBy" | "updatedAt"> & {
+    /** Set when the edit makes the editor the owner (see updateSchedule); the most one person may own. */
+    takeOver?: { perCreator: number };
+  };
+
 export type ScheduleFireResult =
   | { kind: "fired"; run: RunRecord }
+  | { kind: "skipped"; queuedRunId: string }
   | { kind: "already_fired" }
   | { kind: "stale" };
 

@@ -13,7 +13,8 @@ let t: TestDispatch;
 
 beforeAll(async () => {
   t = await startTestDispatch(
-    { DISPATCH_MAX_CONCURRENT_RUNS: "0" },
+    // A person may own 5 schedules here: room for this file's, and a limit the last test reaches.
+    { DISPATCH_MAX_CONCURRENT_RUNS: "0", DISPATCH_SCHEDULES_PER_CREATOR: "5" },
     { scheduler: { now: () => clock, maxSleepMs: 50 } },
   );
 });
@@ -21,14 +22,15 @@ afterAll(async () => {
   await t?.stop();
 });
 
-function dispatch(args: string[]) {
+/** `dispatch …` with the admin key, or `key`. */
+function dispatch(args: string[], key = t.key) {
   return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
     const child = spawn(process.execPath, [MAIN, ...args], {
       env: {
         PATH: process.env.PATH ?? "",
         HOME: process.env.HOME ?? "",
         DISPATCH_BASE_URL: t.url,
-        DISPATCH_API_KEY: t.key,
+        DISPATCH_API_KEY: key,
       },
       stdio: ["ignore", "pipe", "pipe"],
     });
@@ -192,7 +194,28 @@ describe("dispatch schedules", () => {
     expect(nothing.code).toBe(2);
     const sub = await dispatch(["schedules", "explode"]);
     expect(sub.code).toBe(2);
-    for (const r of [noCron, badCron, taken, unknown, nothing, sub]) expect(r.stderr).not.toMatch(NO_STACK);
+    // Over the schedules one person may own: the problem says which limit and what to do.
+    const carol = await t.newKey("team_default", { displayName: "Carol" });
+    for (const n of [1, 2, 3, 4, 5]) {
+      const res = await t.api(
+        "POST",
+        "/api/v1/agent/schedules",
+        { name: `carol-${n}`, cron_schedule: "0 1 * * *", prompt: "p" },
+        { authorization: `Bearer ${carol}` },
+      );
+      expect(res.status).toBe(201);
+    }
+    const overLimit = await dispatch(
+      ["schedules", "create", "--name", "carol-6", "--cron", "0 1 * * *", "--prompt", "p"],
+      carol,
+    );
+    expect(overLimit.code).toBe(1);
+    expect(overLimit.stderr).toMatch(
+      /^dispatch: .*you have 5 schedules in this team.*DISPATCH_SCHEDULES_PER_CREATOR.* \(HTTP 403 not_authorized\)$/m,
+    );
+    for (const r of [noCron, badCron, taken, unknown, nothing, sub, overLimit]) {
+      expect(r.stderr).not.toMatch(NO_STACK);
+    }
     const help = await dispatch(["--help"]);
     expect(help.stdout).toContain("dispatch schedules create --name N --cron");
   });

@@ -3,6 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { SqliteStore } from "../../src/store/sqlite/sqlite-store.ts";
 import { waitFor } from "../support/dispatch.ts";
 import {
   newAdminKey,
@@ -58,6 +59,26 @@ describe("dispatch serve --role", () => {
     );
     expect(Object.keys(workerReady.body.roles).sort()).toEqual(["notifier", "scheduler", "worker"]);
     expect(workerReady.body.roles.worker).toMatch(/^running up to \d+ runs$/);
+  });
+
+  it("a worker on a fresh database mints no admin key: only the api role needs keys", async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), "dispatch-roles-"));
+    dirs.push(dataDir);
+    const worker = await startServerProcess({
+      dataDir,
+      key: "",
+      env: { DISPATCH_ADMIN_API_KEY: "" },
+      args: ["--role", "worker"],
+    });
+    servers.push(worker);
+    expect(worker.output()).toContain("Dispatch listening on");
+    expect(worker.output()).not.toContain("Generated the admin API key");
+    const store = new SqliteStore(join(dataDir, "dispatch.db"));
+    try {
+      expect(await store.countActiveApiKeys()).toBe(0);
+    } finally {
+      await store.close();
+    }
   });
 
   it("refuses an unknown role, naming it and the valid ones", () => {

@@ -46,12 +46,17 @@ it("wakes at each fire time of an accelerated clock and re-arms when a schedule 
   });
   scheduler.start();
   // Nothing to do yet: the scheduler sleeps for its full bound (30 s real) unless the change wakes it.
-  const schedule = await new ScheduleService(store, { now }).create(
+  const schedule = await new ScheduleService(store, {
+    limits: { perTeam: 100, perCreator: 100 },
+    now,
+  }).create(
     { teamId: "team_default", who: { type: "user", uid: "alice", display_name: "Alice" } },
     { name: "fast", cronSchedule: "* * * * *", prompt: "$ echo tick" },
   );
   const runs = await waitFor(
     async () => {
+      // Start each run as a worker would: a firing while the previous run is still queued is skipped.
+      while (await store.claimNextRun("test-worker", 3_600_000));
       const { runs } = await store.listRuns("team_default", {
         limit: 100,
         sortBy: "created_at",

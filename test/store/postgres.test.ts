@@ -5,6 +5,7 @@ import { PostgresStore } from "../../src/store/postgres/postgres-store.ts";
 import { waitFor } from "../support/dispatch.ts";
 import { type PostgresCluster, postgresUnavailable, startPostgres } from "../support/postgres.ts";
 import { storeConformance } from "./conformance/index.ts";
+import { newSchedule } from "./conformance/schedules.ts";
 
 /**
  * The conformance suite on PostgreSQL, plus what only a networked store has: several stores (replicas) on
@@ -170,30 +171,47 @@ describe.skipIf(Boolean(missing))("PostgreSQL replicas: two stores on one databa
     });
   });
 
+  it("20 creates of schedules racing on A and B stop at the team's limit", async () => {
+    await replicas(async (a, b) => {
+      const limits = { perTeam: 5, perCreator: 100 };
+      const results = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          (i % 2 === 0 ? a : b).createSchedule(newSchedule({ name: `race-${i}` }), limits),
+        ),
+      );
+      expect(results.filter((r) => typeof r !== "string" && r.kind === "created")).toHaveLength(5);
+      expect(results.filter((r) => r === "team_limit")).toHaveLength(15);
+      expect(await b.listSchedules("t1")).toHaveLength(5);
+    });
+  });
+
   it("20 firings of one (schedule, fire time) racing on A and B make exactly one run", async () => {
     await replicas(async (a, b) => {
-      const created = await a.createSchedule({
-        id: `schedule-${process.pid}`,
-        teamId: "t1",
-        name: "nightly",
-        cronSchedule: "0 3 * * *",
-        timezone: "UTC",
-        enabled: true,
-        prompt: "$ echo nightly",
-        agentConfig: {},
-        metadata: {},
-        createdBy: { type: "user", uid: "u1", display_name: "U One" },
-        updatedBy: { type: "user", uid: "u1", display_name: "U One" },
-        createdAt: "2026-01-01T00:00:00.000Z",
-        updatedAt: "2026-01-01T00:00:00.000Z",
-        revision: 1,
-        activeSince: "2026-01-01T00:00:00.000Z",
-        lastFireTime: null,
-        lastRan: null,
-        lastSpawnError: null,
-        reportTo: null,
-      });
-      if (created === "name_taken" || created.kind !== "created") throw new Error("not created");
+      const created = await a.createSchedule(
+        {
+          id: `schedule-${process.pid}`,
+          teamId: "t1",
+          name: "nightly",
+          cronSchedule: "0 3 * * *",
+          timezone: "UTC",
+          enabled: true,
+          prompt: "$ echo nightly",
+          agentConfig: {},
+          metadata: {},
+          createdBy: { type: "user", uid: "u1", display_name: "U One" },
+          updatedBy: { type: "user", uid: "u1", display_name: "U One" },
+          createdAt: "2026-01-01T00:00:00.000Z",
+          updatedAt: "2026-01-01T00:00:00.000Z",
+          revision: 1,
+          activeSince: "2026-01-01T00:00:00.000Z",
+          lastFireTime: null,
+          lastRan: null,
+          lastSpawnError: null,
+          reportTo: null,
+        },
+        { perTeam: 100, perCreator: 100 },
+      );
+      if (typeof created === "string" || created.kind !== "created") throw new Error("not created");
       const schedule = created.value;
       const fireTime = "2026-01-02T03:00:00.000Z";
       // Each replica's scheduler prepares its own run (its own id) for the slot, as the real ones do.

@@ -1,7 +1,7 @@
 /**
  * A scheduler as its own OS process, for the exactly-once tests: the real SQLite store on
  * DISPATCH_TEST_DB, the real run service and the real Scheduler, on a test clock read from the file
- * DISPATCH_TEST_CLOCK (an RFC 3339 time the test moves forward). No executor: fired runs stay QUEUED.
+ * DISPATCH_TEST_CLOCK (an RFC 3339 time the test moves forward). No executor: fired runs stay QUEUED until the test starts them.
  * Prints "ready" once the scheduler runs; SIGTERM stops it cleanly (a firing under way completes),
  * SIGKILL is the crash.
  *

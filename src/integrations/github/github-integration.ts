@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
-import type { GitHubConfig } from "../../config.ts";
+import type { GitHubWebhookConfig } from "../../config.ts";
 import type { GitHubSettings } from "../../config-file.ts";
 import type { Creator } from "../../model/run.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
@@ -33,7 +33,7 @@ export type GitHubStore = Pick<
   InboxStore;
 
 export interface GitHubIntegrationDeps {
-  config: GitHubConfig;
+  config: GitHubWebhookConfig;
   settings: GitHubSettings;
   runs: RunsApi;
   store: GitHubStore;

@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import type { GitHubConfig } from "../../config.ts";
+import type { GitHubWebhookConfig } from "../../config.ts";
 import type { GitHubSettings } from "../../config-file.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
 import type { Store } from "../../store/store.ts";
@@ -20,7 +20,7 @@ export const GITHUB_PRINCIPAL = { id: "github-bot", displayName: "GitHub app" };
  * GitHub service account, or a remote Dispatch's) and keeping its inbox and bindings in `store`.
  */
 export function createGitHubIntegration(opts: {
-  config: GitHubConfig;
+  config: GitHubWebhookConfig;
   settings: GitHubSettings;
   clients: GitHubClients;
   runs: RunsApi;

@@ -1,7 +1,7 @@
 import { Webhooks } from "@octokit/webhooks";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
-import type { GitHubConfig } from "../../config.ts";
+import type { GitHubWebhookConfig } from "../../config.ts";
 import { RunError } from "../../model/errors.ts";
 import type { InboxQueue, InboxStore } from "../inbox-queue.ts";
 import { DEFAULT_UNVERIFIED_BODY_BUDGET_BYTES, UnverifiedBodyBudget } from "../unverified-body-budget.ts";
@@ -17,7 +17,7 @@ const OTHER_EVENT_BODY_LIMIT = 1024 * 1024;
 const HANDLED_EVENTS = new Set(["issue_comment"]);
 
 export interface WebhookRouteDeps {
-  config: Pick<GitHubConfig, "webhookSecret" | "botHandle" | "appId">;
+  config: Pick<GitHubWebhookConfig, "webhookSecret" | "botHandle" | "appId">;
   store: Pick<InboxStore, "acceptInbound">;
   /** Handles the stored trigger comments, after the acknowledgement. */
   queue: Pick<InboxQueue, "kick">;

@@ -17,7 +17,7 @@ import type {
 } from "../../model/identity.ts";
 import type { Artifact, FollowupRecord, RunEvent, RunEventType, RunRecord } from "../../model/run.ts";
 import type { RunState, Trigger } from "../../model/run-state.ts";
-import type { ScheduleFields, ScheduleRecord } from "../../model/schedule.ts";
+import type { ScheduleLimits, ScheduleRecord } from "../../model/schedule.ts";
 import type { ThreadBinding } from "../../model/thread-binding.ts";
 import type {
   LoginLinkRedemption,
@@ -47,6 +47,7 @@ import type {
   RunListQuery,
   RunPatch,
   RunProgress,
+  ScheduleChange,
   ScheduleFire,
   ScheduleFireResult,
   Store,
@@ -405,9 +406,10 @@ export class PostgresStore implements Store {
 
   createSchedule(
     schedule: ScheduleRecord,
+    limits: ScheduleLimits,
     idem?: IdempotencyClaim,
-  ): Promise<IdempotentResult<ScheduleRecord> | "name_taken"> {
-    return schedules.createSchedule(this.db, schedule, idem);
+  ): Promise<IdempotentResult<ScheduleRecord> | "name_taken" | "team_limit" | "creator_limit"> {
+    return schedules.createSchedule(this.db, schedule, limits, idem);
   }
 
   getSchedule(teamId: string, id: string): Promise<ScheduleRecord | undefined> {
@@ -421,8 +423,8 @@ export class PostgresStore implements Store {
   updateSchedule(
     teamId: string,
     id: string,
-    change: ScheduleFields & Pick<ScheduleRecord, "updatedBy" | "updatedAt">,
-  ): Promise<ScheduleRecord | "name_taken" | undefined> {
+    change: ScheduleChange,
+  ): Promise<ScheduleRecord | "name_taken" | "creator_limit" | undefined> {
     return schedules.updateSchedule(this.db, teamId, id, change);
   }
 

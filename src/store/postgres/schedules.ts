@@ -1,22 +1,25 @@
 import type { RunRecord } from "../../model/run.ts";
-import type { ScheduleFields, ScheduleRecord } from "../../model/schedule.ts";
+import { type ScheduleLimits, type ScheduleRecord, skippedWhileQueuedText } from "../../model/schedule.ts";
 import type { Row as SqliteRow } from "../sqlite/rows.ts";
 import { toSchedule } from "../sqlite/schedules.ts";
 import type {
   ChannelKey,
   IdempotencyClaim,
   IdempotentResult,
+  ScheduleChange,
   ScheduleFire,
   ScheduleFireResult,
 } from "../store.ts";
-import type { Database, Row } from "./database.ts";
+import type { Database, Row, Tx } from "./database.ts";
 import { checkIdempotency, rememberResponse } from "./idempotency.ts";
 import { insertRun } from "./runs.ts";
 
 /**
  * Schedules and their firings. A firing locks the schedule's row, claims (schedule, fire time) in
  * schedule_fires and inserts its run in one transaction, so schedulers on any number of replicas, or a
- * crash between claim and run, can neither fire a slot twice nor lose it.
+ * crash between claim and run, can neither fire a slot twice nor lose it. A firing while the run of the
+ * schedule's latest firing is still QUEUED uses its slot up without a run and says so in
+ * last_spawn_error: runs that cannot start do not pile up.
  *
  * Every change of a schedule signals `schedule_changed` with its commit, which reaches the schedulers of
  * the other replicas too (they would otherwise see it only at their next bounded look).
@@ -28,13 +31,18 @@ const scheduleFromRow = (row: Row): ScheduleRecord => toSchedule(row as SqliteRo
 export async function createSchedule(
   db: Database,
   s: ScheduleRecord,
+  limits: ScheduleLimits,
   idem?: IdempotencyClaim,
-): Promise<IdempotentResult<ScheduleRecord> | "name_taken"> {
-  return db.tx(async (tx): Promise<IdempotentResult<ScheduleRecord> | "name_taken"> => {
+): Promise<IdempotentResult<ScheduleRecord> | "name_taken" | "team_limit" | "creator_limit"> {
+  type Result = IdempotentResult<ScheduleRecord> | "name_taken" | "team_limit" | "creator_limit";
+  return db.tx(async (tx): Promise<Result> => {
     if (idem) {
       const seen = await checkIdempotency(tx, idem);
       if (seen) return seen;
     }
+    await lockTeamSchedules(tx, s.teamId);
+    if ((await countSchedules(tx, s.teamId)) >= limits.perTeam) return "team_limit";
+    if ((await countSchedules(tx, s.teamId, s.createdBy.uid)) >= limits.perCreator) return "creator_limit";
     // A concurrent create of the same name waits for this one's commit, then inserts nothing.
     const row = await tx.row(
       `INSERT INTO schedules (id, team_id, name, cron_schedule, timezone, enabled, prompt, agent_config, metadata,
@@ -110,15 +118,18 @@ export async function listSchedules(
 /**
  * Replaces the user's fields under the schedule's row lock, so a firing (which takes the same lock)
  * either precedes the edit or sees its new revision. A rename racing another onto the same name loses
- * on the unique key: a conflict the caller may retry (and then gets `name_taken`).
+ * on the unique key: a conflict the caller may retry (and then gets `name_taken`). The team's schedule
+ * lock comes first, as in createSchedule (a take-over changes whose count a schedule is in, and a
+ * create waiting on this row's name must not hold the lock this waits for).
  */
 export async function updateSchedule(
   db: Database,
   teamId: string,
   id: string,
-  c: ScheduleFields & Pick<ScheduleRecord, "updatedBy" | "updatedAt">,
-): Promise<ScheduleRecord | "name_taken" | undefined> {
-  return db.tx(async (tx): Promise<ScheduleRecord | "name_taken" | undefined> => {
+  c: ScheduleChange,
+): Promise<ScheduleRecord | "name_taken" | "creator_limit" | undefined> {
+  return db.tx(async (tx): Promise<ScheduleRecord | "name_taken" | "creator_limit" | undefined> => {
+    await lockTeamSchedules(tx, teamId);
     const before = await tx.row("SELECT * FROM schedules WHERE id = $1 AND team_id = $2 FOR UPDATE", [
       id,
       teamId,
@@ -131,13 +142,22 @@ export async function updateSchedule(
     ]);
     if (taken) return "name_taken";
     const old = scheduleFromRow(before);
+    const owner = c.takeOver ? c.updatedBy : old.createdBy;
+    if (
+      c.takeOver &&
+      owner.uid !== old.createdBy.uid &&
+      (await countSchedules(tx, teamId, owner.uid)) >= c.takeOver.perCreator
+    ) {
+      return "creator_limit";
+    }
     // Slots missed while paused, or due under the old cron or zone, are not caught up on.
     const restart =
       (c.enabled && !old.enabled) || c.cronSchedule !== old.cronSchedule || c.timezone !== old.timezone;
     const row = await tx.row(
       `UPDATE schedules SET name = $1, cron_schedule = $2, timezone = $3, enabled = $4, prompt = $5, agent_config = $6,
-         metadata = $7, updated_by = $8, updated_at = $9, revision = revision + 1, active_since = $10
-       WHERE id = $11 RETURNING *`,
+         metadata = $7, created_by_uid = $8, created_by = $9, updated_by = $10, updated_at = $11,
+         revision = revision + 1, active_since = $12
+       WHERE id = $13 RETURNING *`,
       [
         c.name,
         c.cronSchedule,
@@ -146,6 +166,8 @@ export async function updateSchedule(
         c.prompt,
         JSON.stringify(c.agentConfig),
         JSON.stringify(c.metadata),
+        owner.uid,
+        JSON.stringify(owner),
         JSON.stringify(c.updatedBy),
         c.updatedAt,
         restart ? c.updatedAt : old.activeSince,
@@ -192,6 +214,21 @@ export async function fireSchedule(
     if (schedule.lastFireTime !== null && fire.fireTime <= schedule.lastFireTime) {
       return { kind: "already_fired" };
     }
+    // The latest firing's run has not started (no free executor slot): another would only queue behind it.
+    const previous = await tx.row(
+      `SELECT r.id, r.state FROM schedule_fires f JOIN runs r ON r.id = f.run_id
+        WHERE f.schedule_id = $1 ORDER BY f.fire_time DESC LIMIT 1`,
+      [fire.scheduleId],
+    );
+    if (previous?.state === "QUEUED") {
+      const queuedRunId = String(previous.id);
+      await tx.changes("UPDATE schedules SET last_fire_time = $1, last_spawn_error = $2 WHERE id = $3", [
+        fire.fireTime,
+        skippedWhileQueuedText(fire.fireTime, queuedRunId),
+        fire.scheduleId,
+      ]);
+      return { kind: "skipped", queuedRunId };
+    }
     const claimed = await tx.changes(
       `INSERT INTO schedule_fires (schedule_id, fire_time, run_id, fired_at) VALUES ($1, $2, $3, $4)
        ON CONFLICT (schedule_id, fire_time) DO NOTHING`,
@@ -221,6 +258,26 @@ export async function fireSchedule(
     );
     return { kind: "fired", run: created };
   });
+}
+
+/**
+ * Serialises the writes that change a team's schedule counts (create, take-over) until commit, so two of
+ * them cannot both take the last place under a limit.
+ */
+async function lockTeamSchedules(tx: Tx, teamId: string): Promise<void> {
+  await tx.row("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [`schedules\n${teamId}`]);
+}
+
+/** The team's schedules, or with `ownerUid` those whose runs are for that person. */
+async function countSchedules(tx: Tx, teamId: string, ownerUid?: string): Promise<number> {
+  const row =
+    ownerUid === undefined
+      ? await tx.row("SELECT count(*) AS n FROM schedules WHERE team_id = $1", [teamId])
+      : await tx.row("SELECT count(*) AS n FROM schedules WHERE team_id = $1 AND created_by_uid = $2", [
+          teamId,
+          ownerUid,
+        ]);
+  return Number(row!.n);
 }
 
 export async function recordScheduleError(db: Database, scheduleId: string, error: string): Promise<boolean> {

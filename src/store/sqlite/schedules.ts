@@ -1,10 +1,16 @@
 import type { SQLInputValue } from "node:sqlite";
 import type { RunRecord } from "../../model/run.ts";
-import type { ReportTarget, ScheduleFields, ScheduleRecord } from "../../model/schedule.ts";
+import {
+  type ReportTarget,
+  type ScheduleLimits,
+  type ScheduleRecord,
+  skippedWhileQueuedText,
+} from "../../model/schedule.ts";
 import type {
   ChannelKey,
   IdempotencyClaim,
   IdempotentResult,
+  ScheduleChange,
   ScheduleFire,
   ScheduleFireResult,
 } from "../store.ts";
@@ -17,19 +23,25 @@ import { insertRun } from "./runs.ts";
 /**
  * Schedules and their firings. A firing claims (schedule, fire time) in schedule_fires and inserts its
  * run in one transaction, so two schedulers on one database, or a crash between claim and run, can
- * neither fire a slot twice nor lose it.
+ * neither fire a slot twice nor lose it. A firing while the run of the schedule's latest firing is still
+ * QUEUED uses its slot up without a run and says so in last_spawn_error: runs that cannot start do not
+ * pile up.
  */
 
 export async function createSchedule(
   db: Database,
   s: ScheduleRecord,
+  limits: ScheduleLimits,
   idem?: IdempotencyClaim,
-): Promise<IdempotentResult<ScheduleRecord> | "name_taken"> {
-  return db.grouped((): IdempotentResult<ScheduleRecord> | "name_taken" => {
+): Promise<IdempotentResult<ScheduleRecord> | "name_taken" | "team_limit" | "creator_limit"> {
+  return db.grouped((): IdempotentResult<ScheduleRecord> | "name_taken" | "team_limit" | "creator_limit" => {
     if (idem) {
       const seen = checkIdempotency(db, idem);
       if (seen) return seen;
     }
+    // Counted in the write transaction: concurrent creates cannot both take the last place.
+    if (countSchedules(db, s.teamId) >= limits.perTeam) return "team_limit";
+    if (countSchedules(db, s.teamId, s.createdBy.uid) >= limits.perCreator) return "creator_limit";
     const res = db
       .sql(
         `INSERT INTO schedules (id, team_id, name, cron_schedule, timezone, enabled, prompt, agent_config, metadata,
@@ -107,8 +119,8 @@ export async function updateSchedule(
   db: Database,
   teamId: string,
   id: string,
-  c: ScheduleFields & Pick<ScheduleRecord, "updatedBy" | "updatedAt">,
-): Promise<ScheduleRecord | "name_taken" | undefined> {
+  c: ScheduleChange,
+): Promise<ScheduleRecord | "name_taken" | "creator_limit" | undefined> {
   return db.grouped(() => {
     const before = db.sql("SELECT * FROM schedules WHERE id = ? AND team_id = ?").get(id, teamId) as
       | Row
@@ -119,12 +131,21 @@ export async function updateSchedule(
       .get(teamId, c.name, id);
     if (taken) return "name_taken";
     const old = toSchedule(before);
+    const owner = c.takeOver ? c.updatedBy : old.createdBy;
+    if (
+      c.takeOver &&
+      owner.uid !== old.createdBy.uid &&
+      countSchedules(db, teamId, owner.uid) >= c.takeOver.perCreator
+    ) {
+      return "creator_limit";
+    }
     // Slots missed while paused, or due under the old cron or zone, are not caught up on.
     const restart =
       (c.enabled && !old.enabled) || c.cronSchedule !== old.cronSchedule || c.timezone !== old.timezone;
     db.sql(
       `UPDATE schedules SET name = ?, cron_schedule = ?, timezone = ?, enabled = ?, prompt = ?, agent_config = ?,
-         metadata = ?, updated_by = ?, updated_at = ?, revision = revision + 1, active_since = ?
+         metadata = ?, created_by_uid = ?, created_by = ?, updated_by = ?, updated_at = ?, revision = revision + 1,
+         active_since = ?
        WHERE id = ?`,
     ).run(
       c.name,
@@ -134,6 +155,8 @@ export async function updateSchedule(
       c.prompt,
       JSON.stringify(c.agentConfig),
       JSON.stringify(c.metadata),
+      owner.uid,
+      JSON.stringify(owner),
       JSON.stringify(c.updatedBy),
       c.updatedAt,
       restart ? c.updatedAt : old.activeSince,
@@ -169,6 +192,22 @@ export async function fireSchedule(
     // Fire times only move forward: a slower scheduler's older slot never fires after a newer one.
     if (schedule.lastFireTime !== null && fire.fireTime <= schedule.lastFireTime)
       return { kind: "already_fired" };
+    // The latest firing's run has not started (no free executor slot): another would only queue behind it.
+    const previous = db
+      .sql(
+        `SELECT r.id, r.state FROM schedule_fires f JOIN runs r ON r.id = f.run_id
+          WHERE f.schedule_id = ? ORDER BY f.fire_time DESC LIMIT 1`,
+      )
+      .get(fire.scheduleId) as Row | undefined;
+    if (previous?.state === "QUEUED") {
+      const queuedRunId = String(previous.id);
+      db.sql("UPDATE schedules SET last_fire_time = ?, last_spawn_error = ? WHERE id = ?").run(
+        fire.fireTime,
+        skippedWhileQueuedText(fire.fireTime, queuedRunId),
+        fire.scheduleId,
+      );
+      return { kind: "skipped", queuedRunId };
+    }
     const claim = db
       .sql(
         `INSERT INTO schedule_fires (schedule_id, fire_time, run_id, fired_at) VALUES (?, ?, ?, ?)
@@ -204,6 +243,17 @@ export async function fireSchedule(
     db.signals.emit("run_queued", run.id);
   }
   return result;
+}
+
+/** The team's schedules, or with `ownerUid` those whose runs are for that person. */
+function countSchedules(db: Database, teamId: string, ownerUid?: string): number {
+  const row =
+    ownerUid === undefined
+      ? db.sql("SELECT count(*) AS n FROM schedules WHERE team_id = ?").get(teamId)
+      : db
+          .sql("SELECT count(*) AS n FROM schedules WHERE team_id = ? AND created_by_uid = ?")
+          .get(teamId, ownerUid);
+  return Number((row as Row).n);
 }
 
 export async function recordScheduleError(db: Database, scheduleId: string, error: string): Promise<boolean> {

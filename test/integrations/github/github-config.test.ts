@@ -77,6 +77,25 @@ describe("GitHub configuration", () => {
     expect(() => loadGitHubConfig(vars)).toThrow(message);
   });
 
+  it("a process without the api role needs no GITHUB_WEBHOOK_SECRET: it receives no webhooks", () => {
+    const worker = loadConfig({
+      GITHUB_TOKEN: "ghp_0123456789",
+      GITHUB_BOT_HANDLE: "dispatch",
+      DISPATCH_ROLES: "worker",
+      DISPATCH_DATA_DIR: dir,
+    });
+    expect(worker.github).toMatchObject({ auth: { kind: "token" }, webhookSecret: undefined });
+    // With the api role it is required, as before.
+    expect(() =>
+      loadConfig({
+        GITHUB_TOKEN: "ghp_0123456789",
+        GITHUB_BOT_HANDLE: "dispatch",
+        DISPATCH_ROLES: "api,worker",
+        DISPATCH_DATA_DIR: dir,
+      }),
+    ).toThrow("GITHUB_WEBHOOK_SECRET: required");
+  });
+
   it("loadConfig carries it", () => {
     const config = loadConfig({ ...base, GITHUB_TOKEN: "ghp_0123456789", DISPATCH_DATA_DIR: dir });
     expect(config.github?.botHandle).toBe("dispatch");

@@ -162,6 +162,32 @@ describe("a schedule made in Slack reports to its channel", () => {
   });
 });
 
+describe("schedule limits", () => {
+  it("a schedule over the person's limit is refused with the limit and what to do, and not made", async () => {
+    const limited = await startSlackDispatch({ env: { DISPATCH_SCHEDULES_PER_CREATOR: "1" } });
+    const say = async (text: string) => {
+      const before = limited.ephemerals("U5").length;
+      await limited.command({ text, user_id: "U5" });
+      const answer = await waitFor(() => limited.ephemerals("U5")[before], {
+        what: `an answer to "${text}"`,
+      });
+      return String(answer.args.text);
+    };
+    try {
+      expect(await say('schedule "0 9 * * *" name:first Do it')).toContain("Scheduled *first*");
+      const refused = await say('schedule "0 9 * * *" name:second Do it again');
+      expect(refused).toContain("Could not schedule it: you have 1 schedule in this team");
+      expect(refused).toContain("DISPATCH_SCHEDULES_PER_CREATOR");
+      const names = (await limited.t.api("GET", "/api/v1/agent/schedules")).body.schedules.map(
+        (x: { name: string }) => x.name,
+      );
+      expect(names).toEqual(["first"]);
+    } finally {
+      await limited.stop();
+    }
+  });
+});
+
 describe("remote mode (the bot fronts another Dispatch)", () => {
   it("says schedules cannot be made from Slack here, and makes none", async () => {
     const remote = await startSlackDispatch({

@@ -33,11 +33,14 @@ export function newSchedule(over: Partial<ScheduleRecord> = {}): ScheduleRecord 
   };
 }
 
+/** Limits no test here reaches, except those about limits. */
+const ROOMY = { perTeam: 1000, perCreator: 1000 };
+
 export function schedulesConformance(t: StoreSuite): void {
   describe("schedules", () => {
     const created = async (over: Partial<ScheduleRecord> = {}) => {
-      const result = await t.store.createSchedule(newSchedule(over));
-      if (result === "name_taken" || result.kind !== "created")
+      const result = await t.store.createSchedule(newSchedule(over), ROOMY);
+      if (typeof result === "string" || result.kind !== "created")
         throw new Error(`not created: ${String(result)}`);
       return result.value;
     };
@@ -85,7 +88,7 @@ export function schedulesConformance(t: StoreSuite): void {
 
     it("refuses a second schedule of the same name in a team", async () => {
       await created({ name: "nightly" });
-      expect(await t.store.createSchedule(newSchedule({ name: "nightly" }))).toBe("name_taken");
+      expect(await t.store.createSchedule(newSchedule({ name: "nightly" }), ROOMY)).toBe("name_taken");
       expect(await t.store.listSchedules("t1")).toHaveLength(1);
     });
 
@@ -97,19 +100,64 @@ export function schedulesConformance(t: StoreSuite): void {
         respond: (s) => ({ schedule_id: (s as ScheduleRecord).id }),
         notBefore: "2000-01-01T00:00:00.000Z",
       };
-      const first = await t.store.createSchedule(newSchedule({ name: "once" }), claim);
+      const first = await t.store.createSchedule(newSchedule({ name: "once" }), ROOMY, claim);
       expect(first).toMatchObject({ kind: "created" });
       const id = (first as { value: ScheduleRecord }).value.id;
-      expect(await t.store.createSchedule(newSchedule({ name: "once" }), claim)).toEqual({
+      expect(await t.store.createSchedule(newSchedule({ name: "once" }), ROOMY, claim)).toEqual({
         kind: "replayed",
         response: { schedule_id: id },
       });
       expect(
-        await t.store.createSchedule(newSchedule({ name: "twice" }), { ...claim, requestHash: "h2" }),
+        await t.store.createSchedule(newSchedule({ name: "twice" }), ROOMY, { ...claim, requestHash: "h2" }),
       ).toEqual({
         kind: "key_reused",
       });
       expect((await t.store.listSchedules("t1")).map((s) => s.id)).toEqual([id]);
+    });
+
+    it("refuses a schedule over the team's or its creator's limit, counting each team apart", async () => {
+      const limits = { perTeam: 3, perCreator: 2 };
+      const make = (name: string, over: Partial<ScheduleRecord> = {}) =>
+        t.store.createSchedule(newSchedule({ name, ...over }), limits);
+      expect(await make("a1")).toMatchObject({ kind: "created" });
+      expect(await make("a2")).toMatchObject({ kind: "created" });
+      expect(await make("a3")).toBe("creator_limit");
+      expect(await make("b1", { createdBy: BOB, updatedBy: BOB })).toMatchObject({ kind: "created" });
+      expect(await make("b2", { createdBy: BOB, updatedBy: BOB })).toBe("team_limit");
+      expect(await make("a1", { teamId: "t2" })).toMatchObject({ kind: "created" });
+      expect((await t.store.listSchedules("t1")).map((s) => s.name)).toEqual(["a1", "a2", "b1"]);
+      // Deleting one makes room again.
+      const [a1] = await t.store.listSchedules("t1");
+      await t.store.deleteSchedule("t1", a1!.id);
+      expect(await make("a3")).toMatchObject({ kind: "created" });
+    });
+
+    it("a take-over makes the editor the owner, within the editor's limit; an edit without one keeps the owner", async () => {
+      const s = await created({ name: "alices" });
+      const paused = await t.store.updateSchedule("t1", s.id, change(s, { enabled: false }));
+      expect(paused).toMatchObject({ createdBy: ALICE, updatedBy: BOB });
+      const taken = await t.store.updateSchedule("t1", s.id, {
+        ...change(s, { prompt: "$ echo bob's" }),
+        takeOver: { perCreator: 5 },
+      });
+      expect(taken).toMatchObject({ createdBy: BOB, updatedBy: BOB, prompt: "$ echo bob's" });
+      expect(await t.store.getSchedule("t1", s.id)).toMatchObject({ createdBy: BOB });
+      // Bob's count now includes it: a take-over beyond his limit is refused and changes nothing.
+      const other = await created({ name: "alices-other" });
+      expect(
+        await t.store.updateSchedule("t1", other.id, {
+          ...change(other, { prompt: "$ echo mine now" }),
+          takeOver: { perCreator: 1 },
+        }),
+      ).toBe("creator_limit");
+      expect(await t.store.getSchedule("t1", other.id)).toEqual(other);
+      // The owner editing their own schedule is no take-over, whatever they own.
+      expect(
+        await t.store.updateSchedule("t1", s.id, {
+          ...change(s, { prompt: "$ echo again" }),
+          takeOver: { perCreator: 1 },
+        }),
+      ).toMatchObject({ createdBy: BOB, prompt: "$ echo again" });
     });
 
     it("replaces the user's fields, bumps the revision, and restarts the clock only on resume or a new cron", async () => {
@@ -219,6 +267,34 @@ export function schedulesConformance(t: StoreSuite): void {
       });
       expect((await scheduledRuns("t1", s.id)).map((r) => r.id)).toEqual([run.id]);
       expect(await scheduledRuns("t1", "another")).toEqual([]);
+    });
+
+    it("skips a firing while the latest firing's run is still QUEUED, and fires again once it has started", async () => {
+      const s = await created();
+      const first = runFor(s, "2026-01-02T03:00:00.000Z");
+      expect((await t.store.fireSchedule(fireOf(s, "2026-01-02T03:00:00.000Z"), first)).kind).toBe("fired");
+      const slot = "2026-01-03T03:00:00.000Z";
+      expect(await t.store.fireSchedule(fireOf(s, slot), runFor(s, slot))).toEqual({
+        kind: "skipped",
+        queuedRunId: first.id,
+      });
+      const skipped = await t.store.getSchedule("t1", s.id);
+      expect(skipped).toMatchObject({ lastFireTime: slot, lastRan: first.createdAt });
+      expect(skipped!.lastSpawnError).toContain(`skipped the firing of ${slot}`);
+      expect(skipped!.lastSpawnError).toContain(`${first.id} is still queued`);
+      // The skipped slot is used up, like a fired one.
+      expect(await t.store.fireSchedule(fireOf(s, slot), runFor(s, slot))).toEqual({ kind: "already_fired" });
+      expect((await scheduledRuns("t1", s.id)).map((r) => r.id)).toEqual([first.id]);
+
+      expect((await t.store.claimNextRun("w1", 60_000))?.id).toBe(first.id);
+      const next = "2026-01-04T03:00:00.000Z";
+      const second = runFor(s, next);
+      expect((await t.store.fireSchedule(fireOf(s, next), second)).kind).toBe("fired");
+      expect(await t.store.getSchedule("t1", s.id)).toMatchObject({
+        lastFireTime: next,
+        lastSpawnError: null,
+      });
+      expect((await scheduledRuns("t1", s.id)).map((r) => r.id)).toEqual([first.id, second.id]);
     });
 
     it("two firings of one slot racing make one run", async () => {
