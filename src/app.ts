@@ -242,7 +242,7 @@ export async function startDispatch(
     limits: config.scheduleLimits,
     ...(opts.scheduler?.now ? { now: opts.scheduler.now } : {}),
   });
-  if (serveApi) server.register(scheduleRoutes, { schedules });
+  if (serveApi) server.register(scheduleRoutes, { schedules, access });
   // One signing key for every signed content link (artifacts and attachments), read once.
   const signingKey = await loadSigningKey(config.signingKey, config.dataDir);
   const artifactLinks = new ArtifactLinks(signingKey);

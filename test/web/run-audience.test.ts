@@ -166,6 +166,37 @@ describe("a run's audience on the web app and the API", () => {
       expect(res.status === 404 || res.body.error_code === "invalid_request", `${method} ${path}`).toBe(true);
     }
     expect((await s.t.api("GET", `/api/v1/agent/runs/${privateRun}`)).body.state).toBe("QUEUED");
+
+    // A schedule made in the private channel has the channel's audience too: its prompt stays there.
+    const before = s.ephemerals("U1").length;
+    await s.command({
+      text: 'schedule "0 9 * * 1" name:secret-digest $ echo the private digest',
+      user_id: "U1",
+      channel_id: PRIVATE,
+    });
+    await waitFor(() => s.ephemerals("U1")[before], { what: "the schedule's confirmation" });
+    const all = (await s.t.api("GET", "/api/v1/agent/schedules")).body.schedules;
+    const secret = all.find((x: { name: string }) => x.name === "secret-digest");
+    expect(secret).toBeDefined();
+    const theirs = await s.t.api("GET", "/api/v1/agent/schedules", undefined, member);
+    expect(theirs.status).toBe(200);
+    expect(theirs.text).not.toContain("private digest");
+    for (const [method, path, body] of [
+      ["GET", `/api/v1/agent/schedules/${secret.id}`, undefined],
+      [
+        "PUT",
+        `/api/v1/agent/schedules/${secret.id}`,
+        { name: "mine", cron_schedule: "0 9 * * 1", prompt: "x", enabled: true },
+      ],
+      ["POST", `/api/v1/agent/schedules/${secret.id}/pause`, {}],
+      ["DELETE", `/api/v1/agent/schedules/${secret.id}`, undefined],
+    ] as const) {
+      expect((await s.t.api(method, path, body, member)).status, `${method} ${path}`).toBe(404);
+    }
+    expect((await s.t.api("GET", `/api/v1/agent/schedules/${secret.id}`)).body).toMatchObject({
+      name: "secret-digest",
+      enabled: true,
+    });
     // The admin key sees every run of its team.
     expect((await s.t.api("GET", `/api/v1/agent/runs/${privateRun}`)).status).toBe(200);
   });

@@ -1,4 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { RunAccess } from "../../access/run-access.ts";
+import { admits } from "../../model/audience.ts";
+import { RunError } from "../../model/errors.ts";
 import type { ScheduleRecord } from "../../model/schedule.ts";
 import { creatorOf } from "../../runs/run-service.ts";
 import type { ScheduleActor, ScheduleService, ScheduleSpec } from "../../schedules/schedule-service.ts";
@@ -11,6 +14,11 @@ export interface ScheduleRoutesOptions {
     ScheduleService,
     "create" | "get" | "list" | "replace" | "setEnabled" | "delete" | "history"
   >;
+  /**
+   * The access rule: a schedule reporting to a thread (a Slack channel) has that thread's audience, as its
+   * runs do; one outside the caller's audience is an unknown schedule.
+   */
+  access: Pick<RunAccess, "filter">;
 }
 
 /** /agent/schedules: the team's scheduled agents (OZ-SURFACE.md "Schedules"). */
@@ -23,6 +31,14 @@ export async function scheduleRoutes(app: FastifyInstance, opts: ScheduleRoutesO
     who: creatorOf(req.caller!),
   });
   const wire = (schedule: ScheduleRecord) => toWire(schedule, schedules.history(schedule));
+  /** Refuses, as an unknown id, a schedule whose thread the caller is not in the audience of. */
+  const mustSee = async (req: FastifyRequest<ById>): Promise<ScheduleRecord> => {
+    const schedule = await schedules.get(req.caller!.team.id, req.params.scheduleId);
+    if (!admits(await opts.access.filter(req.caller!), schedule.reportTo)) {
+      throw new RunError("resource_not_found", `no schedule ${req.params.scheduleId} in this team`);
+    }
+    return schedule;
+  };
 
   app.post("/api/v1/agent/schedules", auth, async (req, reply) => {
     const body = parseBody(CreateScheduleRequestSchema, req.body);
@@ -35,29 +51,35 @@ export async function scheduleRoutes(app: FastifyInstance, opts: ScheduleRoutesO
 
   app.get("/api/v1/agent/schedules", auth, async (req) => {
     parseQuery(NoQuerySchema, req.query);
-    return { schedules: (await schedules.list(req.caller!.team.id)).map(wire) };
+    const audience = await opts.access.filter(req.caller!);
+    const visible = (await schedules.list(req.caller!.team.id)).filter((s) => admits(audience, s.reportTo));
+    return { schedules: visible.map(wire) };
   });
 
   app.get<ById>("/api/v1/agent/schedules/:scheduleId", auth, async (req) => {
-    return wire(await schedules.get(req.caller!.team.id, req.params.scheduleId));
+    return wire(await mustSee(req));
   });
 
   app.put<ById>("/api/v1/agent/schedules/:scheduleId", auth, async (req) => {
     const body = parseBody(UpdateScheduleRequestSchema, req.body);
+    await mustSee(req);
     return wire(await schedules.replace(actor(req), req.params.scheduleId, specOf(body)));
   });
 
   app.delete<ById>("/api/v1/agent/schedules/:scheduleId", auth, async (req) => {
+    await mustSee(req);
     await schedules.delete(req.caller!.team.id, req.params.scheduleId);
     return { success: true };
   });
 
   // The SDKs send an empty JSON object (or nothing): there is nothing to read in it.
   app.post<ById>("/api/v1/agent/schedules/:scheduleId/pause", auth, async (req) => {
+    await mustSee(req);
     return wire(await schedules.setEnabled(actor(req), req.params.scheduleId, false));
   });
 
   app.post<ById>("/api/v1/agent/schedules/:scheduleId/resume", auth, async (req) => {
+    await mustSee(req);
     return wire(await schedules.setEnabled(actor(req), req.params.scheduleId, true));
   });
 }
