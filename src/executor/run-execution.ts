@@ -15,7 +15,6 @@ import { checkoutRepository, type DeliveryTarget } from "./delivery/repository-c
 import { type DiskQuota, DiskQuotaWatcher, diskQuotaExceeded } from "./disk-quota.ts";
 import { prepareEnvironment } from "./environments.ts";
 import type { HarnessOutcome, HarnessRegistry } from "./harness.ts";
-import { PlainSandbox } from "./plain-sandbox.ts";
 import { costLimitOf, costLimitReached, RunCost } from "./run-cost.ts";
 import type { Sandbox } from "./sandbox.ts";
 import type { SandboxProvider } from "./sandbox-provider.ts";
@@ -32,8 +31,8 @@ export interface ExecutionDeps {
   heartbeatMs: number;
   /** The service's logger: the execution logs as the executor, the harness as itself. */
   log: Logger;
-  /** Where the run's commands execute (bubblewrap or a plain subprocess); plain when absent. */
-  sandboxes?: SandboxProvider;
+  /** Where the run's commands execute: bubblewrap, or plain subprocesses only with DISPATCH_SANDBOX=none. */
+  sandboxes: SandboxProvider;
   /** Configured environments (dispatch.config.yaml `environments`), by id. */
   environments?: Record<string, EnvironmentSettings>;
   /** Resolves skills that could not be resolved when the run was created (remote repos). */
@@ -156,14 +155,12 @@ export class RunExecution {
         );
         return;
       }
-      sandbox = this.deps.sandboxes
-        ? await this.deps.sandboxes.create({
-            workspace,
-            runId: run.id,
-            agentNetwork: environment?.agent_network ?? false,
-          })
-        : new PlainSandbox(workspace, run.id);
-      if (this.deps.sandboxes?.warning) {
+      sandbox = await this.deps.sandboxes.create({
+        workspace,
+        runId: run.id,
+        agentNetwork: environment?.agent_network ?? false,
+      });
+      if (this.deps.sandboxes.warning) {
         await this.emit("log", { level: "warn", phase: "sandbox", message: this.deps.sandboxes.warning });
       }
       const repository = await this.checkout(workspace, created, signal);
@@ -175,6 +172,9 @@ export class RunExecution {
           environment,
           workspace: sandbox.workspace,
           sandbox,
+          // The repository checked out above is its creator's: no setup command runs next to the host's
+          // network in a workspace that holds it.
+          setupNetwork: repository.target ? "public" : "host",
           signal,
           emit: (type, data) => this.emit(type, data),
         });
