@@ -23,7 +23,7 @@ import { sandboxEnv } from "./workspace.ts";
 /**
  * A run's commands inside bubblewrap: a minimal root (the system's programs and libraries read-only, of
  * /etc only what programs need, nothing of the operator's home, configuration or Dispatch's files), the
- * workspace the only writable directory, a private /tmp, own user/pid/net/ipc/uts namespaces, an
+ * workspace the only writable directory besides the run's own /tmp, own user/pid/net/ipc/uts namespaces, an
  * unprivileged uid without capabilities, and `--die-with-parent` so that a killed Dispatch leaves no
  * agent process behind. The network is only `lo`, unless the command (SandboxExecOptions.network) or the
  * environment (`agent_network`) asks for one: the host's, or one of its own through slirp4netns that
@@ -73,6 +73,7 @@ export class BwrapSandbox implements Sandbox {
     const layout = {
       workspace: this.workspace,
       hide: this.opts.hide,
+      tmp: this.opts.tmp,
       network:
         network === "host"
           ? ("host" as const)
@@ -112,6 +113,8 @@ export interface BwrapSandboxOptions {
   runId: string;
   /** Paths Dispatch reads secrets from, hidden where they lie inside what the sandbox shows. */
   hide: string[];
+  /** The run's /tmp on disk (BwrapLayout.tmp). */
+  tmp?: string;
   /**
    * Network for commands that do not say (the agent phase): the environment's `agent_network`. It is a
    * network of its own (`ownNetwork`); without those tools the agent gets none.
@@ -195,6 +198,8 @@ export interface BwrapLayout {
   workspace: string;
   /** Paths hidden (an empty directory, or /dev/null for a file) where they lie inside a bound path. */
   hide: string[];
+  /** Bound writable at /tmp: the run's own, on disk (RUN_TMP_SUFFIX); a tmpfs when absent. */
+  tmp?: string | undefined;
   /** none: only `lo`; host: the host's network; own: one of its own, public only (ownNetworkLauncher). */
   network: "none" | "host" | "own";
   identity?: AgentIdentity | undefined;
@@ -244,8 +249,7 @@ export function bwrapArgs(opts: BwrapLayout): string[] {
     else args.push("--ro-bind", "/dev/null", path);
   }
   args.push(
-    "--tmpfs",
-    "/tmp",
+    ...(opts.tmp ? ["--bind", opts.tmp, "/tmp"] : ["--tmpfs", "/tmp"]),
     "--bind",
     opts.workspace,
     opts.workspace,

@@ -12,7 +12,13 @@ import type { RunPatch, Store } from "../store/store.ts";
 import { type DeliveryOutcome, deliverChanges } from "./delivery/deliver.ts";
 import type { PullRequestHost } from "./delivery/pull-request-host.ts";
 import { checkoutRepository, type DeliveryTarget } from "./delivery/repository-checkout.ts";
-import { type DiskQuota, DiskQuotaWatcher, diskQuotaExceeded } from "./disk-quota.ts";
+import {
+  type DiskQuota,
+  DiskQuotaWatcher,
+  diskQuotaExceeded,
+  measureDiskUsage,
+  runDiskPaths,
+} from "./disk-quota.ts";
 import { prepareEnvironment } from "./environments.ts";
 import type { HarnessOutcome, HarnessRegistry } from "./harness.ts";
 import { costLimitOf, costLimitReached, RunCost } from "./run-cost.ts";
@@ -364,6 +370,7 @@ export class RunExecution {
       transcript.findLast((e) => e.type === "message" && e.data.role === "assistant")?.data.text ?? "",
     );
     const followup = this.run.execution > 1 || input[0] !== this.run.prompt ? input.join("\n") : undefined;
+    const quotaLeftBytes = await this.diskQuotaLeft(workspace);
     let result: DeliveryOutcome;
     try {
       result = await deliverChanges({
@@ -379,6 +386,7 @@ export class RunExecution {
         sessionLink: delivery.sessionLink(this.run),
         summary,
         followup,
+        ...(quotaLeftBytes !== undefined ? { quotaLeftBytes } : {}),
         signal,
         recordArtifact: async (artifact, file) => {
           await this.deps.store.recordArtifact(this.run.id, artifact, file);
@@ -409,7 +417,15 @@ export class RunExecution {
     return { ...outcome, message: deliveryWords(result) };
   }
 
-  /** Stops the execution when its workspace holds more than the disk quota allows. */
+  /** What the run may still write to disk under its quota; undefined without a quota. */
+  private async diskQuotaLeft(workspace: string): Promise<number | undefined> {
+    const quota = this.deps.diskQuota;
+    if (!quota || quota.limitBytes <= 0) return undefined;
+    const used = await measureDiskUsage(runDiskPaths(workspace), quota.limitBytes);
+    return Math.max(0, quota.limitBytes - used.bytes);
+  }
+
+  /** Stops the execution when the run holds more on disk than its quota allows (runDiskPaths). */
   private watchDiskQuota(workspace: string): DiskQuotaWatcher | undefined {
     const quota = this.deps.diskQuota;
     if (!quota || quota.limitBytes <= 0) return undefined;

@@ -1,4 +1,4 @@
-import { mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Logger } from "pino";
@@ -7,6 +7,7 @@ import { type CgroupLimits, type Cgroups, detectCgroups } from "./cgroups.ts";
 import { PlainSandbox } from "./plain-sandbox.ts";
 import type { Sandbox } from "./sandbox.ts";
 import type { OwnNetworkTools } from "./sandbox-network.ts";
+import { RUN_TMP_SUFFIX } from "./workspace.ts";
 
 export type SandboxMode = "auto" | "bwrap" | "none";
 
@@ -111,16 +112,24 @@ export async function createSandboxProvider(opts: SandboxProviderOptions): Promi
       const hide = await Promise.all(opts.hide.map((d) => realpath(d).catch(() => resolve(d))));
       const identityDir = await mkdtemp(join(tmpdir(), "dispatch-agent-identity-"));
       const identity = await writeIdentity(identityDir, real);
+      // Empty at each execution's start, as a /tmp is after a reboot (a crash may have left one).
+      const tmp = `${real}${RUN_TMP_SUFFIX}`;
+      await rm(tmp, { recursive: true, force: true });
+      await mkdir(tmp, { mode: 0o700 });
       return new BwrapSandbox({
         bwrap,
         workspace: real,
         runId,
         hide,
+        tmp,
         network: agentNetwork,
         ...(ownNetwork ? { ownNetwork } : {}),
         identity,
         ...(cgroup ? { cgroup } : {}),
-        release: () => rm(identityDir, { recursive: true, force: true }),
+        release: async () => {
+          await rm(identityDir, { recursive: true, force: true });
+          await rm(tmp, { recursive: true, force: true });
+        },
       });
     },
   };
