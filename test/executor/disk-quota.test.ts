@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { probeBwrap } from "../../src/executor/bwrap-sandbox.ts";
 import { measureDiskUsage } from "../../src/executor/disk-quota.ts";
 import { startTestDispatch, type TestDispatch, waitFor, waitForState } from "../support/dispatch.ts";
+import { GitRemotes } from "../support/git-remotes.ts";
 import { isAlive, runProcesses } from "../support/server-process.ts";
 
 const MB = 2 ** 20;
@@ -133,5 +134,42 @@ describe("the per-run disk quota", () => {
   it("lets a run under the quota succeed", async () => {
     const id = await create("$ fallocate -l 4M small.bin");
     expect((await waitForState(t, id, ["FAILED", "SUCCEEDED", "ERROR"])).state).toBe("SUCCEEDED");
+  });
+});
+
+describe.skipIf(!bwrap)("the disk quota and delivery", () => {
+  let remotes: GitRemotes;
+  let t: TestDispatch;
+  beforeAll(async () => {
+    remotes = new GitRemotes();
+    remotes.create("acme/app", { "README.md": "# app\n" });
+    t = await startTestDispatch(
+      { DISPATCH_RUN_DISK_QUOTA_MB: "16", DISPATCH_ALLOW_FILE_REMOTES: "true" },
+      { diskCheckIntervalMs: 100 },
+    );
+  });
+  afterAll(async () => {
+    await t?.stop();
+    remotes?.remove();
+  });
+
+  it("takes the new commits out of the workspace only up to what is left of the quota", async () => {
+    // 9 MB that do not compress, committed straight from a pipe (never a file in the work tree): the
+    // workspace stays under the 16 MB quota, but its bundle would not fit beside it.
+    const created = await t.api("POST", "/api/v1/agent/runs", {
+      prompt:
+        "$ blob=$(head -c 9M /dev/urandom | git hash-object -w --stdin) && git update-index --add --cacheinfo 100644,$blob,big.bin && git commit -qm big",
+      config: { repository: `file://${remotes.path("acme/app")}`, delivery: "branch" },
+    });
+    expect(created.status, created.text).toBe(200);
+    const run = await waitForState(t, created.body.run_id, ["SUCCEEDED", "FAILED", "ERROR"], 30_000);
+    expect(run.state, JSON.stringify(run.status_message)).toBe("FAILED");
+    expect(run.status_message).toMatchObject({
+      reason: "delivery_failed",
+      message: expect.stringMatching(
+        /^The new commits take more than the [67] MB left of the run's disk quota, so they were not taken out of the workspace; .* raise DISPATCH_RUN_DISK_QUOTA_MB on the server$/,
+      ),
+    });
+    expect(remotes.branches("acme/app")).toEqual(["main"]);
   });
 });
