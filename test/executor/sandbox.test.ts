@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
@@ -74,6 +74,8 @@ const exec = (
     ...(opts.network !== undefined ? { network: opts.network } : {}),
   });
 
+/** Stands for an address on the internet, held by a test namespace: not in any non-public range. */
+const PUBLIC_ADDRESS = "192.88.99.1";
 const connect = (host = "127.0.0.1") => `exec 3<>/dev/tcp/${host}/${port} && head -n1 <&3`;
 /** An address of this host other than loopback, as a server elsewhere would be reached; none offline. */
 const outsideAddress = Object.values(networkInterfaces())
@@ -198,6 +200,71 @@ describe.skipIf(bwrapProblem !== undefined)("bubblewrap sandbox", () => {
       expect(own.output).toMatch(/^own\n/);
       expect(own.output).toMatch(/flush: [1-9]/);
       await sandbox.close?.();
+    },
+  );
+
+  it.skipIf(!ownNetworkTools || process.getuid?.() !== 0 || !existsSync("/usr/sbin/ip"))(
+    "agent_network still reaches a public address (in network namespaces of the test's own)",
+    async () => {
+      // A host (H) whose only way out is a link to an "internet" (I) holding a public address; nothing
+      // here leaves this machine. The sandbox is made in H as Dispatch makes it, by a child process.
+      const [h, i] = [`dsp-h-${process.pid}`, `dsp-i-${process.pid}`];
+      const ip = (...args: string[]) => execFileSync("ip", args, { stdio: "pipe" });
+      const servers: ChildProcess[] = [];
+      try {
+        ip("netns", "add", h);
+        ip("netns", "add", i);
+        ip("-n", h, "link", "add", "h0", "type", "veth", "peer", "name", "i0", "netns", i);
+        ip("-n", h, "addr", "add", "10.77.0.1/30", "dev", "h0");
+        ip("-n", i, "addr", "add", "10.77.0.2/30", "dev", "i0");
+        ip("-n", i, "addr", "add", `${PUBLIC_ADDRESS}/32`, "dev", "lo");
+        for (const [ns, dev] of [
+          [h, "h0"],
+          [h, "lo"],
+          [i, "i0"],
+          [i, "lo"],
+        ] as const)
+          ip("-n", ns, "link", "set", dev, "up");
+        ip("-n", h, "route", "add", "default", "via", "10.77.0.2");
+        const serve = (ns: string, host: string, answer: string) => {
+          const server = spawn(
+            "ip",
+            [
+              "netns",
+              "exec",
+              ns,
+              process.execPath,
+              "-e",
+              `require("net").createServer((s) => s.end("${answer}\\n")).listen(${port}, "${host}", () => console.log("up"))`,
+            ],
+            { stdio: ["ignore", "pipe", "inherit"] },
+          );
+          servers.push(server);
+          return new Promise((resolve) => server.stdout!.once("data", resolve));
+        };
+        await serve(i, "0.0.0.0", "public");
+        await serve(h, "10.77.0.1", "the-host-answered");
+        const probe = execFileSync(
+          "ip",
+          [
+            "netns",
+            "exec",
+            h,
+            process.execPath,
+            "test/executor/fixtures/network-probe.ts",
+            connect(PUBLIC_ADDRESS),
+            connect("10.77.0.1"),
+          ],
+          { encoding: "utf8", timeout: 60_000 },
+        );
+        const [publicOutput, hostOutput] = JSON.parse(probe) as string[];
+        expect(publicOutput).toBe("public\n");
+        expect(hostOutput).not.toContain("the-host-answered");
+        expect(hostOutput).toMatch(/No route to host/);
+      } finally {
+        for (const server of servers) server.kill();
+        for (const ns of [h, i]) execFileSync("ip", ["netns", "del", ns], { stdio: "ignore" });
+      }
     },
   );
 
