@@ -1,14 +1,15 @@
 # Dispatch's container image: `node src/main.ts serve` on Node 24 (which runs the TypeScript sources
 # directly, so there is no build step to ship), with git for the runs' repositories, bubblewrap for their
-# sandbox and slirp4netns for an environment's agent_network. Runs as an unprivileged user.
+# sandbox, and slirp4netns and nftables for an environment's agent_network (its own network, filtered to
+# public addresses). Runs as an unprivileged user.
 #
 #   docker build -t dispatch .
 #   docker run -p 8080:8080 -v dispatch-data:/var/lib/dispatch dispatch
 #
 # The sandbox needs unprivileged user namespaces and a mountable /proc inside the container; on Docker
 # that is `--security-opt seccomp=unconfined --security-opt apparmor=unconfined --security-opt
-# systempaths=unconfined`. Without them Dispatch says so at start-up (and refuses to start while secrets
-# are configured, unless DISPATCH_SANDBOX=none). Kubernetes: manifests/kubernetes (README "Deploying on
+# systempaths=unconfined`. Without them Dispatch says so at start-up and serves its API but refuses to
+# start runs (unless DISPATCH_SANDBOX=none). Kubernetes: manifests/kubernetes (README "Deploying on
 # Kubernetes").
 
 ARG NODE_IMAGE=node:24.21.0-slim
@@ -30,7 +31,7 @@ FROM ${NODE_IMAGE} AS runtime
 # hadolint ignore=DL3008
 RUN apt-get update \
   && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-    bubblewrap ca-certificates git slirp4netns tini \
+    bubblewrap ca-certificates git nftables slirp4netns tini \
   && rm -rf /var/lib/apt/lists/*
 
 # A fixed numeric uid, so that Kubernetes' runAsNonRoot can verify it; 10001 stays clear of the image's

@@ -31,7 +31,11 @@ import type { ExternalHarnessOptions } from "./executor/harnesses/external/exter
 import { GeminiHarness } from "./executor/harnesses/external/gemini.ts";
 import { ScriptedHarness } from "./executor/harnesses/scripted.ts";
 import { LazyHarness } from "./executor/lazy-harness.ts";
-import { createSandboxProvider, type SandboxProvider } from "./executor/sandbox-provider.ts";
+import {
+  createSandboxProvider,
+  type SandboxProvider,
+  SandboxUnavailableError,
+} from "./executor/sandbox-provider.ts";
 import { listLocalSkills } from "./executor/skill-catalog.ts";
 import { SkillResolver } from "./executor/skills.ts";
 import { removeExpiredWorkspaces } from "./executor/workspace-retention.ts";
@@ -128,9 +132,13 @@ export async function startDispatch(
   const runsExecutions = roles.has("worker") && config.maxConcurrentRuns > 0;
   /** What /readyz reports per role; each is `starting` until it runs. */
   const roleStates: Record<string, string> = Object.fromEntries([...roles].map((role) => [role, "starting"]));
-  // The sandbox is decided once, before anything else starts: DISPATCH_SANDBOX=bwrap stops start-up here.
-  const sandboxes: SandboxProvider | undefined = runsExecutions
-    ? await createSandboxProvider({
+  // The sandbox is decided once, before anything else starts: DISPATCH_SANDBOX=bwrap stops start-up here;
+  // `auto` without bubblewrap keeps serving the API but starts no run (runsRefused says why).
+  let sandboxes: SandboxProvider | undefined;
+  let runsRefused: string | undefined;
+  if (runsExecutions) {
+    try {
+      sandboxes = await createSandboxProvider({
         mode: config.sandbox.mode,
         ...(config.sandbox.bwrapPath ? { bwrapPath: config.sandbox.bwrapPath } : {}),
         // Everything Dispatch reads secrets from, in case it lies in what the sandbox shows (/usr, /etc…).
@@ -139,11 +147,18 @@ export async function startDispatch(
           ...["", "-wal", "-shm"].map((suffix) => `${config.databasePath}${suffix}`),
           ...config.sandbox.secretFiles,
         ],
-        secrets: config.sandbox.secrets,
         limits: { memoryBytes: config.sandbox.memoryBytes, pidsMax: config.sandbox.pidsMax },
         log,
-      })
-    : undefined;
+      });
+    } catch (err) {
+      if (!(err instanceof SandboxUnavailableError) || config.sandbox.mode === "bwrap") throw err;
+      runsRefused = err.message;
+      log.error(
+        { sandbox: "unavailable" },
+        `${err.message}. This process claims no run${serveApi ? "; its API serves, but refuses new runs and follow-ups" : ""}.`,
+      );
+    }
+  }
   const skills = new SkillResolver(config.settings.skills, {
     cacheDir: join(config.dataDir, "skills-cache"),
   });
@@ -169,6 +184,8 @@ export async function startDispatch(
     mcpAllowedUrls: config.settings.mcp.allowed_urls,
     skills,
     capacity: config.maxConcurrentRuns,
+    // This process would execute the runs its API takes, and cannot: refused at once, never left QUEUED.
+    ...(runsRefused ? { runsRefused } : {}),
     delivery: {
       serverUrl: config.delivery.serverUrl,
       allowFileRemotes: config.delivery.allowFileRemotes,
@@ -402,7 +419,7 @@ export async function startDispatch(
   publicUrl ||= url;
 
   let executor: Executor | undefined;
-  if (runsExecutions) {
+  if (sandboxes) {
     executor = new Executor({
       store,
       harnesses,
@@ -411,7 +428,7 @@ export async function startDispatch(
       leaseMs: config.leaseMs,
       pollIntervalMs: config.pollIntervalMs,
       log,
-      ...(sandboxes ? { sandboxes } : {}),
+      sandboxes,
       environments: config.settings.environments,
       skills,
       diskQuota: {
@@ -482,9 +499,11 @@ export async function startDispatch(
   scheduler?.start();
   if (serveApi) roleStates.api = "serving";
   if (roles.has("worker")) {
-    roleStates.worker = runsExecutions
-      ? `running up to ${config.maxConcurrentRuns} runs`
-      : "idle: DISPATCH_MAX_CONCURRENT_RUNS is 0";
+    roleStates.worker = runsRefused
+      ? `claiming no runs: ${runsRefused}`
+      : runsExecutions
+        ? `running up to ${config.maxConcurrentRuns} runs`
+        : "idle: DISPATCH_MAX_CONCURRENT_RUNS is 0";
   }
   if (roles.has("notifier")) {
     roleStates.notifier = notifier ? "delivering" : "idle: neither Slack nor GitHub is configured";

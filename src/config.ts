@@ -306,16 +306,14 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
       /** How runs' commands are isolated (DISPATCH_SANDBOX, DISPATCH_BWRAP_PATH, DISPATCH_SANDBOX_*). */
       sandbox: {
         /**
-         * auto: bubblewrap where it works, else plain subprocesses with a warning; bwrap: required; none:
-         * off.
+         * auto: bubblewrap, and without it the API serves but runs are refused; bwrap: required at start;
+         * none: plain subprocesses, the operator's explicit choice.
          */
         mode: e.DISPATCH_SANDBOX,
         bwrapPath: e.DISPATCH_BWRAP_PATH,
         /** Per-run cgroup limits where cgroups are writable; 0 = none. */
         memoryBytes: e.DISPATCH_SANDBOX_MEMORY_MB * 2 ** 20,
         pidsMax: e.DISPATCH_SANDBOX_PIDS_MAX,
-        /** The secret variables that are set: `auto` does not fall back to no sandbox when any is. */
-        secrets: configuredSecrets(env, settings),
         /** Files Dispatch reads secrets from (the settings file, the App's key), hidden from runs. */
         secretFiles: secretFiles(e.DISPATCH_CONFIG_FILE, env.GITHUB_PRIVATE_KEY),
       },
@@ -487,31 +485,6 @@ function readPrivateKey(value: string, problem: (message: string) => void): stri
     return undefined;
   }
   return pem;
-}
-
-const SECRET_VARIABLES = [
-  "DISPATCH_ADMIN_API_KEY",
-  "DISPATCH_RUN_SERVICE_API_KEY",
-  "DISPATCH_SIGNING_KEY",
-  "SLACK_BOT_TOKEN",
-  "SLACK_SIGNING_SECRET",
-  "SLACK_APP_TOKEN",
-  "GITHUB_PRIVATE_KEY",
-  "GITHUB_WEBHOOK_SECRET",
-  "GITHUB_TOKEN",
-  "ANTHROPIC_API_KEY",
-  "OPENAI_API_KEY",
-  "OPENAI_COMPATIBLE_API_KEY",
-  "GEMINI_API_KEY",
-];
-
-/** The names of the secret variables set in `env`, with those the settings name (api_key_env, token_env). */
-function configuredSecrets(env: NodeJS.ProcessEnv, settings: Settings): string[] {
-  const named = [
-    settings.models.openai_compatible.api_key_env,
-    ...Object.values(settings.environments).flatMap((e) => e.repos.map((r) => r.token_env)),
-  ].filter((name): name is string => Boolean(name));
-  return [...new Set([...SECRET_VARIABLES, ...named])].filter((name) => env[name]);
 }
 
 function secretFiles(configFile: string | undefined, privateKey: string | undefined): string[] {

@@ -11,17 +11,23 @@ import {
   type SandboxMount,
   type SandboxStartOptions,
 } from "./sandbox.ts";
+import {
+  hostAddresses,
+  type OwnNetworkTools,
+  outboundFilter,
+  ownNetworkLauncher,
+} from "./sandbox-network.ts";
 import { type SandboxProcess, startInProcessGroup } from "./sandbox-process.ts";
 import { sandboxEnv } from "./workspace.ts";
 
 /**
  * A run's commands inside bubblewrap: a minimal root (the system's programs and libraries read-only, of
  * /etc only what programs need, nothing of the operator's home, configuration or Dispatch's files), the
- * workspace the only writable directory, a private /tmp, own user/pid/net/ipc/uts namespaces, an
+ * workspace the only writable directory besides the run's own /tmp, own user/pid/net/ipc/uts namespaces, an
  * unprivileged uid without capabilities, and `--die-with-parent` so that a killed Dispatch leaves no
- * agent process behind. The network is only `lo`, unless the step (setup: the host's network) or the
- * environment (`agent_network`: a network of its own through slirp4netns, without the host's loopback)
- * allows it. The outer bwrap leads its own process group (runArgvInProcessGroup), so cancel and timeout
+ * agent process behind. The network is only `lo`, unless the command (SandboxExecOptions.network) or the
+ * environment (`agent_network`) asks for one: the host's, or one of its own through slirp4netns that
+ * reaches the public internet only (sandbox-network.ts). The outer bwrap leads its own process group (runArgvInProcessGroup), so cancel and timeout
  * kill the sandbox and, with it, everything in its pid namespace.
  */
 export class BwrapSandbox implements Sandbox {
@@ -54,22 +60,35 @@ export class BwrapSandbox implements Sandbox {
   }
 
   /**
-   * `argv` inside bwrap, behind the step that moves it into the run's cgroup. `network`: true for the
-   * host's network (setup steps), false for none, absent for the agent's (its environment's
-   * `agent_network`).
+   * `argv` inside bwrap, behind the step that moves it into the run's cgroup. `network` as
+   * SandboxExecOptions says; absent: the agent's (its environment's `agent_network`).
    */
-  private wrap(argv: string[], network?: boolean, mounts: SandboxMount[] = []): string[] {
-    const own = network === undefined && this.opts.network && this.opts.slirp4netns !== undefined;
+  private wrap(
+    argv: string[],
+    network?: SandboxExecOptions["network"],
+    mounts: SandboxMount[] = [],
+  ): string[] {
+    const ownNetwork = this.opts.ownNetwork;
+    const wantsOwn = network === "public" || (network === undefined && this.opts.network);
     const layout = {
       workspace: this.workspace,
       hide: this.opts.hide,
-      network: network === true ? ("host" as const) : own ? ("own" as const) : ("none" as const),
+      tmp: this.opts.tmp,
+      network:
+        network === "host"
+          ? ("host" as const)
+          : wantsOwn && ownNetwork
+            ? ("own" as const)
+            : ("none" as const),
       identity: this.opts.identity,
       mounts,
     };
     return [
       ...(this.opts.cgroup?.enter ?? []),
-      ...(own && this.opts.slirp4netns ? ownNetworkLauncher(this.opts.slirp4netns) : []),
+      // The host's addresses as they are now: the filter is made for each command.
+      ...(layout.network === "own" && ownNetwork
+        ? ownNetworkLauncher(ownNetwork, outboundFilter(hostAddresses()))
+        : []),
       this.opts.bwrap,
       ...bwrapArgs(layout),
       ...argv,
@@ -94,12 +113,15 @@ export interface BwrapSandboxOptions {
   runId: string;
   /** Paths Dispatch reads secrets from, hidden where they lie inside what the sandbox shows. */
   hide: string[];
+  /** The run's /tmp on disk (BwrapLayout.tmp). */
+  tmp?: string;
   /**
    * Network for commands that do not say (the agent phase): the environment's `agent_network`. It is a
-   * network of its own through `slirp4netns`; without slirp4netns the agent gets none.
+   * network of its own (`ownNetwork`); without those tools the agent gets none.
    */
   network: boolean;
-  slirp4netns?: string;
+  /** slirp4netns and nft, when both are installed: a network of its own is possible. */
+  ownNetwork?: OwnNetworkTools;
   identity?: AgentIdentity;
   cgroup?: RunCgroup;
   /** Removes what the provider made for this sandbox (the identity files). */
@@ -171,40 +193,14 @@ const ETC_ENTRIES = [
   "timezone",
 ];
 
-/**
- * Gives the sandbox a network of its own: starts bwrap (the rest of the argv) with `--info-fd 3
- * --block-fd 4` wired to a coprocess that reads the sandbox's pid, attaches slirp4netns to its network
- * namespace (outbound connections through the host's stack, the host's loopback refused) and lets bwrap
- * go on once the network is up. slirp4netns stays in the run's process group and cgroup, so it ends with
- * the command. If it cannot start, the command runs without the network and says why.
- */
-function ownNetworkLauncher(slirp4netns: string): string[] {
-  const script = `slirp=$1; shift; exec 5>&1
-coproc NET {
-  pid=""
-  while IFS= read -r line; do case $line in *'"child-pid"'*) pid=\${line//[!0-9]/}; break ;; esac; done
-  [ -n "$pid" ] || exit 0
-  # bwrap brings the sandbox's lo up itself once it has told the pid; slirp4netns must not race it.
-  for _ in $(seq 500); do grep -qs 127.0.0.1 "/proc/$pid/net/fib_trie" && break; sleep 0.01; done
-  exec 6>&1 1>&5
-  err=$("$slirp" --configure --mtu=65520 --disable-host-loopback --ready-fd=6 --netns-type=path "/proc/$pid/ns/net" tap0 2>&1 >/dev/null)
-  status=$?
-  exec 6>&-
-  [ "$status" -lt 128 ] || exit 0
-  echo "dispatch: the sandbox has no network for this command: slirp4netns failed: $(echo $err)" >&2
-}
-# Reopened, not dup'ed: bash closes duplicates of a coprocess's fds when it execs.
-exec 3>"/proc/self/fd/\${NET[1]}" 4<"/proc/self/fd/\${NET[0]}"
-exec "$@"`;
-  return ["bash", "-c", script, "dispatch-network", slirp4netns];
-}
-
 export interface BwrapLayout {
   /** Bound writable at the same path; the sandbox starts there. */
   workspace: string;
   /** Paths hidden (an empty directory, or /dev/null for a file) where they lie inside a bound path. */
   hide: string[];
-  /** none: only `lo`; host: the host's network; own: slirp4netns attaches one (ownNetworkLauncher). */
+  /** Bound writable at /tmp: the run's own, on disk (RUN_TMP_SUFFIX); a tmpfs when absent. */
+  tmp?: string | undefined;
+  /** none: only `lo`; host: the host's network; own: one of its own, public only (ownNetworkLauncher). */
   network: "none" | "host" | "own";
   identity?: AgentIdentity | undefined;
   /** More host paths bound at the same place (SandboxStartOptions.mounts). */
@@ -253,8 +249,7 @@ export function bwrapArgs(opts: BwrapLayout): string[] {
     else args.push("--ro-bind", "/dev/null", path);
   }
   args.push(
-    "--tmpfs",
-    "/tmp",
+    ...(opts.tmp ? ["--bind", opts.tmp, "/tmp"] : ["--tmpfs", "/tmp"]),
     "--bind",
     opts.workspace,
     opts.workspace,

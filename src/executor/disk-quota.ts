@@ -1,11 +1,14 @@
 import type { Dir } from "node:fs";
 import { chmod, lstat, opendir } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { Logger } from "pino";
 import type { RunRecord } from "../model/run.ts";
+import { mirrorPath } from "./delivery/repository-checkout.ts";
+import { AGENT_AREA_SUFFIX } from "./harnesses/external/agent-area.ts";
+import { RUN_TMP_SUFFIX } from "./workspace.ts";
 
 export interface DiskQuota {
-  /** Allocated bytes a run's workspace may hold; 0 = no quota. */
+  /** Allocated bytes a run may hold (runDiskPaths); 0 = no quota. */
   limitBytes: number;
   /** Pause between two measurements (stretched when a measurement is slow, see DiskQuotaWatcher). */
   intervalMs: number;
@@ -26,25 +29,45 @@ export interface DiskUsage {
 }
 
 /**
- * Bytes allocated under `root` (`st_blocks` × 512, so sparse and fallocated files count what they hold
- * on disk, not their length). Bounded: it stops as soon as the count passes `stopAbove`, never follows
- * symlinks, stays on `root`'s filesystem and counts a hard-linked file once. A directory the agent made
- * unreadable (chmod 000) is made readable again for its owner, so that it cannot hide what it holds.
+ * Everything a run holds on disk, all of it counted against its quota: its workspace, an external agent's
+ * private area (its HOME), delivery's mirror with the bundle of new commits it receives, and the
+ * sandbox's /tmp. All of them lie next to each other in the workspaces directory.
+ */
+export function runDiskPaths(workspace: string): string[] {
+  return [
+    workspace,
+    `${workspace}${AGENT_AREA_SUFFIX}`,
+    dirname(mirrorPath(workspace)),
+    `${workspace}${RUN_TMP_SUFFIX}`,
+  ];
+}
+
+/**
+ * Bytes allocated under `roots` (`st_blocks` × 512, so sparse and fallocated files count what they hold
+ * on disk, not their length); a root that does not exist counts 0. Bounded: it stops as soon as the count
+ * passes `stopAbove`, never follows symlinks, stays on each root's filesystem and counts a hard-linked
+ * file once, also when linked from two roots. A directory the agent made unreadable (chmod 000) is made
+ * readable again for its owner, so that it cannot hide what it holds.
  */
 export async function measureDiskUsage(
-  root: string,
+  roots: string | readonly string[],
   stopAbove = Number.POSITIVE_INFINITY,
 ): Promise<DiskUsage> {
-  const top = await lstat(root);
-  let bytes = top.blocks * 512;
+  let bytes = 0;
   const linked = new Set<string>();
-  const dirs = [root];
-  const count = async (paths: string[]) => {
+  const dirs: Array<{ path: string; dev: number }> = [];
+  for (const root of typeof roots === "string" ? [roots] : roots) {
+    const top = await lstat(root).catch(ignoreVanished);
+    if (!top) continue;
+    bytes += top.blocks * 512;
+    dirs.push({ path: root, dev: top.dev });
+  }
+  const count = async (paths: string[], dev: number) => {
     const stats = await Promise.all(paths.map((path) => lstat(path).catch(ignoreVanished)));
     stats.forEach((st, k) => {
       if (!st) return;
       if (st.isDirectory()) {
-        if (st.dev === top.dev) dirs.push(paths[k]!);
+        if (st.dev === dev) dirs.push({ path: paths[k]!, dev });
       } else if (st.nlink > 1) {
         const inode = `${st.dev}:${st.ino}`;
         if (linked.has(inode)) return;
@@ -54,18 +77,18 @@ export async function measureDiskUsage(
     });
   };
   for (let dir = dirs.pop(); dir !== undefined; dir = dirs.pop()) {
-    const entries = await openDirectory(dir);
+    const entries = await openDirectory(dir.path);
     if (!entries) continue;
     // Streamed in small batches: a directory may hold millions of entries, and counting stops early.
     let batch: string[] = [];
     for await (const entry of entries) {
-      batch.push(join(dir, entry.name));
+      batch.push(join(dir.path, entry.name));
       if (batch.length < CONCURRENCY) continue;
-      await count(batch);
+      await count(batch, dir.dev);
       batch = [];
       if (bytes > stopAbove) return { bytes, over: true };
     }
-    await count(batch);
+    await count(batch, dir.dev);
     if (bytes > stopAbove) return { bytes, over: true };
   }
   return { bytes, over: false };
@@ -99,9 +122,9 @@ export function diskQuotaExceeded(
 ): NonNullable<RunRecord["statusMessage"]> {
   return {
     message:
-      `The run's workspace holds at least ${mebibytes(usedBytes)} MB on disk, over its disk quota of ` +
-      `${mebibytes(limitBytes)} MB; delete what the run does not need (large downloads, build outputs) or ` +
-      "raise DISPATCH_RUN_DISK_QUOTA_MB on the server",
+      `The run holds at least ${mebibytes(usedBytes)} MB on disk (its workspace, /tmp and HOME), over its ` +
+      `disk quota of ${mebibytes(limitBytes)} MB; delete what the run does not need (large downloads, build ` +
+      "outputs) or raise DISPATCH_RUN_DISK_QUOTA_MB on the server",
     error_code: "disk_quota_exceeded",
     retryable: false,
   };
@@ -113,7 +136,7 @@ function mebibytes(bytes: number): number {
 }
 
 /**
- * Measures a running execution's workspace now and then and calls `onExceeded` (once) when it holds
+ * Measures what a running execution holds on disk (runDiskPaths) now and then and calls `onExceeded` (once) when it holds
  * more than the quota. The pause after a measurement is at least `intervalMs` and at least nine times
  * what the measurement took, so a huge workspace is measured less often instead of keeping the disk busy.
  * The quota is enforced after the fact: what a command writes between two measurements is only seen at
@@ -161,7 +184,7 @@ export class DiskQuotaWatcher {
   private async measure(): Promise<boolean> {
     const { workspace, quota, log } = this.opts;
     try {
-      const usage = await measureDiskUsage(workspace, quota.limitBytes);
+      const usage = await measureDiskUsage(runDiskPaths(workspace), quota.limitBytes);
       if (this.stopped || !usage.over) return false;
       this.stop();
       this.opts.onExceeded(usage.bytes);

@@ -15,6 +15,12 @@ export interface PrepareContext {
   environment: EnvironmentSettings;
   workspace: string;
   sandbox: Sandbox;
+  /**
+   * The setup commands' network: the host's while the workspace holds only what the operator configured;
+   * `public` (a network of the sandbox's own, public addresses only) once it holds the run's repository,
+   * whose content the run's creator chooses and which setup commands (npm ci, make…) may run.
+   */
+  setupNetwork: "host" | "public";
   signal: AbortSignal;
   emit(type: RunEventType, data: Record<string, unknown>): Promise<void>;
   /** Where tokens are read from (process.env). */
@@ -29,7 +35,7 @@ export type PrepareResult =
 /**
  * Prepares a run's workspace from its environment, before the agent starts on its first execution:
  * clones each repo (by Dispatch, with the repo's token when it has one), then runs each setup command in
- * the sandbox with the network. Every step is a `log` event on the transcript. The first failure stops
+ * the sandbox with `setupNetwork`. Every step is a `log` event on the transcript. The first failure stops
  * it, with the failing step and the tail of its output. A marker next to the workspace (outside it,
  * hidden from the agent) makes a re-queued execution skip work that already succeeded.
  */
@@ -120,7 +126,7 @@ export async function prepareEnvironment(ctx: PrepareContext): Promise<PrepareRe
       message: `Setup ${i + 1}/${environment.setup.length}: $ ${command}`,
       command,
     });
-    const result = await sandbox.exec(command, { timeoutMs, signal, network: true });
+    const result = await sandbox.exec(command, { timeoutMs, signal, network: ctx.setupNetwork });
     if (result.aborted || signal.aborted) return { ok: false, aborted: true };
     const why = result.timedOut
       ? `timed out after ${environment.setup_timeout_minutes} min`

@@ -14,8 +14,8 @@ export interface ExecutorOptions {
   leaseMs: number;
   pollIntervalMs: number;
   log: Logger;
-  /** The sandbox every run's commands go through; a plain subprocess when absent. */
-  sandboxes?: ExecutionDeps["sandboxes"];
+  /** The sandbox every run's commands go through. */
+  sandboxes: ExecutionDeps["sandboxes"];
   /** Configured environments by id (dispatch.config.yaml). */
   environments?: ExecutionDeps["environments"];
   /** Resolves skills left for execution time (remote repos). */
@@ -177,7 +177,7 @@ export class Executor {
         leaseMs: this.opts.leaseMs,
         heartbeatMs: Math.min(this.opts.pollIntervalMs, Math.floor(this.opts.leaseMs / 3)),
         log: this.opts.log,
-        ...(this.opts.sandboxes ? { sandboxes: this.opts.sandboxes } : {}),
+        sandboxes: this.opts.sandboxes,
         ...(this.opts.environments ? { environments: this.opts.environments } : {}),
         ...(this.opts.skills ? { skills: this.opts.skills } : {}),
         ...(this.opts.diskQuota ? { diskQuota: this.opts.diskQuota } : {}),

@@ -12,10 +12,15 @@ import type { RunPatch, Store } from "../store/store.ts";
 import { type DeliveryOutcome, deliverChanges } from "./delivery/deliver.ts";
 import type { PullRequestHost } from "./delivery/pull-request-host.ts";
 import { checkoutRepository, type DeliveryTarget } from "./delivery/repository-checkout.ts";
-import { type DiskQuota, DiskQuotaWatcher, diskQuotaExceeded } from "./disk-quota.ts";
+import {
+  type DiskQuota,
+  DiskQuotaWatcher,
+  diskQuotaExceeded,
+  measureDiskUsage,
+  runDiskPaths,
+} from "./disk-quota.ts";
 import { prepareEnvironment } from "./environments.ts";
 import type { HarnessOutcome, HarnessRegistry } from "./harness.ts";
-import { PlainSandbox } from "./plain-sandbox.ts";
 import { costLimitOf, costLimitReached, RunCost } from "./run-cost.ts";
 import type { Sandbox } from "./sandbox.ts";
 import type { SandboxProvider } from "./sandbox-provider.ts";
@@ -32,8 +37,8 @@ export interface ExecutionDeps {
   heartbeatMs: number;
   /** The service's logger: the execution logs as the executor, the harness as itself. */
   log: Logger;
-  /** Where the run's commands execute (bubblewrap or a plain subprocess); plain when absent. */
-  sandboxes?: SandboxProvider;
+  /** Where the run's commands execute: bubblewrap, or plain subprocesses only with DISPATCH_SANDBOX=none. */
+  sandboxes: SandboxProvider;
   /** Configured environments (dispatch.config.yaml `environments`), by id. */
   environments?: Record<string, EnvironmentSettings>;
   /** Resolves skills that could not be resolved when the run was created (remote repos). */
@@ -156,14 +161,12 @@ export class RunExecution {
         );
         return;
       }
-      sandbox = this.deps.sandboxes
-        ? await this.deps.sandboxes.create({
-            workspace,
-            runId: run.id,
-            agentNetwork: environment?.agent_network ?? false,
-          })
-        : new PlainSandbox(workspace, run.id);
-      if (this.deps.sandboxes?.warning) {
+      sandbox = await this.deps.sandboxes.create({
+        workspace,
+        runId: run.id,
+        agentNetwork: environment?.agent_network ?? false,
+      });
+      if (this.deps.sandboxes.warning) {
         await this.emit("log", { level: "warn", phase: "sandbox", message: this.deps.sandboxes.warning });
       }
       const repository = await this.checkout(workspace, created, signal);
@@ -175,6 +178,9 @@ export class RunExecution {
           environment,
           workspace: sandbox.workspace,
           sandbox,
+          // The repository checked out above is its creator's: no setup command runs next to the host's
+          // network in a workspace that holds it.
+          setupNetwork: repository.target ? "public" : "host",
           signal,
           emit: (type, data) => this.emit(type, data),
         });
@@ -364,6 +370,7 @@ export class RunExecution {
       transcript.findLast((e) => e.type === "message" && e.data.role === "assistant")?.data.text ?? "",
     );
     const followup = this.run.execution > 1 || input[0] !== this.run.prompt ? input.join("\n") : undefined;
+    const quotaLeftBytes = await this.diskQuotaLeft(workspace);
     let result: DeliveryOutcome;
     try {
       result = await deliverChanges({
@@ -379,6 +386,7 @@ export class RunExecution {
         sessionLink: delivery.sessionLink(this.run),
         summary,
         followup,
+        ...(quotaLeftBytes !== undefined ? { quotaLeftBytes } : {}),
         signal,
         recordArtifact: async (artifact, file) => {
           await this.deps.store.recordArtifact(this.run.id, artifact, file);
@@ -409,7 +417,15 @@ export class RunExecution {
     return { ...outcome, message: deliveryWords(result) };
   }
 
-  /** Stops the execution when its workspace holds more than the disk quota allows. */
+  /** What the run may still write to disk under its quota; undefined without a quota. */
+  private async diskQuotaLeft(workspace: string): Promise<number | undefined> {
+    const quota = this.deps.diskQuota;
+    if (!quota || quota.limitBytes <= 0) return undefined;
+    const used = await measureDiskUsage(runDiskPaths(workspace), quota.limitBytes);
+    return Math.max(0, quota.limitBytes - used.bytes);
+  }
+
+  /** Stops the execution when the run holds more on disk than its quota allows (runDiskPaths). */
   private watchDiskQuota(workspace: string): DiskQuotaWatcher | undefined {
     const quota = this.deps.diskQuota;
     if (!quota || quota.limitBytes <= 0) return undefined;

@@ -1,4 +1,4 @@
-import { mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { Logger } from "pino";
@@ -6,24 +6,21 @@ import { type AgentIdentity, agentIdentityFiles, BwrapSandbox, findBwrap, which 
 import { type CgroupLimits, type Cgroups, detectCgroups } from "./cgroups.ts";
 import { PlainSandbox } from "./plain-sandbox.ts";
 import type { Sandbox } from "./sandbox.ts";
+import type { OwnNetworkTools } from "./sandbox-network.ts";
+import { RUN_TMP_SUFFIX } from "./workspace.ts";
 
 export type SandboxMode = "auto" | "bwrap" | "none";
 
 export interface SandboxProviderOptions {
   /**
-   * auto: bwrap where it works, else a plain subprocess with a warning, unless secrets are configured;
-   * bwrap: required; none: off.
+   * auto and bwrap: bubblewrap, and SandboxUnavailableError where it cannot run (the caller decides what
+   * that means for start-up); none: plain subprocesses, chosen explicitly.
    */
   mode: SandboxMode;
   /** The bwrap executable (DISPATCH_BWRAP_PATH); looked up on PATH when not absolute. */
   bwrapPath?: string;
   /** Paths the agent must not see: Dispatch's data directory, database, configuration and key files. */
   hide: string[];
-  /**
-   * The variables holding Dispatch's secrets that are set (tokens, keys): a plain subprocess could read
-   * them from Dispatch's own process (/proc/<pid>/environ), so `auto` will not fall back to one.
-   */
-  secrets?: string[];
   limits: CgroupLimits;
   log: Logger;
   /** Cgroup detection (tests point it elsewhere). */
@@ -40,9 +37,19 @@ export interface SandboxProvider {
   create(opts: { workspace: string; runId: string; agentNetwork: boolean }): Promise<Sandbox>;
 }
 
+/** No sandbox can be made here (bubblewrap cannot run) and DISPATCH_SANDBOX is not `none`. */
 export class SandboxUnavailableError extends Error {}
 
-/** Detects bwrap once (a trivial sandboxed command) and cgroups, logs what is in use, returns the provider. */
+/** What to do about a missing sandbox: install it, or accept plain subprocesses by saying so. */
+const SANDBOX_FIX =
+  "Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; add slirp4netns and nftables for environments with agent_network) and restart Dispatch, or set DISPATCH_SANDBOX=none to accept running agents' commands as plain subprocesses, which can read everything Dispatch can (its data directory and database included)";
+
+/**
+ * Detects bwrap once (a trivial sandboxed command) and cgroups, logs what is in use, returns the provider.
+ * Throws SandboxUnavailableError when bubblewrap cannot run: a run's commands never fall back to plain
+ * subprocesses unless DISPATCH_SANDBOX=none says so, since those could read Dispatch's data directory,
+ * database and environment.
+ */
 export async function createSandboxProvider(opts: SandboxProviderOptions): Promise<SandboxProvider> {
   const log = opts.log.child({ component: "sandbox" });
   let bwrap: string | undefined;
@@ -52,19 +59,14 @@ export async function createSandboxProvider(opts: SandboxProviderOptions): Promi
       "Sandbox disabled (DISPATCH_SANDBOX=none): this run's commands run as plain subprocesses in its workspace, with the network and the whole filesystem reachable.";
   } else {
     const found = await findBwrap(opts.bwrapPath);
-    if ("bwrap" in found) {
-      bwrap = found.bwrap;
-    } else if (opts.mode === "bwrap") {
+    if (!("bwrap" in found)) {
       throw new SandboxUnavailableError(
-        `DISPATCH_SANDBOX=bwrap but bubblewrap cannot run here: ${found.problem}. Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) or set DISPATCH_SANDBOX=auto`,
+        opts.mode === "bwrap"
+          ? `DISPATCH_SANDBOX=bwrap but bubblewrap cannot run here: ${found.problem}. ${SANDBOX_FIX}`
+          : `No sandbox, so this server cannot start runs: bubblewrap (bwrap) cannot run here (${found.problem}). ${SANDBOX_FIX}`,
       );
-    } else if (opts.secrets?.length) {
-      throw new SandboxUnavailableError(
-        `No sandbox: bubblewrap (bwrap) is not usable on this server (${found.problem}), and without it a run's commands could read ${opts.secrets.join(", ")} from Dispatch's own process. Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap), or set DISPATCH_SANDBOX=none to run commands unsandboxed anyway`,
-      );
-    } else {
-      warning = `No sandbox: bubblewrap (bwrap) is not usable on this server (${found.problem}); this run's commands run as plain subprocesses in its workspace, with the network and the whole filesystem reachable. Install bubblewrap to isolate runs.`;
     }
+    bwrap = found.bwrap;
   }
 
   // A cgroup per run also without limits: it is how processes that left the run's process group die.
@@ -79,15 +81,20 @@ export async function createSandboxProvider(opts: SandboxProviderOptions): Promi
       log.info({ cgroups: swept }, `removed ${swept.length} run cgroup(s) left by an earlier Dispatch`);
   }
 
-  let slirp4netns: string | undefined;
+  let ownNetwork: OwnNetworkTools | undefined;
   if (bwrap) {
-    // agent_network's own network, looked up on PATH.
-    slirp4netns = await which("slirp4netns");
-    const network = slirp4netns
-      ? `agent_network through ${slirp4netns}`
-      : "agent_network unavailable (slirp4netns not found: install it, Debian/Ubuntu: apt-get install slirp4netns; until then the agent gets no network)";
+    // agent_network's own network and its outbound filter, looked up on PATH.
+    const [slirp4netns, nft] = await Promise.all([which("slirp4netns"), which("nft")]);
+    const missing = [
+      ...(slirp4netns ? [] : ["slirp4netns (Debian/Ubuntu: apt-get install slirp4netns)"]),
+      ...(nft ? [] : ["nft (Debian/Ubuntu: apt-get install nftables)"]),
+    ];
+    if (slirp4netns && nft) ownNetwork = { slirp4netns, nft };
+    const network = ownNetwork
+      ? `agent_network through ${slirp4netns}, public addresses only (nftables: ${nft})`
+      : `agent_network unavailable (${missing.join(" and ")} not found: install it; until then agents and the setup steps of runs with a repository get no network)`;
     log.info(
-      { sandbox: "bwrap", bwrap, limits, slirp4netns },
+      { sandbox: "bwrap", bwrap, limits, slirp4netns, nft },
       `sandbox: bubblewrap (${bwrap}); ${limits}; ${network}`,
     );
   } else {
@@ -105,16 +112,24 @@ export async function createSandboxProvider(opts: SandboxProviderOptions): Promi
       const hide = await Promise.all(opts.hide.map((d) => realpath(d).catch(() => resolve(d))));
       const identityDir = await mkdtemp(join(tmpdir(), "dispatch-agent-identity-"));
       const identity = await writeIdentity(identityDir, real);
+      // Empty at each execution's start, as a /tmp is after a reboot (a crash may have left one).
+      const tmp = `${real}${RUN_TMP_SUFFIX}`;
+      await rm(tmp, { recursive: true, force: true });
+      await mkdir(tmp, { mode: 0o700 });
       return new BwrapSandbox({
         bwrap,
         workspace: real,
         runId,
         hide,
+        tmp,
         network: agentNetwork,
-        ...(slirp4netns ? { slirp4netns } : {}),
+        ...(ownNetwork ? { ownNetwork } : {}),
         identity,
         ...(cgroup ? { cgroup } : {}),
-        release: () => rm(identityDir, { recursive: true, force: true }),
+        release: async () => {
+          await rm(identityDir, { recursive: true, force: true });
+          await rm(tmp, { recursive: true, force: true });
+        },
       });
     },
   };

@@ -8,8 +8,13 @@ export interface SandboxExecOptions {
   signal: AbortSignal;
   /** Bytes of output kept (the tail); the result says when it was cut. */
   outputLimit?: number;
-  /** Setup steps may need the network (git clone, package installs); the agent's commands get none. */
-  network?: boolean;
+  /**
+   * The command's network; absent: the agent's (its environment's `agent_network`). `host`: the host's
+   * (setup steps in a workspace that holds only what the operator configured); `public`: a network of
+   * its own that reaches the public internet only, never the host or a private range (setup steps once
+   * the run's repository is checked out). Plain sandboxes have the host's network whatever is asked.
+   */
+  network?: "host" | "public";
 }
 
 /**

@@ -15,6 +15,12 @@ export async function prepareWorkspace(
   return { path, created };
 }
 
+/**
+ * Suffix of a run's /tmp, beside its workspace: on disk, so that the run's disk quota counts it (a tmpfs
+ * would fill memory uncounted); emptied when an execution ends.
+ */
+export const RUN_TMP_SUFFIX = ".tmp";
+
 export function workspacesDir(dataDir: string): string {
   return join(dataDir, "workspaces");
 }

@@ -77,6 +77,11 @@ export interface RunServiceOptions {
   defaultModel?: string;
   /** Executor slots across the deployment; `at_capacity` says a new run will wait for one. */
   capacity: number;
+  /**
+   * Why this process, whose worker would execute its runs, cannot start any (no sandbox): new runs and
+   * follow-ups are refused with resource_unavailable instead of waiting QUEUED for nothing.
+   */
+  runsRefused?: string;
   /** `url` MCP servers runs may name (`mcp.allowed_urls`); any other is refused at create, all when absent. */
   mcpAllowedUrls?: readonly string[];
   /** Configured environment ids: any other `environment_id` is refused at create. Unchecked when absent. */
@@ -180,6 +185,7 @@ export class RunService {
     if (input.conversation_id != null) return this.continueConversation(ctx, input, input.conversation_id);
     const attachments = await decodeAttachments(input.attachments);
     const run = await this.build(ctx, input);
+    this.refuseWithoutExecutor();
     const atCapacity = await this.atCapacity();
     const respond = (created: unknown) => {
       const r = created as RunRecord;
@@ -221,6 +227,7 @@ export class RunService {
     }
     await this.mustSteer(ctx.caller, target, "followup");
     const attachments = await decodeAttachments(input.attachments);
+    this.refuseWithoutExecutor();
     const atCapacity = await this.atCapacity();
     const respond = (value: unknown) => {
       const { run } = value as { run: RunRecord };
@@ -238,6 +245,11 @@ export class RunService {
     return this.unwrap(result, () =>
       result.kind === "created" ? respond(result.value) : undefined,
     ) as CreateRunResult;
+  }
+
+  /** Refuses work this server cannot start (RunServiceOptions.runsRefused). */
+  private refuseWithoutExecutor(): void {
+    if (this.options.runsRefused) throw new RunError("resource_unavailable", this.options.runsRefused);
   }
 
   /**
@@ -348,6 +360,7 @@ export class RunService {
   ): Promise<{ followup_id: string; outcome: FollowupOutcome }> {
     await this.getToSteer(ctx.caller, runId, "followup");
     const attachments = await decodeAttachments(input.attachments);
+    this.refuseWithoutExecutor();
     const respond = (value: unknown) => {
       const { followup } = value as { followup: { id: string; outcome: FollowupOutcome } };
       return { followup_id: followup.id, outcome: followup.outcome };

@@ -3,14 +3,20 @@ import { existsSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import { createServer as createTcpServer, type Server as TcpServer } from "node:net";
-import { tmpdir } from "node:os";
+import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { probeBwrap } from "../../src/executor/bwrap-sandbox.ts";
+import { probeBwrap, which } from "../../src/executor/bwrap-sandbox.ts";
 import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
 
 const TOKEN = "ghp_environmentTestToken0123456789abcdef";
 const bwrap = (await probeBwrap("/usr/bin/bwrap")) === undefined;
+/** What a network of the sandbox's own needs besides bubblewrap (looked up on PATH like the provider). */
+const ownNetwork = Boolean((await which("slirp4netns")) && (await which("nft")));
+/** An address of this host other than loopback, as the host's services are reached from its network. */
+const outsideAddress = Object.values(networkInterfaces())
+  .flat()
+  .find((a) => a && a.family === "IPv4" && !a.internal)?.address;
 
 let root: string;
 let repoUrl: string;
@@ -51,7 +57,8 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => gitServer.listen(0, "127.0.0.1", resolve));
   const gitPort = (gitServer.address() as { port: number }).port;
   tcp = createTcpServer((s) => s.end("ok\n"));
-  await new Promise<void>((resolve) => tcp.listen(0, "127.0.0.1", resolve));
+  // On every address of the host: its loopback and the addresses its network reaches it by.
+  await new Promise<void>((resolve) => tcp.listen(0, "0.0.0.0", resolve));
   tcpPort = (tcp.address() as { port: number }).port;
 
   const configFile = join(root, "dispatch.config.yaml");
@@ -73,11 +80,17 @@ beforeAll(async () => {
         missing_token: { repos: [{ url: repoUrl, token_env: "ENV_TEST_UNSET_TOKEN" }] },
         net: { setup: [`exec 3<>/dev/tcp/127.0.0.1/${tcpPort} && head -n1 <&3 > net-ok`] },
         net_agent: { agent_network: true },
+        // Setup that tries the host from the workspace: what a command run from a repository could do.
+        net_repo: {
+          setup: [
+            `grep -o tap0 /proc/net/dev > setup-net; for h in 127.0.0.1 ${outsideAddress ?? "127.0.0.1"}; do (exec 3<>/dev/tcp/$h/${tcpPort} && head -n1 <&3) >> setup-net 2>&1; done; true`,
+          ],
+        },
       },
     }),
   );
   process.env.ENV_TEST_GIT_TOKEN = TOKEN;
-  t = await startTestDispatch({ DISPATCH_CONFIG_FILE: configFile });
+  t = await startTestDispatch({ DISPATCH_CONFIG_FILE: configFile, DISPATCH_ALLOW_FILE_REMOTES: "true" });
 });
 afterAll(async () => {
   delete process.env.ENV_TEST_GIT_TOKEN;
@@ -181,6 +194,28 @@ describe("environments", () => {
       expect((await waitForState(t, allowed, ["SUCCEEDED", "FAILED"])).state).toBe("FAILED");
       const agent = (await events(allowed)).filter((e) => e.type === "tool_result");
       expect(String(agent[0]?.data.output)).not.toContain("ok");
+    },
+  );
+
+  it.skipIf(!bwrap)(
+    "in a run that names a repository, setup steps get a public-only network: never the host's",
+    async () => {
+      const res = await t.api("POST", "/api/v1/agent/runs", {
+        prompt: "$ cat setup-net",
+        config: { environment_id: "net_repo", repository: repoUrl, delivery: "none" },
+      });
+      expect(res.status, res.text).toBe(200);
+      const id = res.body.run_id as string;
+      const run = await waitForState(t, id, ["SUCCEEDED", "FAILED"]);
+      expect(run.state, JSON.stringify(run.status_message)).toBe("SUCCEEDED");
+      const output = String((await events(id)).find((e) => e.type === "tool_result")?.data.output);
+      // Neither the host's loopback nor its own address answered the setup step.
+      expect(output).not.toContain("ok");
+      expect(output).toMatch(/Connection refused|No route to host|Network is unreachable/);
+      // Still a network (the sandbox's own), for package installs from public registries.
+      if (ownNetwork) expect(output).toMatch(/^tap0\n/);
+      // The repository was checked out before setup ran: setup saw the creator's content.
+      expect(existsSync(join(workspace(id), "README.md"))).toBe(true);
     },
   );
 

@@ -1,19 +1,21 @@
-import { spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { probeBwrap } from "../../src/executor/bwrap-sandbox.ts";
+import { probeBwrap, which } from "../../src/executor/bwrap-sandbox.ts";
 import { detectCgroups } from "../../src/executor/cgroups.ts";
-import type { Sandbox } from "../../src/executor/sandbox.ts";
+import type { Sandbox, SandboxExecOptions } from "../../src/executor/sandbox.ts";
 import { createSandboxProvider, SandboxUnavailableError } from "../../src/executor/sandbox-provider.ts";
 import { createLogger } from "../../src/log.ts";
 import { startTestDispatch, waitFor, waitForState } from "../support/dispatch.ts";
 import { isAlive, runProcesses } from "../support/server-process.ts";
 
 const bwrapProblem = await probeBwrap("/usr/bin/bwrap");
+/** What agent_network needs besides bubblewrap (the provider looks them up on PATH). */
+const ownNetworkTools = (await which("slirp4netns")) && (await which("nft"));
 const log = createLogger("silent");
 const PROVIDER_KEY = "sk-sandbox-test-provider-key-0123456789";
 
@@ -61,13 +63,19 @@ async function newSandbox(mode: "bwrap" | "none", agentNetwork = false) {
   return { sandbox, runId, workspace, provider };
 }
 
-const exec = (sandbox: Sandbox, command: string, opts: { network?: boolean; signal?: AbortSignal } = {}) =>
+const exec = (
+  sandbox: Sandbox,
+  command: string,
+  opts: { network?: SandboxExecOptions["network"]; signal?: AbortSignal } = {},
+) =>
   sandbox.exec(command, {
     timeoutMs: 10_000,
     signal: opts.signal ?? new AbortController().signal,
     ...(opts.network !== undefined ? { network: opts.network } : {}),
   });
 
+/** Stands for an address on the internet, held by a test namespace: not in any non-public range. */
+const PUBLIC_ADDRESS = "192.88.99.1";
 const connect = (host = "127.0.0.1") => `exec 3<>/dev/tcp/${host}/${port} && head -n1 <&3`;
 /** An address of this host other than loopback, as a server elsewhere would be reached; none offline. */
 const outsideAddress = Object.values(networkInterfaces())
@@ -152,11 +160,11 @@ describe.skipIf(bwrapProblem !== undefined)("bubblewrap sandbox", () => {
     expect(resolver.output).toContain("nameserver 127.0.0.1");
     expect(resolver.output).toContain("options timeout:1 attempts:1");
 
-    const setup = await exec(sandbox, connect(), { network: true });
+    const setup = await exec(sandbox, connect(), { network: "host" });
     expect(setup.exitCode, setup.output).toBe(0);
     expect(setup.output).toContain("hello");
     // Setup steps resolve names as the host does.
-    const hostResolver = await exec(sandbox, "cat /etc/resolv.conf", { network: true });
+    const hostResolver = await exec(sandbox, "cat /etc/resolv.conf", { network: "host" });
     expect(hostResolver.output).toBe(
       existsSync("/etc/resolv.conf") ? readFileSync("/etc/resolv.conf", "utf8") : "",
     );
@@ -164,22 +172,99 @@ describe.skipIf(bwrapProblem !== undefined)("bubblewrap sandbox", () => {
     await sandbox.close?.();
   });
 
-  it.skipIf(!existsSync("/usr/bin/slirp4netns"))(
-    "gives agent_network a network of its own that never reaches the host's loopback",
+  it.skipIf(!ownNetworkTools)(
+    "gives agent_network a network of its own that reaches neither the host nor a private address",
     async () => {
       const { sandbox } = await newSandbox("bwrap", true);
-      const interfaces = await exec(sandbox, "cat /proc/net/dev");
+      const interfaces = await exec(sandbox, "cat /proc/net/dev; cat /proc/net/route");
       expect(interfaces.output).toContain("tap0:");
+      // A default route: the network is up, for public addresses.
+      expect(interfaces.output).toMatch(/^tap0\s+00000000\s+0202000A/m);
       const loopback = await exec(sandbox, connect());
       expect(loopback.exitCode).not.toBe(0);
       expect(loopback.output).not.toContain("hello");
       const hostAlias = await exec(sandbox, connect("10.0.2.2"));
       expect(hostAlias.output).not.toContain("hello");
+      // The host's own address, as a server on the host or its network would be reached: refused at once.
       if (outsideAddress) {
         const outside = await exec(sandbox, connect(outsideAddress));
-        expect(outside.output).toContain("hello");
+        expect(outside.exitCode).not.toBe(0);
+        expect(outside.output).not.toContain("hello");
+        expect(outside.output).toMatch(/No route to host/);
       }
+      // The sandbox's own loopback still works, and the agent cannot lift the filter.
+      const own = await exec(
+        sandbox,
+        `python3 -c 'import socket,sys;s=socket.socket();s.bind(("127.0.0.1",0));s.listen();print(s.getsockname()[1]);sys.stdout.flush();s.accept()[0].send(b"own\\n")' > port & until [ -s port ]; do sleep 0.01; done; exec 3<>/dev/tcp/127.0.0.1/$(cat port) && head -n1 <&3; nft flush ruleset; echo "flush: $?"`,
+      );
+      expect(own.output).toMatch(/^own\n/);
+      expect(own.output).toMatch(/flush: [1-9]/);
       await sandbox.close?.();
+    },
+  );
+
+  it.skipIf(!ownNetworkTools || process.getuid?.() !== 0 || !existsSync("/usr/sbin/ip"))(
+    "agent_network still reaches a public address (in network namespaces of the test's own)",
+    async () => {
+      // A host (H) whose only way out is a link to an "internet" (I) holding a public address; nothing
+      // here leaves this machine. The sandbox is made in H as Dispatch makes it, by a child process.
+      const [h, i] = [`dsp-h-${process.pid}`, `dsp-i-${process.pid}`];
+      const ip = (...args: string[]) => execFileSync("ip", args, { stdio: "pipe" });
+      const servers: ChildProcess[] = [];
+      try {
+        ip("netns", "add", h);
+        ip("netns", "add", i);
+        ip("-n", h, "link", "add", "h0", "type", "veth", "peer", "name", "i0", "netns", i);
+        ip("-n", h, "addr", "add", "10.77.0.1/30", "dev", "h0");
+        ip("-n", i, "addr", "add", "10.77.0.2/30", "dev", "i0");
+        ip("-n", i, "addr", "add", `${PUBLIC_ADDRESS}/32`, "dev", "lo");
+        for (const [ns, dev] of [
+          [h, "h0"],
+          [h, "lo"],
+          [i, "i0"],
+          [i, "lo"],
+        ] as const)
+          ip("-n", ns, "link", "set", dev, "up");
+        ip("-n", h, "route", "add", "default", "via", "10.77.0.2");
+        const serve = (ns: string, host: string, answer: string) => {
+          const server = spawn(
+            "ip",
+            [
+              "netns",
+              "exec",
+              ns,
+              process.execPath,
+              "-e",
+              `require("net").createServer((s) => s.end("${answer}\\n")).listen(${port}, "${host}", () => console.log("up"))`,
+            ],
+            { stdio: ["ignore", "pipe", "inherit"] },
+          );
+          servers.push(server);
+          return new Promise((resolve) => server.stdout!.once("data", resolve));
+        };
+        await serve(i, "0.0.0.0", "public");
+        await serve(h, "10.77.0.1", "the-host-answered");
+        const probe = execFileSync(
+          "ip",
+          [
+            "netns",
+            "exec",
+            h,
+            process.execPath,
+            "test/executor/fixtures/network-probe.ts",
+            connect(PUBLIC_ADDRESS),
+            connect("10.77.0.1"),
+          ],
+          { encoding: "utf8", timeout: 60_000 },
+        );
+        const [publicOutput, hostOutput] = JSON.parse(probe) as string[];
+        expect(publicOutput).toBe("public\n");
+        expect(hostOutput).not.toContain("the-host-answered");
+        expect(hostOutput).toMatch(/No route to host/);
+      } finally {
+        for (const server of servers) server.kill();
+        for (const ns of [h, i]) execFileSync("ip", ["netns", "del", ns], { stdio: "ignore" });
+      }
     },
   );
 
@@ -289,45 +374,65 @@ describe("without bubblewrap", () => {
     ).rejects.toBeInstanceOf(SandboxUnavailableError);
     await expect(
       startTestDispatch({ DISPATCH_SANDBOX: "bwrap", DISPATCH_BWRAP_PATH: "/nonexistent/bwrap" }),
-    ).rejects.toThrow(/DISPATCH_SANDBOX=bwrap but bubblewrap cannot run here/);
+    ).rejects.toThrow(/DISPATCH_SANDBOX=bwrap but bubblewrap cannot run here: .*apt-get install bubblewrap/);
   });
 
-  it("auto refuses to run without a sandbox while secrets are configured, unless DISPATCH_SANDBOX=none", async () => {
-    // Without a sandbox a command could read /proc/<Dispatch's pid>/environ, as any process of its uid.
-    const secrets = { DISPATCH_BWRAP_PATH: "/nonexistent/bwrap", OPENAI_API_KEY: PROVIDER_KEY };
-    const refusal = startTestDispatch(secrets);
-    await expect(refusal).rejects.toBeInstanceOf(SandboxUnavailableError);
-    await expect(refusal).rejects.toThrow(/could read OPENAI_API_KEY from Dispatch's own process/);
-    await expect(refusal).rejects.toThrow(/apt-get install bubblewrap\), or set DISPATCH_SANDBOX=none/);
+  it("auto without bubblewrap serves the API but refuses runs, and nothing executes", async () => {
+    // No secret configured: the case where auto used to fall back to plain subprocesses.
+    const t = await startTestDispatch({ DISPATCH_BWRAP_PATH: "/nonexistent/bwrap" });
+    try {
+      const marker = join(root, `unsandboxed-${process.pid}`);
+      const created = await t.api("POST", "/api/v1/agent/runs", { prompt: `$ touch ${marker}` });
+      expect(created.status).toBe(503);
+      expect(created.body.error_code).toBe("resource_unavailable");
+      expect(created.body.detail).toMatch(/cannot start runs: bubblewrap \(bwrap\) cannot run here/);
+      expect(created.body.detail).toMatch(/apt-get install bubblewrap/);
+      expect(created.body.detail).toMatch(/or set DISPATCH_SANDBOX=none/);
+      // Nothing was queued to run later either, and the rest of the API serves.
+      const listed = await t.api("GET", "/api/v1/agent/runs");
+      expect(listed.status).toBe(200);
+      expect(listed.body.runs).toEqual([]);
+      expect(existsSync(marker)).toBe(false);
+      expect(t.dispatch.executor).toBeUndefined();
+      const ready = await t.api("GET", "/readyz");
+      expect(ready.body.roles.worker).toMatch(/^claiming no runs: No sandbox/);
+    } finally {
+      await t.stop();
+    }
 
-    const explicit = await startTestDispatch({ ...secrets, DISPATCH_SANDBOX: "none" });
-    await explicit.stop();
+    // A worker-only process says the same where an operator looks, and claims nothing.
+    const worker = await startTestDispatch({
+      DISPATCH_BWRAP_PATH: "/nonexistent/bwrap",
+      DISPATCH_ROLES: "worker",
+    });
+    try {
+      expect(worker.dispatch.executor).toBeUndefined();
+      const ready = await worker.api("GET", "/readyz");
+      expect(ready.body.roles).toEqual({ worker: expect.stringMatching(/^claiming no runs: No sandbox/) });
+    } finally {
+      await worker.stop();
+    }
   });
 
-  it("falls back to a plain subprocess with a warning on the run's transcript", async () => {
-    const envs: Array<Record<string, string>> = [
-      { DISPATCH_BWRAP_PATH: "/nonexistent/bwrap" },
-      { DISPATCH_SANDBOX: "none" },
-    ];
-    for (const env of envs) {
-      const t = await startTestDispatch(env);
-      try {
-        const id = (await t.api("POST", "/api/v1/agent/runs", { prompt: "$ env" })).body.run_id;
-        await waitForState(t, id, ["SUCCEEDED"]);
-        const events = (await t.api("GET", `/api/v1/agent/runs/${id}/events`)).body.events as Array<{
-          type: string;
-          data: Record<string, unknown>;
-        }>;
-        const warning = events.find((e) => e.type === "log" && e.data.level === "warn");
-        expect(String(warning?.data.message)).toMatch(
-          env.DISPATCH_SANDBOX ? /Sandbox disabled/ : /bubblewrap \(bwrap\) is not usable/,
-        );
-        // Still no provider key in the plain subprocess's environment.
-        const output = String(events.find((e) => e.type === "tool_result")?.data.output);
-        expect(output).not.toContain(PROVIDER_KEY);
-      } finally {
-        await t.stop();
-      }
+  it("DISPATCH_SANDBOX=none runs plain subprocesses, with a warning on the run's transcript", async () => {
+    const t = await startTestDispatch({
+      DISPATCH_BWRAP_PATH: "/nonexistent/bwrap",
+      DISPATCH_SANDBOX: "none",
+    });
+    try {
+      const id = (await t.api("POST", "/api/v1/agent/runs", { prompt: "$ env" })).body.run_id;
+      await waitForState(t, id, ["SUCCEEDED"]);
+      const events = (await t.api("GET", `/api/v1/agent/runs/${id}/events`)).body.events as Array<{
+        type: string;
+        data: Record<string, unknown>;
+      }>;
+      const warning = events.find((e) => e.type === "log" && e.data.level === "warn");
+      expect(String(warning?.data.message)).toMatch(/Sandbox disabled \(DISPATCH_SANDBOX=none\)/);
+      // Still no provider key in the plain subprocess's environment.
+      const output = String(events.find((e) => e.type === "tool_result")?.data.output);
+      expect(output).not.toContain(PROVIDER_KEY);
+    } finally {
+      await t.stop();
     }
   });
 

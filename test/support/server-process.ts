@@ -40,6 +40,11 @@ export async function startServerProcess(opts: {
   env?: Record<string, string>;
   /** Arguments after `serve`, e.g. ["--role", "worker"]. */
   args?: string[];
+  /**
+   * What to run instead of `node src/main.ts serve`, from the repository's root (`["scripts/start"]`); it
+   * must end as the same process (exec), so that stopping it stops the server.
+   */
+  command?: string[];
   startTimeoutMs?: number;
 }): Promise<ServerProcess> {
   const env: NodeJS.ProcessEnv = {
@@ -52,7 +57,8 @@ export async function startServerProcess(opts: {
     DISPATCH_LOG_LEVEL: "info",
     ...opts.env,
   };
-  const child = spawn(process.execPath, ["src/main.ts", "serve", ...(opts.args ?? [])], {
+  const [program, ...argv] = opts.command ?? [process.execPath, "src/main.ts", "serve"];
+  const child = spawn(program!, [...argv, ...(opts.args ?? [])], {
     cwd: REPO_ROOT,
     env,
     stdio: ["ignore", "pipe", "pipe"],

@@ -35,6 +35,11 @@ export interface DeliverContext {
   summary: string;
   /** The follow-up that led to this execution, for the PR comment of a later push. */
   followup: string | undefined;
+  /**
+   * What is left of the run's disk quota: the most the bundle of new commits, written next to the
+   * workspace, may take (with MAX_BUNDLE_BYTES above it). No quota when absent.
+   */
+  quotaLeftBytes?: number;
   /** Aborted on cancel: what has not started by then does not start (a started push completes). */
   signal: AbortSignal;
   recordArtifact(artifact: Artifact, file?: NewArtifactFile): Promise<void>;
@@ -170,6 +175,7 @@ async function fetchFromWorkspace(
     ],
     { signal },
   );
+  const limit = Math.min(MAX_BUNDLE_BYTES, ctx.quotaLeftBytes ?? Number.POSITIVE_INFINITY);
   let size = 0;
   let stderr = "";
   proc.child.stderr.setEncoding("utf8");
@@ -178,11 +184,21 @@ async function fetchFromWorkspace(
   });
   proc.child.stdout.on("data", (c: Buffer) => {
     size += c.length;
-    if (size > MAX_BUNDLE_BYTES) void proc.stop();
+    if (size > limit) void proc.stop();
   });
   try {
     await pipeline(proc.child.stdout, createWriteStream(bundle, { mode: 0o600 }));
     const exit = await proc.exited;
+    if (size > limit) {
+      const mb = Math.floor(limit / 2 ** 20);
+      return {
+        kind: "failed",
+        message:
+          limit < MAX_BUNDLE_BYTES
+            ? `The new commits take more than the ${mb} MB left of the run's disk quota, so they were not taken out of the workspace; remove large files from them, or raise DISPATCH_RUN_DISK_QUOTA_MB on the server`
+            : `The new commits take more than ${mb} MB, the most Dispatch takes out of a workspace; remove large files from them`,
+      };
+    }
     if (exit.code !== 0) {
       return {
         kind: "failed",
