@@ -182,6 +182,11 @@ export interface Store {
   /** A FILE artifact of the team's runs by its uid (the artifact as on the run, and its stored size). */
   getArtifactFile(teamId: string, uid: string): Promise<ArtifactFile | undefined>;
   readArtifactContent(teamId: string, uid: string): Promise<Uint8Array | undefined>;
+  /**
+   * The first `maxBytes` (at most ARTIFACT_HEAD_BYTES) of a FILE artifact of the team's runs, and its
+   * whole size: what a page shows of a patch, read without reading the rest of it.
+   */
+  readArtifactHead(teamId: string, uid: string, maxBytes: number): Promise<ArtifactHead | undefined>;
 
   // Attachments: images sent with a create or a follow-up, their bytes stored once per SHA-256
   /** The team's run's attachments, oldest first (a create's before its follow-ups'), without bytes. */
@@ -533,6 +538,14 @@ export interface NewArtifactFile {
   uid: string;
   contentType: string;
   content: Uint8Array;
+}
+
+/** How much of each FILE artifact the store keeps apart for readArtifactHead (the migrations say the same). */
+export const ARTIFACT_HEAD_BYTES = 256 * 1024;
+
+export interface ArtifactHead {
+  head: Uint8Array;
+  sizeBytes: number;
 }
 
 export interface ArtifactFile {

@@ -16,7 +16,7 @@ const FORM_BODY_LIMIT = 8 * 1024;
 export interface WebAppOptions {
   signIn: WebSignIn;
   runService: Pick<RunService, "list" | "get" | "followup" | "cancel" | "create"> & RunTranscript;
-  store: Pick<Store, "readArtifactContent" | "getThreadBinding" | "getCardState" | "bindThread"> &
+  store: Pick<Store, "readArtifactHead" | "getThreadBinding" | "getCardState" | "bindThread"> &
     DashboardStore;
   /** The run page's image attachments and the signer of their links; without it the page shows none. */
   attachments?: AttachmentSource;

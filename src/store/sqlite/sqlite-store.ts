@@ -28,6 +28,7 @@ import type {
 import type { StoreSignals } from "../signals.ts";
 import type {
   ArtifactFile,
+  ArtifactHead,
   CardChange,
   CardState,
   ChannelKey,
@@ -249,6 +250,10 @@ export class SqliteStore implements Store {
 
   readArtifactContent(teamId: string, uid: string): Promise<Uint8Array | undefined> {
     return artifacts.readArtifactContent(this.db, teamId, uid);
+  }
+
+  readArtifactHead(teamId: string, uid: string, maxBytes: number): Promise<ArtifactHead | undefined> {
+    return artifacts.readArtifactHead(this.db, teamId, uid, maxBytes);
   }
 
   recordSkill(
