@@ -20,6 +20,7 @@ import type { RunState, Trigger } from "../model/run-state.ts";
 import type { ScheduleFields, ScheduleRecord } from "../model/schedule.ts";
 import type { ThreadBinding } from "../model/thread-binding.ts";
 import type {
+  LoginLink,
   LoginLinkRedemption,
   NewKeyWebSession,
   NewLoginLink,
@@ -363,6 +364,8 @@ export interface Store {
 
   // Web sign-in (issue 15): one-time login links and browser sessions, stored only as hashes
   createLoginLink(link: NewLoginLink): Promise<void>;
+  /** The link whose token hashes to `tokenHash`, in whatever state it is; reading it changes nothing. */
+  findLoginLink(tokenHash: string): Promise<LoginLink | undefined>;
   /**
    * Marks the link used and opens `session` for its principal, atomically: of concurrent redemptions of one
    * link exactly one signs in. Refused (nothing changes) when the link is unknown, used, or expired at

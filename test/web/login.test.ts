@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SlackDispatch, startSlackDispatch } from "../integrations/slack/support.ts";
 import { startTestDispatch, waitFor } from "../support/dispatch.ts";
-import { Browser, csrfOf, runIdsOf, signInWithKey } from "./browser.ts";
+import { Browser, csrfOf, type Page, runIdsOf, signInWithKey } from "./browser.ts";
 
 /**
  * Web sign-in end to end (issue 15): `/agent login` through a fake Slack, the link in a browser, the
@@ -46,13 +46,20 @@ describe("web sign-in", () => {
     return match[1]!;
   };
 
+  /** Opens `link` in `browser` and presses the button that confirms whom it signs in. */
+  const signInWithLink = async (browser: Browser, link: string): Promise<Page> => {
+    const confirm = await browser.get(link);
+    expect(confirm.status, confirm.html).toBe(200);
+    return browser.post(new URL(link).pathname, { csrf: csrfOf(confirm) });
+  };
+
   it("answers /agent login with a one-time link that signs the Slack user in to their team's runs", async () => {
     const link = await loginLink("U2", 1);
     expect(link.startsWith(`${s.t.url}/login/`)).toBe(true);
     expect(s.ephemerals("U2")[0]!.args.channel).toBe("C0CHAN");
 
     const browser = new Browser(s.t.url);
-    const signedIn = await browser.get(link);
+    const signedIn = await signInWithLink(browser, link);
     expect(signedIn.status).toBe(303);
     expect(signedIn.location).toBe("/");
     const sessionCookie = signedIn.setCookies.find((c) => c.startsWith("dispatch_session="))!;
@@ -85,20 +92,59 @@ describe("web sign-in", () => {
     expect(again.setCookies).toEqual([]);
   });
 
-  it("signs in exactly once when the same link is opened twice at the same moment", async () => {
+  it("opens a link's page naming whom it signs in, spending nothing, until its button is pressed", async () => {
+    const link = await loginLink("U8", 1);
+    const path = new URL(link).pathname;
+    const victim = new Browser(s.t.url);
+    const page = await victim.get(link);
+    expect(page.status).toBe(200);
+    expect(page.html).toMatch(/Sign in as <strong>user-U8<\/strong> \(<code>slack:[A-Z0-9]+:U8<\/code>\)\?/);
+    expect(page.html).toContain('<button type="submit">Sign in as user-U8</button>');
+    expect(page.html).toContain(`<form method="post" action="${path}">`);
+    expect(page.setCookies.some((c) => c.startsWith("dispatch_session="))).toBe(false);
+    expect(victim.cookies.has("dispatch_session")).toBe(false);
+    expect((await victim.get("/")).html).toContain("Sign in to Dispatch");
+
+    // Opened again (a link preview, a mail scanner, a second click): still unspent, still nobody signed in.
+    expect((await new Browser(s.t.url).get(link)).status).toBe(200);
+    expect((await victim.get(link)).status).toBe(200);
+
+    // Another site's form posting the token signs nobody in and spends nothing: it has no form token.
+    const forged = await new Browser(s.t.url).post(path, {});
+    expect(forged.status).toBe(403);
+    expect(forged.setCookies.some((c) => c.startsWith("dispatch_session="))).toBe(false);
+    const guessed = await new Browser(s.t.url).post(path, { csrf: csrfOf(page) });
+    expect(guessed.status).toBe(403);
+
+    const confirmed = await victim.post(path, { csrf: csrfOf(page) });
+    expect(confirmed.status).toBe(303);
+    expect((await victim.get("/")).html).toContain("user-U8 · Default team");
+    expect((await new Browser(s.t.url).get(link)).status).toBe(410);
+  });
+
+  it("signs in exactly once when the same link is confirmed twice at the same moment", async () => {
     const link = await loginLink("U3", 1);
-    const [a, b] = await Promise.all([new Browser(s.t.url).get(link), new Browser(s.t.url).get(link)]);
+    const [a, b] = await Promise.all([
+      signInWithLink(new Browser(s.t.url), link),
+      signInWithLink(new Browser(s.t.url), link),
+    ]);
     expect([a.status, b.status].sort()).toEqual([303, 410]);
   });
 
   it("refuses a link past its 10 minutes", async () => {
     const link = await loginLink("U4", 1);
+    const browser = new Browser(s.t.url);
+    const confirm = await browser.get(link);
     skewMs = 10 * 60_000 + 1_000;
     try {
       const late = await new Browser(s.t.url).get(link);
       expect(late.status).toBe(410);
       expect(late.html).toContain("expired");
       expect(late.setCookies.some((c) => c.startsWith("dispatch_session="))).toBe(false);
+      // The page opened in time does not help: the button is past the link's 10 minutes too.
+      const pressed = await browser.post(new URL(link).pathname, { csrf: csrfOf(confirm) });
+      expect(pressed.status).toBe(410);
+      expect(browser.cookies.has("dispatch_session")).toBe(false);
     } finally {
       skewMs = 0;
     }
@@ -108,13 +154,13 @@ describe("web sign-in", () => {
     const link = await loginLink("U5", 1);
     const preview = await new Browser(s.t.url).get(link, { "user-agent": "Slackbot-LinkExpanding 1.0" });
     expect(preview.status).toBe(200);
-    expect(preview.setCookies).toEqual([]);
-    expect((await new Browser(s.t.url).get(link)).status).toBe(303);
+    expect(preview.setCookies.some((c) => c.startsWith("dispatch_session="))).toBe(false);
+    expect((await signInWithLink(new Browser(s.t.url), link)).status).toBe(303);
   });
 
   it("refuses a form without its CSRF token, and signs out (revoking the session) with it", async () => {
     const browser = new Browser(s.t.url);
-    await browser.get(await loginLink("U6", 1));
+    await signInWithLink(browser, await loginLink("U6", 1));
     const home = await browser.get("/");
     const csrf = csrfOf(home);
 
@@ -138,7 +184,7 @@ describe("web sign-in", () => {
 
   it("ends a session after 12 hours", async () => {
     const browser = new Browser(s.t.url);
-    await browser.get(await loginLink("U7", 1));
+    await signInWithLink(browser, await loginLink("U7", 1));
     expect(runIdsOf(await browser.get("/"))).toEqual([slackRunId]);
     skewMs = 12 * 3600_000 + 1_000;
     try {

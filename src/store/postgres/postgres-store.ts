@@ -19,6 +19,7 @@ import type { RunState, Trigger } from "../../model/run-state.ts";
 import type { ScheduleFields, ScheduleRecord } from "../../model/schedule.ts";
 import type { ThreadBinding } from "../../model/thread-binding.ts";
 import type {
+  LoginLink,
   LoginLinkRedemption,
   NewKeyWebSession,
   NewLoginLink,
@@ -511,6 +512,10 @@ export class PostgresStore implements Store {
 
   createLoginLink(link: NewLoginLink): Promise<void> {
     return webSessions.createLoginLink(this.db, link);
+  }
+
+  findLoginLink(tokenHash: string): Promise<LoginLink | undefined> {
+    return webSessions.findLoginLink(this.db, tokenHash);
   }
 
   redeemLoginLink(tokenHash: string, session: NewWebSession): Promise<LoginLinkRedemption> {
