@@ -22,8 +22,11 @@ export interface ServerDeps {
   metrics: Pick<Metrics, "httpRequests" | "httpDuration">;
   logger: Logger;
   rateLimit: { perMinute: number; burst: number };
-  /** How long a request's headers and body may take to arrive, and how many sockets may be open at once. */
-  http: { requestTimeoutMs: number; maxConnections: number };
+  /**
+   * How long a request's headers and body may take to arrive, how many sockets may be open at once, and
+   * whose X-Forwarded-For names the client (Fastify's trustProxy: false, or the proxies' addresses).
+   */
+  http: { requestTimeoutMs: number; maxConnections: number; trustProxy?: false | string };
   /** False while shutting down: new API calls get resource_unavailable. */
   isAccepting: () => boolean;
   /** Which requests get an access log line (config.accessLog); "errors" when not given. */
@@ -47,6 +50,8 @@ const SAMPLE_EVERY = 100;
 export function buildServer(deps: ServerDeps): FastifyInstance {
   const { requestTimeoutMs, maxConnections } = deps.http;
   const app = Fastify({
+    // req.ip: the client as trusted proxies name it, else the connection's address (limits per client).
+    trustProxy: deps.http.trustProxy ?? false,
     loggerInstance: deps.logger,
     bodyLimit: LIMITS.bodyBytes,
     // A client that trickles its headers or body is answered 408 and disconnected. The timer stops once

@@ -181,19 +181,30 @@ describe("GitHub sign-in", () => {
     expect((await g.runs()).some((r) => r.prompt.includes("login fails on Safari"))).toBe(true);
   });
 
-  // Last: it spends the process's allowance of sign-in starts.
-  it("bounds how many sign-ins anyone can start, unauthenticated, with a 429 naming when to retry", async () => {
+  it("limits the sign-ins one client starts, with a 429 naming when to retry, while others still start", async () => {
     const statuses: number[] = [];
     let refusal: Page | undefined;
-    // Far more than the burst (30) plus what refills (1 a second) while these are sent.
-    for (let i = 0; i < 120 && !refusal; i++) {
-      const page = await new Browser(g.t.url).get("/login/github");
+    const from = "127.0.9.9";
+    // Far more than the burst (10) plus what refills (1 every 3 s) while these are sent.
+    for (let i = 0; i < 60 && !refusal; i++) {
+      const page = await new Browser(g.t.url, { from }).get("/login/github");
       statuses.push(page.status);
       if (page.status === 429) refusal = page;
     }
     expect(refusal, `statuses: ${statuses.join(",")}`).toBeDefined();
     expect(Number(refusal!.headers.get("retry-after"))).toBeGreaterThan(0);
-    expect(refusal!.html).toContain("Too many GitHub sign-ins were started");
+    expect(refusal!.html).toContain("Too many sign-in attempts came from your address");
     expect(refusal!.setCookies.join()).not.toContain(COOKIE);
+    // Naming another address in X-Forwarded-For changes nothing: no proxy is trusted here.
+    const forged = await new Browser(g.t.url, {
+      from,
+      headers: { "x-forwarded-for": "198.51.100.7" },
+    }).get("/login/github");
+    expect(forged.status).toBe(429);
+
+    // Another client is not locked out.
+    const other = await new Browser(g.t.url).get("/login/github");
+    expect(other.status).toBe(200);
+    expect(codeOf(other)).toMatch(/^[A-Z0-9]{4}-[A-Z0-9]{4}$/);
   });
 });

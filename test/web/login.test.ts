@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type SlackDispatch, startSlackDispatch } from "../integrations/slack/support.ts";
-import { startTestDispatch, waitFor } from "../support/dispatch.ts";
+import { startTestDispatch, type TestDispatch, waitFor } from "../support/dispatch.ts";
 import { Browser, csrfOf, type Page, runIdsOf, signInWithKey } from "./browser.ts";
 
 /**
@@ -248,5 +248,56 @@ describe("web sign-in behind https", () => {
     } finally {
       await t.stop();
     }
+  });
+});
+
+describe("sign-in attempts, limited per client", () => {
+  let t: TestDispatch | undefined;
+  afterEach(async () => {
+    await t?.stop();
+    t = undefined;
+  });
+
+  /** Posts wrong admin keys from `browser` until it is refused; the refusal. */
+  const exhaust = async (browser: Browser): Promise<Page> => {
+    const form = await browser.get("/");
+    const statuses: number[] = [];
+    // Far more than the burst (10) plus what refills (1 every 3 s) while these are sent.
+    for (let i = 0; i < 60; i++) {
+      const page = await browser.post("/login", { csrf: csrfOf(form), api_key: `dsp_${"x".repeat(40)}` });
+      statuses.push(page.status);
+      if (page.status === 429) return page;
+    }
+    throw new Error(`never refused: ${statuses.join(",")}`);
+  };
+
+  it("refuses one address that keeps trying keys (429, Retry-After) and signs in another", async () => {
+    t = await startTestDispatch({ DISPATCH_MAX_CONCURRENT_RUNS: "0" });
+    const guesser = new Browser(t.url, { from: "127.0.8.1" });
+    const refused = await exhaust(guesser);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(refused.html).toContain("Too many sign-in attempts came from your address");
+    // Even with the right key, and whatever X-Forwarded-For it names (no proxy is trusted here).
+    const form = await guesser.get("/");
+    expect((await guesser.post("/login", { csrf: csrfOf(form), api_key: t.key })).status).toBe(429);
+    const forging = new Browser(t.url, { from: "127.0.8.1", headers: { "x-forwarded-for": "198.51.100.9" } });
+    expect((await signInWithKey(forging, t.key)).status).toBe(429);
+
+    const admin = new Browser(t.url, { from: "127.0.8.2" });
+    expect((await signInWithKey(admin, t.key)).status).toBe(303);
+    expect((await admin.get("/")).html).toContain("Sign out");
+  });
+
+  it("behind a trusted proxy, tells clients apart by the X-Forwarded-For it sends", async () => {
+    t = await startTestDispatch({ DISPATCH_MAX_CONCURRENT_RUNS: "0", DISPATCH_TRUST_PROXY: "127.0.7.1" });
+    // Both come through the proxy at 127.0.7.1, which names the client it forwards.
+    const proxy = { from: "127.0.7.1" };
+    const guesser = new Browser(t.url, { ...proxy, headers: { "x-forwarded-for": "203.0.113.7" } });
+    await exhaust(guesser);
+    const admin = new Browser(t.url, { ...proxy, headers: { "x-forwarded-for": "203.0.113.8" } });
+    expect((await signInWithKey(admin, t.key)).status).toBe(303);
+    // A client that is not the proxy cannot name itself another address.
+    const direct = new Browser(t.url, { from: "127.0.7.2", headers: { "x-forwarded-for": "203.0.113.7" } });
+    expect((await signInWithKey(direct, t.key)).status).toBe(303);
   });
 });

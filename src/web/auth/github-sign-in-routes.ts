@@ -1,10 +1,10 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
-import { RateLimiter } from "../../api/rate-limit.ts";
 import { GITHUB_SIGN_IN_TTL_MS } from "../../model/github-sign-in.ts";
 import { escapeHtml, sendPage } from "../html.ts";
 import { cookie, readCookie } from "./cookies.ts";
 import type { GitHubSignIn } from "./github-sign-in.ts";
 import { hasLoginFormToken, loginFormField } from "./login-form-token.ts";
+import type { SignInLimits } from "./sign-in-limits.ts";
 import { formOf, sendForbidden, startSession } from "./sign-in-routes.ts";
 import type { WebSignIn } from "./web-sign-in.ts";
 
@@ -17,17 +17,11 @@ export const GITHUB_SIGN_IN_PATH = "/login/github";
 
 /** How often the waiting page reloads itself (no script: the Refresh header does it). */
 const REFRESH_SECONDS = 5;
-/**
- * Sign-ins this process starts per minute (and at once). Starting one stores a row for anyone who asks,
- * unauthenticated, so the rate is bounded for the whole process rather than per address: a per-address
- * table would itself grow with the addresses asking. People sign in a few times a day.
- */
-export const SIGN_IN_STARTS_PER_MINUTE = 60;
-const SIGN_IN_STARTS_BURST = 30;
-
 export interface GitHubSignInRoutesOptions {
   github: GitHubSignIn;
   signIn: WebSignIn;
+  /** Sign-in attempts per client (a start and a completion are one each), shared with the other routes. */
+  limits: SignInLimits;
 }
 
 const REFUSALS = {
@@ -47,8 +41,7 @@ export async function githubSignInRoutes(
   app: FastifyInstance,
   opts: GitHubSignInRoutesOptions,
 ): Promise<void> {
-  const { github, signIn } = opts;
-  const starts = new RateLimiter(SIGN_IN_STARTS_PER_MINUTE, SIGN_IN_STARTS_BURST);
+  const { github, signIn, limits } = opts;
   const setBrowserCookie = (reply: FastifyReply, value: string, maxAgeMs: number) =>
     reply.header(
       "set-cookie",
@@ -94,16 +87,8 @@ ${loginFormField(reply, req.headers.cookie, signIn.secure)}
       case "pending":
         return waitingPage(reply, github, known.code, known.expiresAt, signIn.now());
       case "none": {
-        const waitSeconds = starts.take("all", signIn.now().getTime());
-        if (waitSeconds > 0) {
-          reply.header("retry-after", String(waitSeconds));
-          return sendPage(
-            reply,
-            429,
-            "Try again shortly",
-            `<h1>Try again shortly</h1><p role="alert">Too many GitHub sign-ins were started in the last minute. Try again in ${waitSeconds} second${waitSeconds === 1 ? "" : "s"}.</p>`,
-          );
-        }
+        const limited = limits.refuseGitHubStart(req, reply);
+        if (limited) return limited;
         const started = await github.start();
         setBrowserCookie(reply, started.browserToken, GITHUB_SIGN_IN_TTL_MS);
         return waitingPage(reply, github, started.code, started.expiresAt, signIn.now());
@@ -113,6 +98,8 @@ ${loginFormField(reply, req.headers.cookie, signIn.secure)}
 
   app.post(GITHUB_SIGN_IN_PATH, async (req, reply) => {
     if (!hasLoginFormToken(req, formOf(req))) return sendForbidden(reply);
+    const limited = limits.refuseAttempt(req, reply);
+    if (limited) return limited;
     const browserToken = readCookie(req.headers.cookie, GITHUB_SIGN_IN_COOKIE);
     const result = browserToken ? await github.redeem(browserToken) : { refused: "unknown" as const };
     if ("refused" in result) {

@@ -4,11 +4,14 @@ import { escapeHtml, sendPage } from "../html.ts";
 import { cookie, LOGIN_CSRF_COOKIE, readCookie, SESSION_COOKIE } from "./cookies.ts";
 import { hasLoginFormToken, loginFormField } from "./login-form-token.ts";
 import { sameSecret } from "./secrets.ts";
+import type { SignInLimits } from "./sign-in-limits.ts";
 import { sendSignInPage } from "./sign-in-page.ts";
 import type { KeyRefusal, OpenedSession, WebSignIn } from "./web-sign-in.ts";
 
 export interface SignInRoutesOptions {
   signIn: WebSignIn;
+  /** Sign-in attempts per client, shared with the GitHub sign-in routes. */
+  limits: SignInLimits;
   /** The Slack slash command (`/agent`), as the sign-in page spells it. */
   slashCommand: string;
   /** The GitHub bot's handle, when GitHub sign-in is offered. */
@@ -89,7 +92,7 @@ const KEY_REFUSALS: Record<KeyRefusal, string> = {
  * scanners that fetch the link spend nothing.
  */
 export async function signInRoutes(app: FastifyInstance, opts: SignInRoutesOptions): Promise<void> {
-  const { signIn } = opts;
+  const { signIn, limits } = opts;
 
   const refusedLink = (reply: FastifyReply, why: LoginLinkRefusal) =>
     sendPage(
@@ -100,6 +103,8 @@ export async function signInRoutes(app: FastifyInstance, opts: SignInRoutesOptio
     );
 
   app.get<{ Params: { token: string } }>("/login/:token", async (req, reply) => {
+    const limited = limits.refuseAttempt(req, reply);
+    if (limited) return limited;
     const link = await signIn.inspect(req.params.token);
     if ("refused" in link) return refusedLink(reply, link.refused);
     const name = escapeHtml(link.principal.displayName);
@@ -119,6 +124,8 @@ ${loginFormField(reply, req.headers.cookie, signIn.secure)}
 
   app.post<{ Params: { token: string } }>("/login/:token", async (req, reply) => {
     if (!hasLoginFormToken(req, formOf(req))) return sendForbidden(reply);
+    const limited = limits.refuseAttempt(req, reply);
+    if (limited) return limited;
     const result = await signIn.redeem(req.params.token);
     if ("refused" in result) return refusedLink(reply, result.refused);
     return startSession(reply, signIn, result);
@@ -127,6 +134,8 @@ ${loginFormField(reply, req.headers.cookie, signIn.secure)}
   app.post("/login", async (req, reply) => {
     const form = formOf(req);
     if (!hasLoginFormToken(req, form)) return sendForbidden(reply);
+    const limited = limits.refuseAttempt(req, reply);
+    if (limited) return limited;
     const pageOpts = {
       cookieHeader: req.headers.cookie,
       secure: signIn.secure,
