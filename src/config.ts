@@ -120,6 +120,9 @@ const EnvSchema = z.object({
   DISPATCH_RATE_LIMIT_BURST: intFrom(1, 10_000_000).default(200),
   DISPATCH_REQUEST_TIMEOUT_MS: intFrom(100, 3_600_000).default(30_000),
   DISPATCH_MAX_CONNECTIONS: intFrom(1, 1_000_000).default(1000),
+  DISPATCH_MAX_EVENT_STREAMS: intFrom(1, 1_000_000).optional(),
+  DISPATCH_MAX_EVENT_STREAMS_PER_CLIENT: intFrom(1, 1_000_000).default(20),
+  DISPATCH_MAX_EVENT_STREAMS_PER_RUN: intFrom(1, 1_000_000).default(200),
   DISPATCH_TRUST_PROXY: z
     .string()
     .transform((v, ctx) => {
@@ -251,6 +254,16 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
     if (!e.SLACK_BOT_TOKEN && (e.SLACK_SIGNING_SECRET || e.SLACK_APP_TOKEN)) {
       problems.add("SLACK_BOT_TOKEN", "required to enable the Slack app");
     }
+    // Streams past this many are refused (429), so that this many connections stay for everything else.
+    const maxEventStreams =
+      e.DISPATCH_MAX_EVENT_STREAMS ??
+      Math.max(1, e.DISPATCH_MAX_CONNECTIONS - Math.ceil(e.DISPATCH_MAX_CONNECTIONS / 5));
+    if (maxEventStreams >= e.DISPATCH_MAX_CONNECTIONS) {
+      problems.add(
+        "DISPATCH_MAX_EVENT_STREAMS",
+        `must be less than DISPATCH_MAX_CONNECTIONS (${e.DISPATCH_MAX_CONNECTIONS}): the connections left over serve API calls, webhooks and health checks while streams are at their cap`,
+      );
+    }
     if (problems.found) return z.NEVER;
 
     const settings = readSettings(e.DISPATCH_CONFIG_FILE);
@@ -280,13 +293,18 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
       rateLimitBurst: e.DISPATCH_RATE_LIMIT_BURST,
       /**
        * A request (headers and body) must arrive within requestTimeoutMs; at most maxConnections sockets are
-       * open at once, event streams included. trustProxy says whose X-Forwarded-For names the client (false:
-       * the connection's address).
+       * open at once, event streams included. Event streams are capped below that, in all and per client and
+       * run. trustProxy says whose X-Forwarded-For names the client (false: the connection's address).
        */
       http: {
         requestTimeoutMs: e.DISPATCH_REQUEST_TIMEOUT_MS,
         maxConnections: e.DISPATCH_MAX_CONNECTIONS,
         trustProxy: e.DISPATCH_TRUST_PROXY ?? (false as const),
+        eventStreams: {
+          max: maxEventStreams,
+          perClient: e.DISPATCH_MAX_EVENT_STREAMS_PER_CLIENT,
+          perRun: e.DISPATCH_MAX_EVENT_STREAMS_PER_RUN,
+        },
       },
       defaultModel: e.DISPATCH_DEFAULT_MODEL,
       /**

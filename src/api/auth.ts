@@ -1,6 +1,7 @@
 import type { FastifyRequest } from "fastify";
 import { API_KEY_PATTERN, hashApiKey } from "../auth/api-keys.ts";
 import type { Caller } from "../model/identity.ts";
+import type { WebSession } from "../model/web-session.ts";
 import type { Store } from "../store/store.ts";
 import { ApiError } from "./problem.ts";
 
@@ -8,6 +9,8 @@ declare module "fastify" {
   interface FastifyRequest {
     /** Set by the auth hook on routes that need an API key. */
     caller?: Caller;
+    /** Set by the web app (sessionOf) once the request's session cookie is found live. */
+    webSession?: WebSession;
   }
   interface FastifyContextConfig {
     /** Route needs an API key (everything under /api/v1 but the OpenAPI document). */

@@ -21,9 +21,14 @@ export interface SignInRoutesOptions {
 /** A form body as the routes read it: each field once, strings only. */
 export type FormBody = Record<string, string>;
 
-/** The live session of the request's cookie, or undefined. */
-export function sessionOf(req: FastifyRequest, signIn: WebSignIn): Promise<WebSession | undefined> {
-  return signIn.lookup(readCookie(req.headers.cookie, SESSION_COOKIE));
+/**
+ * The live session of the request's cookie, or undefined; kept on the request (req.webSession), where the
+ * caps on event streams find who is asking.
+ */
+export async function sessionOf(req: FastifyRequest, signIn: WebSignIn): Promise<WebSession | undefined> {
+  const session = await signIn.lookup(readCookie(req.headers.cookie, SESSION_COOKIE));
+  if (session) req.webSession = session;
+  return session;
 }
 
 /** Whether a signed-in form carried the session's CSRF token. */
