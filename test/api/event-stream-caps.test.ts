@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.ts";
 import { type SlackDispatch, startSlackDispatch } from "../integrations/slack/support.ts";
 import { startTestDispatch, type TestDispatch, waitFor } from "../support/dispatch.ts";
+import { Browser, signInWithKey } from "../web/browser.ts";
 
 let t: TestDispatch | undefined;
 let s: SlackDispatch | undefined;
@@ -127,6 +128,26 @@ describe("caps on event streams", () => {
     });
     expect(madeUp.status).toBe(429);
     expect((await openStream(live, { from: "127.2.0.2" })).status).toBe(200);
+  });
+
+  it("counts a signed-in browser's run page streams per session, not per address", async () => {
+    t = await startTestDispatch({
+      DISPATCH_MAX_CONCURRENT_RUNS: "0",
+      DISPATCH_MAX_EVENT_STREAMS_PER_CLIENT: "2",
+    });
+    const run = await queuedRun(t);
+    // Two people behind one address (an office's NAT), each signed in.
+    const from = "127.4.0.1";
+    const sessionCookie = async () => {
+      const browser = new Browser(t!.url, { from });
+      expect((await signInWithKey(browser, t!.key)).status).toBe(303);
+      return { cookie: `dispatch_session=${browser.cookies.get("dispatch_session")}` };
+    };
+    const [ada, bob] = [await sessionCookie(), await sessionCookie()];
+    const live = `${t.url}/runs/${run.id}/events`;
+    for (let i = 0; i < 2; i++) expect((await openStream(live, { from, headers: ada })).status).toBe(200);
+    expect((await openStream(live, { from, headers: ada })).status).toBe(429);
+    expect((await openStream(live, { from, headers: bob })).status).toBe(200);
   });
 
   it("refuses a run its streams past the per-run cap, while its watchers' other runs stream", async () => {
