@@ -54,6 +54,19 @@ export interface Store {
   findCallerByKeyHash(hash: string): Promise<Caller | undefined>;
   listApiKeys(): Promise<Array<ApiKeyRecord & { principal: Principal }>>;
   revokeApiKey(idOrPrefix: string, at: string): Promise<ApiKeyRecord | undefined>;
+  /**
+   * A value that changes whenever another process may have revoked an API key, read without waiting: a
+   * cache of callers is valid only while it is unchanged (revocations in this process are signalled,
+   * `api_key_revoked`). Undefined while revocations made elsewhere cannot reach this process at all;
+   * nothing cached may be used then.
+   */
+  keyRevocationMark(): number | undefined;
+  /**
+   * Whether keyRevocationMark reflects every revocation another process committed before the call (SQLite:
+   * the database's change counter); false where other processes' revocations arrive as notifications just
+   * after their commit (PostgreSQL: `api_key_revoked` over LISTEN), which a cache may lag by that long.
+   */
+  readonly keyRevocationMarkExact: boolean;
   countActiveApiKeys(): Promise<number>;
 
   // Agent identities: a team's service-account principals that are not deleted

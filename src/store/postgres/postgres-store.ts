@@ -150,6 +150,16 @@ export class PostgresStore implements Store {
     return apiKeys.revokeApiKey(this.db, idOrPrefix, at);
   }
 
+  /**
+   * Other replicas' revocations arrive over LISTEN: the mark is the listening connection's generation
+   * (what was sent while it was down is lost), and undefined while it is down.
+   */
+  keyRevocationMark(): number | undefined {
+    return this.db.listenerGeneration();
+  }
+
+  readonly keyRevocationMarkExact = false;
+
   countActiveApiKeys(): Promise<number> {
     return apiKeys.countActiveApiKeys(this.db);
   }

@@ -130,6 +130,13 @@ export class SqliteStore implements Store {
     return apiKeys.revokeApiKey(this.db, idOrPrefix, at);
   }
 
+  /** Another process's commit (`dispatch keys revoke`, a replica on the same file) changes it at once. */
+  keyRevocationMark(): number {
+    return this.db.dataVersion();
+  }
+
+  readonly keyRevocationMarkExact = true;
+
   countActiveApiKeys(): Promise<number> {
     return apiKeys.countActiveApiKeys(this.db);
   }
