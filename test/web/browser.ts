@@ -1,4 +1,4 @@
-import { request as httpRequest } from "node:http";
+import { Agent, request as httpRequest } from "node:http";
 
 /**
  * A browser as the web app's tests need one: a cookie jar over HTTP, redirects not followed (the tests
@@ -12,11 +12,14 @@ export class Browser {
   /** The local address this browser connects from. */
   readonly from: string;
   private readonly headers: Record<string, string>;
+  /** Keeps connections open between requests, as a browser does. */
+  private readonly agent: Agent;
 
   constructor(base: string, opts: { from?: string; headers?: Record<string, string> } = {}) {
     this.base = base;
     this.from = opts.from ?? nextLoopbackAddress();
     this.headers = opts.headers ?? {};
+    this.agent = new Agent({ keepAlive: true, localAddress: this.from });
   }
 
   async get(path: string, headers: Record<string, string> = {}): Promise<Page> {
@@ -45,7 +48,7 @@ export class Browser {
         ...headers,
       },
       body,
-      from: this.from,
+      agent: this.agent,
     });
     const setCookies = res.headers.getSetCookie();
     for (const line of setCookies) {
@@ -75,10 +78,10 @@ function nextLoopbackAddress(): string {
   return `127.1.${Math.floor(n / 254) % 256}.${(n % 254) + 1}`;
 }
 
-/** One HTTP/1.1 request from `from` (a local address), its answer read whole. */
+/** One HTTP/1.1 request through `agent` (which connects from the browser's address), its answer read whole. */
 function send(
   url: string,
-  opts: { method: string; headers: Record<string, string>; body: string | undefined; from: string },
+  opts: { method: string; headers: Record<string, string>; body: string | undefined; agent: Agent },
 ): Promise<{ status: number; headers: Headers; text: string }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(
@@ -89,8 +92,7 @@ function send(
           ...opts.headers,
           ...(opts.body !== undefined ? { "content-length": String(Buffer.byteLength(opts.body)) } : {}),
         },
-        agent: false,
-        localAddress: opts.from,
+        agent: opts.agent,
       },
       (res) => {
         const chunks: Buffer[] = [];
