@@ -1,5 +1,6 @@
 import { createPrivateKey } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
+import { isIP } from "node:net";
 import { resolve } from "node:path";
 import { z } from "zod";
 import { DEFAULT_SETTINGS_FILE, loadSettings, type Settings, SettingsError } from "./config-file.ts";
@@ -121,6 +122,24 @@ const EnvSchema = z.object({
   DISPATCH_RATE_LIMIT_BURST: intFrom(1, 10_000_000).default(200),
   DISPATCH_REQUEST_TIMEOUT_MS: intFrom(100, 3_600_000).default(30_000),
   DISPATCH_MAX_CONNECTIONS: intFrom(1, 1_000_000).default(1000),
+  DISPATCH_MAX_EVENT_STREAMS: intFrom(1, 1_000_000).optional(),
+  DISPATCH_MAX_EVENT_STREAMS_PER_CLIENT: intFrom(1, 1_000_000).default(20),
+  DISPATCH_MAX_EVENT_STREAMS_PER_RUN: intFrom(1, 1_000_000).default(200),
+  DISPATCH_TRUST_PROXY: z
+    .string()
+    .transform((v, ctx) => {
+      const trust = parseTrustProxy(v);
+      if (trust === undefined) {
+        ctx.addIssue({
+          code: "custom",
+          message:
+            "must be a comma-separated list of the addresses or CIDR ranges of the proxies in front of Dispatch (e.g. 10.0.0.0/8, or loopback, linklocal, uniquelocal); unset it when clients connect directly",
+        });
+        return z.NEVER;
+      }
+      return trust;
+    })
+    .optional(),
   DISPATCH_RUN_SERVICE_URL: z.url().optional(),
   DISPATCH_RUN_SERVICE_API_KEY: apiKey(),
   ...ModelsEnvSchema.shape,
@@ -176,6 +195,24 @@ const EnvSchema = z.object({
     .default("/agent"),
 });
 
+/**
+ * DISPATCH_TRUST_PROXY as Fastify's trustProxy takes it: the proxies' addresses and CIDR ranges (and
+ * proxy-addr's names loopback, linklocal, uniquelocal), comma-separated; undefined when it is not. "true"
+ * (anyone's X-Forwarded-For) and hop counts (Fastify trusts no peer for those) are not accepted: only a
+ * proxy known by its address may name the client.
+ */
+export function parseTrustProxy(value: string): string | undefined {
+  const entries = value.split(",").map((entry) => entry.trim());
+  const valid = (entry: string) => {
+    if (["loopback", "linklocal", "uniquelocal"].includes(entry)) return true;
+    const [address = "", prefix, extra] = entry.split("/");
+    const family = isIP(address);
+    if (family === 0 || extra !== undefined) return false;
+    return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128));
+  };
+  return entries.length > 0 && entries.every(valid) ? entries.join(",") : undefined;
+}
+
 /** A postgres:// (or postgresql://) URL that names a host. */
 export function isPostgresUrl(value: string): boolean {
   if (!/^postgres(ql)?:\/\//.test(value)) return false;
@@ -219,6 +256,16 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
     if (!e.SLACK_BOT_TOKEN && (e.SLACK_SIGNING_SECRET || e.SLACK_APP_TOKEN)) {
       problems.add("SLACK_BOT_TOKEN", "required to enable the Slack app");
     }
+    // Streams past this many are refused (429), so that this many connections stay for everything else.
+    const maxEventStreams =
+      e.DISPATCH_MAX_EVENT_STREAMS ??
+      Math.max(1, e.DISPATCH_MAX_CONNECTIONS - Math.ceil(e.DISPATCH_MAX_CONNECTIONS / 5));
+    if (maxEventStreams >= e.DISPATCH_MAX_CONNECTIONS) {
+      problems.add(
+        "DISPATCH_MAX_EVENT_STREAMS",
+        `must be less than DISPATCH_MAX_CONNECTIONS (${e.DISPATCH_MAX_CONNECTIONS}): the connections left over serve API calls, webhooks and health checks while streams are at their cap`,
+      );
+    }
     if (problems.found) return z.NEVER;
 
     const settings = readSettings(e.DISPATCH_CONFIG_FILE);
@@ -256,9 +303,19 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
       rateLimitBurst: e.DISPATCH_RATE_LIMIT_BURST,
       /**
        * A request (headers and body) must arrive within requestTimeoutMs; at most maxConnections sockets are
-       * open at once, event streams included.
+       * open at once, event streams included. Event streams are capped below that, in all and per client and
+       * run. trustProxy says whose X-Forwarded-For names the client (false: the connection's address).
        */
-      http: { requestTimeoutMs: e.DISPATCH_REQUEST_TIMEOUT_MS, maxConnections: e.DISPATCH_MAX_CONNECTIONS },
+      http: {
+        requestTimeoutMs: e.DISPATCH_REQUEST_TIMEOUT_MS,
+        maxConnections: e.DISPATCH_MAX_CONNECTIONS,
+        trustProxy: e.DISPATCH_TRUST_PROXY ?? (false as const),
+        eventStreams: {
+          max: maxEventStreams,
+          perClient: e.DISPATCH_MAX_EVENT_STREAMS_PER_CLIENT,
+          perRun: e.DISPATCH_MAX_EVENT_STREAMS_PER_RUN,
+        },
+      },
       defaultModel: e.DISPATCH_DEFAULT_MODEL,
       /**
        * Remote mode: the integrations and the notifier reach runs in another Dispatch (or an Oz-compatible

@@ -58,6 +58,9 @@ function benchEnv(dataDir: string, key: string): Record<string, string> {
     // The load is the point: the rate limiter would otherwise answer most of it with 429.
     DISPATCH_RATE_LIMIT_PER_MINUTE: "10000000",
     DISPATCH_RATE_LIMIT_BURST: "10000000",
+    // Hundreds of watchers of one run, from one key or one session, are what the fan-out benches measure.
+    DISPATCH_MAX_EVENT_STREAMS_PER_CLIENT: "100000",
+    DISPATCH_MAX_EVENT_STREAMS_PER_RUN: "100000",
   };
 }
 

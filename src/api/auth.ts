@@ -1,6 +1,7 @@
 import type { FastifyRequest } from "fastify";
 import { API_KEY_PATTERN, hashApiKey } from "../auth/api-keys.ts";
 import type { Caller } from "../model/identity.ts";
+import type { WebSession } from "../model/web-session.ts";
 import type { Store } from "../store/store.ts";
 import { ApiError } from "./problem.ts";
 
@@ -8,6 +9,8 @@ declare module "fastify" {
   interface FastifyRequest {
     /** Set by the auth hook on routes that need an API key. */
     caller?: Caller;
+    /** Set by the web app (sessionOf) once the request's session cookie is found live. */
+    webSession?: WebSession;
   }
   interface FastifyContextConfig {
     /** Route needs an API key (everything under /api/v1 but the OpenAPI document). */
@@ -17,28 +20,45 @@ declare module "fastify" {
   }
 }
 
-/** What authentication reads: callers by key hash, and revocations to forget cached ones. */
-export type ApiKeyLookup = Pick<Store, "findCallerByKeyHash" | "signals">;
+/** What authentication reads: callers by key hash, and what tells a cached caller may have been revoked. */
+export type ApiKeyLookup = Pick<
+  Store,
+  "findCallerByKeyHash" | "signals" | "keyRevocationMark" | "keyRevocationMarkExact"
+>;
 
 const CACHE_TTL_MS = 5_000;
 const CACHE_MAX = 10_000;
 
 /**
  * Resolves `Authorization: Bearer <key>` to its principal and team; runs before the body is read.
- * Callers are cached for a few seconds (a store lookup per request was a tenth of a GET's cost); a key
- * revoked in this process is forgotten at once, one revoked by another process within CACHE_TTL_MS.
+ * Callers are cached for a few seconds (a store lookup per request was a tenth of a GET's cost), and a
+ * revoked key is refused from its next request on, in every process:
+ * - revoked in this process: the store's `api_key_revoked` signal empties the cache before the revocation
+ *   is answered;
+ * - revoked by another process: a cached caller is used only while the store's keyRevocationMark is what
+ *   it was when the caller was looked up. On SQLite the mark is the database's change counter, so a
+ *   `dispatch keys revoke` (or a replica on the same file) is seen by the next request. On PostgreSQL the
+ *   revocation arrives as a notification just after its commit; there a request that changes something
+ *   is always checked against the store, so a revoked key changes nothing once its revocation has
+ *   committed, and reads follow within the notification's delay — and are not cached while notifications
+ *   cannot arrive.
  *
- * The cache is keyed by the Authorization header as sent, so a hit costs one map lookup: neither the
- * header's pattern nor the key's SHA-256 is computed again (together a few percent of a GET). It holds
- * the keys themselves, as the request does, for at most CACHE_TTL_MS.
+ * The cache is keyed by the Authorization header as sent, so a hit costs one map lookup and reading the
+ * mark (about a microsecond): neither the header's pattern nor the key's SHA-256 is computed again. It
+ * holds the keys themselves, as the request does, for at most CACHE_TTL_MS.
  */
 export class Authenticator {
-  private readonly cache = new Map<string, { caller: Caller; until: number }>();
+  private readonly cache = new Map<string, { caller: Caller; until: number; mark: number }>();
   private readonly store: ApiKeyLookup;
+  /** Revocation signals received: a lookup that one overtook is not cached. */
+  private revocations = 0;
 
   constructor(store: ApiKeyLookup) {
     this.store = store;
-    store.signals.on("api_key_revoked", () => this.cache.clear());
+    store.signals.on("api_key_revoked", () => {
+      this.revocations++;
+      this.cache.clear();
+    });
   }
 
   /** The caller of a header seen within CACHE_TTL_MS, without waiting; undefined when a lookup is needed. */
@@ -46,7 +66,9 @@ export class Authenticator {
     const header = req.headers.authorization;
     if (!header) return undefined;
     const cached = this.cache.get(header);
-    return cached && cached.until > now ? cached.caller : undefined;
+    if (!cached || cached.until <= now || cached.mark !== this.store.keyRevocationMark()) return undefined;
+    if (!this.store.keyRevocationMarkExact && req.method !== "GET" && req.method !== "HEAD") return undefined;
+    return cached.caller;
   }
 
   async authenticate(req: FastifyRequest): Promise<Caller> {
@@ -69,6 +91,10 @@ export class Authenticator {
         },
       );
     }
+    // Read before the lookup: a revocation that lands while it runs changes the mark or is signalled, so
+    // its answer is not kept and the next request looks again.
+    const mark = this.store.keyRevocationMark();
+    const revocations = this.revocations;
     const caller = await this.store.findCallerByKeyHash(hashApiKey(match[1]!));
     if (!caller) {
       this.cache.delete(header);
@@ -76,8 +102,9 @@ export class Authenticator {
         "www-authenticate": 'Bearer error="invalid_token"',
       });
     }
+    if (mark === undefined || revocations !== this.revocations) return caller;
     if (this.cache.size >= CACHE_MAX) this.cache.clear();
-    this.cache.set(header, { caller, until: now + CACHE_TTL_MS });
+    this.cache.set(header, { caller, until: now + CACHE_TTL_MS, mark });
     return caller;
   }
 }

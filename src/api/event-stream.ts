@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
+import { admitEventStream } from "./event-stream-slots.ts";
 import { ApiError } from "./problem.ts";
 import { RunEventFanout, type RunTranscript } from "./run-event-fanout.ts";
 
@@ -25,7 +26,8 @@ const fanouts = new WeakMap<RunTranscript, RunEventFanout>();
  * Streams a run's transcript as Server-Sent Events: every event once, in order, `id: <seq>` so that a
  * reconnect with Last-Event-ID resumes exactly after the last one received. The stream is served from
  * the run's shared reader (RunEventFanout): new events are read and serialised once for all its caught-up
- * watchers, whatever their number. The caller has already checked that the asker may see `runId`.
+ * watchers, whatever their number. The caller has already checked that the asker may see `runId`. A
+ * stream over the caps (event-stream-slots.ts) is refused with 429 before anything is sent.
  */
 export async function streamRunEvents(
   req: FastifyRequest,
@@ -34,6 +36,7 @@ export async function streamRunEvents(
   runId: string,
   after: number,
 ): Promise<void> {
+  admitEventStream(req, reply, runId);
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, {

@@ -6,6 +6,7 @@ import type { Caller } from "../model/identity.ts";
 import type { RunService } from "../runs/run-service.ts";
 import { type ApiKeyLookup, Authenticator } from "./auth.ts";
 import { clientErrorHandler, discardRefusedBody } from "./connection-errors.ts";
+import { type EventStreamCaps, EventStreamSlots } from "./event-stream-slots.ts";
 import { acceptJsonBodies } from "./json-body.ts";
 import type { Metrics } from "./metrics.ts";
 import { ApiError, codeForStatus, sendProblem } from "./problem.ts";
@@ -22,8 +23,17 @@ export interface ServerDeps {
   metrics: Pick<Metrics, "httpRequests" | "httpDuration">;
   logger: Logger;
   rateLimit: { perMinute: number; burst: number };
-  /** How long a request's headers and body may take to arrive, and how many sockets may be open at once. */
-  http: { requestTimeoutMs: number; maxConnections: number };
+  /**
+   * How long a request's headers and body may take to arrive, how many sockets may be open at once, and
+   * whose X-Forwarded-For names the client (Fastify's trustProxy: false, or the proxies' addresses).
+   */
+  http: {
+    requestTimeoutMs: number;
+    maxConnections: number;
+    trustProxy?: false | string;
+    /** Caps on open event streams, in all (below maxConnections), per client and per run. */
+    eventStreams: EventStreamCaps;
+  };
   /** False while shutting down: new API calls get resource_unavailable. */
   isAccepting: () => boolean;
   /** Which requests get an access log line (config.accessLog); "errors" when not given. */
@@ -47,6 +57,8 @@ const SAMPLE_EVERY = 100;
 export function buildServer(deps: ServerDeps): FastifyInstance {
   const { requestTimeoutMs, maxConnections } = deps.http;
   const app = Fastify({
+    // req.ip: the client as trusted proxies name it, else the connection's address (limits per client).
+    trustProxy: deps.http.trustProxy ?? false,
     loggerInstance: deps.logger,
     bodyLimit: LIMITS.bodyBytes,
     // A client that trickles its headers or body is answered 408 and disconnected. The timer stops once
@@ -86,8 +98,10 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     clientErrorHandler: clientErrorHandler(deps.logger),
   }) as unknown as FastifyInstance;
 
-  // Past the cap, node closes new connections at once instead of letting them queue up memory.
+  // Past the cap, node closes new connections at once instead of letting them queue up memory. Event
+  // streams are refused (429) below it, so that a crowd of them leaves connections for everything else.
   app.server.maxConnections = maxConnections;
+  app.decorate("eventStreams", new EventStreamSlots(deps.http.eventStreams));
 
   // Only JSON bodies are accepted on the API (415 for anything else); Fastify also parses text/plain by default.
   app.removeContentTypeParser("text/plain");

@@ -5,7 +5,7 @@
  * holding the cookie redeems it into a web session, once.
  */
 
-import type { ApiKeyRole } from "./identity.ts";
+import type { ApiKeyRole, Principal } from "./identity.ts";
 import type { WebSession } from "./web-session.ts";
 
 /** How long a code can be approved and then redeemed, from when the browser asked for it. */
@@ -27,6 +27,8 @@ export interface GitHubSignIn {
   createdAt: string;
   expiresAt: string;
   approvedAt: string | null;
+  /** Whom the comment approved the sign-in for (null until then): the page asks "Continue as …?". */
+  approvedAs: Pick<Principal, "id" | "displayName"> | null;
   usedAt: string | null;
 }
 

@@ -18,6 +18,14 @@ export interface NewLoginLink {
   expiresAt: string;
 }
 
+/** A login link as its confirmation page shows it, before anyone has used it to sign in. */
+export interface LoginLink {
+  /** Who the link signs in: the page names them, so that nobody signs in as someone else unawares. */
+  principal: Pick<Principal, "id" | "displayName">;
+  expiresAt: string;
+  usedAt: string | null;
+}
+
 /** A session about to be created: its cookie's hash, its CSRF token, its lifetime. */
 export interface NewWebSession {
   idHash: string;

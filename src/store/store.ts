@@ -21,6 +21,7 @@ import type { RunState, Trigger } from "../model/run-state.ts";
 import type { ScheduleFields, ScheduleLimits, ScheduleRecord } from "../model/schedule.ts";
 import type { ThreadBinding } from "../model/thread-binding.ts";
 import type {
+  LoginLink,
   LoginLinkRedemption,
   NewKeyWebSession,
   NewLoginLink,
@@ -54,6 +55,19 @@ export interface Store {
   findCallerByKeyHash(hash: string): Promise<Caller | undefined>;
   listApiKeys(): Promise<Array<ApiKeyRecord & { principal: Principal }>>;
   revokeApiKey(idOrPrefix: string, at: string): Promise<ApiKeyRecord | undefined>;
+  /**
+   * A value that changes whenever another process may have revoked an API key, read without waiting: a
+   * cache of callers is valid only while it is unchanged (revocations in this process are signalled,
+   * `api_key_revoked`). Undefined while revocations made elsewhere cannot reach this process at all;
+   * nothing cached may be used then.
+   */
+  keyRevocationMark(): number | undefined;
+  /**
+   * Whether keyRevocationMark reflects every revocation another process committed before the call (SQLite:
+   * the database's change counter); false where other processes' revocations arrive as notifications just
+   * after their commit (PostgreSQL: `api_key_revoked` over LISTEN), which a cache may lag by that long.
+   */
+  readonly keyRevocationMarkExact: boolean;
   countActiveApiKeys(): Promise<number>;
 
   // Agent identities: a team's service-account principals that are not deleted
@@ -183,6 +197,11 @@ export interface Store {
   /** A FILE artifact of the team's runs by its uid (the artifact as on the run, and its stored size). */
   getArtifactFile(teamId: string, uid: string): Promise<ArtifactFile | undefined>;
   readArtifactContent(teamId: string, uid: string): Promise<Uint8Array | undefined>;
+  /**
+   * The first `maxBytes` (at most ARTIFACT_HEAD_BYTES) of a FILE artifact of the team's runs, and its
+   * whole size: what a page shows of a patch, read without reading the rest of it.
+   */
+  readArtifactHead(teamId: string, uid: string, maxBytes: number): Promise<ArtifactHead | undefined>;
 
   // Attachments: images sent with a create or a follow-up, their bytes stored once per SHA-256
   /** The team's run's attachments, oldest first (a create's before its follow-ups'), without bytes. */
@@ -367,6 +386,8 @@ export interface Store {
 
   // Web sign-in (issue 15): one-time login links and browser sessions, stored only as hashes
   createLoginLink(link: NewLoginLink): Promise<void>;
+  /** The link whose token hashes to `tokenHash`, in whatever state it is; reading it changes nothing. */
+  findLoginLink(tokenHash: string): Promise<LoginLink | undefined>;
   /**
    * Marks the link used and opens `session` for its principal, atomically: of concurrent redemptions of one
    * link exactly one signs in. Refused (nothing changes) when the link is unknown, used, or expired at
@@ -550,6 +571,14 @@ export interface NewArtifactFile {
   uid: string;
   contentType: string;
   content: Uint8Array;
+}
+
+/** How much of each FILE artifact the store keeps apart for readArtifactHead (the migrations say the same). */
+export const ARTIFACT_HEAD_BYTES = 256 * 1024;
+
+export interface ArtifactHead {
+  head: Uint8Array;
+  sizeBytes: number;
 }
 
 export interface ArtifactFile {

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { admitEventStream } from "../api/event-stream-slots.ts";
 import { admits, audienceKey } from "../model/audience.ts";
 import { RunError } from "../model/errors.ts";
 import type { RunRecord } from "../model/run.ts";
@@ -130,6 +131,8 @@ export async function dashboard(app: FastifyInstance, opts: DashboardOptions): P
     if (!session) {
       return reply.code(401).header("cache-control", "no-store").type("text/plain").send("sign in first");
     }
+    // The live feed is an event stream like any other: it takes a slot of the caps (event-stream-slots.ts).
+    admitEventStream(req, reply);
     const audience = await runService.audienceOf(session);
     reply.hijack();
     const res = reply.raw;

@@ -53,7 +53,7 @@ const RETRY_KEY = /^[0-9a-f]{32}$/;
 export interface RunPageOptions {
   signIn: WebSignIn;
   runService: Pick<RunService, "get" | "getToSteer" | "followup" | "cancel" | "create"> & RunTranscript;
-  store: Pick<Store, "readArtifactContent" | "getThreadBinding" | "getCardState" | "bindThread">;
+  store: Pick<Store, "readArtifactHead" | "getThreadBinding" | "getCardState" | "bindThread">;
   attachments?: AttachmentSource;
   /** Base of the API for the page's curl and CLI lines; the request's own origin when empty. */
   publicUrl: () => string;

@@ -9,7 +9,7 @@ import {
 import type { RunEvent, RunRecord } from "../model/run.ts";
 import { TERMINAL_STATES } from "../model/run-state.ts";
 import { STATE_WORDS, stateWord } from "../model/run-wording.ts";
-import type { Store } from "../store/store.ts";
+import type { ArtifactHead, Store } from "../store/store.ts";
 import { escapeHtml, safeHref } from "./html.ts";
 
 /**
@@ -72,7 +72,7 @@ type Log = { warn(obj: object, msg: string): void };
 
 export async function readDelivery(
   run: RunRecord,
-  artifacts: Pick<Store, "readArtifactContent"> | undefined,
+  artifacts: Pick<Store, "readArtifactHead"> | undefined,
   patchBytes: number,
   log: Log,
 ): Promise<DeliveryView | undefined> {
@@ -84,15 +84,16 @@ export async function readDelivery(
   });
   if (!summary) return undefined;
   if (!summary.patchUid || !artifacts) return { summary };
-  let bytes: Uint8Array | undefined;
+  let stored: ArtifactHead | undefined;
   try {
-    bytes = await artifacts.readArtifactContent(run.teamId, summary.patchUid);
+    // Only the start that the page shows is read: a page load costs the same for a 30 MB patch.
+    stored = await artifacts.readArtifactHead(run.teamId, summary.patchUid, patchBytes);
   } catch (err) {
     // The page still shows the rest; the patch is only missing from it.
     log.warn({ err, runId: run.id }, "reading the patch for a run's page failed");
   }
-  if (!bytes) return { summary };
-  return { summary, patch: patchStart(bytes, patchBytes) };
+  if (!stored) return { summary };
+  return { summary, patch: patchStart(stored, patchBytes) };
 }
 
 /** Where a page reads the run's image attachments, and the signer of their links. */
@@ -140,18 +141,15 @@ export function renderAttachments(images: AttachmentView[]): string {
 }
 
 /** The first `limit` bytes of a patch, cut at a line end (never inside a character). */
-function patchStart(bytes: Uint8Array, limit: number): NonNullable<DeliveryView["patch"]> {
-  if (bytes.byteLength <= limit) {
-    return {
-      text: Buffer.from(bytes).toString("utf8"),
-      sizeBytes: bytes.byteLength,
-      shownBytes: bytes.byteLength,
-    };
+function patchStart(stored: ArtifactHead, limit: number): NonNullable<DeliveryView["patch"]> {
+  const { head, sizeBytes } = stored;
+  if (sizeBytes <= limit) {
+    return { text: Buffer.from(head).toString("utf8"), sizeBytes, shownBytes: sizeBytes };
   }
-  let shown = Buffer.from(bytes.subarray(0, limit));
+  let shown = Buffer.from(head.subarray(0, limit));
   const lastLine = shown.lastIndexOf(0x0a);
   if (lastLine > 0) shown = shown.subarray(0, lastLine + 1);
-  return { text: shown.toString("utf8"), sizeBytes: bytes.byteLength, shownBytes: shown.byteLength };
+  return { text: shown.toString("utf8"), sizeBytes, shownBytes: shown.byteLength };
 }
 
 export function formatBytes(n: number): string {

@@ -37,7 +37,7 @@ const CLIENT_SCRIPT = liveTranscriptScript(BUDGET);
 export interface SessionPageOptions {
   runService: Pick<RunService, "findBySession"> & RunTranscript;
   /** Where the latest patch's bytes are read from; without it the page shows no patch. */
-  artifacts?: Pick<Store, "readArtifactContent">;
+  artifacts?: Pick<Store, "readArtifactHead">;
   /** The run's image attachments and the signer of their links; without it the page shows none. */
   attachments?: AttachmentSource;
   /** DISPATCH_STALL_AFTER_S in ms. */

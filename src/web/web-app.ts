@@ -4,6 +4,7 @@ import type { RunService } from "../runs/run-service.ts";
 import type { Store } from "../store/store.ts";
 import type { GitHubSignIn } from "./auth/github-sign-in.ts";
 import { githubSignInRoutes } from "./auth/github-sign-in-routes.ts";
+import { SignInLimits } from "./auth/sign-in-limits.ts";
 import { signInRoutes } from "./auth/sign-in-routes.ts";
 import type { WebSignIn } from "./auth/web-sign-in.ts";
 import { type DashboardStore, dashboard } from "./dashboard.ts";
@@ -20,7 +21,7 @@ export interface WebAppOptions {
     "list" | "get" | "getToSteer" | "audienceOf" | "followup" | "cancel" | "create"
   > &
     RunTranscript;
-  store: Pick<Store, "readArtifactContent" | "getThreadBinding" | "getCardState" | "bindThread"> &
+  store: Pick<Store, "readArtifactHead" | "getThreadBinding" | "getCardState" | "bindThread"> &
     DashboardStore;
   /** The run page's image attachments and the signer of their links; without it the page shows none. */
   attachments?: AttachmentSource;
@@ -51,9 +52,15 @@ export async function webApp(app: FastifyInstance, opts: WebAppOptions): Promise
     },
   );
   const github = opts.githubSignIn ? { githubHandle: opts.githubSignIn.handle } : {};
-  await app.register(signInRoutes, { signIn: opts.signIn, slashCommand: opts.slashCommand, ...github });
+  const limits = new SignInLimits(opts.signIn.now);
+  await app.register(signInRoutes, {
+    signIn: opts.signIn,
+    limits,
+    slashCommand: opts.slashCommand,
+    ...github,
+  });
   if (opts.githubSignIn) {
-    await app.register(githubSignInRoutes, { github: opts.githubSignIn, signIn: opts.signIn });
+    await app.register(githubSignInRoutes, { github: opts.githubSignIn, signIn: opts.signIn, limits });
   }
   await app.register(dashboard, {
     signIn: opts.signIn,

@@ -3,6 +3,7 @@ import { connect, type Socket } from "node:net";
 import Fastify, { type FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
 import { type RunTranscript, STREAM_BATCH_BYTES, streamRunEvents } from "../../src/api/event-stream.ts";
+import { EventStreamSlots } from "../../src/api/event-stream-slots.ts";
 import type { RunEvent } from "../../src/model/run.ts";
 import { EVENT_DATA_MAX_BYTES } from "../../src/store/event-cap.ts";
 import { waitFor } from "../support/dispatch.ts";
@@ -40,6 +41,7 @@ describe("event stream to a client that does not read", () => {
       onEventAppended: () => () => {},
     };
     app = Fastify({ forceCloseConnections: true });
+    app.decorate("eventStreams", new EventStreamSlots({ max: 10, perClient: 10, perRun: 10 }));
     app.get("/stream", async (req, reply) => {
       res = reply.raw;
       const write = res.write.bind(res) as (chunk: string) => boolean;

@@ -3,6 +3,7 @@ import { type IncomingMessage, request, type ServerResponse } from "node:http";
 import Fastify, { type FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
 import { type RunTranscript, resumeAfter, streamRunEvents } from "../../src/api/event-stream.ts";
+import { EventStreamSlots } from "../../src/api/event-stream-slots.ts";
 import type { RunEvent } from "../../src/model/run.ts";
 import { EVENT_DATA_MAX_BYTES } from "../../src/store/event-cap.ts";
 import { waitFor } from "../support/dispatch.ts";
@@ -62,6 +63,8 @@ async function serve(
   onStream?: (name: string, res: ServerResponse) => void,
 ): Promise<string> {
   app = Fastify({ forceCloseConnections: true });
+  // As buildServer does, with caps no test here reaches.
+  app.decorate("eventStreams", new EventStreamSlots({ max: 10_000, perClient: 10_000, perRun: 10_000 }));
   app.get<{ Params: { runId: string }; Querystring: { after?: string } }>(
     "/runs/:runId/events",
     async (req, reply) => {

@@ -68,4 +68,63 @@ describe("SQLite migrations", () => {
       await store.close();
     }
   });
+
+  it("018 keeps apart the head of every patch stored before it", async () => {
+    const path = join(dir, "old.db");
+    const store = new SqliteStore(path);
+    await store.migrate();
+    await store.ensureTeam({ id: "t1", name: "Team one" });
+    const runId = "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b";
+    const now = new Date().toISOString();
+    await store.createRun({
+      id: runId,
+      teamId: "t1",
+      title: "a run",
+      prompt: "do it",
+      state: "QUEUED",
+      createdAt: now,
+      updatedAt: now,
+      startedAt: null,
+      finishedAt: null,
+      runTimeMs: 0,
+      executionStartedAt: null,
+      execution: 1,
+      sessionId: "s".repeat(32),
+      triggerUrl: null,
+      source: "API",
+      creator: { type: "user", uid: "u1", display_name: "U One" },
+      agentConfig: {},
+      agentSkill: null,
+      statusMessage: null,
+      artifacts: [],
+      requestUsage: { input_tokens: 0, output_tokens: 0, total_tokens: 0 },
+      metadata: {},
+      workerId: null,
+      leaseExpiresAt: null,
+      agentStarted: false,
+      requeueCount: 0,
+    });
+    const content = Buffer.alloc(1024 * 1024, "+a line\n");
+    const uid = "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a60";
+    await store.recordArtifact(
+      runId,
+      { artifact_type: "FILE", created_at: now, data: { artifact_uid: uid } },
+      { uid, contentType: "text/x-diff", content },
+    );
+    await store.close();
+    // As an install before 018 left it: the patch without its head.
+    const db = new DatabaseSync(path);
+    db.exec("DROP TABLE artifact_heads; DELETE FROM schema_migrations WHERE version = 18");
+    db.close();
+
+    const upgraded = new SqliteStore(path);
+    try {
+      await upgraded.migrate();
+      const head = await upgraded.readArtifactHead("t1", uid, 4096);
+      expect(head?.sizeBytes).toBe(content.length);
+      expect(Buffer.from(head!.head).equals(content.subarray(0, 4096))).toBe(true);
+    } finally {
+      await upgraded.close();
+    }
+  });
 });

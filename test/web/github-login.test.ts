@@ -7,7 +7,7 @@ import {
   uniqueIssue,
 } from "../integrations/github/support.ts";
 import { waitFor } from "../support/dispatch.ts";
-import { Browser, type Page } from "./browser.ts";
+import { Browser, csrfOf, type Page } from "./browser.ts";
 
 const COOKIE = "dispatch_github_sign_in";
 
@@ -84,7 +84,20 @@ describe("GitHub sign-in", () => {
     expect(forged.cookies.has("dispatch_session")).toBe(false);
 
     const stolenCookie = browser.cookies.get(COOKIE)!;
-    const signedIn = await browser.get("/login/github");
+    // The approved sign-in asks whom it is for before it opens a session; opening it spends nothing.
+    const confirm = await browser.get("/login/github");
+    expect(confirm.status).toBe(200);
+    expect(confirm.html).toContain("Continue as <strong>@octocat</strong>?");
+    expect(confirm.html).toContain('<button type="submit">Continue as @octocat</button>');
+    expect(confirm.headers.get("refresh")).toBeNull();
+    expect(confirm.setCookies.some((c) => c.startsWith("dispatch_session="))).toBe(false);
+    expect((await browser.get("/login/github")).status).toBe(200);
+    // Another site's form, sent with this browser's cookies but without the form's token, opens nothing.
+    const forgedPost = await browser.post("/login/github", {});
+    expect(forgedPost.status).toBe(403);
+    expect(browser.cookies.has("dispatch_session")).toBe(false);
+
+    const signedIn = await browser.post("/login/github", { csrf: csrfOf(confirm) });
     expect(signedIn.status).toBe(303);
     expect(signedIn.location).toBe("/");
     expect(signedIn.setCookies.find((c) => c.startsWith("dispatch_session="))).toMatch(
@@ -101,6 +114,10 @@ describe("GitHub sign-in", () => {
     const again = await replay.get("/login/github");
     expect(again.status).toBe(410);
     expect(again.html).toContain("completed already");
+    const replayCsrf = csrfOf(await replay.get("/"));
+    replay.cookies.set(COOKIE, stolenCookie);
+    const pressedAgain = await replay.post("/login/github", { csrf: replayCsrf });
+    expect(pressedAgain.status).toBe(410);
     expect(replay.cookies.has("dispatch_session")).toBe(false);
   });
 
@@ -108,7 +125,8 @@ describe("GitHub sign-in", () => {
     const browser = new Browser(g.t.url);
     const code = codeOf(await browser.get("/login/github"));
     await comment("octocat", `@${HANDLE} login ${code}`);
-    expect((await browser.get("/login/github")).status).toBe(303);
+    const confirm = await browser.get("/login/github");
+    expect((await browser.post("/login/github", { csrf: csrfOf(confirm) })).status).toBe(303);
 
     const reused = await comment("octocat", `@${HANDLE} login ${code}`);
     expect(reused[0]).toContain("was used already");
@@ -163,19 +181,30 @@ describe("GitHub sign-in", () => {
     expect((await g.runs()).some((r) => r.prompt.includes("login fails on Safari"))).toBe(true);
   });
 
-  // Last: it spends the process's allowance of sign-in starts.
-  it("bounds how many sign-ins anyone can start, unauthenticated, with a 429 naming when to retry", async () => {
+  it("limits the sign-ins one client starts, with a 429 naming when to retry, while others still start", async () => {
     const statuses: number[] = [];
     let refusal: Page | undefined;
-    // Far more than the burst (30) plus what refills (1 a second) while these are sent.
-    for (let i = 0; i < 120 && !refusal; i++) {
-      const page = await new Browser(g.t.url).get("/login/github");
+    const from = "127.0.9.9";
+    // Far more than the burst (10) plus what refills (1 every 3 s) while these are sent.
+    for (let i = 0; i < 60 && !refusal; i++) {
+      const page = await new Browser(g.t.url, { from }).get("/login/github");
       statuses.push(page.status);
       if (page.status === 429) refusal = page;
     }
     expect(refusal, `statuses: ${statuses.join(",")}`).toBeDefined();
     expect(Number(refusal!.headers.get("retry-after"))).toBeGreaterThan(0);
-    expect(refusal!.html).toContain("Too many GitHub sign-ins were started");
+    expect(refusal!.html).toContain("Too many sign-in attempts came from your address");
     expect(refusal!.setCookies.join()).not.toContain(COOKIE);
+    // Naming another address in X-Forwarded-For changes nothing: no proxy is trusted here.
+    const forged = await new Browser(g.t.url, {
+      from,
+      headers: { "x-forwarded-for": "198.51.100.7" },
+    }).get("/login/github");
+    expect(forged.status).toBe(429);
+
+    // Another client is not locked out.
+    const other = await new Browser(g.t.url).get("/login/github");
+    expect(other.status).toBe(200);
+    expect(codeOf(other)).toMatch(/^[A-Z0-9]{4}-[A-Z0-9]{4}$/);
   });
 });

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type SlackDispatch, startSlackDispatch } from "../integrations/slack/support.ts";
-import { startTestDispatch, waitFor } from "../support/dispatch.ts";
-import { Browser, csrfOf, runIdsOf, signInWithKey } from "./browser.ts";
+import { startTestDispatch, type TestDispatch, waitFor } from "../support/dispatch.ts";
+import { Browser, csrfOf, type Page, runIdsOf, signInWithKey } from "./browser.ts";
 
 /**
  * Web sign-in end to end (issue 15): `/agent login` through a fake Slack, the link in a browser, the
@@ -46,13 +46,20 @@ describe("web sign-in", () => {
     return match[1]!;
   };
 
+  /** Opens `link` in `browser` and presses the button that confirms whom it signs in. */
+  const signInWithLink = async (browser: Browser, link: string): Promise<Page> => {
+    const confirm = await browser.get(link);
+    expect(confirm.status, confirm.html).toBe(200);
+    return browser.post(new URL(link).pathname, { csrf: csrfOf(confirm) });
+  };
+
   it("answers /agent login with a one-time link that signs the Slack user in to their team's runs", async () => {
     const link = await loginLink("U2", 1);
     expect(link.startsWith(`${s.t.url}/login/`)).toBe(true);
     expect(s.ephemerals("U2")[0]!.args.channel).toBe("C0CHAN");
 
     const browser = new Browser(s.t.url);
-    const signedIn = await browser.get(link);
+    const signedIn = await signInWithLink(browser, link);
     expect(signedIn.status).toBe(303);
     expect(signedIn.location).toBe("/");
     const sessionCookie = signedIn.setCookies.find((c) => c.startsWith("dispatch_session="))!;
@@ -85,20 +92,59 @@ describe("web sign-in", () => {
     expect(again.setCookies).toEqual([]);
   });
 
-  it("signs in exactly once when the same link is opened twice at the same moment", async () => {
+  it("opens a link's page naming whom it signs in, spending nothing, until its button is pressed", async () => {
+    const link = await loginLink("U8", 1);
+    const path = new URL(link).pathname;
+    const victim = new Browser(s.t.url);
+    const page = await victim.get(link);
+    expect(page.status).toBe(200);
+    expect(page.html).toMatch(/Sign in as <strong>user-U8<\/strong> \(<code>slack:[A-Z0-9]+:U8<\/code>\)\?/);
+    expect(page.html).toContain('<button type="submit">Sign in as user-U8</button>');
+    expect(page.html).toContain(`<form method="post" action="${path}">`);
+    expect(page.setCookies.some((c) => c.startsWith("dispatch_session="))).toBe(false);
+    expect(victim.cookies.has("dispatch_session")).toBe(false);
+    expect((await victim.get("/")).html).toContain("Sign in to Dispatch");
+
+    // Opened again (a link preview, a mail scanner, a second click): still unspent, still nobody signed in.
+    expect((await new Browser(s.t.url).get(link)).status).toBe(200);
+    expect((await victim.get(link)).status).toBe(200);
+
+    // Another site's form posting the token signs nobody in and spends nothing: it has no form token.
+    const forged = await new Browser(s.t.url).post(path, {});
+    expect(forged.status).toBe(403);
+    expect(forged.setCookies.some((c) => c.startsWith("dispatch_session="))).toBe(false);
+    const guessed = await new Browser(s.t.url).post(path, { csrf: csrfOf(page) });
+    expect(guessed.status).toBe(403);
+
+    const confirmed = await victim.post(path, { csrf: csrfOf(page) });
+    expect(confirmed.status).toBe(303);
+    expect((await victim.get("/")).html).toContain("user-U8 · Default team");
+    expect((await new Browser(s.t.url).get(link)).status).toBe(410);
+  });
+
+  it("signs in exactly once when the same link is confirmed twice at the same moment", async () => {
     const link = await loginLink("U3", 1);
-    const [a, b] = await Promise.all([new Browser(s.t.url).get(link), new Browser(s.t.url).get(link)]);
+    const [a, b] = await Promise.all([
+      signInWithLink(new Browser(s.t.url), link),
+      signInWithLink(new Browser(s.t.url), link),
+    ]);
     expect([a.status, b.status].sort()).toEqual([303, 410]);
   });
 
   it("refuses a link past its 10 minutes", async () => {
     const link = await loginLink("U4", 1);
+    const browser = new Browser(s.t.url);
+    const confirm = await browser.get(link);
     skewMs = 10 * 60_000 + 1_000;
     try {
       const late = await new Browser(s.t.url).get(link);
       expect(late.status).toBe(410);
       expect(late.html).toContain("expired");
       expect(late.setCookies.some((c) => c.startsWith("dispatch_session="))).toBe(false);
+      // The page opened in time does not help: the button is past the link's 10 minutes too.
+      const pressed = await browser.post(new URL(link).pathname, { csrf: csrfOf(confirm) });
+      expect(pressed.status).toBe(410);
+      expect(browser.cookies.has("dispatch_session")).toBe(false);
     } finally {
       skewMs = 0;
     }
@@ -108,13 +154,13 @@ describe("web sign-in", () => {
     const link = await loginLink("U5", 1);
     const preview = await new Browser(s.t.url).get(link, { "user-agent": "Slackbot-LinkExpanding 1.0" });
     expect(preview.status).toBe(200);
-    expect(preview.setCookies).toEqual([]);
-    expect((await new Browser(s.t.url).get(link)).status).toBe(303);
+    expect(preview.setCookies.some((c) => c.startsWith("dispatch_session="))).toBe(false);
+    expect((await signInWithLink(new Browser(s.t.url), link)).status).toBe(303);
   });
 
   it("refuses a form without its CSRF token, and signs out (revoking the session) with it", async () => {
     const browser = new Browser(s.t.url);
-    await browser.get(await loginLink("U6", 1));
+    await signInWithLink(browser, await loginLink("U6", 1));
     const home = await browser.get("/");
     const csrf = csrfOf(home);
 
@@ -138,7 +184,7 @@ describe("web sign-in", () => {
 
   it("ends a session after 12 hours", async () => {
     const browser = new Browser(s.t.url);
-    await browser.get(await loginLink("U7", 1));
+    await signInWithLink(browser, await loginLink("U7", 1));
     expect(runIdsOf(await browser.get("/"))).toEqual([slackRunId]);
     skewMs = 12 * 3600_000 + 1_000;
     try {
@@ -202,5 +248,56 @@ describe("web sign-in behind https", () => {
     } finally {
       await t.stop();
     }
+  });
+});
+
+describe("sign-in attempts, limited per client", () => {
+  let t: TestDispatch | undefined;
+  afterEach(async () => {
+    await t?.stop();
+    t = undefined;
+  });
+
+  /** Posts wrong admin keys from `browser` until it is refused; the refusal. */
+  const exhaust = async (browser: Browser): Promise<Page> => {
+    const form = await browser.get("/");
+    const statuses: number[] = [];
+    // Far more than the burst (10) plus what refills (1 every 3 s) while these are sent.
+    for (let i = 0; i < 60; i++) {
+      const page = await browser.post("/login", { csrf: csrfOf(form), api_key: `dsp_${"x".repeat(40)}` });
+      statuses.push(page.status);
+      if (page.status === 429) return page;
+    }
+    throw new Error(`never refused: ${statuses.join(",")}`);
+  };
+
+  it("refuses one address that keeps trying keys (429, Retry-After) and signs in another", async () => {
+    t = await startTestDispatch({ DISPATCH_MAX_CONCURRENT_RUNS: "0" });
+    const guesser = new Browser(t.url, { from: "127.0.8.1" });
+    const refused = await exhaust(guesser);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(refused.html).toContain("Too many sign-in attempts came from your address");
+    // Even with the right key, and whatever X-Forwarded-For it names (no proxy is trusted here).
+    const form = await guesser.get("/");
+    expect((await guesser.post("/login", { csrf: csrfOf(form), api_key: t.key })).status).toBe(429);
+    const forging = new Browser(t.url, { from: "127.0.8.1", headers: { "x-forwarded-for": "198.51.100.9" } });
+    expect((await signInWithKey(forging, t.key)).status).toBe(429);
+
+    const admin = new Browser(t.url, { from: "127.0.8.2" });
+    expect((await signInWithKey(admin, t.key)).status).toBe(303);
+    expect((await admin.get("/")).html).toContain("Sign out");
+  });
+
+  it("behind a trusted proxy, tells clients apart by the X-Forwarded-For it sends", async () => {
+    t = await startTestDispatch({ DISPATCH_MAX_CONCURRENT_RUNS: "0", DISPATCH_TRUST_PROXY: "127.0.7.1" });
+    // Both come through the proxy at 127.0.7.1, which names the client it forwards.
+    const proxy = { from: "127.0.7.1" };
+    const guesser = new Browser(t.url, { ...proxy, headers: { "x-forwarded-for": "203.0.113.7" } });
+    await exhaust(guesser);
+    const admin = new Browser(t.url, { ...proxy, headers: { "x-forwarded-for": "203.0.113.8" } });
+    expect((await signInWithKey(admin, t.key)).status).toBe(303);
+    // A client that is not the proxy cannot name itself another address.
+    const direct = new Browser(t.url, { from: "127.0.7.2", headers: { "x-forwarded-for": "203.0.113.7" } });
+    expect((await signInWithKey(direct, t.key)).status).toBe(303);
   });
 });

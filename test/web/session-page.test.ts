@@ -501,6 +501,42 @@ describe("session page of a run in a repository", () => {
     expect(section).not.toContain("<details");
   });
 
+  it("shows the start of a 30 MB patch, says it is cut, and serves many loads of it at once", async () => {
+    const created = await d.api("POST", "/api/v1/agent/runs", {
+      prompt: "$ cat README.md",
+      config: { repository: "acme/site" },
+    });
+    const run = await waitForState(d, created.body.run_id, ["SUCCEEDED", "FAILED", "ERROR"], 30_000);
+    expect(run.state).toBe("SUCCEEDED");
+    // The patch a large change leaves, recorded as delivery records it.
+    const patch = Buffer.from(
+      Array.from({ length: 2_500_000 }, (_, i) => `+generated line ${i}`).join("\n"),
+      "utf8",
+    );
+    const uid = "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a61";
+    await d.dispatch.store.recordArtifact(
+      run.run_id,
+      {
+        artifact_type: "FILE",
+        created_at: new Date().toISOString(),
+        data: { artifact_uid: uid, filename: "changes.patch", size_bytes: patch.length },
+      },
+      { uid, contentType: "text/x-diff", content: patch },
+    );
+
+    const pages = await Promise.all(Array.from({ length: 30 }, () => fetchHtml(run.session_link)));
+    for (const p of pages) expect(p.status).toBe(200);
+    const section = deliverySection(pages[0]!.html);
+    const shown = visible(/<pre class="patch">([\s\S]*?)<\/pre>/.exec(section)![1]!);
+    expect(Buffer.byteLength(shown)).toBeLessThanOrEqual(PATCH_SHOWN_BYTES);
+    expect(Buffer.byteLength(shown)).toBeGreaterThan(PATCH_SHOWN_BYTES - 100);
+    expect(shown.startsWith("+generated line 0\n+generated line 1\n"), "the patch's start").toBe(true);
+    expect(shown.endsWith("\n")).toBe(true);
+    expect(visible(section)).toMatch(
+      /Showing the first 200 KB of \d\d\.\d MB; the whole patch is an artifact of the run/,
+    );
+  });
+
   it("has no delivery section for a run without a repository", async () => {
     const created = await d.api("POST", "/api/v1/agent/runs", { prompt: "$ echo hi" });
     const run = await waitForState(d, created.body.run_id, ["SUCCEEDED", "FAILED", "ERROR"], 30_000);

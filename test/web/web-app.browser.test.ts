@@ -163,9 +163,16 @@ describe.runIf(runBrowserTests)("the team's web app in headless Chromium", () =>
     context = await browser.newContext();
     page = await newPage(context);
     const res = await page.goto(firstLink);
-    // The link answers 303 to the dashboard, which the browser follows.
+    // The link asks first, naming whom it signs in; its button signs in and goes to the dashboard.
     expect(res?.status()).toBe(200);
-    expect(page.url()).toBe(url("/"));
+    expect(await page.locator("main p").first().textContent()).toMatch(
+      /^Sign in as user-U2 \(slack:[A-Z0-9]+:U2\)\?$/,
+    );
+    expect((await context.cookies()).some((c) => c.name === "dispatch_session")).toBe(false);
+    await Promise.all([
+      page.waitForURL(url("/")),
+      page.getByRole("button", { name: "Sign in as user-U2" }).click(),
+    ]);
     expect(await page.locator("h1").textContent()).toBe("Default team: runs");
     expect(await page.locator("header .who span").textContent()).toBe("user-U2 · Default team");
     expect(await rowIds(page)).toEqual([notesRunId]);

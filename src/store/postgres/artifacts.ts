@@ -1,11 +1,14 @@
 import type { Artifact, RunRecord } from "../../model/run.ts";
 import { iso } from "../sqlite/rows.ts";
-import type { ArtifactFile, NewArtifactFile } from "../store.ts";
+import { ARTIFACT_HEAD_BYTES, type ArtifactFile, type ArtifactHead, type NewArtifactFile } from "../store.ts";
 import type { Database } from "./database.ts";
 import { insertEvent } from "./events.ts";
 import { announce, readRun, runFromRow } from "./runs.ts";
 
-/** A run's artifacts: appended to runs.artifacts with an `artifact` event; FILE bytes in artifact_files. */
+/**
+ * A run's artifacts: appended to runs.artifacts with an `artifact` event; FILE bytes in artifact_files,
+ * and their first ARTIFACT_HEAD_BYTES again in artifact_heads, for pages that show only the start.
+ */
 
 export async function recordArtifact(
   db: Database,
@@ -38,6 +41,11 @@ export async function recordArtifact(
           Buffer.from(file.content.buffer, file.content.byteOffset, file.content.byteLength),
         ],
       );
+      const head = file.content.subarray(0, ARTIFACT_HEAD_BYTES);
+      await tx.changes("INSERT INTO artifact_heads (uid, head) VALUES ($1, $2)", [
+        file.uid,
+        Buffer.from(head.buffer, head.byteOffset, head.byteLength),
+      ]);
     }
     await insertEvent(tx, runId, "artifact", { ...artifact }, at);
     const run = { ...current, artifacts, updatedAt: at };
@@ -97,6 +105,21 @@ export async function readArtifactContent(
     teamId,
   ]);
   return row ? (row.content as Buffer) : undefined;
+}
+
+export async function readArtifactHead(
+  db: Database,
+  teamId: string,
+  uid: string,
+  maxBytes: number,
+): Promise<ArtifactHead | undefined> {
+  const row = await db.row(
+    `SELECT substring(h.head FROM 1 FOR $1) AS head, f.size_bytes FROM artifact_files f
+       JOIN artifact_heads h ON h.uid = f.uid
+      WHERE f.uid = $2 AND f.team_id = $3`,
+    [Math.min(maxBytes, ARTIFACT_HEAD_BYTES), uid, teamId],
+  );
+  return row ? { head: row.head as Buffer, sizeBytes: Number(row.size_bytes) } : undefined;
 }
 
 export async function recordAgentConfig(

@@ -166,6 +166,11 @@ export class Database implements Sql {
   }
 
   /** Resolves once signals of other stores reach this one. */
+  /** Counts the LISTEN connection's (re)connections; undefined while it is not listening. */
+  listenerGeneration(): number | undefined {
+    return this.listener.generation;
+  }
+
   listening(): Promise<void> {
     return this.listener.ready();
   }

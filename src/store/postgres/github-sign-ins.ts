@@ -6,7 +6,7 @@ import type {
   NewGitHubSignIn,
 } from "../../model/github-sign-in.ts";
 import type { NewWebSession } from "../../model/web-session.ts";
-import { approvalRefusal, redemptionRefusal, toGitHubSignIn } from "../sqlite/github-sign-ins.ts";
+import { approvalRefusal, FIND_QUERY, redemptionRefusal, toGitHubSignIn } from "../sqlite/github-sign-ins.ts";
 import { SESSION_QUERY, toWebSession } from "../sqlite/web-sessions.ts";
 import type { Database } from "./database.ts";
 
@@ -28,10 +28,7 @@ export async function createGitHubSignIn(db: Database, s: NewGitHubSignIn): Prom
 }
 
 export async function findGitHubSignIn(db: Database, browserHash: string): Promise<GitHubSignIn | undefined> {
-  const row = await db.row(
-    "SELECT code, created_at, expires_at, approved_at, used_at FROM github_sign_ins WHERE browser_hash = $1",
-    [browserHash],
-  );
+  const row = await db.row(FIND_QUERY.replace("?", "$1"), [browserHash]);
   return row ? toGitHubSignIn(row) : undefined;
 }
 

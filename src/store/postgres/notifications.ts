@@ -71,6 +71,9 @@ export function emitNote(signals: StoreSignals, note: SignalNote): void {
 /** The LISTEN side: one dedicated connection, reconnected with a growing delay while the store is open. */
 export class SignalListener {
   private client: pg.Client | undefined;
+  /** Bumped at each LISTEN in place; undefined while not listening (signals of other stores are lost). */
+  generation: number | undefined;
+  private connections = 0;
   private closed = false;
   private connectedOnce = false;
   private retryTimer: NodeJS.Timeout | undefined;
@@ -112,7 +115,10 @@ export class SignalListener {
     const fail = (err: unknown) => {
       if (failed) return;
       failed = true;
-      if (this.client === client) this.client = undefined;
+      if (this.client === client) {
+        this.client = undefined;
+        this.generation = undefined;
+      }
       client.removeAllListeners("notification");
       void client.end().catch(() => {});
       if (!this.closed) {
@@ -138,6 +144,7 @@ export class SignalListener {
       return;
     }
     this.retryDelayMs = 100;
+    this.generation = ++this.connections;
     if (this.connectedOnce) this.wakeWaiters();
     this.connectedOnce = true;
     this.markListening();
@@ -164,6 +171,7 @@ export class SignalListener {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.generation = undefined;
     clearTimeout(this.retryTimer);
     const client = this.client;
     this.client = undefined;

@@ -20,6 +20,7 @@ import type { RunState, Trigger } from "../../model/run-state.ts";
 import type { ScheduleLimits, ScheduleRecord } from "../../model/schedule.ts";
 import type { ThreadBinding } from "../../model/thread-binding.ts";
 import type {
+  LoginLink,
   LoginLinkRedemption,
   NewKeyWebSession,
   NewLoginLink,
@@ -29,6 +30,7 @@ import type {
 import type { StoreSignals } from "../signals.ts";
 import type {
   ArtifactFile,
+  ArtifactHead,
   CardChange,
   CardState,
   ChannelKey,
@@ -149,6 +151,16 @@ export class PostgresStore implements Store {
   revokeApiKey(idOrPrefix: string, at: string): Promise<ApiKeyRecord | undefined> {
     return apiKeys.revokeApiKey(this.db, idOrPrefix, at);
   }
+
+  /**
+   * Other replicas' revocations arrive over LISTEN: the mark is the listening connection's generation
+   * (what was sent while it was down is lost), and undefined while it is down.
+   */
+  keyRevocationMark(): number | undefined {
+    return this.db.listenerGeneration();
+  }
+
+  readonly keyRevocationMarkExact = false;
 
   countActiveApiKeys(): Promise<number> {
     return apiKeys.countActiveApiKeys(this.db);
@@ -271,6 +283,10 @@ export class PostgresStore implements Store {
 
   readArtifactContent(teamId: string, uid: string): Promise<Uint8Array | undefined> {
     return artifacts.readArtifactContent(this.db, teamId, uid);
+  }
+
+  readArtifactHead(teamId: string, uid: string, maxBytes: number): Promise<ArtifactHead | undefined> {
+    return artifacts.readArtifactHead(this.db, teamId, uid, maxBytes);
   }
 
   recordSkill(
@@ -513,6 +529,10 @@ export class PostgresStore implements Store {
 
   createLoginLink(link: NewLoginLink): Promise<void> {
     return webSessions.createLoginLink(this.db, link);
+  }
+
+  findLoginLink(tokenHash: string): Promise<LoginLink | undefined> {
+    return webSessions.findLoginLink(this.db, tokenHash);
   }
 
   redeemLoginLink(tokenHash: string, session: NewWebSession): Promise<LoginLinkRedemption> {

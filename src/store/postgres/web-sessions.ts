@@ -1,11 +1,12 @@
 import type {
+  LoginLink,
   LoginLinkRedemption,
   NewKeyWebSession,
   NewLoginLink,
   NewWebSession,
   WebSession,
 } from "../../model/web-session.ts";
-import { SESSION_QUERY, toWebSession } from "../sqlite/web-sessions.ts";
+import { LOGIN_LINK_QUERY, SESSION_QUERY, toLoginLink, toWebSession } from "../sqlite/web-sessions.ts";
 import type { Database, Sql } from "./database.ts";
 
 /** Web sign-in: one-time login links and browser sessions (both stored only as hashes). */
@@ -22,6 +23,11 @@ export async function createLoginLink(db: Database, link: NewLoginLink): Promise
      VALUES ($1, $2, $3, $4, $5, $6)`,
     [link.tokenHash, link.principalId, link.teamId, link.role, link.createdAt, link.expiresAt],
   );
+}
+
+export async function findLoginLink(db: Database, tokenHash: string): Promise<LoginLink | undefined> {
+  const row = await db.row(LOGIN_LINK_QUERY.replace("?", "$1"), [tokenHash]);
+  return row ? toLoginLink(row) : undefined;
 }
 
 /**

@@ -1,11 +1,14 @@
 import type { Artifact, RunRecord } from "../../model/run.ts";
-import type { ArtifactFile, NewArtifactFile } from "../store.ts";
+import { ARTIFACT_HEAD_BYTES, type ArtifactFile, type ArtifactHead, type NewArtifactFile } from "../store.ts";
 import type { Database } from "./database.ts";
 import { insertEvent } from "./events.ts";
 import { iso, type Row } from "./rows.ts";
 import { announce, readRun } from "./runs.ts";
 
-/** A run's artifacts: appended to runs.artifacts with an `artifact` event; FILE bytes in artifact_files. */
+/**
+ * A run's artifacts: appended to runs.artifacts with an `artifact` event; FILE bytes in artifact_files,
+ * and their first ARTIFACT_HEAD_BYTES again in artifact_heads, for pages that show only the start.
+ */
 
 export async function recordArtifact(
   db: Database,
@@ -35,6 +38,10 @@ export async function recordArtifact(
         file.contentType,
         file.content.length,
         file.content,
+      );
+      db.sql("INSERT INTO artifact_heads (uid, head) VALUES (?, ?)").run(
+        file.uid,
+        file.content.subarray(0, ARTIFACT_HEAD_BYTES),
       );
     }
     insertEvent(db, runId, "artifact", { ...artifact }, at);
@@ -95,6 +102,23 @@ export async function readArtifactContent(
     | Row
     | undefined;
   return row ? (row.content as Uint8Array) : undefined;
+}
+
+/** Reads artifact_heads only: the size comes from artifact_files' columns before its content. */
+export async function readArtifactHead(
+  db: Database,
+  teamId: string,
+  uid: string,
+  maxBytes: number,
+): Promise<ArtifactHead | undefined> {
+  const row = db
+    .sql(
+      `SELECT substr(h.head, 1, ?) AS head, f.size_bytes FROM artifact_files f
+         JOIN artifact_heads h ON h.uid = f.uid
+        WHERE f.uid = ? AND f.team_id = ?`,
+    )
+    .get(Math.min(maxBytes, ARTIFACT_HEAD_BYTES), uid, teamId) as Row | undefined;
+  return row ? { head: row.head as Uint8Array, sizeBytes: Number(row.size_bytes) } : undefined;
 }
 
 export async function recordAgentConfig(

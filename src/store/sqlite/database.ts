@@ -49,6 +49,14 @@ export class Database {
   }
 
   /**
+   * SQLite's data_version: it changes whenever another connection (another process) commits to this
+   * database, and never for this connection's own commits. About a microsecond.
+   */
+  dataVersion(): number {
+    return Number((this.sql("PRAGMA data_version", { arrays: true }).get() as unknown as [number])[0]);
+  }
+
+  /**
    * The prepared statement for `text`, prepared once and cached. With `arrays`, its rows come back as
    * arrays of values in column order: node:sqlite builds a row object property by property, which on a
    * wide table such as runs cost more than the query itself.

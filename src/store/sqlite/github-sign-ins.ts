@@ -27,11 +27,7 @@ export async function createGitHubSignIn(db: Database, s: NewGitHubSignIn): Prom
 }
 
 export async function findGitHubSignIn(db: Database, browserHash: string): Promise<GitHubSignIn | undefined> {
-  const row = db
-    .sql(
-      "SELECT code, created_at, expires_at, approved_at, used_at FROM github_sign_ins WHERE browser_hash = ?",
-    )
-    .get(browserHash) as Row | undefined;
+  const row = db.sql(FIND_QUERY).get(browserHash) as Row | undefined;
   return row ? toGitHubSignIn(row) : undefined;
 }
 
@@ -112,6 +108,13 @@ export function redemptionRefusal(row: Record<string, unknown> | undefined, at: 
   return "pending" as const;
 }
 
+/** A browser's sign-in with whom it was approved for; shared with the PostgreSQL store, which numbers the parameter. */
+export const FIND_QUERY = `
+  SELECT g.code, g.created_at, g.expires_at, g.approved_at, g.used_at,
+         p.id AS p_id, p.display_name AS p_display_name
+    FROM github_sign_ins g LEFT JOIN principals p ON p.id = g.principal_id
+   WHERE g.browser_hash = ?`;
+
 export function toGitHubSignIn(row: Record<string, unknown>): GitHubSignIn {
   const optional = (v: unknown) => (v === null || v === undefined ? null : String(v));
   return {
@@ -119,6 +122,8 @@ export function toGitHubSignIn(row: Record<string, unknown>): GitHubSignIn {
     createdAt: String(row.created_at),
     expiresAt: String(row.expires_at),
     approvedAt: optional(row.approved_at),
+    approvedAs:
+      optional(row.p_id) === null ? null : { id: String(row.p_id), displayName: String(row.p_display_name) },
     usedAt: optional(row.used_at),
   };
 }

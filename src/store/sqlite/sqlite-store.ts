@@ -20,6 +20,7 @@ import type { RunState, Trigger } from "../../model/run-state.ts";
 import type { ScheduleLimits, ScheduleRecord } from "../../model/schedule.ts";
 import type { ThreadBinding } from "../../model/thread-binding.ts";
 import type {
+  LoginLink,
   LoginLinkRedemption,
   NewKeyWebSession,
   NewLoginLink,
@@ -29,6 +30,7 @@ import type {
 import type { StoreSignals } from "../signals.ts";
 import type {
   ArtifactFile,
+  ArtifactHead,
   CardChange,
   CardState,
   ChannelKey,
@@ -129,6 +131,13 @@ export class SqliteStore implements Store {
   revokeApiKey(idOrPrefix: string, at: string): Promise<ApiKeyRecord | undefined> {
     return apiKeys.revokeApiKey(this.db, idOrPrefix, at);
   }
+
+  /** Another process's commit (`dispatch keys revoke`, a replica on the same file) changes it at once. */
+  keyRevocationMark(): number {
+    return this.db.dataVersion();
+  }
+
+  readonly keyRevocationMarkExact = true;
 
   countActiveApiKeys(): Promise<number> {
     return apiKeys.countActiveApiKeys(this.db);
@@ -251,6 +260,10 @@ export class SqliteStore implements Store {
 
   readArtifactContent(teamId: string, uid: string): Promise<Uint8Array | undefined> {
     return artifacts.readArtifactContent(this.db, teamId, uid);
+  }
+
+  readArtifactHead(teamId: string, uid: string, maxBytes: number): Promise<ArtifactHead | undefined> {
+    return artifacts.readArtifactHead(this.db, teamId, uid, maxBytes);
   }
 
   recordSkill(
@@ -493,6 +506,10 @@ export class SqliteStore implements Store {
 
   createLoginLink(link: NewLoginLink): Promise<void> {
     return webSessions.createLoginLink(this.db, link);
+  }
+
+  findLoginLink(tokenHash: string): Promise<LoginLink | undefined> {
+    return webSessions.findLoginLink(this.db, tokenHash);
   }
 
   redeemLoginLink(tokenHash: string, session: NewWebSession): Promise<LoginLinkRedemption> {

@@ -1,4 +1,5 @@
 import type {
+  LoginLink,
   LoginLinkRedemption,
   NewKeyWebSession,
   NewLoginLink,
@@ -19,6 +20,25 @@ export async function createLoginLink(db: Database, link: NewLoginLink): Promise
       )
       .run(link.tokenHash, link.principalId, link.teamId, link.role, link.createdAt, link.expiresAt),
   );
+}
+
+export async function findLoginLink(db: Database, tokenHash: string): Promise<LoginLink | undefined> {
+  const row = db.sql(LOGIN_LINK_QUERY).get(tokenHash) as Row | undefined;
+  return row ? toLoginLink(row) : undefined;
+}
+
+/** Shared with the PostgreSQL store, which numbers the parameter. */
+export const LOGIN_LINK_QUERY = `
+  SELECT l.expires_at, l.used_at, p.id AS p_id, p.display_name AS p_display_name
+    FROM login_links l JOIN principals p ON p.id = l.principal_id
+   WHERE l.token_hash = ?`;
+
+export function toLoginLink(row: Record<string, unknown>): LoginLink {
+  return {
+    principal: { id: String(row.p_id), displayName: String(row.p_display_name) },
+    expiresAt: String(row.expires_at),
+    usedAt: row.used_at === null || row.used_at === undefined ? null : String(row.used_at),
+  };
 }
 
 /**

@@ -1,10 +1,11 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
-import { RateLimiter } from "../../api/rate-limit.ts";
 import { GITHUB_SIGN_IN_TTL_MS } from "../../model/github-sign-in.ts";
 import { escapeHtml, sendPage } from "../html.ts";
 import { cookie, readCookie } from "./cookies.ts";
 import type { GitHubSignIn } from "./github-sign-in.ts";
-import { startSession } from "./sign-in-routes.ts";
+import { hasLoginFormToken, loginFormField } from "./login-form-token.ts";
+import type { SignInLimits } from "./sign-in-limits.ts";
+import { formOf, sendForbidden, startSession } from "./sign-in-routes.ts";
 import type { WebSignIn } from "./web-sign-in.ts";
 
 /**
@@ -16,17 +17,11 @@ export const GITHUB_SIGN_IN_PATH = "/login/github";
 
 /** How often the waiting page reloads itself (no script: the Refresh header does it). */
 const REFRESH_SECONDS = 5;
-/**
- * Sign-ins this process starts per minute (and at once). Starting one stores a row for anyone who asks,
- * unauthenticated, so the rate is bounded for the whole process rather than per address: a per-address
- * table would itself grow with the addresses asking. People sign in a few times a day.
- */
-export const SIGN_IN_STARTS_PER_MINUTE = 60;
-const SIGN_IN_STARTS_BURST = 30;
-
 export interface GitHubSignInRoutesOptions {
   github: GitHubSignIn;
   signIn: WebSignIn;
+  /** Sign-in attempts per client (a start and a completion are one each), shared with the other routes. */
+  limits: SignInLimits;
 }
 
 const REFUSALS = {
@@ -36,17 +31,17 @@ const REFUSALS = {
 
 /**
  * GET /login/github: starts a sign-in in this browser and shows its code; reloads itself while it waits
- * for the comment; once the comment approved it, opens the session (in this browser only: it holds the
- * cookie) and goes to the dashboard. A GET that changes state is safe here: another site can make a
- * browser start a sign-in or redeem its own approved one, neither of which signs anyone in as someone
- * else.
+ * for the comment; once the comment approved it, asks "Continue as @login?". Only the button (POST
+ * /login/github, with the sign-in forms' CSRF token) opens the session, in this browser only: it holds the
+ * cookie. A GET that starts a sign-in is safe: another site can make a browser start one, which signs
+ * nobody in; and a browser made to hold someone else's approved sign-in is told whose it is before it
+ * becomes theirs.
  */
 export async function githubSignInRoutes(
   app: FastifyInstance,
   opts: GitHubSignInRoutesOptions,
 ): Promise<void> {
-  const { github, signIn } = opts;
-  const starts = new RateLimiter(SIGN_IN_STARTS_PER_MINUTE, SIGN_IN_STARTS_BURST);
+  const { github, signIn, limits } = opts;
   const setBrowserCookie = (reply: FastifyReply, value: string, maxAgeMs: number) =>
     reply.header(
       "set-cookie",
@@ -69,17 +64,22 @@ export async function githubSignInRoutes(
   };
 
   app.get(GITHUB_SIGN_IN_PATH, async (req, reply) => {
-    const browserToken = readCookie(req.headers.cookie, GITHUB_SIGN_IN_COOKIE);
-    const known = await github.status(browserToken);
+    const known = await github.status(readCookie(req.headers.cookie, GITHUB_SIGN_IN_COOKIE));
     switch (known.state) {
       case "approved": {
-        const result = await github.redeem(browserToken!);
-        if ("refused" in result) {
-          // Another tab of this browser redeemed it a moment ago, or it expired in between.
-          return result.refused === "expired" ? refused(reply, "expired") : refused(reply, "used");
-        }
-        setBrowserCookie(reply, "", 0);
-        return startSession(reply, signIn, result);
+        const login = escapeHtml(known.as.displayName);
+        return sendPage(
+          reply,
+          200,
+          "Sign in with GitHub",
+          `<h1>Sign in with GitHub</h1>
+<p>Your comment was seen. Continue as <strong>@${login}</strong>?</p>
+<form method="post" action="${GITHUB_SIGN_IN_PATH}">
+${loginFormField(reply, req.headers.cookie, signIn.secure)}
+<p><button type="submit">Continue as @${login}</button></p>
+</form>
+<p class="muted">Not you? Close this page: this browser is holding a sign-in that someone else approved.</p>`,
+        );
       }
       case "expired":
       case "used":
@@ -87,21 +87,29 @@ export async function githubSignInRoutes(
       case "pending":
         return waitingPage(reply, github, known.code, known.expiresAt, signIn.now());
       case "none": {
-        const waitSeconds = starts.take("all", signIn.now().getTime());
-        if (waitSeconds > 0) {
-          reply.header("retry-after", String(waitSeconds));
-          return sendPage(
-            reply,
-            429,
-            "Try again shortly",
-            `<h1>Try again shortly</h1><p role="alert">Too many GitHub sign-ins were started in the last minute. Try again in ${waitSeconds} second${waitSeconds === 1 ? "" : "s"}.</p>`,
-          );
-        }
+        const limited = limits.refuseGitHubStart(req, reply);
+        if (limited) return limited;
         const started = await github.start();
         setBrowserCookie(reply, started.browserToken, GITHUB_SIGN_IN_TTL_MS);
         return waitingPage(reply, github, started.code, started.expiresAt, signIn.now());
       }
     }
+  });
+
+  app.post(GITHUB_SIGN_IN_PATH, async (req, reply) => {
+    if (!hasLoginFormToken(req, formOf(req))) return sendForbidden(reply);
+    const limited = limits.refuseAttempt(req, reply);
+    if (limited) return limited;
+    const browserToken = readCookie(req.headers.cookie, GITHUB_SIGN_IN_COOKIE);
+    const result = browserToken ? await github.redeem(browserToken) : { refused: "unknown" as const };
+    if ("refused" in result) {
+      // Another tab of this browser signed in a moment ago, or it expired in between: say so. Not approved
+      // yet, or nothing started: back to the page that shows where it stands.
+      if (result.refused === "expired" || result.refused === "used") return refused(reply, result.refused);
+      return reply.header("cache-control", "no-store").redirect(GITHUB_SIGN_IN_PATH, 303);
+    }
+    setBrowserCookie(reply, "", 0);
+    return startSession(reply, signIn, result);
   });
 }
 

@@ -4,6 +4,7 @@ import {
   type GitHubApproval,
   type GitHubRedemptionRefusal,
 } from "../../model/github-sign-in.ts";
+import type { Principal } from "../../model/identity.ts";
 import type { Store } from "../../store/store.ts";
 import { hashToken, newToken, TOKEN_PATTERN } from "./secrets.ts";
 import type { OpenedSession, WebSignIn } from "./web-sign-in.ts";
@@ -22,7 +23,7 @@ export const CODE_PATTERN = /^[A-Za-z0-9]{4}-[A-Za-z0-9]{4}$/;
 export type BrowserSignIn =
   | { state: "none" }
   | { state: "pending"; code: string; expiresAt: string }
-  | { state: "approved" }
+  | { state: "approved"; as: Pick<Principal, "id" | "displayName"> }
   | { state: "expired" }
   | { state: "used" };
 
@@ -91,7 +92,7 @@ export class GitHubSignIn {
     if (!found) return { state: "none" };
     if (found.usedAt) return { state: "used" };
     if (found.expiresAt <= this.signIn.now().toISOString()) return { state: "expired" };
-    if (found.approvedAt) return { state: "approved" };
+    if (found.approvedAs) return { state: "approved", as: found.approvedAs };
     return { state: "pending", code: found.code, expiresAt: found.expiresAt };
   }
 

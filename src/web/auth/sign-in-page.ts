@@ -1,16 +1,10 @@
 import type { FastifyReply } from "fastify";
 import { escapeHtml, sendPage } from "../html.ts";
-import { cookie, LOGIN_CSRF_COOKIE, readCookie } from "./cookies.ts";
-import { newToken, TOKEN_PATTERN } from "./secrets.ts";
-
-/** How long the admin form's double-submit token lives (the time to paste a key). */
-const LOGIN_FORM_SECONDS = 3600;
+import { loginFormField } from "./login-form-token.ts";
 
 /**
  * The page for a visitor who is not signed in: how Slack users sign in (`/agent login`) and the admin
- * API-key form. The form's CSRF token is double-submitted: the same random value goes into a SameSite=
- * Strict, httpOnly cookie scoped to /login and into a hidden field, and POST /login wants both equal. A
- * cross-site form can send neither the cookie nor the value, so nobody is signed in behind their back.
+ * API-key form, whose CSRF token is double-submitted (login-form-token.ts).
  */
 export function sendSignInPage(
   reply: FastifyReply,
@@ -24,17 +18,7 @@ export function sendSignInPage(
     problem?: string;
   },
 ): FastifyReply {
-  const existing = readCookie(opts.cookieHeader, LOGIN_CSRF_COOKIE);
-  const token = existing && TOKEN_PATTERN.test(existing) ? existing : newToken();
-  reply.header(
-    "set-cookie",
-    cookie(LOGIN_CSRF_COOKIE, token, {
-      path: "/login",
-      sameSite: "Strict",
-      maxAge: LOGIN_FORM_SECONDS,
-      secure: opts.secure,
-    }),
-  );
+  const csrf = loginFormField(reply, opts.cookieHeader, opts.secure);
   const problem = opts.problem ? `<p class="error" role="alert">${escapeHtml(opts.problem)}</p>` : "";
   const github = opts.githubHandle
     ? `<section aria-labelledby="github-h"><h2 id="github-h">With GitHub</h2>
@@ -47,7 +31,7 @@ ${problem}
 <p>Type <code>${escapeHtml(opts.slashCommand)} login</code> in any channel where Dispatch is. It answers (only you see it) with a link that signs you in; the link works once, within 10 minutes.</p></section>
 ${github}<section aria-labelledby="key-h"><h2 id="key-h">With an admin API key</h2>
 <form method="post" action="/login">
-<input type="hidden" name="csrf" value="${escapeHtml(token)}">
+${csrf}
 <p><label for="api_key">Admin API key</label><br>
 <input id="api_key" name="api_key" type="password" autocomplete="off" required size="48" pattern="dsp_[A-Za-z0-9]{40}" aria-describedby="key-help"></p>
 <p id="key-help" class="muted">An admin key of your team (<code>dsp_…</code>). It is not stored in the browser: the session lasts 12 hours, or until you sign out or the key is revoked.</p>

@@ -13,6 +13,7 @@ export type SignInStore = Pick<
   Store,
   | "ensurePrincipal"
   | "createLoginLink"
+  | "findLoginLink"
   | "redeemLoginLink"
   | "createKeyWebSession"
   | "findWebSession"
@@ -67,6 +68,22 @@ export class WebSignIn {
       expiresAt,
     });
     return { url: `${this.publicUrl().replace(/\/+$/, "")}/login/${token}`, expiresAt };
+  }
+
+  /**
+   * Whom a link would sign in, without spending it: its page asks the person to confirm first, so that a
+   * link someone else sent them (their own) cannot sign them in as that someone unawares, and a link
+   * preview or a mail scanner that fetches it spends nothing.
+   */
+  async inspect(
+    token: string,
+  ): Promise<{ principal: Pick<Principal, "id" | "displayName"> } | { refused: LoginLinkRefusal }> {
+    if (!TOKEN_PATTERN.test(token)) return { refused: "unknown" };
+    const link = await this.store.findLoginLink(hashToken(token));
+    if (!link) return { refused: "unknown" };
+    if (link.usedAt !== null) return { refused: "used" };
+    if (link.expiresAt <= this.now().toISOString()) return { refused: "expired" };
+    return { principal: link.principal };
   }
 
   async redeem(token: string): Promise<OpenedSession | { refused: LoginLinkRefusal }> {

@@ -54,6 +54,7 @@ export function githubSignInsConformance(t: StoreSuite): void {
         createdAt: T0,
         expiresAt: at(10),
         approvedAt: null,
+        approvedAs: null,
         usedAt: null,
       });
       expect(await t.store.redeemGitHubSignIn(browserHash, newSession(1))).toEqual({
@@ -67,6 +68,12 @@ export function githubSignInsConformance(t: StoreSuite): void {
       expect(await t.store.approveGitHubSignIn(code, approval(mallory, 3))).toEqual({
         kind: "refused",
         reason: "used",
+      });
+      // Reading the approved sign-in names whom it was approved for, and spends nothing.
+      expect(await t.store.findGitHubSignIn(browserHash)).toMatchObject({
+        approvedAt: at(2),
+        approvedAs: { id: "github:octocat", displayName: "octocat" },
+        usedAt: null,
       });
 
       const session = newSession(4);

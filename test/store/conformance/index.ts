@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe } from "vitest";
 import type { Store } from "../../../src/store/store.ts";
+import { artifactsConformance } from "./artifacts.ts";
 import { attachmentsConformance } from "./attachments.ts";
 import { audienceConformance } from "./audience.ts";
 import { channelSettingsConformance } from "./channel-settings.ts";
@@ -55,6 +56,7 @@ export function storeConformance(
     progressConformance(suite);
     channelSettingsConformance(suite);
     schedulesConformance(suite);
+    artifactsConformance(suite);
     attachmentsConformance(suite);
     webSessionsConformance(suite);
     githubSignInsConformance(suite);

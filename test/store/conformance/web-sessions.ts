@@ -59,6 +59,16 @@ export function webSessionsConformance(t: StoreSuite): void {
       );
     });
 
+    it("reads a link, naming whom it signs in, without spending it", async () => {
+      const link = await newLink();
+      const unused = { principal: { id: person.id, displayName: "Ada" }, expiresAt: at(10), usedAt: null };
+      expect(await t.store.findLoginLink(link)).toEqual(unused);
+      expect(await t.store.findLoginLink(link)).toEqual(unused);
+      expect((await t.store.redeemLoginLink(link, newSession(1))).kind).toBe("signed_in");
+      expect(await t.store.findLoginLink(link)).toEqual({ ...unused, usedAt: at(1) });
+      expect(await t.store.findLoginLink(hash("nope"))).toBeUndefined();
+    });
+
     it("refuses an expired link and an unknown one, opening nothing", async () => {
       const link = await newLink(10);
       const late = newSession(10);
