@@ -30,6 +30,7 @@ import type { ExternalHarnessOptions } from "./executor/harnesses/external/exter
 import { GeminiHarness } from "./executor/harnesses/external/gemini.ts";
 import { ScriptedHarness } from "./executor/harnesses/scripted.ts";
 import { LazyHarness } from "./executor/lazy-harness.ts";
+import { unpricedModelOf } from "./executor/run-cost.ts";
 import { createSandboxProvider, type SandboxProvider } from "./executor/sandbox-provider.ts";
 import { listLocalSkills } from "./executor/skill-catalog.ts";
 import { SkillResolver } from "./executor/skills.ts";
@@ -163,6 +164,12 @@ export async function startDispatch(
     mcpAllowedUrls: config.settings.mcp.allowed_urls,
     skills,
     capacity: config.maxConcurrentRuns,
+    cost: {
+      ...(config.cost.defaultMaxCostUsd !== undefined
+        ? { defaultMaxCostUsd: config.cost.defaultMaxCostUsd }
+        : {}),
+      unpricedModel: (agent) => unpricedModelOf(agent, config.cost.prices, config.models),
+    },
     delivery: {
       serverUrl: config.delivery.serverUrl,
       allowFileRemotes: config.delivery.allowFileRemotes,
@@ -189,6 +196,7 @@ export async function startDispatch(
   );
   // External agent CLIs: they reach their provider through Dispatch's model gateway, which holds the key.
   const external = {
+    allowedModels: config.settings.models.gateway_allowed,
     maxSteps: config.settings.builtin.max_steps,
     defaultMaxRunMinutes: config.settings.builtin.max_run_minutes,
     ...opts.external,

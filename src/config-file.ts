@@ -107,6 +107,20 @@ const ModelsSettingsSchema = z
       })
       .strict()
       .default({}),
+    /**
+     * Models (`provider/model`) an external agent (claude, codex, gemini) may call through Dispatch's model
+     * gateway besides its run's own model_id; the gateway refuses every other. Default: none.
+     */
+    gateway_allowed: z
+      .array(
+        z
+          .string()
+          .regex(
+            /^(anthropic|openai|gemini)\/[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/,
+            "must be provider/model of an external agent's provider, such as anthropic/claude-haiku-4-5",
+          ),
+      )
+      .default([]),
   })
   .strict();
 
@@ -210,7 +224,7 @@ const PricesSettingsSchema = z
 
 const SettingsSchema = z
   .object({
-    models: ModelsSettingsSchema.default({ aliases: {}, openai_compatible: {} }),
+    models: ModelsSettingsSchema.default({ aliases: {}, openai_compatible: {}, gateway_allowed: [] }),
     builtin: BuiltinSettingsSchema.default({
       max_steps: 100,
       max_run_minutes: 30,

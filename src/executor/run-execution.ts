@@ -431,31 +431,29 @@ export class RunExecution {
 
   /**
    * The run's cost meter (run-cost.ts): prices each model call the harness reports, and stops the
-   * execution as soon as the run's cost passes its limit (config.max_cost_usd, else the server default).
+   * execution as soon as the run's cost passes its limit (config.max_cost_usd, else the server default),
+   * or a run under a limit calls a model without a price.
    */
   private meterCost(): RunCost | undefined {
     const { prices, defaultMaxCostUsd } = this.deps;
     if (!prices) return undefined;
-    const limit = costLimitOf(this.run.agentConfig.max_cost_usd, defaultMaxCostUsd);
     return new RunCost({
       prices,
-      limit,
+      limit: costLimitOf(this.run.agentConfig.max_cost_usd, defaultMaxCostUsd),
       before: this.run.requestUsage,
-      onOverLimit: (total, reached) => {
+      onOverLimit: (status, total) => {
         if (this.controller.signal.aborted) return;
-        this.log.warn({ costUsd: total, limitUsd: reached.usd }, "run over its cost limit; stopping it");
-        this.overBudget = costLimitReached(total, reached);
-        void this.emit("error", { message: this.overBudget.message, error_code: "cost_limit" }).catch((err) =>
+        this.log.warn({ costUsd: total, reason: status.message }, "run over its cost limit; stopping it");
+        this.overBudget = status;
+        void this.emit("error", { message: status.message, error_code: "cost_limit" }).catch((err) =>
           this.log.warn({ err }, "recording the cost limit in the transcript failed"),
         );
         this.stop("cost_limit");
       },
       onUnpriced: (modelId) => {
-        const message = `No price is known for model ${modelId}, so this run's cost is not shown${
-          limit ? " and its cost limit cannot be enforced" : ""
-        }; the operator can add it under prices in dispatch.config.yaml`;
-        // Only a limit that cannot be enforced is a warning; a local model without a price is normal.
-        void this.emit("log", { level: limit ? "warn" : "info", phase: "cost", message }).catch((err) =>
+        // A run without a limit: a local model without a price is normal, its cost is only not shown.
+        const message = `No price is known for model ${modelId}, so this run's cost is not shown; the operator can add it under prices in dispatch.config.yaml`;
+        void this.emit("log", { level: "info", phase: "cost", message }).catch((err) =>
           this.log.warn({ err }, "recording an unpriced model failed"),
         );
       },

@@ -86,6 +86,12 @@ export interface RunServiceOptions {
    * (HarnessRegistry.refusal). Refused at create with operation_not_supported; unchecked when absent.
    */
   harnessRefusal?: (key: string, config: AgentConfig) => string | undefined;
+  /**
+   * Cost limits (run-cost.ts): DISPATCH_MAX_COST_USD, and the model a config would call that has no price.
+   * A run with a limit whose model has none is refused at create: its calls could not be counted.
+   * Unchecked when absent.
+   */
+  cost?: { defaultMaxCostUsd?: number; unpricedModel(config: AgentConfig): string | undefined };
   /** Resolves `skill_spec` at create where it can be (local sources): an unknown skill is refused. */
   skills?: {
     resolveNow(
@@ -121,6 +127,7 @@ export class RunService {
     const harnessKey = agentConfig.harness?.type ?? "scripted";
     const refusal = this.options.harnessRefusal?.(harnessKey, agentConfig);
     if (refusal) throw new RunError("operation_not_supported", refusal);
+    this.checkCostLimit(agentConfig);
     const parentRunId = input.parent_run_id ?? undefined;
     if (parentRunId !== undefined && !(await this.store.getRun(ctx.caller.team.id, parentRunId))) {
       throw new RunError("invalid_request", `parent_run_id: no run ${parentRunId} in this team`);
@@ -461,6 +468,21 @@ export class RunService {
       ...(skill.description ? { description: skill.description } : {}),
       full_path: skill.fullPath,
     };
+  }
+
+  /** A cost limit needs a model with a price: without one, nothing could count the run's calls. */
+  private checkCostLimit(config: AgentConfig): void {
+    const cost = this.options.cost;
+    const serverLimit = config.max_cost_usd === undefined ? cost?.defaultMaxCostUsd : undefined;
+    if (!cost || (config.max_cost_usd === undefined && serverLimit === undefined)) return;
+    const unpriced = cost.unpricedModel(config);
+    if (!unpriced) return;
+    throw new RunError(
+      "invalid_request",
+      serverLimit === undefined
+        ? `config.max_cost_usd: model ${unpriced} has no price on this server, so the run's cost limit could not be held; choose a model with a price, leave max_cost_usd out, or ask the operator to add one under prices in dispatch.config.yaml`
+        : `config.model_id: model ${unpriced} has no price on this server, so the server's default cost limit (DISPATCH_MAX_COST_USD, $${serverLimit}) could not be held; choose a model with a price, or ask the operator to add one under prices in dispatch.config.yaml`,
+    );
   }
 
   /**
