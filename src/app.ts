@@ -19,6 +19,7 @@ import { AgentCatalog } from "./catalog/agents.ts";
 import { EnvironmentCatalog } from "./catalog/environments.ts";
 import { listModels } from "./catalog/models.ts";
 import type { Config } from "./config.ts";
+import { type Lookup, systemLookup } from "./executor/delivery/remote-access.ts";
 import { DEFAULT_DISK_CHECK_INTERVAL_MS } from "./executor/disk-quota.ts";
 import { Executor } from "./executor/executor.ts";
 import { HarnessRegistry } from "./executor/harness.ts";
@@ -121,6 +122,8 @@ export async function startDispatch(
     scheduler?: Partial<Pick<SchedulerOptions, "now" | "speed" | "maxSleepMs" | "retryMs">>;
     /** The web app's clock (tests expire sign-in links and sessions without waiting). */
     web?: { now?: () => Date };
+    /** How runs' git hosts resolve (tests give a name the addresses they choose); the system's DNS otherwise. */
+    lookup?: Lookup;
   } = {},
 ): Promise<Dispatch> {
   const { roles } = config;
@@ -173,6 +176,7 @@ export async function startDispatch(
     delivery: {
       serverUrl: config.delivery.serverUrl,
       allowFileRemotes: config.delivery.allowFileRemotes,
+      allowedHosts: config.settings.git.allowed_hosts,
       pullRequests: config.github !== undefined,
     },
     ...(config.defaultModel ? { defaultModel: config.defaultModel } : {}),
@@ -342,6 +346,7 @@ export async function startDispatch(
           repositories: {
             serverUrl: config.delivery.serverUrl,
             allowFileRemotes: config.delivery.allowFileRemotes,
+            allowedHosts: config.settings.git.allowed_hosts,
           },
         })
       : undefined;
@@ -404,6 +409,7 @@ export async function startDispatch(
       },
       delivery: {
         serverUrl: config.delivery.serverUrl,
+        remotes: { allowedHosts: config.settings.git.allowed_hosts, lookup: opts.lookup ?? systemLookup },
         gitAuthor: config.delivery.gitAuthor,
         prDraft: config.delivery.prDraft,
         ...(githubModules && githubClients

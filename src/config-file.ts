@@ -149,6 +149,26 @@ const McpSettingsSchema = z
   })
   .strict();
 
+/** Git hosts runs may name by URL: Dispatch's own process fetches and pushes them, so the operator decides. */
+const GitSettingsSchema = z
+  .object({
+    /**
+     * Hosts a run may name in `config.repository` by https:// URL, besides owner/repo on GITHUB_SERVER_URL:
+     * `git.example.com` (port 443) or `git.example.com:8443`. Their addresses must be public when reached.
+     */
+    allowed_hosts: z
+      .array(
+        z
+          .string()
+          .regex(
+            /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*(?::\d{1,5})?$/,
+            "must be a host name, optionally with a port, such as git.example.com or git.example.com:8443",
+          ),
+      )
+      .default([]),
+  })
+  .strict();
+
 /** The `github:` section: who may act through issue and pull-request comments. */
 const GitHubSettingsSchema = z
   .object({
@@ -248,6 +268,7 @@ const SettingsSchema = z
       repositories: {},
     }),
     mcp: McpSettingsSchema.default({ allowed_urls: [] }),
+    git: GitSettingsSchema.default({ allowed_hosts: [] }),
     prices: PricesSettingsSchema.default({}),
   })
   // Other sections (environments, GitHub) belong to other parts of the service and are read there.

@@ -11,6 +11,7 @@ import { executionMode } from "../model/run-mode.ts";
 import type { RunPatch, Store } from "../store/store.ts";
 import { type DeliveryOutcome, deliverChanges } from "./delivery/deliver.ts";
 import type { PullRequestHost } from "./delivery/pull-request-host.ts";
+import type { RemotePolicy } from "./delivery/remote-access.ts";
 import { checkoutRepository, type DeliveryTarget } from "./delivery/repository-checkout.ts";
 import { type DiskQuota, DiskQuotaWatcher, diskQuotaExceeded } from "./disk-quota.ts";
 import { prepareEnvironment } from "./environments.ts";
@@ -51,6 +52,8 @@ export interface ExecutionDeps {
 export interface DeliveryDeps {
   /** GITHUB_SERVER_URL. */
   serverUrl: string;
+  /** Which other remotes runs may reach (git.allowed_hosts) and how their names resolve. */
+  remotes: RemotePolicy;
   gitAuthor: { name: string; email: string };
   prDraft: boolean;
   /** Tokens and pull requests (the GitHub integration); absent without GitHub credentials. */
@@ -328,9 +331,11 @@ export class RunExecution {
       workspace,
       fresh,
       token,
+      remotes: delivery.remotes,
       gitAuthor: delivery.gitAuthor,
       signal,
       emit: (type, data) => this.emit(type, data),
+      log: this.log,
     });
     if (!result.ok) {
       if (!result.aborted) await this.failBeforeStart(result.message, result.errorCode);
@@ -373,6 +378,8 @@ export class RunExecution {
         sandbox,
         publish,
         token: this.deliveryToken,
+        remotes: delivery.remotes,
+        log: this.log,
         pullRequests: delivery.pullRequests,
         gitAuthor: delivery.gitAuthor,
         prDraft: delivery.prDraft,

@@ -8,6 +8,7 @@ import {
   branchNameProblem,
   isGitHubRepository,
   parseRepositorySpec,
+  type RepositoryParsing,
   workBranchName,
 } from "../model/repository.ts";
 import type { AgentConfig, Creator, FollowupOutcome, RunEvent, RunRecord } from "../model/run.ts";
@@ -77,10 +78,11 @@ export interface RunServiceOptions {
   /** Configured environment ids: any other `environment_id` is refused at create. Unchecked when absent. */
   environmentIds?: readonly string[];
   /**
-   * Delivery (DELIVERY.md): where owner/repo lives, whether runs may name file:// remotes and whether pull
-   * requests can be opened (GitHub credentials are configured). Runs may not name a repository without it.
+   * Delivery (DELIVERY.md): where owner/repo lives, which other remotes runs may name (file://, hosts of
+   * git.allowed_hosts) and whether pull requests can be opened (GitHub credentials are configured). Runs
+   * may not name a repository without it.
    */
-  delivery?: { serverUrl: string; allowFileRemotes: boolean; pullRequests: boolean };
+  delivery?: RepositoryParsing & { pullRequests: boolean };
   /**
    * Why the harness (registry key) cannot run this config on this server, or undefined when it can
    * (HarnessRegistry.refusal). Refused at create with operation_not_supported; unchecked when absent.

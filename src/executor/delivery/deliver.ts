@@ -2,6 +2,7 @@ import { createWriteStream } from "node:fs";
 import { rm } from "node:fs/promises";
 import { pipeline } from "node:stream/promises";
 import pRetry, { AbortError } from "p-retry";
+import type { Logger } from "pino";
 import { v7 as uuidv7 } from "uuid";
 import type { Artifact, RunRecord } from "../../model/run.ts";
 import type { NewArtifactFile } from "../../store/store.ts";
@@ -9,6 +10,7 @@ import type { Sandbox } from "../sandbox.ts";
 import { diffStat } from "./diff-stat.ts";
 import { HARDENED_CONFIG, type HostGitResult, hostGit, reason, text } from "./host-git.ts";
 import type { PullRequestHost, PullRequestRef } from "./pull-request-host.ts";
+import { type RemotePolicy, remoteAccess } from "./remote-access.ts";
 import { type DeliveryTarget, mirrorPath } from "./repository-checkout.ts";
 
 const LOCAL_TIMEOUT_MS = 5 * 60 * 1000;
@@ -27,6 +29,10 @@ export interface DeliverContext {
   /** Whether to push and open the pull request (a succeeded execution), or only keep the patch. */
   publish: boolean;
   token: string | undefined;
+  /** Which remotes Dispatch may reach for a run, and how (remote-access.ts). */
+  remotes: RemotePolicy;
+  /** Dispatch's log: why a push could not reach the remote (the run's creator is told only that it could not). */
+  log: Pick<Logger, "warn">;
   pullRequests: PullRequestHost | undefined;
   gitAuthor: { name: string; email: string };
   prDraft: boolean;
@@ -268,6 +274,14 @@ async function push(
   incoming: string,
 ): Promise<DeliveryOutcome | undefined> {
   const { branch, remote } = ctx.target;
+  const access = await remoteAccess(ctx.target, ctx.remotes);
+  if (!access.ok) {
+    ctx.log.warn({ repository: ctx.target.repository, detail: access.detail }, "a run's push was not made");
+    return {
+      kind: "failed",
+      message: `Push to ${branch} refused: ${UNREACHABLE}. The patch is kept as an artifact.`,
+    };
+  }
   let last: HostGitResult | undefined;
   try {
     await pRetry(
@@ -275,7 +289,13 @@ async function push(
         // Not aborted by a cancel once started: the push completes, or never started.
         last = await hostGit(
           ["push", "--quiet", "--porcelain", "--no-verify", "--", remote, `${incoming}:refs/heads/${branch}`],
-          { gitDir: mirror, remote, ...(ctx.token ? { token: ctx.token } : {}), timeoutMs: PUSH_TIMEOUT_MS },
+          {
+            gitDir: mirror,
+            remote,
+            remoteConfig: access.gitConfig,
+            ...(ctx.token ? { token: ctx.token } : {}),
+            timeoutMs: PUSH_TIMEOUT_MS,
+          },
         );
         if (last.ok) return;
         const refused =
@@ -288,16 +308,27 @@ async function push(
     );
     return undefined;
   } catch {
+    const why = pushReason(last);
+    if (!why && last) {
+      ctx.log.warn({ repository: ctx.target.repository, detail: reason(last) }, "a run's push failed");
+    }
     return {
       kind: "failed",
-      message: `Push to ${branch} refused: ${pushReason(last)}. The patch is kept as an artifact.`,
+      message: `Push to ${branch} refused: ${why ?? UNREACHABLE}. The patch is kept as an artifact.`,
     };
   }
 }
 
-/** Why git's push failed, from its porcelain lines ("! src:dst [remote rejected] (reason)") or stderr. */
-function pushReason(result: HostGitResult | undefined): string {
-  if (!result) return "unknown";
+/** A push that got no answer from the remote, in words that say nothing of the network (hosts, ports). */
+const UNREACHABLE = "the remote could not be reached (Dispatch's log has the details)";
+
+/**
+ * Why the remote refused the push, from git's porcelain lines ("! src:dst [remote rejected] (reason)")
+ * and the remote's own `remote:` lines; undefined when the remote did not answer (git's own words about
+ * the connection go to the log only).
+ */
+function pushReason(result: HostGitResult | undefined): string | undefined {
+  if (!result) return undefined;
   const porcelain = result.stdout.toString("utf8");
   const line = /^!\t[^\t]*\t\[(?:remote )?rejected\]\s*\(?([^)\n]*)\)?/m.exec(porcelain);
   const remoteLines = result.stderr
@@ -307,7 +338,7 @@ function pushReason(result: HostGitResult | undefined): string {
     .filter((l) => l !== "" && !/^(error:\s*)?$/.test(l));
   const detail = remoteLines.at(-1)?.replace(/^error:\s*/i, "");
   if (line?.[1]) return detail && !line[1].includes(detail) ? `${line[1]} (${detail})` : line[1];
-  return reason(result);
+  return detail;
 }
 
 async function pullRequest(

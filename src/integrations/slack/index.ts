@@ -1,9 +1,9 @@
 import type { Logger } from "pino";
 import type { SlackConfig } from "../../config.ts";
 import type { SlackSettings } from "../../config-file.ts";
+import type { RepositoryParsing } from "../../model/repository.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
 import type { Store } from "../../store/store.ts";
-import type { RepositoryParsing } from "../grammar.ts";
 import type { ChannelSchedules } from "./channel-schedules.ts";
 import { SlackIntegration } from "./slack-integration.ts";
 import type { StatusRenderer } from "./verbs.ts";
