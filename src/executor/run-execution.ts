@@ -9,6 +9,7 @@ import { isGitHubRepository, remoteUrl } from "../model/repository.ts";
 import type { RequestUsage, RunEvent, RunRecord } from "../model/run.ts";
 import { executionMode } from "../model/run-mode.ts";
 import type { RunPatch, Store } from "../store/store.ts";
+import { claimExistingBranch } from "./delivery/branch-ownership.ts";
 import { type DeliveryOutcome, deliverChanges } from "./delivery/deliver.ts";
 import type { PullRequestHost } from "./delivery/pull-request-host.ts";
 import type { RemotePolicy } from "./delivery/remote-access.ts";
@@ -336,6 +337,17 @@ export class RunExecution {
       signal,
       emit: (type, data) => this.emit(type, data),
       log: this.log,
+      claimExistingBranch: () =>
+        claimExistingBranch({
+          run: this.run,
+          repository: target.repository,
+          branch: target.branch!,
+          transcript: () => this.transcript(),
+          parent: async () =>
+            this.run.parentRunId ? this.deps.store.getRun(this.run.teamId, this.run.parentRunId) : undefined,
+          pullRequests: delivery.pullRequests,
+          signal,
+        }),
     });
     if (!result.ok) {
       if (!result.aborted) await this.failBeforeStart(result.message, result.errorCode);
@@ -347,7 +359,7 @@ export class RunExecution {
         return undefined;
     }
     this.deliveryToken = token;
-    return { target: { ...target, base: result.base } };
+    return { target: { ...target, base: result.base, ...(result.claim ? { claim: result.claim } : {}) } };
   }
 
   /**

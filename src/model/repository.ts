@@ -117,6 +117,20 @@ export function remoteUrl(repository: string, serverUrl: string): string {
   return isGitHubRepository(repository) ? `${serverUrl.replace(/\/+$/, "")}/${repository}.git` : repository;
 }
 
+/**
+ * The issue or pull request of `repository` (`owner/repo`) a GitHub-triggered run came from, read from its
+ * trigger URL (the comment's); undefined for any other run.
+ */
+export function triggerOf(
+  triggerUrl: string | null | undefined,
+  repository: string,
+): { kind: "issues" | "pull"; number: number } | undefined {
+  if (!triggerUrl) return undefined;
+  const m = /^https?:\/\/[^/]+\/([^/]+\/[^/]+)\/(issues|pull)\/(\d+)/.exec(triggerUrl);
+  if (!m || m[1]!.toLowerCase() !== repository.toLowerCase()) return undefined;
+  return { kind: m[2] as "issues" | "pull", number: Number(m[3]) };
+}
+
 /** The branch a run's work goes to: `dispatch/<first 8 of the run id>-<slug of the title, ≤ 40>`. */
 export function workBranchName(runId: string, title: string): string {
   const slug = title

@@ -9,6 +9,7 @@ import {
   isGitHubRepository,
   parseRepositorySpec,
   type RepositoryParsing,
+  triggerOf,
   workBranchName,
 } from "../model/repository.ts";
 import type { AgentConfig, Creator, FollowupOutcome, RunEvent, RunRecord } from "../model/run.ts";
@@ -131,7 +132,9 @@ export class RunService {
     if (refusal) throw new RunError("operation_not_supported", refusal);
     this.checkCostLimit(agentConfig);
     const parentRunId = input.parent_run_id ?? undefined;
-    if (parentRunId !== undefined && !(await this.store.getRun(ctx.caller.team.id, parentRunId))) {
+    const parent =
+      parentRunId !== undefined ? await this.store.getRun(ctx.caller.team.id, parentRunId) : undefined;
+    if (parentRunId !== undefined && !parent) {
       throw new RunError("invalid_request", `parent_run_id: no run ${parentRunId} in this team`);
     }
     const agentSkill = await this.resolveCreateTime(agentConfig, input);
@@ -140,7 +143,7 @@ export class RunService {
     const prompt = input.prompt ?? "";
     const id = uuidv7();
     const title = input.title ?? deriveTitle(prompt, skillName);
-    this.resolveRepository(agentConfig, id, title);
+    this.resolveRepository(agentConfig, id, title, { parent, triggerUrl: ctx.triggerUrl });
     const run: RunRecord = {
       id,
       teamId: ctx.caller.team.id,
@@ -489,9 +492,17 @@ export class RunService {
 
   /**
    * The run's repository, base, work branch and delivery mode (DELIVERY.md), normalised on the config so
-   * every surface shows them: `owner/repo@base` splits, the work branch is named now.
+   * every surface shows them: `owner/repo@base` splits, the work branch is named now. A `config.branch`
+   * given must be the run's own: the executor checks the remote (branch-ownership.ts); here, a `dispatch/`
+   * branch, which is another run's, is refused unless this run continues that run (`parent_run_id`) or
+   * was started on a pull request of the repository, whose head it may be.
    */
-  private resolveRepository(config: AgentConfig, runId: string, title: string): void {
+  private resolveRepository(
+    config: AgentConfig,
+    runId: string,
+    title: string,
+    context: { parent: RunRecord | undefined; triggerUrl: string | undefined },
+  ): void {
     for (const field of ["base_branch", "branch", "delivery"] as const) {
       if (config[field] !== undefined && !config.repository)
         throw new RunError("invalid_request", `config.${field} needs config.repository`);
@@ -524,6 +535,12 @@ export class RunService {
       throw new RunError(
         "invalid_request",
         "config.branch: Dispatch does not push to the base branch; leave config.branch out for a new branch",
+      );
+    }
+    if (config.branch?.startsWith("dispatch/") && !continuesBranch(spec.repository, config.branch, context)) {
+      throw new RunError(
+        "invalid_request",
+        `config.branch: ${config.branch} is a branch Dispatch named for another run; a run works on it only to continue that run (parent_run_id). Leave config.branch out for a new branch, or name one that does not exist yet.`,
       );
     }
     const onGitHub = isGitHubRepository(spec.repository);
@@ -600,6 +617,21 @@ export function creatorOf(caller: Pick<Caller, "principal">): Creator {
     display_name: caller.principal.displayName,
     ...(caller.principal.email ? { email: caller.principal.email } : {}),
   };
+}
+
+/**
+ * Whether a run may name `branch` of `repository` as its work branch at create: it continues the run whose
+ * branch it is (`parent`), or it was started on a pull request of that repository (a GitHub comment; the
+ * executor checks that the branch is that pull request's head).
+ */
+function continuesBranch(
+  repository: string,
+  branch: string,
+  context: { parent: RunRecord | undefined; triggerUrl: string | undefined },
+): boolean {
+  const parent = context.parent?.agentConfig;
+  if (parent?.branch === branch && parent.repository?.toLowerCase() === repository.toLowerCase()) return true;
+  return triggerOf(context.triggerUrl, repository)?.kind === "pull";
 }
 
 function notFound(runId: string): RunError {

@@ -4,9 +4,11 @@ import { pipeline } from "node:stream/promises";
 import pRetry, { AbortError } from "p-retry";
 import type { Logger } from "pino";
 import { v7 as uuidv7 } from "uuid";
+import { triggerOf } from "../../model/repository.ts";
 import type { Artifact, RunRecord } from "../../model/run.ts";
 import type { NewArtifactFile } from "../../store/store.ts";
 import type { Sandbox } from "../sandbox.ts";
+import { notOwnBranch, pushedEvent } from "./branch-ownership.ts";
 import { diffStat } from "./diff-stat.ts";
 import { HARDENED_CONFIG, type HostGitResult, hostGit, reason, text } from "./host-git.ts";
 import type { PullRequestHost, PullRequestRef } from "./pull-request-host.ts";
@@ -98,11 +100,7 @@ export async function deliverChanges(ctx: DeliverContext): Promise<DeliveryOutco
   if (refused) return refused;
   await hostGit(["update-ref", "refs/dispatch/delivered", incoming], { gitDir: mirror });
   await hostGit(["update-ref", "refs/dispatch/pushed", incoming], { gitDir: mirror });
-  await ctx.emit("log", {
-    level: "info",
-    phase: "delivery",
-    message: `Pushed ${incoming.slice(0, 12)} to ${ctx.target.branch} (${stat})`,
-  });
+  await ctx.emit("log", pushedEvent(ctx.target.branch, incoming, stat));
   if (ctx.target.mode === "branch") {
     return { kind: "delivered", message: `Pushed branch ${ctx.target.branch} (${stat})` };
   }
@@ -257,15 +255,16 @@ async function recordPatch(
 }
 
 /**
- * Dispatch pushes only to branches it names itself (`dispatch/…`) or to the head branch of an open pull
- * request of the same repository that the run was asked to work on.
+ * Dispatch pushes only to the run's own branch, as its checkout established (branch-ownership.ts); the
+ * branch of a pull request the run was started on only while that pull request is still open.
  */
 async function mayPushTo(ctx: DeliverContext): Promise<true | string> {
-  const { branch, repository } = ctx.target;
-  if (branch.startsWith("dispatch/")) return true;
+  const { branch, repository, claim } = ctx.target;
+  if (!claim) return `${notOwnBranch(repository, branch)} The patch is kept as an artifact.`;
+  if (claim.kind !== "pull_request") return true;
   const pr = await ctx.pullRequests?.findOpen(repository, branch, ctx.signal).catch(() => undefined);
-  if (pr && pr.headRepository.toLowerCase() === repository.toLowerCase()) return true;
-  return `Dispatch pushes only to dispatch/… branches or to an open pull request's branch; ${branch} is neither. The patch is kept as an artifact.`;
+  if (pr?.number === claim.number) return true;
+  return `Pull request #${claim.number}, whose branch ${branch} this run works on, is no longer open; Dispatch pushes to a pull request's branch only while it is. The patch is kept as an artifact.`;
 }
 
 async function push(
@@ -420,22 +419,11 @@ function prBody(ctx: DeliverContext): string {
     `Session: ${ctx.sessionLink}`,
     `Requested by ${ctx.run.creator.display_name}`,
   ];
-  const trigger = triggerOf(ctx.run, ctx.target.repository);
+  const trigger = triggerOf(ctx.run.triggerUrl, ctx.target.repository);
   if (trigger?.kind === "issues") parts.push(`Closes #${trigger.number}`);
   // A run started on a pull request it cannot push to (a fork's) delivers its own PR, pointing back.
   if (trigger?.kind === "pull") parts.push(`Follows up #${trigger.number}`);
   return parts.join("\n\n");
-}
-
-/** The issue or pull request a GitHub-triggered run came from (its trigger comment's URL), in this repository. */
-function triggerOf(
-  run: RunRecord,
-  repository: string,
-): { kind: "issues" | "pull"; number: number } | undefined {
-  if (!run.triggerUrl) return undefined;
-  const m = /^https?:\/\/[^/]+\/([^/]+\/[^/]+)\/(issues|pull)\/(\d+)/.exec(run.triggerUrl);
-  if (!m || m[1]!.toLowerCase() !== repository.toLowerCase()) return undefined;
-  return { kind: m[2] as "issues" | "pull", number: Number(m[3]) };
 }
 
 function coAuthor(run: RunRecord): string | undefined {

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import type { AgentConfig, RunEventType } from "../../model/run.ts";
 import { displayUrl } from "../git.ts";
+import { type BranchClaim, notOwnBranch } from "./branch-ownership.ts";
 import { hostGit, reason, text } from "./host-git.ts";
 import { type RemotePolicy, remoteAccess } from "./remote-access.ts";
 
@@ -31,6 +32,8 @@ export interface DeliveryTarget {
   base?: string;
   branch?: string;
   mode: NonNullable<AgentConfig["delivery"]>;
+  /** Why the branch is the run's own, as the checkout found (absent before it, and without delivery). */
+  claim?: BranchClaim;
 }
 
 export interface CheckoutContext {
@@ -46,10 +49,13 @@ export interface CheckoutContext {
   emit(type: RunEventType, data: Record<string, unknown>): Promise<void>;
   /** Dispatch's log: why a remote could not be reached (the run's creator is told only that it could not). */
   log: Pick<Logger, "warn">;
+  /** How the work branch, which exists on the remote, is the run's own; undefined when it is not. */
+  claimExistingBranch(): Promise<BranchClaim | undefined>;
 }
 
 export type CheckoutResult =
-  | { ok: true; base: string }
+  /** `claim`: why the run may push to its branch (none without delivery). */
+  | { ok: true; base: string; claim?: BranchClaim }
   | { ok: false; aborted: true }
   | { ok: false; aborted?: false; message: string; errorCode: string };
 
@@ -121,6 +127,13 @@ export async function checkoutRepository(ctx: CheckoutContext): Promise<Checkout
     );
   }
   const branchExists = !!target.branch && refs.heads.has(target.branch);
+  // Decided before anything of the branch is fetched: a branch that is not the run's is never worked on.
+  let claim: BranchClaim | undefined;
+  if (target.branch && target.mode !== "none") {
+    claim = branchExists ? await ctx.claimExistingBranch() : { kind: "new" };
+    if (signal.aborted) return { ok: false, aborted: true };
+    if (!claim) return fail(notOwnBranch(target.repository, target.branch), "branch_not_owned");
+  }
   const fetch = await hostGit(
     [
       "fetch",
@@ -155,7 +168,7 @@ export async function checkoutRepository(ctx: CheckoutContext): Promise<Checkout
     const made = await checkoutWorkspace(ctx, mirror, base, shown);
     if (!made.ok) return made;
   }
-  return { ok: true, base };
+  return { ok: true, base, ...(claim ? { claim } : {}) };
 }
 
 async function checkoutWorkspace(
