@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { v7 as uuidv7 } from "uuid";
+import { shownSecretProblem } from "../model/config-secrets.ts";
 import { RunError } from "../model/errors.ts";
 import { defaultModelFor, harnessKeyOf } from "../model/harness-wire.ts";
 import { type Caller, DEFAULT_TEAM } from "../model/identity.ts";
@@ -435,6 +436,8 @@ export class RunService {
     config: AgentConfig,
     input: CreateRunInput,
   ): Promise<RunRecord["agentSkill"]> {
+    const shown = shownSecretProblem(config, "config");
+    if (shown) throw new RunError("invalid_request", shown);
     for (const [name, server] of Object.entries(config.mcp_servers ?? {})) {
       const allowed = this.options.mcpAllowedUrls ?? [];
       if (server.url && !mcpUrlAllowed(server.url, allowed)) {

@@ -1,4 +1,5 @@
 import { v7 as uuidv7 } from "uuid";
+import { shownSecretProblem, withStoredSecrets } from "../model/config-secrets.ts";
 import { RunError } from "../model/errors.ts";
 import type { AgentConfig, Creator } from "../model/run.ts";
 import type { ReportTarget, ScheduleFields, ScheduleRecord } from "../model/schedule.ts";
@@ -104,9 +105,14 @@ export class ScheduleService {
     return (await this.store.listSchedules(teamId)).find((s) => s.name === name);
   }
 
-  /** PUT: every user field is replaced; what is absent takes its default (no time zone is UTC). */
-  replace(actor: ScheduleActor, id: string, spec: ScheduleSpec): Promise<ScheduleRecord> {
-    return this.write(actor, id, validate(spec));
+  /**
+   * PUT: every user field is replaced; what is absent takes its default (no time zone is UTC). A secret
+   * sent back as shown (REDACTED) keeps the value the schedule has.
+   */
+  async replace(actor: ScheduleActor, id: string, spec: ScheduleSpec): Promise<ScheduleRecord> {
+    const current = await this.get(actor.teamId, id);
+    const agentConfig = spec.agentConfig && withStoredSecrets(spec.agentConfig, current.agentConfig);
+    return this.write(actor, id, validate({ ...spec, agentConfig }));
   }
 
   /** Pause (false) or resume (true); resuming does not catch up on the slots missed while paused. */
@@ -176,6 +182,8 @@ export function validate(spec: ScheduleSpec): ScheduleFields {
   const agentConfig = Object.fromEntries(
     Object.entries(spec.agentConfig ?? {}).filter(([, v]) => v !== null && v !== undefined),
   ) as AgentConfig;
+  const shown = shownSecretProblem(agentConfig, "agent_config");
+  if (shown) throw new RunError("invalid_request", shown);
   const prompt = spec.prompt ?? "";
   if (prompt.trim() === "" && !agentConfig.skill_spec) {
     throw new RunError("invalid_request", "prompt: required unless agent_config.skill_spec names a skill");

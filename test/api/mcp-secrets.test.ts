@@ -83,6 +83,55 @@ describe("secrets in config.mcp_servers", () => {
     expect(item.agent_config.mcp_servers).toEqual(got.body.agent_config.mcp_servers);
   });
 
+  it("are refused at create when sent back as shown, naming the field", async () => {
+    const res = await t.api("POST", "/api/v1/agent/runs", {
+      prompt: "x",
+      config: { mcp_servers: { tools: { command: "mcp-tools", env: { TOOLS_TOKEN: "[redacted]" } } } },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.detail).toBe(
+      'config.mcp_servers.tools.env.TOOLS_TOKEN: "[redacted]" is how Dispatch shows a secret, not its value; give the value',
+    );
+  });
+
+  it("are shown redacted by a schedule, and kept when its config is sent back as shown", async () => {
+    const created = await t.api("POST", "/api/v1/agent/schedules", {
+      name: "nightly-tools",
+      cron_schedule: "0 3 * * *",
+      prompt: "$ true",
+      agent_config: {
+        mcp_servers: {
+          remote: {
+            url: "https://mcp.example.com/mcp",
+            headers: { Authorization: `Bearer ${HEADER_SECRET}` },
+          },
+        },
+      },
+    });
+    expect(created.status, created.text).toBe(201);
+    const got = await t.api("GET", `/api/v1/agent/schedules/${created.body.id}`);
+    const listed = await t.api("GET", "/api/v1/agent/schedules");
+    for (const text of [created.text, got.text, listed.text]) expect(text).not.toContain(HEADER_SECRET);
+    expect(got.body.agent_config.mcp_servers.remote.headers).toEqual({ Authorization: "[redacted]" });
+
+    // Read, change the time, write back: the header the client was never shown stays the schedule's.
+    const { id, name, prompt, enabled, agent_config } = got.body;
+    const replaced = await t.api("PUT", `/api/v1/agent/schedules/${id}`, {
+      name,
+      prompt,
+      enabled,
+      agent_config,
+      cron_schedule: "0 4 * * *",
+    });
+    expect(replaced.status, replaced.text).toBe(200);
+    expect(replaced.text).not.toContain(HEADER_SECRET);
+    const stored = (await t.dispatch.store.getSchedule(got.body.scope.uid, id))!;
+    expect(stored.cronSchedule).toBe("0 4 * * *");
+    expect(stored.agentConfig.mcp_servers?.remote?.headers).toEqual({
+      Authorization: `Bearer ${HEADER_SECRET}`,
+    });
+  });
+
   it("still reach the MCP server the executor starts", async () => {
     const created = await t.api("POST", "/api/v1/agent/runs", {
       prompt: "Read your environment",

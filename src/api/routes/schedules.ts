@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import { withoutSecrets } from "../../model/config-secrets.ts";
 import type { ScheduleRecord } from "../../model/schedule.ts";
 import { creatorOf } from "../../runs/run-service.ts";
 import type { ScheduleActor, ScheduleService, ScheduleSpec } from "../../schedules/schedule-service.ts";
@@ -94,7 +95,7 @@ function toWire(schedule: ScheduleRecord, history: { last_ran: string | null; ne
     created_at: schedule.createdAt,
     updated_at: schedule.updatedAt,
     last_spawn_error: schedule.lastSpawnError,
-    agent_config: schedule.agentConfig,
+    agent_config: withoutSecrets(schedule.agentConfig),
     metadata: schedule.metadata,
     created_by: schedule.createdBy,
     updated_by: schedule.updatedBy,
