@@ -20,6 +20,7 @@ import { AgentCatalog } from "./catalog/agents.ts";
 import { EnvironmentCatalog } from "./catalog/environments.ts";
 import { listModels } from "./catalog/models.ts";
 import type { Config } from "./config.ts";
+import { type Lookup, systemLookup } from "./executor/delivery/remote-access.ts";
 import { DEFAULT_DISK_CHECK_INTERVAL_MS } from "./executor/disk-quota.ts";
 import { Executor } from "./executor/executor.ts";
 import { HarnessRegistry } from "./executor/harness.ts";
@@ -31,6 +32,7 @@ import type { ExternalHarnessOptions } from "./executor/harnesses/external/exter
 import { GeminiHarness } from "./executor/harnesses/external/gemini.ts";
 import { ScriptedHarness } from "./executor/harnesses/scripted.ts";
 import { LazyHarness } from "./executor/lazy-harness.ts";
+import { unpricedModelOf } from "./executor/run-cost.ts";
 import {
   createSandboxProvider,
   type SandboxProvider,
@@ -125,6 +127,8 @@ export async function startDispatch(
     scheduler?: Partial<Pick<SchedulerOptions, "now" | "speed" | "maxSleepMs" | "retryMs">>;
     /** The web app's clock (tests expire sign-in links and sessions without waiting). */
     web?: { now?: () => Date };
+    /** How runs' git hosts resolve (tests give a name the addresses they choose); the system's DNS otherwise. */
+    lookup?: Lookup;
   } = {},
 ): Promise<Dispatch> {
   const { roles } = config;
@@ -186,9 +190,16 @@ export async function startDispatch(
     capacity: config.maxConcurrentRuns,
     // This process would execute the runs its API takes, and cannot: refused at once, never left QUEUED.
     ...(runsRefused ? { runsRefused } : {}),
+    cost: {
+      ...(config.cost.defaultMaxCostUsd !== undefined
+        ? { defaultMaxCostUsd: config.cost.defaultMaxCostUsd }
+        : {}),
+      unpricedModel: (agent) => unpricedModelOf(agent, config.cost.prices, config.models),
+    },
     delivery: {
       serverUrl: config.delivery.serverUrl,
       allowFileRemotes: config.delivery.allowFileRemotes,
+      allowedHosts: config.settings.git.allowed_hosts,
       pullRequests: config.github !== undefined,
     },
     ...(config.defaultModel ? { defaultModel: config.defaultModel } : {}),
@@ -212,6 +223,7 @@ export async function startDispatch(
   );
   // External agent CLIs: they reach their provider through Dispatch's model gateway, which holds the key.
   const external = {
+    allowedModels: config.settings.models.gateway_allowed,
     maxSteps: config.settings.builtin.max_steps,
     defaultMaxRunMinutes: config.settings.builtin.max_run_minutes,
     ...opts.external,
@@ -372,6 +384,7 @@ export async function startDispatch(
           repositories: {
             serverUrl: config.delivery.serverUrl,
             allowFileRemotes: config.delivery.allowFileRemotes,
+            allowedHosts: config.settings.git.allowed_hosts,
           },
         })
       : undefined;
@@ -437,6 +450,7 @@ export async function startDispatch(
       },
       delivery: {
         serverUrl: config.delivery.serverUrl,
+        remotes: { allowedHosts: config.settings.git.allowed_hosts, lookup: opts.lookup ?? systemLookup },
         gitAuthor: config.delivery.gitAuthor,
         prDraft: config.delivery.prDraft,
         ...(githubModules && githubClients

@@ -107,6 +107,20 @@ const ModelsSettingsSchema = z
       })
       .strict()
       .default({}),
+    /**
+     * Models (`provider/model`) an external agent (claude, codex, gemini) may call through Dispatch's model
+     * gateway besides its run's own model_id; the gateway refuses every other. Default: none.
+     */
+    gateway_allowed: z
+      .array(
+        z
+          .string()
+          .regex(
+            /^(anthropic|openai|gemini)\/[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/,
+            "must be provider/model of an external agent's provider, such as anthropic/claude-haiku-4-5",
+          ),
+      )
+      .default([]),
   })
   .strict();
 
@@ -131,6 +145,26 @@ const McpSettingsSchema = z
      */
     allowed_urls: z
       .array(z.url({ protocol: /^https?$/, error: "must be an http(s) URL such as https://mcp.example.com" }))
+      .default([]),
+  })
+  .strict();
+
+/** Git hosts runs may name by URL: Dispatch's own process fetches and pushes them, so the operator decides. */
+const GitSettingsSchema = z
+  .object({
+    /**
+     * Hosts a run may name in `config.repository` by https:// URL, besides owner/repo on GITHUB_SERVER_URL:
+     * `git.example.com` (port 443) or `git.example.com:8443`. Their addresses must be public when reached.
+     */
+    allowed_hosts: z
+      .array(
+        z
+          .string()
+          .regex(
+            /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*(?::\d{1,5})?$/,
+            "must be a host name, optionally with a port, such as git.example.com or git.example.com:8443",
+          ),
+      )
       .default([]),
   })
   .strict();
@@ -210,7 +244,7 @@ const PricesSettingsSchema = z
 
 const SettingsSchema = z
   .object({
-    models: ModelsSettingsSchema.default({ aliases: {}, openai_compatible: {} }),
+    models: ModelsSettingsSchema.default({ aliases: {}, openai_compatible: {}, gateway_allowed: [] }),
     builtin: BuiltinSettingsSchema.default({
       max_steps: 100,
       max_run_minutes: 30,
@@ -234,6 +268,7 @@ const SettingsSchema = z
       repositories: {},
     }),
     mcp: McpSettingsSchema.default({ allowed_urls: [] }),
+    git: GitSettingsSchema.default({ allowed_hosts: [] }),
     prices: PricesSettingsSchema.default({}),
   })
   // Other sections (environments, GitHub) belong to other parts of the service and are read there.

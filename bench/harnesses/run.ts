@@ -33,6 +33,7 @@ import type {
   SessionSetup,
 } from "../../src/executor/harnesses/external/external-harness.ts";
 import { GeminiHarness } from "../../src/executor/harnesses/external/gemini.ts";
+import { EXTERNAL_DEFAULT_MODELS } from "../../src/model/harness-wire.ts";
 import type { RunRecord } from "../../src/model/run.ts";
 import type { ScriptedTurn } from "../../test/support/fake-anthropic.ts";
 import { startFakeAnthropic } from "../../test/support/fake-anthropic.ts";
@@ -154,6 +155,11 @@ function cpuOf(pid: number | "self"): { own: number; children: number } {
   return { own: (at(14) + at(15)) / TICKS_PER_SECOND, children: (at(16) + at(17)) / TICKS_PER_SECOND };
 }
 
+/** The model a run of `spec` uses: the one it names, else the agent's default. */
+function modelOf(spec: Spec): string {
+  return spec.model ?? EXTERNAL_DEFAULT_MODELS[spec.key]!;
+}
+
 /** (a) The CLI started directly against the fake, driven by the harness's own session. */
 async function bareRun(spec: Spec, fake: Fake, turns: ScriptedTurn[]): Promise<Sample> {
   const dir = await mkdtemp(join(tmpdir(), "dispatch-bench-harness-"));
@@ -168,7 +174,8 @@ async function bareRun(spec: Spec, fake: Fake, turns: ScriptedTurn[]): Promise<S
       workspace,
       input: [PROMPT],
       resume: undefined,
-      model: spec.model?.slice(spec.model.indexOf("/") + 1),
+      // The model Dispatch runs too: the one named, else the agent's default (EXTERNAL_DEFAULT_MODELS).
+      model: modelOf(spec).slice(modelOf(spec).indexOf("/") + 1),
       home,
       baseUrl: fake.baseUrl,
     });
@@ -333,7 +340,7 @@ async function measure(spec: Spec): Promise<Result | string> {
       workspace: tmpdir(),
       input: [],
       resume: undefined,
-      model: undefined,
+      model: modelOf(spec),
       home: tmpdir(),
       baseUrl: fake.baseUrl,
     }).program;

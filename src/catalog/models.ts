@@ -51,7 +51,8 @@ export function listModels(config: ModelsConfig): ModelList {
 
 /**
  * Models each external agent is known to run, listed once its provider key is configured. Any other model
- * of the provider can be named too (`anthropic/<model>`); without a model_id the agent uses its own default.
+ * of the provider can be named too (`anthropic/<model>`); without a model_id the agent runs its default model
+ * (EXTERNAL_DEFAULT_MODELS).
  */
 const AGENT_MODELS: Readonly<Record<string, readonly string[]>> = {
   claude: ["claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"],

@@ -1,12 +1,23 @@
-import { costOf, type PriceTable, roundCost, type TokenCount } from "../model/pricing.ts";
-import type { RequestUsage, StatusMessage } from "../model/run.ts";
+import { EXTERNAL_MODEL_PROVIDERS } from "../model/harness-wire.ts";
+import { costOf, type PriceTable, priceOf, roundCost, type TokenCount } from "../model/pricing.ts";
+import type { AgentConfig, RequestUsage, StatusMessage } from "../model/run.ts";
+import type { ModelsConfig } from "../models-config.ts";
+import { canonicalModelId } from "./harnesses/builtin/models.ts";
+
+const UNNAMED_MODEL = "(unnamed model)";
 
 /** What a harness tells about each model call it made, as soon as it knows the call's tokens. */
 export interface CostMeter {
   /**
+   * Asked before a model call is made (`modelId` as `provider/model`): why it may not be, or undefined.
+   * Under a cost limit a model without a price may not be called, since its calls could not be counted:
+   * asking for one stops the execution as over its limit.
+   */
+  admit(modelId: string | undefined): string | undefined;
+  /**
    * Adds one model call (`modelId` as `provider/model`) to the run's cost and returns what the call cost
-   * in USD (undefined: the model has no price). When the run goes over its cost limit, the execution is
-   * stopped (its signal aborts) right away.
+   * in USD (undefined: the model has no price). When the run goes over its cost limit (or, under a limit,
+   * called a model without a price), the execution is stopped (its signal aborts) right away.
    */
   charge(modelId: string | undefined, tokens: TokenCount): number | undefined;
   /** What one model call costs in USD, without adding it to the run (undefined: no price). */
@@ -24,9 +35,12 @@ export interface RunCostOptions {
   limit: CostLimit | undefined;
   /** The run's usage before this execution (request_usage: cumulative over its executions). */
   before: RequestUsage;
-  /** Called once, when the run's cost first passes its limit. */
-  onOverLimit(total: number, limit: CostLimit): void;
-  /** Called once per model without a price (its calls make the run's cost unknown). */
+  /**
+   * Called once, when the run first goes over its limit: its cost passed it, or it called (or asked to
+   * call) a model without a price. `status` is how the run ends.
+   */
+  onOverLimit(status: StatusMessage, total: number): void;
+  /** Called once per model without a price when the run has no limit (its calls make its cost unknown). */
   onUnpriced(modelId: string): void;
 }
 
@@ -34,6 +48,8 @@ export interface RunCostOptions {
  * One run's cost across its executions: what earlier executions cost (their recorded inference_cost) plus
  * each model call of this one, priced as it is made. Unknown as soon as any call used a model without a
  * price, or an earlier execution's cost was unknown: the run then shows no inference_cost, never a guess.
+ * Under a cost limit a model without a price counts as over it: the run is stopped rather than left to
+ * spend what nobody counts.
  */
 export class RunCost implements CostMeter {
   private total: number;
@@ -51,6 +67,14 @@ export class RunCost implements CostMeter {
     this.known = earlier !== undefined || opts.before.total_tokens === 0;
   }
 
+  admit(modelId: string | undefined): string | undefined {
+    const { limit } = this.opts;
+    if (!limit || priceOf(this.opts.prices, modelId)) return undefined;
+    const status = unpricedModel(modelId, limit);
+    this.overLimit(status);
+    return status.message;
+  }
+
   price(modelId: string | undefined, tokens: TokenCount): number | undefined {
     if (tokens.input_tokens === 0 && tokens.output_tokens === 0) return 0;
     const cost = costOf(this.opts.prices, modelId, tokens);
@@ -60,9 +84,14 @@ export class RunCost implements CostMeter {
   charge(modelId: string | undefined, tokens: TokenCount): number | undefined {
     if (tokens.input_tokens === 0 && tokens.output_tokens === 0) return 0;
     const cost = costOf(this.opts.prices, modelId, tokens); // unrounded: the run's total adds these
+    const { limit } = this.opts;
     if (cost === undefined) {
       this.known = false;
-      const name = modelId ?? "(unnamed model)";
+      if (limit) {
+        this.overLimit(unpricedModel(modelId, limit));
+        return undefined;
+      }
+      const name = modelId ?? UNNAMED_MODEL;
       if (!this.unpriced.has(name)) {
         this.unpriced.add(name);
         this.opts.onUnpriced(name);
@@ -71,12 +100,14 @@ export class RunCost implements CostMeter {
     }
     this.charged = true;
     this.total += cost;
-    const { limit } = this.opts;
-    if (limit && !this.over && this.total > limit.usd) {
-      this.over = true;
-      this.opts.onOverLimit(this.total, limit);
-    }
+    if (limit && this.total > limit.usd) this.overLimit(costLimitReached(this.total, limit));
     return roundCost(cost);
+  }
+
+  private overLimit(status: StatusMessage): void {
+    if (this.over) return;
+    this.over = true;
+    this.opts.onOverLimit(status, this.total);
   }
 
   /** The run's cost so far in USD, or undefined when it is not known. */
@@ -104,6 +135,34 @@ export class RunCost implements CostMeter {
   }
 }
 
+/**
+ * The model a run's config calls that has no price (`provider/model`), or undefined: every model it calls
+ * has one, or it calls none (the scripted harness), or its model cannot be resolved (the run fails for
+ * that reason at execution). An external agent's bare model name is its provider's.
+ */
+export function unpricedModelOf(
+  config: AgentConfig,
+  prices: PriceTable,
+  models: ModelsConfig,
+): string | undefined {
+  const harness = config.harness?.type;
+  const provider = harness ? EXTERNAL_MODEL_PROVIDERS[harness] : undefined;
+  let id: string;
+  if (provider) {
+    if (!config.model_id) return undefined;
+    id = config.model_id.includes("/") ? config.model_id : `${provider}/${config.model_id}`;
+  } else if (harness === "builtin") {
+    try {
+      id = canonicalModelId(config.model_id, models);
+    } catch {
+      return undefined;
+    }
+  } else {
+    return undefined;
+  }
+  return priceOf(prices, id) ? undefined : id;
+}
+
 /** The limit that applies to a run: its own, else the server's default; none when neither is set. */
 export function costLimitOf(
   runLimit: number | undefined,
@@ -112,6 +171,20 @@ export function costLimitOf(
   if (runLimit !== undefined) return { usd: runLimit, source: "run" };
   if (serverDefault !== undefined) return { usd: serverDefault, source: "server" };
   return undefined;
+}
+
+/**
+ * How a run with a cost limit that called (or asked to call) a model without a price ends: FAILED, reason
+ * cost_limit, since nothing could hold that model's calls to the limit.
+ */
+export function unpricedModel(modelId: string | undefined, limit: CostLimit): StatusMessage {
+  const which =
+    limit.source === "run" ? "its cost limit" : "the server's default cost limit (DISPATCH_MAX_COST_USD)";
+  return {
+    message: `Stopped: model ${modelId ?? UNNAMED_MODEL} has no price on this server, so its calls cannot be counted against ${which} of ${usdText(limit.usd)}; use a model with a price, or ask the operator to add one under prices in dispatch.config.yaml`,
+    error_code: "cost_limit",
+    retryable: false,
+  };
 }
 
 /** How a run stopped at its cost limit ends: FAILED, reason cost_limit (Oz `budget_exceeded`). */

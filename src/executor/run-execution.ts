@@ -9,8 +9,10 @@ import { isGitHubRepository, remoteUrl } from "../model/repository.ts";
 import type { RequestUsage, RunEvent, RunRecord } from "../model/run.ts";
 import { executionMode } from "../model/run-mode.ts";
 import type { RunPatch, Store } from "../store/store.ts";
+import { claimExistingBranch } from "./delivery/branch-ownership.ts";
 import { type DeliveryOutcome, deliverChanges } from "./delivery/deliver.ts";
 import type { PullRequestHost } from "./delivery/pull-request-host.ts";
+import type { RemotePolicy } from "./delivery/remote-access.ts";
 import { checkoutRepository, type DeliveryTarget } from "./delivery/repository-checkout.ts";
 import {
   type DiskQuota,
@@ -56,6 +58,8 @@ export interface ExecutionDeps {
 export interface DeliveryDeps {
   /** GITHUB_SERVER_URL. */
   serverUrl: string;
+  /** Which other remotes runs may reach (git.allowed_hosts) and how their names resolve. */
+  remotes: RemotePolicy;
   gitAuthor: { name: string; email: string };
   prDraft: boolean;
   /** Tokens and pull requests (the GitHub integration); absent without GitHub credentials. */
@@ -334,9 +338,22 @@ export class RunExecution {
       workspace,
       fresh,
       token,
+      remotes: delivery.remotes,
       gitAuthor: delivery.gitAuthor,
       signal,
       emit: (type, data) => this.emit(type, data),
+      log: this.log,
+      claimExistingBranch: () =>
+        claimExistingBranch({
+          run: this.run,
+          repository: target.repository,
+          branch: target.branch!,
+          transcript: () => this.transcript(),
+          parent: async () =>
+            this.run.parentRunId ? this.deps.store.getRun(this.run.teamId, this.run.parentRunId) : undefined,
+          pullRequests: delivery.pullRequests,
+          signal,
+        }),
     });
     if (!result.ok) {
       if (!result.aborted) await this.failBeforeStart(result.message, result.errorCode);
@@ -348,7 +365,7 @@ export class RunExecution {
         return undefined;
     }
     this.deliveryToken = token;
-    return { target: { ...target, base: result.base } };
+    return { target: { ...target, base: result.base, ...(result.claim ? { claim: result.claim } : {}) } };
   }
 
   /**
@@ -380,6 +397,8 @@ export class RunExecution {
         sandbox,
         publish,
         token: this.deliveryToken,
+        remotes: delivery.remotes,
+        log: this.log,
         pullRequests: delivery.pullRequests,
         gitAuthor: delivery.gitAuthor,
         prDraft: delivery.prDraft,
@@ -447,31 +466,29 @@ export class RunExecution {
 
   /**
    * The run's cost meter (run-cost.ts): prices each model call the harness reports, and stops the
-   * execution as soon as the run's cost passes its limit (config.max_cost_usd, else the server default).
+   * execution as soon as the run's cost passes its limit (config.max_cost_usd, else the server default),
+   * or a run under a limit calls a model without a price.
    */
   private meterCost(): RunCost | undefined {
     const { prices, defaultMaxCostUsd } = this.deps;
     if (!prices) return undefined;
-    const limit = costLimitOf(this.run.agentConfig.max_cost_usd, defaultMaxCostUsd);
     return new RunCost({
       prices,
-      limit,
+      limit: costLimitOf(this.run.agentConfig.max_cost_usd, defaultMaxCostUsd),
       before: this.run.requestUsage,
-      onOverLimit: (total, reached) => {
+      onOverLimit: (status, total) => {
         if (this.controller.signal.aborted) return;
-        this.log.warn({ costUsd: total, limitUsd: reached.usd }, "run over its cost limit; stopping it");
-        this.overBudget = costLimitReached(total, reached);
-        void this.emit("error", { message: this.overBudget.message, error_code: "cost_limit" }).catch((err) =>
+        this.log.warn({ costUsd: total, reason: status.message }, "run over its cost limit; stopping it");
+        this.overBudget = status;
+        void this.emit("error", { message: status.message, error_code: "cost_limit" }).catch((err) =>
           this.log.warn({ err }, "recording the cost limit in the transcript failed"),
         );
         this.stop("cost_limit");
       },
       onUnpriced: (modelId) => {
-        const message = `No price is known for model ${modelId}, so this run's cost is not shown${
-          limit ? " and its cost limit cannot be enforced" : ""
-        }; the operator can add it under prices in dispatch.config.yaml`;
-        // Only a limit that cannot be enforced is a warning; a local model without a price is normal.
-        void this.emit("log", { level: limit ? "warn" : "info", phase: "cost", message }).catch((err) =>
+        // A run without a limit: a local model without a price is normal, its cost is only not shown.
+        const message = `No price is known for model ${modelId}, so this run's cost is not shown; the operator can add it under prices in dispatch.config.yaml`;
+        void this.emit("log", { level: "info", phase: "cost", message }).catch((err) =>
           this.log.warn({ err }, "recording an unpriced model failed"),
         );
       },

@@ -22,7 +22,7 @@
  */
 
 import { agentKeyOf, unknownAgentText } from "../model/agent-wording.ts";
-import { parseRepositorySpec, type RepositorySpec } from "../model/repository.ts";
+import { parseRepositorySpec, type RepositoryParsing, type RepositorySpec } from "../model/repository.ts";
 
 export const OPTION_KEYS = ["model", "name", "env", "skill", "title", "harness"] as const;
 export type OptionKey = (typeof OPTION_KEYS)[number];
@@ -61,18 +61,16 @@ export type Command =
    */
   | { verb: "login"; code?: string };
 
-/** How repository specs are read (parseRepositorySpec): the server's GitHub URL, whether file:// is allowed. */
-export interface RepositoryParsing {
-  serverUrl: string;
-  allowFileRemotes: boolean;
-}
-
 export interface GrammarOptions {
   /** Defaults to github.com without file remotes; the run service checks the spec again at create. */
   repositories?: RepositoryParsing;
 }
 
-const DEFAULT_PARSING: RepositoryParsing = { serverUrl: "https://github.com", allowFileRemotes: false };
+const DEFAULT_PARSING: RepositoryParsing = {
+  serverUrl: "https://github.com",
+  allowFileRemotes: false,
+  allowedHosts: [],
+};
 
 export class GrammarError extends Error {}
 

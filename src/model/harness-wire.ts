@@ -62,11 +62,22 @@ export const EXTERNAL_MODEL_PROVIDERS: Readonly<Record<string, string>> = {
 };
 
 /**
+ * The model an external agent runs when neither the run nor DISPATCH_DEFAULT_MODEL names one of its
+ * provider: Dispatch's choice (a model it has a price for), never the CLI's own, so that the model gateway
+ * knows the one model the run may call and its cost limit can count every call.
+ */
+export const EXTERNAL_DEFAULT_MODELS: Readonly<Record<string, string>> = {
+  claude: "anthropic/claude-sonnet-4-5",
+  codex: "openai/gpt-5-codex",
+  gemini: "gemini/gemini-2.5-pro",
+};
+
+/**
  * The model a run gets when it names none: DISPATCH_DEFAULT_MODEL for Dispatch's own harnesses; for an
- * external agent only when that model is of the agent's provider, else none (the agent's own default).
+ * external agent that model when it is of the agent's provider, else the agent's default model above.
  */
 export function defaultModelFor(requested: RequestedHarness | undefined, defaultModel: string | undefined) {
   const provider = requested ? EXTERNAL_MODEL_PROVIDERS[requested.type] : undefined;
-  if (!provider) return defaultModel;
-  return defaultModel?.startsWith(`${provider}/`) ? defaultModel : undefined;
+  if (!provider || !requested) return defaultModel;
+  return defaultModel?.startsWith(`${provider}/`) ? defaultModel : EXTERNAL_DEFAULT_MODELS[requested.type];
 }

@@ -75,10 +75,15 @@ export function priceTable(configured: Record<string, ModelPrice> = {}): PriceTa
 export function priceOf(table: PriceTable, modelId: string | undefined): ModelPrice | undefined {
   if (!modelId) return undefined;
   const id = modelId.replace(/^google\//, "gemini/");
-  for (const candidate of [id, id.replace(/-(\d{8}|\d{4}-\d{2}-\d{2})$/, "")]) {
+  for (const candidate of [id, withoutSnapshot(id)]) {
     if (Object.hasOwn(table, candidate)) return table[candidate];
   }
   return undefined;
+}
+
+/** A model name without its dated snapshot suffix: `claude-sonnet-4-5-20250929` → `claude-sonnet-4-5`. */
+export function withoutSnapshot(model: string): string {
+  return model.replace(/-(\d{8}|\d{4}-\d{2}-\d{2})$/, "");
 }
 
 /** What one call's tokens cost at `p`, in USD. */

@@ -38,15 +38,23 @@ export function branchNameProblem(name: string): string | undefined {
   return undefined;
 }
 
+/** How repository specs are read: the GitHub server, and which other remotes the operator allows. */
+export interface RepositoryParsing {
+  /** GITHUB_SERVER_URL: `owner/repo` lives at `${serverUrl}/owner/repo.git`. */
+  serverUrl: string;
+  /** DISPATCH_ALLOW_FILE_REMOTES: `file://` repositories (tests, air-gapped mirrors). */
+  allowFileRemotes: boolean;
+  /** `git.allowed_hosts`: the hosts a run may name by https:// URL, `host` (port 443) or `host:port`. */
+  allowedHosts: readonly string[];
+}
+
 /**
- * Parses `owner/repo`, `owner/repo@base` or a git URL (`https://…`; `file://…` only when file remotes are
- * allowed). A URL under the GitHub server (`${serverUrl}/owner/repo[.git]`) becomes `owner/repo`. Returns
- * the problem as text when the spec is not one of those.
+ * Parses `owner/repo`, `owner/repo@base` or a git URL. A URL under the GitHub server
+ * (`${serverUrl}/owner/repo[.git]`) becomes `owner/repo`; any other must be https:// on a host the
+ * operator allows (Dispatch's own process fetches and pushes it), or `file://` when file remotes are
+ * allowed. Returns the problem as text when the spec is not one of those.
  */
-export function parseRepositorySpec(
-  spec: string,
-  opts: { serverUrl: string; allowFileRemotes: boolean },
-): RepositorySpec | string {
+export function parseRepositorySpec(spec: string, opts: RepositoryParsing): RepositorySpec | string {
   const text = spec.trim();
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) return parseUrl(text, opts);
   if (/^[^/@:\s]+@[^/]+:/.test(text))
@@ -63,10 +71,7 @@ export function parseRepositorySpec(
   return { repository: repository.replace(/\.git$/, ""), ...(base !== undefined ? { base } : {}) };
 }
 
-function parseUrl(
-  text: string,
-  opts: { serverUrl: string; allowFileRemotes: boolean },
-): RepositorySpec | string {
+function parseUrl(text: string, opts: RepositoryParsing): RepositorySpec | string {
   let url: URL;
   try {
     url = new URL(text);
@@ -78,20 +83,52 @@ function parseUrl(
   if (url.search || url.hash) return "the repository URL must not have a query or fragment";
   if (url.protocol === "file:" && !opts.allowFileRemotes)
     return "file:// repositories are allowed only when the server sets DISPATCH_ALLOW_FILE_REMOTES=true";
-  if (url.protocol !== "https:" && url.protocol !== "file:" && url.protocol !== "http:")
-    return `${url.protocol}// repositories are not supported: use https://`;
   const server = opts.serverUrl.replace(/\/+$/, "");
   const href = url.href.replace(/\/+$/, "");
   if (href.toLowerCase().startsWith(`${server.toLowerCase()}/`)) {
     const rest = href.slice(server.length + 1).replace(/\.git$/, "");
     if (isGitHubRepository(rest)) return { repository: rest };
   }
+  if (url.protocol === "file:") return { repository: href };
+  if (url.protocol !== "https:")
+    return `${url.protocol}// repositories are not supported: write owner/repo for a repository on ${server}, or an https:// URL`;
+  if (!gitHostAllowed(url, opts.allowedHosts)) {
+    const allowed = opts.allowedHosts.length ? `allowed: ${opts.allowedHosts.join(", ")}` : "none is allowed";
+    return `${url.host} is not a git host runs may name on this server (${allowed}): write owner/repo for a repository on ${server}, or ask the operator to allow the host with git.allowed_hosts in dispatch.config.yaml`;
+  }
   return { repository: href };
+}
+
+/**
+ * Whether an https URL is on a git host the operator allows (`git.allowed_hosts`): an entry `host` allows
+ * that host on port 443, `host:port` on that port. Names match without regard to case, never by suffix.
+ */
+export function gitHostAllowed(url: URL, allowedHosts: readonly string[]): boolean {
+  const host = url.hostname.toLowerCase();
+  const port = url.port || "443";
+  return allowedHosts.some((entry) => {
+    const [name, entryPort] = entry.toLowerCase().split(":");
+    return name === host && (entryPort ?? "443") === port;
+  });
 }
 
 /** Where git clones and pushes a run's repository: `${GITHUB_SERVER_URL}/owner/repo.git`, or the URL itself. */
 export function remoteUrl(repository: string, serverUrl: string): string {
   return isGitHubRepository(repository) ? `${serverUrl.replace(/\/+$/, "")}/${repository}.git` : repository;
+}
+
+/**
+ * The issue or pull request of `repository` (`owner/repo`) a GitHub-triggered run came from, read from its
+ * trigger URL (the comment's); undefined for any other run.
+ */
+export function triggerOf(
+  triggerUrl: string | null | undefined,
+  repository: string,
+): { kind: "issues" | "pull"; number: number } | undefined {
+  if (!triggerUrl) return undefined;
+  const m = /^https?:\/\/[^/]+\/([^/]+\/[^/]+)\/(issues|pull)\/(\d+)/.exec(triggerUrl);
+  if (!m || m[1]!.toLowerCase() !== repository.toLowerCase()) return undefined;
+  return { kind: m[2] as "issues" | "pull", number: Number(m[3]) };
 }
 
 /** The branch a run's work goes to: `dispatch/<first 8 of the run id>-<slug of the title, ≤ 40>`. */

@@ -36,6 +36,7 @@ export type OzErrorCode = (typeof OZ_ERROR_CODES)[number];
  * - a harness this server cannot run: `feature_not_available`; an MCP server that failed to start is
  *   the caller's configuration: `invalid_request`; an environment whose setup failed or that the
  *   server misconfigured (a token not set): `environment_setup_failed`;
+ * - a work branch that is not the run's own (another pull request's, another run's): `not_authorized`;
  * - something the run names that does not exist (its skill, an environment removed since it was
  *   created): `resource_not_found`; a model id that names nothing: `invalid_request`; a model whose
  *   provider has no credentials on the server: `integration_not_configured`;
@@ -55,6 +56,7 @@ const OZ_CODE_OF_REASON: Record<string, OzErrorCode | null> = {
   model_error: "resource_unavailable",
   delivery_failed: "resource_unavailable",
   repository_unavailable: "resource_unavailable",
+  branch_not_owned: "not_authorized",
   worker_lost: "internal_error",
   worker_shutdown: "internal_error",
   harness_unavailable: "feature_not_available",

@@ -1,3 +1,4 @@
+import { withoutSecrets } from "../model/config-secrets.ts";
 import { wireHarnessOf } from "../model/harness-wire.ts";
 import type { AgentConfig, RunRecord } from "../model/run.ts";
 import { wireStatusMessage } from "../model/status-reason.ts";
@@ -49,9 +50,12 @@ export function toRunItem(run: RunRecord, publicUrl: string, opts: { promptLimit
   };
 }
 
-/** The stored config in its wire form: the harness registry key as Oz's `{type, name}` (harness-wire.ts). */
+/**
+ * The stored config in its wire form: the harness registry key as Oz's `{type, name}` (harness-wire.ts),
+ * and the MCP servers' secret values redacted (config-secrets.ts).
+ */
 function wireAgentConfig(config: AgentConfig) {
-  const { harness, ...rest } = config;
+  const { harness, ...rest } = withoutSecrets(config);
   return harness ? { ...rest, harness: wireHarnessOf(harness.type) } : rest;
 }
 

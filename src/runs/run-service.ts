@@ -3,6 +3,7 @@ import { v7 as uuidv7 } from "uuid";
 import type { SteerAction } from "../access/audience.ts";
 import type { RunAccess, Viewer } from "../access/run-access.ts";
 import type { AudienceFilter } from "../model/audience.ts";
+import { shownSecretProblem } from "../model/config-secrets.ts";
 import { RunError } from "../model/errors.ts";
 import { defaultModelFor, harnessKeyOf } from "../model/harness-wire.ts";
 import { type Caller, DEFAULT_TEAM } from "../model/identity.ts";
@@ -11,6 +12,8 @@ import {
   branchNameProblem,
   isGitHubRepository,
   parseRepositorySpec,
+  type RepositoryParsing,
+  triggerOf,
   workBranchName,
 } from "../model/repository.ts";
 import type { AgentConfig, Creator, FollowupOutcome, RunEvent, RunRecord } from "../model/run.ts";
@@ -87,15 +90,22 @@ export interface RunServiceOptions {
   /** Configured environment ids: any other `environment_id` is refused at create. Unchecked when absent. */
   environmentIds?: readonly string[];
   /**
-   * Delivery (DELIVERY.md): where owner/repo lives, whether runs may name file:// remotes and whether pull
-   * requests can be opened (GitHub credentials are configured). Runs may not name a repository without it.
+   * Delivery (DELIVERY.md): where owner/repo lives, which other remotes runs may name (file://, hosts of
+   * git.allowed_hosts) and whether pull requests can be opened (GitHub credentials are configured). Runs
+   * may not name a repository without it.
    */
-  delivery?: { serverUrl: string; allowFileRemotes: boolean; pullRequests: boolean };
+  delivery?: RepositoryParsing & { pullRequests: boolean };
   /**
    * Why the harness (registry key) cannot run this config on this server, or undefined when it can
    * (HarnessRegistry.refusal). Refused at create with operation_not_supported; unchecked when absent.
    */
   harnessRefusal?: (key: string, config: AgentConfig) => string | undefined;
+  /**
+   * Cost limits (run-cost.ts): DISPATCH_MAX_COST_USD, and the model a config would call that has no price.
+   * A run with a limit whose model has none is refused at create: its calls could not be counted.
+   * Unchecked when absent.
+   */
+  cost?: { defaultMaxCostUsd?: number; unpricedModel(config: AgentConfig): string | undefined };
   /** Resolves `skill_spec` at create where it can be (local sources): an unknown skill is refused. */
   skills?: {
     resolveNow(
@@ -131,8 +141,10 @@ export class RunService {
     const harnessKey = agentConfig.harness?.type ?? "scripted";
     const refusal = this.options.harnessRefusal?.(harnessKey, agentConfig);
     if (refusal) throw new RunError("operation_not_supported", refusal);
+    this.checkCostLimit(agentConfig);
     const parentRunId = input.parent_run_id ?? undefined;
-    if (parentRunId !== undefined && !(await this.visible(ctx.caller, parentRunId))) {
+    const parent = parentRunId !== undefined ? await this.visible(ctx.caller, parentRunId) : undefined;
+    if (parentRunId !== undefined && !parent) {
       throw new RunError("invalid_request", `parent_run_id: no run ${parentRunId} in this team`);
     }
     const agentSkill = await this.resolveCreateTime(agentConfig, input);
@@ -141,7 +153,7 @@ export class RunService {
     const prompt = input.prompt ?? "";
     const id = uuidv7();
     const title = input.title ?? deriveTitle(prompt, skillName);
-    this.resolveRepository(agentConfig, id, title);
+    this.resolveRepository(agentConfig, id, title, { parent, triggerUrl: ctx.triggerUrl });
     const run: RunRecord = {
       id,
       teamId: ctx.caller.team.id,
@@ -468,6 +480,8 @@ export class RunService {
     config: AgentConfig,
     input: CreateRunInput,
   ): Promise<RunRecord["agentSkill"]> {
+    const shown = shownSecretProblem(config, "config");
+    if (shown) throw new RunError("invalid_request", shown);
     for (const [name, server] of Object.entries(config.mcp_servers ?? {})) {
       const allowed = this.options.mcpAllowedUrls ?? [];
       if (server.url && !mcpUrlAllowed(server.url, allowed)) {
@@ -508,11 +522,34 @@ export class RunService {
     };
   }
 
+  /** A cost limit needs a model with a price: without one, nothing could count the run's calls. */
+  private checkCostLimit(config: AgentConfig): void {
+    const cost = this.options.cost;
+    const serverLimit = config.max_cost_usd === undefined ? cost?.defaultMaxCostUsd : undefined;
+    if (!cost || (config.max_cost_usd === undefined && serverLimit === undefined)) return;
+    const unpriced = cost.unpricedModel(config);
+    if (!unpriced) return;
+    throw new RunError(
+      "invalid_request",
+      serverLimit === undefined
+        ? `config.max_cost_usd: model ${unpriced} has no price on this server, so the run's cost limit could not be held; choose a model with a price, leave max_cost_usd out, or ask the operator to add one under prices in dispatch.config.yaml`
+        : `config.model_id: model ${unpriced} has no price on this server, so the server's default cost limit (DISPATCH_MAX_COST_USD, $${serverLimit}) could not be held; choose a model with a price, or ask the operator to add one under prices in dispatch.config.yaml`,
+    );
+  }
+
   /**
    * The run's repository, base, work branch and delivery mode (DELIVERY.md), normalised on the config so
-   * every surface shows them: `owner/repo@base` splits, the work branch is named now.
+   * every surface shows them: `owner/repo@base` splits, the work branch is named now. A `config.branch`
+   * given must be the run's own: the executor checks the remote (branch-ownership.ts); here, a `dispatch/`
+   * branch, which is another run's, is refused unless this run continues that run (`parent_run_id`) or
+   * was started on a pull request of the repository, whose head it may be.
    */
-  private resolveRepository(config: AgentConfig, runId: string, title: string): void {
+  private resolveRepository(
+    config: AgentConfig,
+    runId: string,
+    title: string,
+    context: { parent: RunRecord | undefined; triggerUrl: string | undefined },
+  ): void {
     for (const field of ["base_branch", "branch", "delivery"] as const) {
       if (config[field] !== undefined && !config.repository)
         throw new RunError("invalid_request", `config.${field} needs config.repository`);
@@ -545,6 +582,12 @@ export class RunService {
       throw new RunError(
         "invalid_request",
         "config.branch: Dispatch does not push to the base branch; leave config.branch out for a new branch",
+      );
+    }
+    if (config.branch?.startsWith("dispatch/") && !continuesBranch(spec.repository, config.branch, context)) {
+      throw new RunError(
+        "invalid_request",
+        `config.branch: ${config.branch} is a branch Dispatch named for another run; a run works on it only to continue that run (parent_run_id). Leave config.branch out for a new branch, or name one that does not exist yet.`,
       );
     }
     const onGitHub = isGitHubRepository(spec.repository);
@@ -621,6 +664,21 @@ export function creatorOf(caller: Pick<Caller, "principal">): Creator {
     display_name: caller.principal.displayName,
     ...(caller.principal.email ? { email: caller.principal.email } : {}),
   };
+}
+
+/**
+ * Whether a run may name `branch` of `repository` as its work branch at create: it continues the run whose
+ * branch it is (`parent`), or it was started on a pull request of that repository (a GitHub comment; the
+ * executor checks that the branch is that pull request's head).
+ */
+function continuesBranch(
+  repository: string,
+  branch: string,
+  context: { parent: RunRecord | undefined; triggerUrl: string | undefined },
+): boolean {
+  const parent = context.parent?.agentConfig;
+  if (parent?.branch === branch && parent.repository?.toLowerCase() === repository.toLowerCase()) return true;
+  return triggerOf(context.triggerUrl, repository)?.kind === "pull";
 }
 
 function notFound(runId: string): RunError {

@@ -1,4 +1,5 @@
 import { v7 as uuidv7 } from "uuid";
+import { shownSecretProblem, withStoredSecrets } from "../model/config-secrets.ts";
 import { RunError } from "../model/errors.ts";
 import type { AgentConfig, Creator } from "../model/run.ts";
 import type { ReportTarget, ScheduleFields, ScheduleLimits, ScheduleRecord } from "../model/schedule.ts";
@@ -114,10 +115,13 @@ export class ScheduleService {
 
   /**
    * PUT: every user field is replaced; what is absent takes its default (no time zone is UTC). The runs
-   * are for whoever replaced it from then on: someone else's prompt never runs as the schedule's owner.
+   * are for whoever replaced it from then on: someone else's prompt never runs as the schedule's owner. A
+   * secret sent back as shown (REDACTED) keeps the value the schedule has.
    */
-  replace(actor: ScheduleActor, id: string, spec: ScheduleSpec): Promise<ScheduleRecord> {
-    return this.write(actor, id, validate(spec), { takeOver: true });
+  async replace(actor: ScheduleActor, id: string, spec: ScheduleSpec): Promise<ScheduleRecord> {
+    const current = await this.get(actor.teamId, id);
+    const agentConfig = spec.agentConfig && withStoredSecrets(spec.agentConfig, current.agentConfig);
+    return this.write(actor, id, validate({ ...spec, agentConfig }), { takeOver: true });
   }
 
   /**
@@ -204,6 +208,8 @@ export function validate(spec: ScheduleSpec): ScheduleFields {
   const agentConfig = Object.fromEntries(
     Object.entries(spec.agentConfig ?? {}).filter(([, v]) => v !== null && v !== undefined),
   ) as AgentConfig;
+  const shown = shownSecretProblem(agentConfig, "agent_config");
+  if (shown) throw new RunError("invalid_request", shown);
   const prompt = spec.prompt ?? "";
   if (prompt.trim() === "" && !agentConfig.skill_spec) {
     throw new RunError("invalid_request", "prompt: required unless agent_config.skill_spec names a skill");

@@ -71,7 +71,8 @@ describe("GET /api/v1/agent/models: harnesses", () => {
       config: { harness: { type: "claude" }, model_id: "anthropic/claude-sonnet-4-5" },
     });
     expect(claude.status, claude.text).toBe(200);
-    // No model_id: DISPATCH_DEFAULT_MODEL is OpenAI's, so Claude Code uses its own default instead of a refusal.
+    // No model_id: DISPATCH_DEFAULT_MODEL is OpenAI's, so Claude Code runs its default model (one with a
+    // price, named on the run: the model gateway forwards that model only) instead of a refusal.
     const bare = await d.api("POST", "/api/v1/agent/runs", {
       prompt: "hi",
       config: { harness: { type: "claude" } },
@@ -79,7 +80,7 @@ describe("GET /api/v1/agent/models: harnesses", () => {
     expect(bare.status, bare.text).toBe(200);
     const run = await d.api("GET", `/api/v1/agent/runs/${bare.body.run_id}`);
     expect(run.body.agent_config.harness).toEqual({ type: "claude" });
-    expect(run.body.agent_config.model_id).toBeUndefined();
+    expect(run.body.agent_config.model_id).toBe("anthropic/claude-sonnet-4-5");
     // A model of another provider is refused with the reason, at create.
     const wrong = await d.api("POST", "/api/v1/agent/runs", {
       prompt: "hi",

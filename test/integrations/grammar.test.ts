@@ -176,7 +176,7 @@ describe("parseCommand: repositories (Slack)", () => {
   it("accepts file:// repositories only when the parsing options allow them", () => {
     expect(errorOf("in file:///srv/git/app.git go")).toContain("DISPATCH_ALLOW_FILE_REMOTES=true");
     const cmd = parseCommand("in file:///srv/git/app.git go", "slash", {
-      repositories: { serverUrl: "https://github.com", allowFileRemotes: true },
+      repositories: { serverUrl: "https://github.com", allowFileRemotes: true, allowedHosts: [] },
     });
     expect(cmd).toMatchObject({ verb: "run", repository: { repository: "file:///srv/git/app.git" } });
   });

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.ts";
 import { ResponseUsage } from "../../src/executor/harnesses/external/response-usage.ts";
+import { RunCost } from "../../src/executor/run-cost.ts";
 import { renderTrackingComment } from "../../src/integrations/github/tracking-comment.ts";
 import { renderStatusCard } from "../../src/integrations/slack/status-card.ts";
 import { costOf, DEFAULT_PRICES, priceTable } from "../../src/model/pricing.ts";
@@ -265,6 +266,40 @@ describe("config.max_cost_usd", () => {
     const again = await waitForState(t, id, ["FAILED"], 30_000);
     expect(again.status_message.reason).toBe("cost_limit");
     expect(fake.agentRequests().length - before).toBe(1);
+  });
+
+  it("is refused at create for a model without a price: nothing could count its calls", async () => {
+    const res = await t.api("POST", "/api/v1/agent/runs", {
+      prompt: "x",
+      config: { model_id: "anthropic/claude-unpriced-test", max_cost_usd: 1 },
+    });
+    expect(res.status, res.text).toBe(400);
+    expect(res.body.detail).toContain("model anthropic/claude-unpriced-test has no price on this server");
+    expect(res.body.detail).toContain("prices in dispatch.config.yaml");
+  });
+
+  it("stops a run whose model call turns out to have no price, saying so", () => {
+    // The price may be gone by the time the run executes (the operator changed prices:): the first call
+    // of that model ends the run rather than leaving its calls uncounted.
+    const stops: Array<{ message: string; error_code?: string }> = [];
+    const cost = new RunCost({
+      prices: priceTable(),
+      limit: { usd: 0.5, source: "run" },
+      before: { input_tokens: 0, output_tokens: 0, total_tokens: 0 },
+      onOverLimit: (status) => stops.push(status),
+      onUnpriced: () => {
+        throw new Error("a run with a limit is stopped, not told its cost is unknown");
+      },
+    });
+    expect(cost.charge(SONNET, { input_tokens: 1000, output_tokens: 10 })).toBeGreaterThan(0);
+    expect(stops).toEqual([]);
+    expect(cost.charge("anthropic/claude-unpriced-test", { input_tokens: 10, output_tokens: 10 })).toBe(
+      undefined,
+    );
+    expect(stops).toHaveLength(1);
+    expect(stops[0]).toMatchObject({ error_code: "cost_limit" });
+    expect(stops[0]!.message).toContain("model anthropic/claude-unpriced-test has no price on this server");
+    expect(stops[0]!.message).toContain("$0.50");
   });
 
   it("must be a positive number of dollars", async () => {

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Writable } from "node:stream";
 import { type Dispatch, startDispatch } from "../../src/app.ts";
 import { createApiKey } from "../../src/auth/bootstrap.ts";
 import { loadConfig } from "../../src/config.ts";
@@ -27,10 +28,14 @@ export interface ApiResponse {
   text: string;
 }
 
-/** A real Dispatch on 127.0.0.1 with a fresh SQLite store in a temporary directory. */
+/**
+ * A real Dispatch on 127.0.0.1 with a fresh SQLite store in a temporary directory. With `logs`, its log
+ * lines (debug level, JSON) are kept there for the test to read.
+ */
 export async function startTestDispatch(
   env: Record<string, string> = {},
   opts: Parameters<typeof startDispatch>[2] = {},
+  logs?: string[],
 ): Promise<TestDispatch> {
   const dataDir = await mkdtemp(join(tmpdir(), "dispatch-test-"));
   const config = loadConfig({
@@ -40,7 +45,18 @@ export async function startTestDispatch(
     DISPATCH_SHUTDOWN_GRACE_MS: "0",
     ...env,
   });
-  const dispatch = await startDispatch(config, createLogger(process.env.TEST_LOG_LEVEL ?? "silent"), opts);
+  const log = logs
+    ? createLogger(
+        "debug",
+        new Writable({
+          write(chunk, _encoding, done) {
+            logs.push(String(chunk));
+            done();
+          },
+        }),
+      )
+    : createLogger(process.env.TEST_LOG_LEVEL ?? "silent");
+  const dispatch = await startDispatch(config, log, opts);
   const key = dispatch.generatedAdminKey!;
   const api = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
     const res = await fetch(dispatch.url + path, {

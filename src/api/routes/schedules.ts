@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { RunAccess } from "../../access/run-access.ts";
 import { admits } from "../../model/audience.ts";
+import { withoutSecrets } from "../../model/config-secrets.ts";
 import { RunError } from "../../model/errors.ts";
 import type { ScheduleRecord } from "../../model/schedule.ts";
 import { creatorOf } from "../../runs/run-service.ts";
@@ -116,7 +117,7 @@ function toWire(schedule: ScheduleRecord, history: { last_ran: string | null; ne
     created_at: schedule.createdAt,
     updated_at: schedule.updatedAt,
     last_spawn_error: schedule.lastSpawnError,
-    agent_config: schedule.agentConfig,
+    agent_config: withoutSecrets(schedule.agentConfig),
     metadata: schedule.metadata,
     created_by: schedule.createdBy,
     updated_by: schedule.updatedBy,

@@ -2,13 +2,17 @@ import { createWriteStream } from "node:fs";
 import { rm } from "node:fs/promises";
 import { pipeline } from "node:stream/promises";
 import pRetry, { AbortError } from "p-retry";
+import type { Logger } from "pino";
 import { v7 as uuidv7 } from "uuid";
+import { triggerOf } from "../../model/repository.ts";
 import type { Artifact, RunRecord } from "../../model/run.ts";
 import type { NewArtifactFile } from "../../store/store.ts";
 import type { Sandbox } from "../sandbox.ts";
+import { notOwnBranch, pushedEvent } from "./branch-ownership.ts";
 import { diffStat } from "./diff-stat.ts";
 import { HARDENED_CONFIG, type HostGitResult, hostGit, reason, text } from "./host-git.ts";
 import type { PullRequestHost, PullRequestRef } from "./pull-request-host.ts";
+import { type RemotePolicy, remoteAccess } from "./remote-access.ts";
 import { type DeliveryTarget, mirrorPath } from "./repository-checkout.ts";
 
 const LOCAL_TIMEOUT_MS = 5 * 60 * 1000;
@@ -27,6 +31,10 @@ export interface DeliverContext {
   /** Whether to push and open the pull request (a succeeded execution), or only keep the patch. */
   publish: boolean;
   token: string | undefined;
+  /** Which remotes Dispatch may reach for a run, and how (remote-access.ts). */
+  remotes: RemotePolicy;
+  /** Dispatch's log: why a push could not reach the remote (the run's creator is told only that it could not). */
+  log: Pick<Logger, "warn">;
   pullRequests: PullRequestHost | undefined;
   gitAuthor: { name: string; email: string };
   prDraft: boolean;
@@ -97,11 +105,7 @@ export async function deliverChanges(ctx: DeliverContext): Promise<DeliveryOutco
   if (refused) return refused;
   await hostGit(["update-ref", "refs/dispatch/delivered", incoming], { gitDir: mirror });
   await hostGit(["update-ref", "refs/dispatch/pushed", incoming], { gitDir: mirror });
-  await ctx.emit("log", {
-    level: "info",
-    phase: "delivery",
-    message: `Pushed ${incoming.slice(0, 12)} to ${ctx.target.branch} (${stat})`,
-  });
+  await ctx.emit("log", pushedEvent(ctx.target.branch, incoming, stat));
   if (ctx.target.mode === "branch") {
     return { kind: "delivered", message: `Pushed branch ${ctx.target.branch} (${stat})` };
   }
@@ -267,15 +271,16 @@ async function recordPatch(
 }
 
 /**
- * Dispatch pushes only to branches it names itself (`dispatch/…`) or to the head branch of an open pull
- * request of the same repository that the run was asked to work on.
+ * Dispatch pushes only to the run's own branch, as its checkout established (branch-ownership.ts); the
+ * branch of a pull request the run was started on only while that pull request is still open.
  */
 async function mayPushTo(ctx: DeliverContext): Promise<true | string> {
-  const { branch, repository } = ctx.target;
-  if (branch.startsWith("dispatch/")) return true;
+  const { branch, repository, claim } = ctx.target;
+  if (!claim) return `${notOwnBranch(repository, branch)} The patch is kept as an artifact.`;
+  if (claim.kind !== "pull_request") return true;
   const pr = await ctx.pullRequests?.findOpen(repository, branch, ctx.signal).catch(() => undefined);
-  if (pr && pr.headRepository.toLowerCase() === repository.toLowerCase()) return true;
-  return `Dispatch pushes only to dispatch/… branches or to an open pull request's branch; ${branch} is neither. The patch is kept as an artifact.`;
+  if (pr?.number === claim.number) return true;
+  return `Pull request #${claim.number}, whose branch ${branch} this run works on, is no longer open; Dispatch pushes to a pull request's branch only while it is. The patch is kept as an artifact.`;
 }
 
 async function push(
@@ -284,6 +289,14 @@ async function push(
   incoming: string,
 ): Promise<DeliveryOutcome | undefined> {
   const { branch, remote } = ctx.target;
+  const access = await remoteAccess(ctx.target, ctx.remotes);
+  if (!access.ok) {
+    ctx.log.warn({ repository: ctx.target.repository, detail: access.detail }, "a run's push was not made");
+    return {
+      kind: "failed",
+      message: `Push to ${branch} refused: ${UNREACHABLE}. The patch is kept as an artifact.`,
+    };
+  }
   let last: HostGitResult | undefined;
   try {
     await pRetry(
@@ -291,7 +304,13 @@ async function push(
         // Not aborted by a cancel once started: the push completes, or never started.
         last = await hostGit(
           ["push", "--quiet", "--porcelain", "--no-verify", "--", remote, `${incoming}:refs/heads/${branch}`],
-          { gitDir: mirror, remote, ...(ctx.token ? { token: ctx.token } : {}), timeoutMs: PUSH_TIMEOUT_MS },
+          {
+            gitDir: mirror,
+            remote,
+            remoteConfig: access.gitConfig,
+            ...(ctx.token ? { token: ctx.token } : {}),
+            timeoutMs: PUSH_TIMEOUT_MS,
+          },
         );
         if (last.ok) return;
         const refused =
@@ -304,16 +323,27 @@ async function push(
     );
     return undefined;
   } catch {
+    const why = pushReason(last);
+    if (!why && last) {
+      ctx.log.warn({ repository: ctx.target.repository, detail: reason(last) }, "a run's push failed");
+    }
     return {
       kind: "failed",
-      message: `Push to ${branch} refused: ${pushReason(last)}. The patch is kept as an artifact.`,
+      message: `Push to ${branch} refused: ${why ?? UNREACHABLE}. The patch is kept as an artifact.`,
     };
   }
 }
 
-/** Why git's push failed, from its porcelain lines ("! src:dst [remote rejected] (reason)") or stderr. */
-function pushReason(result: HostGitResult | undefined): string {
-  if (!result) return "unknown";
+/** A push that got no answer from the remote, in words that say nothing of the network (hosts, ports). */
+const UNREACHABLE = "the remote could not be reached (Dispatch's log has the details)";
+
+/**
+ * Why the remote refused the push, from git's porcelain lines ("! src:dst [remote rejected] (reason)")
+ * and the remote's own `remote:` lines; undefined when the remote did not answer (git's own words about
+ * the connection go to the log only).
+ */
+function pushReason(result: HostGitResult | undefined): string | undefined {
+  if (!result) return undefined;
   const porcelain = result.stdout.toString("utf8");
   const line = /^!\t[^\t]*\t\[(?:remote )?rejected\]\s*\(?([^)\n]*)\)?/m.exec(porcelain);
   const remoteLines = result.stderr
@@ -323,7 +353,7 @@ function pushReason(result: HostGitResult | undefined): string {
     .filter((l) => l !== "" && !/^(error:\s*)?$/.test(l));
   const detail = remoteLines.at(-1)?.replace(/^error:\s*/i, "");
   if (line?.[1]) return detail && !line[1].includes(detail) ? `${line[1]} (${detail})` : line[1];
-  return reason(result);
+  return detail;
 }
 
 async function pullRequest(
@@ -405,22 +435,11 @@ function prBody(ctx: DeliverContext): string {
     `Session: ${ctx.sessionLink}`,
     `Requested by ${ctx.run.creator.display_name}`,
   ];
-  const trigger = triggerOf(ctx.run, ctx.target.repository);
+  const trigger = triggerOf(ctx.run.triggerUrl, ctx.target.repository);
   if (trigger?.kind === "issues") parts.push(`Closes #${trigger.number}`);
   // A run started on a pull request it cannot push to (a fork's) delivers its own PR, pointing back.
   if (trigger?.kind === "pull") parts.push(`Follows up #${trigger.number}`);
   return parts.join("\n\n");
-}
-
-/** The issue or pull request a GitHub-triggered run came from (its trigger comment's URL), in this repository. */
-function triggerOf(
-  run: RunRecord,
-  repository: string,
-): { kind: "issues" | "pull"; number: number } | undefined {
-  if (!run.triggerUrl) return undefined;
-  const m = /^https?:\/\/[^/]+\/([^/]+\/[^/]+)\/(issues|pull)\/(\d+)/.exec(run.triggerUrl);
-  if (!m || m[1]!.toLowerCase() !== repository.toLowerCase()) return undefined;
-  return { kind: m[2] as "issues" | "pull", number: Number(m[3]) };
 }
 
 function coAuthor(run: RunRecord): string | undefined {

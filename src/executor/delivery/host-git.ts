@@ -14,6 +14,8 @@ export interface HostGitOptions {
   cwd?: string;
   /** The remote the token is for; its origin alone receives it. */
   remote?: string;
+  /** `-c` options for reaching the remote (remote-access.ts: its checked addresses, no redirects). */
+  remoteConfig?: readonly string[];
   token?: string;
   signal?: AbortSignal;
   timeoutMs?: number;
@@ -53,7 +55,12 @@ export const HARDENED_CONFIG = [
 const STDERR_KEEP = 4096;
 
 export function hostGit(args: string[], opts: HostGitOptions = {}): Promise<HostGitResult> {
-  const argv = [...HARDENED_CONFIG, ...(opts.gitDir ? [`--git-dir=${opts.gitDir}`] : []), ...args];
+  const argv = [
+    ...HARDENED_CONFIG,
+    ...(opts.remoteConfig ?? []),
+    ...(opts.gitDir ? [`--git-dir=${opts.gitDir}`] : []),
+    ...args,
+  ];
   const env = gitEnv(opts.remote ?? "", opts.token);
   const maxStdout = opts.maxStdoutBytes ?? 16 * 1024 * 1024;
   return new Promise((resolve) => {

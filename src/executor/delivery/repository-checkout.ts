@@ -1,9 +1,12 @@
 import { existsSync } from "node:fs";
 import { mkdir, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import type { Logger } from "pino";
 import type { AgentConfig, RunEventType } from "../../model/run.ts";
 import { displayUrl } from "../git.ts";
+import { type BranchClaim, notOwnBranch } from "./branch-ownership.ts";
 import { hostGit, reason, text } from "./host-git.ts";
+import { type RemotePolicy, remoteAccess } from "./remote-access.ts";
 
 const REMOTE_TIMEOUT_MS = 10 * 60 * 1000;
 
@@ -29,10 +32,14 @@ export interface DeliveryTarget {
   base?: string;
   branch?: string;
   mode: NonNullable<AgentConfig["delivery"]>;
+  /** Why the branch is the run's own, as the checkout found (absent before it, and without delivery). */
+  claim?: BranchClaim;
 }
 
 export interface CheckoutContext {
   target: DeliveryTarget;
+  /** Which remotes Dispatch may reach for a run, and how (remote-access.ts). */
+  remotes: RemotePolicy;
   workspace: string;
   /** Whether the workspace is new (first execution, or a removed workspace): only then is it checked out. */
   fresh: boolean;
@@ -40,10 +47,15 @@ export interface CheckoutContext {
   gitAuthor: { name: string; email: string };
   signal: AbortSignal;
   emit(type: RunEventType, data: Record<string, unknown>): Promise<void>;
+  /** Dispatch's log: why a remote could not be reached (the run's creator is told only that it could not). */
+  log: Pick<Logger, "warn">;
+  /** How the work branch, which exists on the remote, is the run's own; undefined when it is not. */
+  claimExistingBranch(): Promise<BranchClaim | undefined>;
 }
 
 export type CheckoutResult =
-  | { ok: true; base: string }
+  /** `claim`: why the run may push to its branch (none without delivery). */
+  | { ok: true; base: string; claim?: BranchClaim }
   | { ok: false; aborted: true }
   | { ok: false; aborted?: false; message: string; errorCode: string };
 
@@ -61,7 +73,26 @@ export function mirrorPath(workspace: string): string {
 export async function checkoutRepository(ctx: CheckoutContext): Promise<CheckoutResult> {
   const { target, signal } = ctx;
   const shown = displayUrl(target.remote);
-  const remote = { remote: target.remote, ...(ctx.token ? { token: ctx.token } : {}), signal };
+  // What the run's creator hears when the remote cannot be reached or read: never why (refused, timed out,
+  // not public), which would let whoever names a URL probe hosts and ports from Dispatch's network.
+  const unreadable = (detail: string): CheckoutResult => {
+    ctx.log.warn(
+      { repository: target.repository, remote: shown, detail },
+      "a run's repository could not be read",
+    );
+    return fail(
+      `Repository ${target.repository} (${shown}) could not be read. Check that it exists and that Dispatch's GitHub App or GITHUB_TOKEN can read it; Dispatch's log has the details.`,
+      "repository_unavailable",
+    );
+  };
+  const access = await remoteAccess(target, ctx.remotes);
+  if (!access.ok) return unreadable(access.detail);
+  const remote = {
+    remote: target.remote,
+    remoteConfig: access.gitConfig,
+    ...(ctx.token ? { token: ctx.token } : {}),
+    signal,
+  };
   const mirror = mirrorPath(ctx.workspace);
   if (!existsSync(mirror)) {
     await mkdir(mirror, { recursive: true });
@@ -80,12 +111,7 @@ export async function checkoutRepository(ctx: CheckoutContext): Promise<Checkout
     timeoutMs: REMOTE_TIMEOUT_MS,
   });
   if (listed.aborted || signal.aborted) return { ok: false, aborted: true };
-  if (!listed.ok) {
-    return fail(
-      `Repository ${target.repository} (${shown}) could not be read: ${reason(listed)}. Check that it exists and that Dispatch's GitHub App or GITHUB_TOKEN can read it.`,
-      "repository_unavailable",
-    );
-  }
+  if (!listed.ok) return unreadable(reason(listed));
   const refs = parseLsRemote(text(listed));
   const base = target.base ?? refs.defaultBranch;
   if (!base) {
@@ -101,6 +127,13 @@ export async function checkoutRepository(ctx: CheckoutContext): Promise<Checkout
     );
   }
   const branchExists = !!target.branch && refs.heads.has(target.branch);
+  // Decided before anything of the branch is fetched: a branch that is not the run's is never worked on.
+  let claim: BranchClaim | undefined;
+  if (target.branch && target.mode !== "none") {
+    claim = branchExists ? await ctx.claimExistingBranch() : { kind: "new" };
+    if (signal.aborted) return { ok: false, aborted: true };
+    if (!claim) return fail(notOwnBranch(target.repository, target.branch), "branch_not_owned");
+  }
   const fetch = await hostGit(
     [
       "fetch",
@@ -114,9 +147,7 @@ export async function checkoutRepository(ctx: CheckoutContext): Promise<Checkout
     { ...remote, gitDir: mirror, timeoutMs: REMOTE_TIMEOUT_MS },
   );
   if (fetch.aborted || signal.aborted) return { ok: false, aborted: true };
-  if (!fetch.ok) {
-    return fail(`Fetching ${target.repository} failed: ${reason(fetch)}`, "repository_unavailable");
-  }
+  if (!fetch.ok) return unreadable(reason(fetch));
   await hostGit(["symbolic-ref", "HEAD", `refs/heads/${base}`], { gitDir: mirror });
 
   // Where delivery starts from: kept across executions (the last pushed commit once there is one).
@@ -137,7 +168,7 @@ export async function checkoutRepository(ctx: CheckoutContext): Promise<Checkout
     const made = await checkoutWorkspace(ctx, mirror, base, shown);
     if (!made.ok) return made;
   }
-  return { ok: true, base };
+  return { ok: true, base, ...(claim ? { claim } : {}) };
 }
 
 async function checkoutWorkspace(

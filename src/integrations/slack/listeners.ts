@@ -1,8 +1,9 @@
 import type { App } from "@slack/bolt";
 import type { Logger } from "pino";
 import type { SlackSettings } from "../../config-file.ts";
+import type { RepositoryParsing } from "../../model/repository.ts";
 import type { Store } from "../../store/store.ts";
-import { type Command, GrammarError, parseCommand, type RepositoryParsing } from "../grammar.ts";
+import { type Command, GrammarError, parseCommand } from "../grammar.ts";
 import { type Actor, refusal } from "./access.ts";
 import { claimDelivery, idempotencyKeyFor } from "./inbound.ts";
 import { grammarErrorText, plainText } from "./messages.ts";

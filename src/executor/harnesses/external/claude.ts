@@ -79,7 +79,8 @@ class ClaudeSession implements AgentSession {
       // The sandbox is the boundary: inside it the agent needs no one to approve its commands.
       "--permission-mode",
       "bypassPermissions",
-      ...(setup.model ? ["--model", setup.model] : []),
+      "--model",
+      setup.model,
       ...(base ? ["--append-system-prompt", base] : []),
       ...(setup.resume ? ["--resume", setup.resume] : ["--session-id", this.sessionId]),
     ];
@@ -94,6 +95,12 @@ class ClaudeSession implements AgentSession {
       DISABLE_ERROR_REPORTING: "1",
       DISABLE_BUG_COMMAND: "1",
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+      // Its side tasks (titles, summaries) and subagents name a model class; each is the run's model, the
+      // one model Dispatch's gateway forwards for this run.
+      ANTHROPIC_DEFAULT_HAIKU_MODEL: setup.model,
+      ANTHROPIC_DEFAULT_SONNET_MODEL: setup.model,
+      ANTHROPIC_DEFAULT_OPUS_MODEL: setup.model,
+      ANTHROPIC_SMALL_FAST_MODEL: setup.model,
     };
     // A resumed session is already saved.
     this.saved = setup.resume !== undefined;

@@ -89,7 +89,8 @@ class CodexSession implements AgentSession {
       "-c",
       `model_providers.${PROVIDER}={name="Dispatch",base_url=${toml(setup.baseUrl)},env_key="OPENAI_API_KEY",wire_api="responses"}`,
       ...(base ? ["-c", `developer_instructions=${toml(base)}`] : []),
-      ...(setup.model ? ["-m", setup.model] : []),
+      "-m",
+      setup.model,
     ];
     // "-": the input comes on stdin (no argv length limit, not visible in the process list).
     this.args = setup.resume ? ["exec", "resume", ...options, setup.resume, "-"] : ["exec", ...options, "-"];

@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { EXTERNAL_DEFAULT_MODELS } from "../../../model/harness-wire.ts";
 import type { AgentConfig, RequestUsage, RunEventType, RunRecord } from "../../../model/run.ts";
 import type { Harness, HarnessContext, HarnessOutcome } from "../../harness.ts";
 import { usageFromTranscript } from "../builtin/history.ts";
@@ -14,6 +15,11 @@ import type { ObservedCall, UsageDialect } from "./response-usage.ts";
 export interface ExternalHarnessOptions {
   /** The provider's key and base URL from Dispatch's configuration (models-config.ts). */
   provider: { apiKey?: string | undefined; baseUrl?: string | undefined };
+  /**
+   * Models (`provider/model`) an agent may call besides its run's own (`models.gateway_allowed` of
+   * dispatch.config.yaml); the model gateway refuses any other. None when absent.
+   */
+  allowedModels?: readonly string[];
   /** Model calls per execution before the run fails (default 100, like the builtin harness). */
   maxSteps?: number;
   /** Wall-clock limit when the run sets no max_run_minutes (default 30). */
@@ -78,8 +84,8 @@ export interface SessionSetup {
   input: string[];
   /** The agent session to resume (a follow-up turn of the same run), if one was saved. */
   resume: string | undefined;
-  /** The provider's model name from config.model_id (its provider prefix taken off), if given. */
-  model: string | undefined;
+  /** The provider's name of the run's model (config.model_id, else the agent's default, without provider). */
+  model: string;
   /** The agent's HOME, in the run's private area. */
   home: string;
   /** The base URL of the provider as the agent sees it (the relay), PORT_PLACEHOLDER in it. */
@@ -131,6 +137,12 @@ export abstract class ExternalHarness implements Harness {
     return undefined;
   }
 
+  /** The provider's names of the models the operator lets this agent call besides the run's own. */
+  private alsoAllowed(): string[] {
+    const prefix = `${this.modelProvider}/`;
+    return (this.opts.allowedModels ?? []).filter((id) => id.startsWith(prefix)).map(modelName);
+  }
+
   async run(ctx: HarnessContext): Promise<HarnessOutcome> {
     const config = ctx.run.agentConfig;
     const usage: RequestUsage = usageFromTranscript((await ctx.transcript?.()) ?? []);
@@ -141,6 +153,8 @@ export abstract class ExternalHarness implements Harness {
     }
     const program = this.program() as AgentProgram;
     const apiKey = this.opts.provider.apiKey!;
+    // Runs created before every external run had a model_id get the agent's default, as new ones do.
+    const model = modelName(config.model_id ?? EXTERNAL_DEFAULT_MODELS[this.type]!);
     const log = ctx.log.child({ component: `${this.type}-harness` });
     const minutes = config.max_run_minutes ?? this.opts.defaultMaxRunMinutes ?? DEFAULT_MAX_RUN_MINUTES;
     const maxSteps = this.opts.maxSteps ?? DEFAULT_MAX_STEPS;
@@ -170,10 +184,15 @@ export abstract class ExternalHarness implements Harness {
       gateway = await ModelGateway.start({
         socketPath,
         route: this.route(apiKey),
-        admit: () => {
-          if (++steps <= maxSteps) return true;
-          halt("step_limit");
-          return false;
+        models: [model, ...this.alsoAllowed()],
+        admit: (called) => {
+          if (++steps > maxSteps) {
+            halt("step_limit");
+            return { status: 429, message: "Dispatch's step limit for this run is reached" };
+          }
+          // Under a cost limit a model without a price is refused, and the run stopped (run-cost.ts).
+          const unpriced = called ? ctx.cost?.admit(`${this.modelProvider}/${called}`) : undefined;
+          return unpriced ? { status: 403, message: unpriced } : undefined;
         },
         // Each call is priced as the gateway relays it: the run's cost limit stops the agent mid-turn.
         ...(ctx.cost
@@ -181,8 +200,8 @@ export abstract class ExternalHarness implements Harness {
               observe: {
                 dialect: usageDialect(this.modelProvider),
                 call: (call: ObservedCall) => {
-                  const model = call.model ? `${this.modelProvider}/${call.model}` : config.model_id;
-                  ctx.cost?.charge(model, call);
+                  const served = call.model ?? model;
+                  ctx.cost?.charge(`${this.modelProvider}/${served}`, call);
                 },
               },
             }
@@ -196,7 +215,7 @@ export abstract class ExternalHarness implements Harness {
         workspace: ctx.sandbox.workspace,
         input: ctx.input,
         resume: await savedSession(area, this.type),
-        model: modelName(config.model_id),
+        model,
         home: area.home,
         baseUrl: this.agentBaseUrl(),
       });
@@ -403,8 +422,7 @@ function usageDialect(provider: string): UsageDialect {
 }
 
 /** `provider/model` → `model`; a bare name is the provider's own. */
-function modelName(modelId: string | undefined): string | undefined {
-  if (!modelId) return undefined;
+function modelName(modelId: string): string {
   const slash = modelId.indexOf("/");
   return slash >= 0 ? modelId.slice(slash + 1) : modelId;
 }

@@ -78,7 +78,8 @@ class GeminiSession implements AgentSession {
       // The sandbox is the boundary: inside it the agent needs no one to approve its tools.
       "--yolo",
       "--skip-trust",
-      ...(setup.model ? ["-m", setup.model] : []),
+      "-m",
+      setup.model,
       ...(setup.resume ? ["--resume", setup.resume] : ["--session-id", this.sessionId]),
       "-p",
       base && !setup.resume ? `${base}\n\n${input}` : input,

@@ -12,7 +12,11 @@ import type { Readable } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import type { Logger } from "pino";
+import { withoutSnapshot } from "../../../model/pricing.ts";
 import { type ObservedCall, ResponseUsage, type UsageDialect } from "./response-usage.ts";
+
+/** The largest request body the gateway reads (to find its model) before forwarding it: Anthropic's limit. */
+const MAX_REQUEST_BYTES = 32 * 2 ** 20;
 
 /** How a provider is reached and authenticated: what the gateway adds to every forwarded request. */
 export interface ProviderRoute {
@@ -28,15 +32,29 @@ export interface ProviderRoute {
   dropQuery?: string[];
 }
 
+/** Why the gateway does not forward a request: the status and message the agent gets instead. */
+export interface Refusal {
+  status: number;
+  message: string;
+}
+
 export interface ModelGatewayOptions {
   /** Unix socket the gateway listens on; the sandbox sees it bound at the same path. */
   socketPath: string;
   route: ProviderRoute;
   /**
-   * Asked before every model call is forwarded: false refuses it (the step limit is reached). Counts
-   * every call the agent makes, like the builtin harness counts its steps.
+   * The provider's model names the agent may call (the run's model, and those the operator allows): a
+   * call that names another model, or none, is refused. A dated snapshot of a listed model is the same
+   * model (`claude-sonnet-4-5-20250929` for `claude-sonnet-4-5`).
    */
-  admit(): boolean;
+  models: readonly string[];
+  /**
+   * Asked before every request is forwarded, with the model a call names (undefined for a request that
+   * is not a call, such as a model listing): a refusal (the step limit is reached, the model has no price
+   * under the run's cost limit), or undefined to forward it. Counts every request the agent makes, like
+   * the builtin harness counts its steps.
+   */
+  admit(model: string | undefined): Refusal | undefined;
   /**
    * Told each answered model call's usage, read from the provider's response as it is relayed (the run's
    * cost, counted per call so that a run over its cost limit is stopped mid-turn). Not read when absent.
@@ -97,6 +115,14 @@ export class ModelGateway {
   }
 
   private forward(req: IncomingMessage, res: ServerResponse): void {
+    this.relay(req, res).catch((err) => {
+      this.opts.log.warn({ err }, "model gateway failed to relay a request");
+      if (!res.headersSent) refuse(res, 502, "Dispatch's model gateway failed to relay the request");
+      else res.destroy();
+    });
+  }
+
+  private async relay(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const { route, log } = this.opts;
     const incoming = new URL(req.url ?? "/", "http://gateway");
     const path = incoming.pathname;
@@ -110,9 +136,23 @@ export class ModelGateway {
       req.resume();
       return;
     }
-    if (!this.opts.admit()) {
-      refuse(res, 429, "Dispatch's step limit for this run is reached");
-      req.resume();
+    // The body is read whole before anything is forwarded: the model it names decides whether it may be.
+    const body = await readBody(req);
+    if (!Buffer.isBuffer(body)) {
+      refuse(res, body.status, body.message);
+      return;
+    }
+    const call = req.method !== "GET" && req.method !== "HEAD";
+    const model = call ? modelOf(path, body) : undefined;
+    const refusal = call ? this.modelRefusal(model) : undefined;
+    if (refusal) {
+      log.warn({ path, model }, "model gateway refused a call for a model the run may not use");
+      refuse(res, refusal.status, refusal.message);
+      return;
+    }
+    const admitted = this.opts.admit(model);
+    if (admitted) {
+      refuse(res, admitted.status, admitted.message);
       return;
     }
     const target = new URL(this.base.href);
@@ -125,6 +165,7 @@ export class ModelGateway {
       if (value !== undefined && !DROPPED_REQUEST_HEADERS.has(name)) headers[name] = value;
     }
     Object.assign(headers, route.credentials);
+    if (call) headers["content-length"] = String(body.length);
     const send = target.protocol === "https:" ? httpsRequest : httpRequest;
     const upstream = send(target, { method: req.method, headers }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.statusMessage, answer.headers);
@@ -142,7 +183,25 @@ export class ModelGateway {
     res.on("close", () => {
       if (!res.writableFinished) upstream.destroy();
     });
-    req.pipe(upstream);
+    upstream.end(call ? body : undefined);
+  }
+
+  /** Why a model call may not be forwarded: it names no model, or one the run may not use. */
+  private modelRefusal(model: string | undefined): Refusal | undefined {
+    const allowed = this.opts.models;
+    const named = allowed.join(", ");
+    if (!model) {
+      return {
+        status: 400,
+        message: `Dispatch's model gateway forwards only calls that name their model (${named})`,
+      };
+    }
+    const asked = withoutSnapshot(model).toLowerCase();
+    if (allowed.some((m) => withoutSnapshot(m).toLowerCase() === asked)) return undefined;
+    return {
+      status: 403,
+      message: `Dispatch's model gateway forwards only this run's model (${named}); ${model} is not allowed. The run's config.model_id chooses the model; the operator may allow others with models.gateway_allowed in dispatch.config.yaml`,
+    };
   }
 
   /** Reads the usage of a relayed answer beside the relay (decompressed when it is), reporting it once. */
@@ -176,6 +235,55 @@ export class ModelGateway {
       if (!(decoder && answer.complete)) setImmediate(report);
     });
     decoder?.on("error", () => report());
+  }
+}
+
+/**
+ * The request's body, or why it is not read: larger than MAX_REQUEST_BYTES, or compressed (the model it
+ * names could not be read without inflating what the agent sent).
+ */
+function readBody(req: IncomingMessage): Promise<Buffer | Refusal> {
+  const encoding = header(req.headers["content-encoding"])?.trim().toLowerCase();
+  if (encoding && encoding !== "identity") {
+    req.resume();
+    return Promise.resolve({
+      status: 415,
+      message: "Dispatch's model gateway does not take compressed request bodies",
+    });
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    // Read to the end either way (the connection stays usable for the answer), keeping at most the limit.
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= MAX_REQUEST_BYTES) chunks.push(chunk);
+    });
+    req.once("end", () => {
+      if (size <= MAX_REQUEST_BYTES) resolve(Buffer.concat(chunks));
+      else
+        resolve({
+          status: 413,
+          message: `Dispatch's model gateway forwards requests of at most ${MAX_REQUEST_BYTES / 2 ** 20} MiB`,
+        });
+    });
+    req.once("error", reject);
+  });
+}
+
+/**
+ * The model a call names: in its path (Gemini: `/v1beta/models/<model>:generateContent`), else its JSON
+ * body's `model` (Anthropic Messages, OpenAI Responses). Undefined when it names none.
+ */
+function modelOf(path: string, body: Buffer): string | undefined {
+  const inPath = /\/models\/([^/:]+)(?::|$)/.exec(decodeURIComponent(path))?.[1];
+  if (inPath) return inPath;
+  try {
+    const parsed: unknown = JSON.parse(body.toString("utf8"));
+    const model = (parsed as { model?: unknown } | null)?.model;
+    return typeof model === "string" && model !== "" ? model : undefined;
+  } catch {
+    return undefined;
   }
 }
 
