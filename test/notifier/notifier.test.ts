@@ -34,7 +34,8 @@ async function startWithNotifier(options: Partial<NotifierOptions> = FAST, env: 
   );
   runs = await inProcessRunsApiFor(t.dispatch.runService, () => t.url, {
     ...NOTIFIER_PRINCIPAL,
-    role: "read",
+    // The tests play the Slack app with it (create, follow up, cancel): a surface that steers, not a reader.
+    role: "member",
   });
 }
 
@@ -271,7 +272,7 @@ describe("notifier: restarts and several instances", () => {
     t = await startTestDispatch({ DISPATCH_POLL_INTERVAL_MS: "20" });
     runs = await inProcessRunsApiFor(t.dispatch.runService, () => t.url, {
       ...NOTIFIER_PRINCIPAL,
-      role: "read",
+      role: "member",
     });
     expect(t.dispatch.notifier).toBeUndefined();
   }
