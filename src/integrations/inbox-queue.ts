@@ -14,7 +14,8 @@ export type InboxStore = Pick<
 >;
 
 export interface InboxQueueOptions {
-  source: "slack" | "github";
+  /** The surface whose deliveries these are (its platform name). */
+  source: string;
   store: InboxStore;
   /** Handles one delivery; a throw is a failed attempt, retried with backoff. */
   handle: (delivery: InboundDelivery) => Promise<void>;

@@ -1,7 +1,11 @@
-/** Where a run was asked for and reports back: a Slack thread or a GitHub issue or pull request. */
+/**
+ * Where a run was asked for and reports back: a thread of a surface (a Slack thread, a GitHub issue or
+ * pull request, …). The fields' meaning is the surface's; the names below are Slack's and GitHub's.
+ */
 export interface ThreadBinding {
   runId: string;
-  platform: "slack" | "github";
+  /** The surface that owns the thread, as it registered itself (src/surfaces/): "slack", "github", … */
+  platform: string;
   /** Slack team id, or GitHub "owner/repo". */
   workspace: string;
   /** Slack channel id, or GitHub issue/PR number. */

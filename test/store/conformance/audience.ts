@@ -9,7 +9,7 @@ import type { StoreSuite } from "./suite.ts";
  */
 export function audienceConformance(t: StoreSuite): void {
   describe("audience filters", () => {
-    const bind = (runId: string, platform: "slack" | "github", workspace: string, channel: string) =>
+    const bind = (runId: string, platform: string, workspace: string, channel: string) =>
       t.store.bindThread({
         runId,
         platform,
@@ -77,6 +77,15 @@ export function audienceConformance(t: StoreSuite): void {
       expect((await t.store.countRunsByState("t1")).QUEUED).toBe(6);
       const usage = await t.store.summarizeUsage("t1", "2000-01-01T00:00:00.000Z", filter);
       expect(usage.days.reduce((n, d) => n + d.runs, 0)).toBe(4);
+    });
+
+    it("binds threads of any surface that registers a platform, not a fixed list", async () => {
+      const run = await t.create({ title: "from a tracker" });
+      await bind(run.id, "linear", "ACME", "session-1");
+      expect((await t.store.getThreadBinding(run.id))?.platform).toBe("linear");
+      expect(await t.store.listBoundPlaces("t1")).toEqual([
+        { platform: "linear", workspace: "ACME", channel: "session-1" },
+      ]);
     });
   });
 }
