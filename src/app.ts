@@ -42,14 +42,7 @@ import { listLocalSkills } from "./executor/skill-catalog.ts";
 import { SkillResolver } from "./executor/skills.ts";
 import { removeExpiredWorkspaces } from "./executor/workspace-retention.ts";
 import { IdentityService } from "./identities/identity-service.ts";
-import type { GitHubIntegration } from "./integrations/github/index.ts";
-import type { SlackIntegration } from "./integrations/slack/index.ts";
-import {
-  NOTIFIER_PRINCIPAL,
-  Notifier,
-  type NotifierOptions,
-  type NotifierPlatform,
-} from "./notifier/index.ts";
+import { NOTIFIER_PRINCIPAL, Notifier, type NotifierOptions } from "./notifier/index.ts";
 import { DEFAULT_NOTIFIER_OPTIONS } from "./notifier/notifier.ts";
 import { RunService } from "./runs/run-service.ts";
 import { inProcessRunsApiFor, type RunsApi } from "./runs/runs-api.ts";
@@ -57,36 +50,14 @@ import { ScheduleService } from "./schedules/schedule-service.ts";
 import { Scheduler, type SchedulerOptions } from "./schedules/scheduler.ts";
 import { openStore } from "./store/open-store.ts";
 import type { Store } from "./store/store.ts";
-import { GitHubSignIn } from "./web/auth/github-sign-in.ts";
+import { SURFACES } from "./surfaces/registry.ts";
+import type { Surface, SurfaceContext, SurfaceDefinition } from "./surfaces/surface.ts";
 import { WebSignIn } from "./web/auth/web-sign-in.ts";
 import { sessionPage } from "./web/session-page.ts";
 import { webApp } from "./web/web-app.ts";
 
 const HOUSEKEEPING_MS = 60 * 60 * 1000;
 const DAY_MS = 24 * 3600_000;
-
-/**
- * The Slack and GitHub integrations' modules, loaded only when they are configured: Bolt (with Socket
- * Mode, Express and undici) and Octokit are megabytes of memory a server without them would hold for
- * nothing. Their configuration is still checked at start, by loadConfig.
- */
-async function loadSlackModules() {
-  const [integration, notifier, statusCard, webApi] = await Promise.all([
-    import("./integrations/slack/index.ts"),
-    import("./integrations/slack/notifier-platform.ts"),
-    import("./integrations/slack/status-card.ts"),
-    import("./integrations/slack/web-api.ts"),
-  ]);
-  return { ...integration, ...notifier, ...statusCard, ...webApi };
-}
-
-async function loadGitHubModules() {
-  const [integration, notifier] = await Promise.all([
-    import("./integrations/github/index.ts"),
-    import("./integrations/github/notifier-platform.ts"),
-  ]);
-  return { ...integration, ...notifier };
-}
 
 export interface Dispatch {
   url: string;
@@ -95,10 +66,8 @@ export interface Dispatch {
   runService: RunService;
   executor: Executor | undefined;
   server: FastifyInstance;
-  /** The Slack app, when SLACK_BOT_TOKEN is configured. */
-  slack: SlackIntegration | undefined;
-  /** The GitHub integration (POST /github/webhooks), when GITHUB_APP_ID or GITHUB_TOKEN is configured. */
-  github: GitHubIntegration | undefined;
+  /** The configured surfaces (src/surfaces/registry.ts, plus any a test adds), by platform. */
+  surfaces: ReadonlyMap<string, Surface>;
   /**
    * The notifier (Slack status cards and replies, GitHub tracking comments and final comments), when Slack
    * or GitHub is configured.
@@ -119,8 +88,10 @@ export async function startDispatch(
     builtin?: Partial<BuiltinHarnessOptions>;
     /** Overrides for the external agent harnesses (claude, codex, gemini): tests shorten the limits. */
     external?: Omit<ExternalHarnessOptions, "provider">;
-    /** GitHub client overrides (tests turn the request pacing off so that they need not wait). */
-    github?: { throttle?: boolean };
+    /** Options for one surface by its platform (tests turn GitHub's request pacing off: { github: { throttle: false } }). */
+    surfaceOptions?: Record<string, unknown>;
+    /** Surfaces besides the registry's (a test's own surface, built through the same contract). */
+    surfaces?: readonly SurfaceDefinition[];
     /** Pause between measurements of a running workspace's disk use (tests shorten it). */
     diskCheckIntervalMs?: number;
     /** The scheduler's clock and waits (tests run schedules on an accelerated clock). */
@@ -306,35 +277,7 @@ export async function startDispatch(
     publicUrl: () => publicUrl,
     ...(opts.web?.now ? { now: opts.web.now } : {}),
   });
-  const slackModules = config.slack ? await loadSlackModules() : undefined;
-  const githubModules = config.github ? await loadGitHubModules() : undefined;
-  // GitHub users sign in with a code commented on GitHub (`@bot login <code>`), as the principal their
-  // runs name (`github:<login>`) in the team of the GitHub integration's runs; not when fronting another
-  // Dispatch, whose runs this web app does not show.
-  const githubSignIn =
-    config.github && githubModules && !config.runService
-      ? new GitHubSignIn({
-          store,
-          signIn: webSignIn,
-          teamId: async () => (await runService.ensureServiceAccount(githubModules.GITHUB_PRINCIPAL)).team.id,
-          publicUrl: () => publicUrl,
-          handle: config.github.botHandle,
-          minPermission: config.settings.github.min_permission,
-        })
-      : undefined;
-  if (serveApi)
-    server.register(webApp, {
-      ...(githubSignIn ? { githubSignIn } : {}),
-      signIn: webSignIn,
-      runService,
-      store,
-      attachments: { store, links: attachmentLinks },
-      publicUrl: () => publicUrl,
-      stallAfterMs: config.stallAfterMs,
-      slashCommand: config.slack?.command ?? "/agent",
-    });
-  // Slack: the app answers POST /slack/events (or connects in Socket Mode); the notifier reports back.
-  // Remote mode: the integrations and the notifier front another Dispatch instead of this one.
+  // Remote mode: the surfaces and the notifier front another Dispatch instead of this one.
   // The HTTP client it talks through is loaded only in remote mode.
   const remoteRuns = config.runService
     ? new (await import("./runs/http-runs-api.ts")).HttpRunsApi({
@@ -347,82 +290,45 @@ export async function startDispatch(
     role: "member" | "read",
   ): Promise<RunsApi> =>
     remoteRuns ?? (await inProcessRunsApiFor(runService, () => publicUrl, { ...who, role }));
-  const slackSchedules = async (slackModules: Awaited<ReturnType<typeof loadSlackModules>>) => {
-    const { principal, team } = await runService.ensureServiceAccount(slackModules.SLACK_PRINCIPAL);
-    return slackModules.inProcessChannelSchedules(schedules, team.id, principal.id);
+  // Every configured surface, built through one contract (src/surfaces/surface.ts): its inbound routes
+  // (api role), its threads' audience for the access rule, its notifier platform (notifier role).
+  const surfaceContext: SurfaceContext = {
+    config,
+    log,
+    store,
+    access,
+    inbound: serveApi,
+    outbound: roles.has("notifier"),
+    runsApi: (who) => runsApiFor(who, "member"),
+    ...(remoteRuns
+      ? {}
+      : { serviceAccount: (who) => runService.ensureServiceAccount(who), schedules, webSignIn }),
+    editIntervalMs: opts.notifier?.editIntervalMs ?? {},
+    options: opts.surfaceOptions ?? {},
+    publicUrl: () => publicUrl,
   };
-  // Slack and GitHub deliveries are received and handled by the api role; the notifier answers in threads.
-  const slack =
-    config.slack && slackModules && serveApi
-      ? slackModules.createSlackIntegration({
-          config: config.slack,
-          settings: config.settings.slack,
-          runs: await runsApiFor(slackModules.SLACK_PRINCIPAL, "member"),
-          access,
-          // In process only: the runs of a remote Dispatch's schedule could not report to this bot's channels.
-          ...(remoteRuns ? {} : { schedules: await slackSchedules(slackModules) }),
-          // A Slack user signs in as the principal their runs name (`slack:<team>:<user>`), in the team
-          // the Slack app's runs belong to; a remote Dispatch's runs are not this web app's to show.
-          ...(remoteRuns
-            ? {}
-            : {
-                webLogin: async (creator) => {
-                  const { team } = await runService.ensureServiceAccount(slackModules.SLACK_PRINCIPAL);
-                  return webSignIn.issueLink({
-                    id: creator.uid,
-                    teamId: team.id,
-                    type: "user",
-                    displayName: creator.display_name,
-                    email: creator.email ?? null,
-                  });
-                },
-              }),
-          store,
-          log,
-          renderStatus: (run, binding) => slackModules.renderStatusCard(run, binding ?? null, Date.now()),
-          inbox: { leaseMs: config.leaseMs, pollMs: config.pollIntervalMs },
-          repositories: {
-            serverUrl: config.delivery.serverUrl,
-            allowFileRemotes: config.delivery.allowFileRemotes,
-            allowedHosts: config.settings.git.allowed_hosts,
-          },
-        })
-      : undefined;
-  slack?.register(server); // routes must exist before the server listens
-  if (slack) access.register(slack.audience);
-  // GitHub: the integration answers POST /github/webhooks; the notifier reports back on the issue.
-  const githubClients =
-    config.github && githubModules
-      ? new githubModules.GitHubClients({
-          auth: config.github.auth,
-          apiUrl: config.github.apiUrl,
-          log,
-          ...(opts.github?.throttle !== undefined ? { throttle: opts.github.throttle } : {}),
-        })
-      : undefined;
-  // Only the api role receives webhooks; the configuration requires their secret exactly then.
-  const github =
-    config.github?.webhookSecret && githubModules && githubClients && serveApi
-      ? githubModules.createGitHubIntegration({
-          config: { ...config.github, webhookSecret: config.github.webhookSecret },
-          settings: config.settings.github,
-          clients: githubClients,
-          runs: await runsApiFor(githubModules.GITHUB_PRINCIPAL, "member"),
-          store,
-          log,
-          inbox: { leaseMs: config.leaseMs, pollMs: config.pollIntervalMs },
-          serverUrl: config.delivery.serverUrl,
-          ...(githubSignIn ? { webLogin: githubSignIn } : {}),
-        })
-      : undefined;
-  github?.register(server);
-  if (github) access.register(github.audience);
-  if (config.github) {
-    log.info(
-      { path: "/github/webhooks", auth: config.github.auth.kind, handle: `@${config.github.botHandle}` },
-      "GitHub integration enabled",
-    );
+  const surfaces = new Map<string, Surface>();
+  for (const definition of [...SURFACES, ...(opts.surfaces ?? [])]) {
+    if (!definition.configured(config)) continue;
+    const surface = await (await definition.load()).createSurface(surfaceContext);
+    surfaces.set(surface.platform, surface);
+    surface.inbound?.register(server); // routes must exist before the server listens
+    if (surface.audience) access.register(surface.audience);
   }
+  const lent = [...surfaces.values()];
+  const pullRequests = lent.find((s) => s.pullRequests)?.pullRequests;
+  const commentSignIn = lent.find((s) => s.commentSignIn)?.commentSignIn;
+  if (serveApi)
+    server.register(webApp, {
+      ...(commentSignIn ? { githubSignIn: commentSignIn } : {}),
+      signIn: webSignIn,
+      runService,
+      store,
+      attachments: { store, links: attachmentLinks },
+      publicUrl: () => publicUrl,
+      stallAfterMs: config.stallAfterMs,
+      slashCommand: config.slack?.command ?? "/agent",
+    });
 
   await server.listen({ host: config.host, port: config.port });
   const address = server.server.address();
@@ -453,9 +359,7 @@ export async function startDispatch(
         remotes: { allowedHosts: config.settings.git.allowed_hosts, lookup: opts.lookup ?? systemLookup },
         gitAuthor: config.delivery.gitAuthor,
         prDraft: config.delivery.prDraft,
-        ...(githubModules && githubClients
-          ? { pullRequests: new githubModules.GitHubPullRequests(githubClients) }
-          : {}),
+        ...(pullRequests ? { pullRequests } : {}),
         sessionLink: (run) => `${publicUrl}/sessions/${run.sessionId}`,
       },
       cost: {
@@ -468,33 +372,14 @@ export async function startDispatch(
     await executor.start();
   }
   // Handle stored deliveries, also those acknowledged before a crash; connect in Socket Mode.
-  await slack?.start();
-  github?.start();
-  // The notifier reports SLACK runs with the bot token and GITHUB_WEBHOOK runs through the GitHub clients.
+  for (const surface of surfaces.values()) await surface.inbound?.start();
+  // The notifier reports each run to the surface its thread is bound to, through that surface's platform.
   const notifierOptions = {
     ...DEFAULT_NOTIFIER_OPTIONS,
     stallAfterMs: config.stallAfterMs,
     ...opts.notifier,
   };
-  const platforms: NotifierPlatform[] = [];
-  if (config.slack && slackModules) {
-    platforms.push(
-      slackModules.slackNotifierPlatform({
-        slack: new slackModules.WebApiSlackPoster(config.slack.botToken, { apiUrl: config.slackApiUrl, log }),
-        store,
-        editIntervalMs: notifierOptions.editIntervalMs,
-      }),
-    );
-  }
-  if (githubModules && githubClients) {
-    platforms.push(
-      githubModules.githubNotifierPlatform({
-        clients: githubClients,
-        store,
-        editIntervalMs: notifierOptions.githubEditIntervalMs,
-      }),
-    );
-  }
+  const platforms = [...surfaces.values()].flatMap((surface) => (surface.notifier ? [surface.notifier] : []));
   const notifier =
     roles.has("notifier") && platforms.length > 0
       ? new Notifier({
@@ -547,8 +432,7 @@ export async function startDispatch(
     runService,
     executor,
     server,
-    slack,
-    github,
+    surfaces,
     notifier,
     generatedAdminKey,
     stop() {
@@ -556,8 +440,8 @@ export async function startDispatch(
         accepting = false;
         clearInterval(housekeeping);
         await scheduler?.stop(); // a firing under way commits (or not) before the store closes
-        await slack?.stop(); // lets acknowledged requests finish
-        await github?.stop();
+        // Lets acknowledged requests finish.
+        for (const surface of surfaces.values()) await surface.inbound?.stop();
         await notifier?.stop(); // hands claimed outbox rows back
         await executor?.stop(config.shutdownGraceMs);
         await server.close();

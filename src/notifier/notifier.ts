@@ -16,13 +16,11 @@ export interface NotifierOptions {
   /** Polling interval of the run changes (a poke starts a tick sooner). */
   tickMs: number;
   /**
-   * At most one Slack card edit per run per this window: Slack allows about one chat.update per second
-   * per message (and ~50 per minute per workspace, which 429 + Retry-After handles). A longer window only
-   * delays what a person sees; the first post is never delayed.
+   * At most one card edit per run per this window, by platform, where it overrides the surface's own
+   * (each surface knows its platform's limits). A longer window only delays what a person sees; the first
+   * post is never delayed. Read by the surfaces when they build their platforms.
    */
-  editIntervalMs: number;
-  /** The same for GitHub tracking comments (INTEGRATIONS.md: at most one edit per 10 s). */
-  githubEditIntervalMs: number;
+  editIntervalMs: Readonly<Record<string, number>>;
   /**
    * Each tick re-reads changes this far behind its high-water mark: a change committed late with an older
    * updated_at (a slow writer, another replica, clock skew) is still seen. Per-run card state makes the
@@ -44,8 +42,7 @@ export interface NotifierOptions {
 
 export const DEFAULT_NOTIFIER_OPTIONS: NotifierOptions = {
   tickMs: 1000,
-  editIntervalMs: 1000,
-  githubEditIntervalMs: 10_000,
+  editIntervalMs: {},
   lookbackMs: 5000,
   bindGraceMs: 30_000,
   pageSize: 200,
@@ -63,7 +60,7 @@ const CURSOR = "notifier";
 const EPOCH = "1970-01-01T00:00:00.000Z";
 
 /**
- * Reports runs started from Slack and GitHub back to their thread or issue (DESIGN.md "notifier"). Each
+ * Reports runs back to the thread their surface bound them to (DESIGN.md "notifier"). Each
  * tick reads the runs changed since its high-water mark through RunsApi (`updated_after`, sorted by
  * updated_at ascending: one query per platform per tick whatever the number of runs), compares what each
  * card (Slack status card, GitHub tracking comment) would show with what it last showed, and records the

@@ -22,7 +22,9 @@ describe("config.branch", () => {
     remotes.create("acme/app", { "README.md": "# app\n" });
     github = await new FakeGitHub().start();
     github.gitRoot = remotes.root;
-    t = await startTestDispatch(deliveryEnv(remotes, github), { github: { throttle: false } });
+    t = await startTestDispatch(deliveryEnv(remotes, github), {
+      surfaceOptions: { github: { throttle: false } },
+    });
   });
   afterAll(async () => {
     await t?.stop();

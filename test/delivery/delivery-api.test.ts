@@ -23,7 +23,7 @@ describe("delivery of API runs", () => {
       {
         ...deliveryEnv(remotes, github),
       },
-      { github: { throttle: false } },
+      { surfaceOptions: { github: { throttle: false } } },
     );
   });
   afterAll(async () => {

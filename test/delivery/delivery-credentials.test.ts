@@ -70,7 +70,7 @@ describe("delivery credentials", () => {
         GITHUB_BOT_HANDLE: "dispatch",
       }),
       createLogger("debug", sink),
-      { github: { throttle: false } },
+      { surfaceOptions: { github: { throttle: false } } },
     );
   });
   afterAll(async () => {

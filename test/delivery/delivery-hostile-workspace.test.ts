@@ -30,7 +30,7 @@ describe.skipIf(bwrapProblem !== undefined)("delivery from a hostile workspace",
         ...deliveryEnv(remotes, github),
         DISPATCH_SANDBOX: "bwrap",
       },
-      { github: { throttle: false } },
+      { surfaceOptions: { github: { throttle: false } } },
     );
   });
   afterAll(async () => {

@@ -40,7 +40,7 @@ describe("repositories named by URL", () => {
     t = await startTestDispatch(
       { ...deliveryEnv(remotes, github), DISPATCH_CONFIG_FILE: configFile },
       {
-        github: { throttle: false },
+        surfaceOptions: { github: { throttle: false } },
         lookup: async (host) => {
           const addresses = RESOLVES[host];
           if (!addresses) throw new Error(`getaddrinfo ENOTFOUND ${host}`);

@@ -3,7 +3,7 @@ import { slackNotifierPlatform } from "../../src/integrations/slack/notifier-pla
 import { WebApiSlackPoster } from "../../src/integrations/slack/web-api.ts";
 import { createLogger } from "../../src/log.ts";
 import { NOTIFIER_PRINCIPAL } from "../../src/notifier/index.ts";
-import { DEFAULT_NOTIFIER_OPTIONS, Notifier, type NotifierOptions } from "../../src/notifier/notifier.ts";
+import { Notifier, type NotifierOptions } from "../../src/notifier/notifier.ts";
 import { inProcessRunsApiFor, type RunsApi } from "../../src/runs/runs-api.ts";
 import { startTestDispatch, type TestDispatch, waitFor, waitForState } from "../support/dispatch.ts";
 import { FakeSlack, type SlackCall } from "../support/fake-slack.ts";
@@ -13,7 +13,7 @@ const log = createLogger(process.env.TEST_LOG_LEVEL ?? "silent");
 /** Fast timings: a tick every 20 ms, edits at least 150 ms apart, retries from 20 ms. */
 const FAST: Partial<NotifierOptions> = {
   tickMs: 20,
-  editIntervalMs: 150,
+  editIntervalMs: { slack: 150 },
   outbox: { pollMs: 20, retryBaseMs: 20, retryMaxMs: 200, maxAttempts: 6, leaseMs: 2000 },
 };
 
@@ -125,7 +125,7 @@ describe("notifier: status card through the real executor", () => {
       .sort((a, b) => a - b);
     expect(sentCards.length).toBe(ok("chat.update", (c) => c.args.ts === ts).length + 1);
     for (let i = 1; i < sentCards.length; i++)
-      expect(sentCards[i]! - sentCards[i - 1]!).toBeGreaterThanOrEqual(FAST.editIntervalMs!);
+      expect(sentCards[i]! - sentCards[i - 1]!).toBeGreaterThanOrEqual(FAST.editIntervalMs!.slack!);
     // The final card has no Cancel button; the reply mentions the requester exactly once, in the thread.
     expect(JSON.stringify(slack.message("C1", ts)?.blocks)).not.toContain("dispatch_cancel");
     const [reply] = finalReplies("C1");
@@ -179,7 +179,7 @@ describe("notifier: status card through the real executor", () => {
   });
 
   it("elapsed time alone does not edit the card every tick", async () => {
-    await startWithNotifier({ ...FAST, editIntervalMs: 50 });
+    await startWithNotifier({ ...FAST, editIntervalMs: { slack: 50 } });
     const id = await slackRun("$ sleep 1.2", { channel: "C4" });
     const ts = await cardRef(id);
     await waitForState(t, id, ["SUCCEEDED"]);
@@ -259,7 +259,7 @@ describe("notifier: restarts and several instances", () => {
         slackNotifierPlatform({
           slack: new WebApiSlackPoster(slack.token, { apiUrl: slack.url, log }),
           store: t.dispatch.store,
-          editIntervalMs: options.editIntervalMs ?? DEFAULT_NOTIFIER_OPTIONS.editIntervalMs,
+          editIntervalMs: options.editIntervalMs?.slack ?? 1000,
         }),
       ],
       log,

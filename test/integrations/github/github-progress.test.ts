@@ -137,7 +137,7 @@ describe("GitHub progress through the notifier", () => {
 
   it("edits are coalesced: at most one per edit window, none when nothing shown changed", async () => {
     const windowMs = 800;
-    g = await startGitHubDispatch({ notifier: { githubEditIntervalMs: windowMs } });
+    g = await startGitHubDispatch({ notifier: { editIntervalMs: { github: windowMs } } });
     g.fake.permissions.set("octocat", "write");
     const issue = uniqueIssue();
     await g.comment({ issue, login: "octocat", body: `@${HANDLE}\n$ echo a\n$ echo b\n$ echo c` });

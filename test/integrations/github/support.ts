@@ -21,8 +21,7 @@ export const INSTALLATION_ID = 4242;
 /** Fast notifier timings for tests (the 10 s GitHub edit window is a production value). */
 export const FAST_NOTIFIER: Partial<NotifierOptions> = {
   tickMs: 50,
-  editIntervalMs: 200,
-  githubEditIntervalMs: 200,
+  editIntervalMs: { slack: 200, github: 200 },
   outbox: { pollMs: 50, retryBaseMs: 50, retryMaxMs: 200 },
 };
 
@@ -173,7 +172,7 @@ export async function startGitHubDispatch(
     { ...env, ...opts.env },
     {
       notifier: { ...FAST_NOTIFIER, ...opts.notifier },
-      github: { throttle: opts.throttle ?? false },
+      surfaceOptions: { github: { throttle: opts.throttle ?? false } },
       ...(opts.web ? { web: opts.web } : {}),
     },
   );
@@ -219,7 +218,7 @@ export async function startGitHubDispatch(
     },
     runs,
     async settle() {
-      await t.dispatch.github?.idle();
+      await t.dispatch.surfaces.get("github")?.inbound?.idle();
       await waitFor(
         async () => {
           const rows = await t.dispatch.store.countOutboxByState();

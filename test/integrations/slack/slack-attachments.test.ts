@@ -168,7 +168,7 @@ describe("Slack files as run attachments", () => {
     const event = { text: "<@UBOT> $ echo once", ts, files: [png] };
     await s.mention(event, { eventId: "EvATTACHONCE" });
     await s.mention(event, { eventId: "EvATTACHONCE", headers: { "x-slack-retry-num": "1" } });
-    await s.t.dispatch.slack?.idle();
+    await s.t.dispatch.surfaces.get("slack")?.inbound?.idle();
 
     const run = await runWithPrompt(s, "$ echo once");
     expect((await s.runs()).filter((r) => r.prompt === "$ echo once")).toHaveLength(1);

@@ -149,7 +149,7 @@ describe("Slack runs delivered to a repository", () => {
     expect(inThread.args.thread_ts).toBe(mentionTs);
     expect(String(inThread.args.text)).toContain('"a/b/c" is not a repository');
 
-    await s.t.dispatch.slack!.idle();
+    await s.t.dispatch.surfaces.get("slack")!.inbound!.idle();
     expect(await s.runs()).toHaveLength(before);
     expect(
       await s.t.dispatch.store.getChannelSettings({ platform: "slack", workspace: TEAM, channel: CHANNEL }),

@@ -70,7 +70,7 @@ describe("dedupe is persisted", () => {
     const first = await startSlackDispatch({ env });
     await first.mention({ text: "<@UBOT> $ echo before restart", ts }, { eventId: "EvRESTART" });
     await waitFor(async () => (await first.runs()).length === 1);
-    await first.t.dispatch.slack!.idle();
+    await first.t.dispatch.surfaces.get("slack")!.inbound!.idle();
     await first.stop();
 
     const second = await startSlackDispatch({ env });
@@ -80,7 +80,7 @@ describe("dedupe is persisted", () => {
       { eventId: "EvRESTART", headers: { "x-slack-retry-num": "2", "x-slack-retry-reason": "http_timeout" } },
     );
     expect(retry.status).toBe(200);
-    await second.t.dispatch.slack!.idle();
+    await second.t.dispatch.surfaces.get("slack")!.inbound!.idle();
     expect(await second.runs()).toHaveLength(1);
     expect(second.fake.calls.filter((c) => c.method === "reactions.add")).toEqual([]);
   });

@@ -180,7 +180,7 @@ describe("slash command", () => {
     await waitFor(async () => (await s.runs()).filter((r) => r.prompt === text).length === 2, {
       what: "2 runs",
     });
-    await s.t.dispatch.slack!.idle();
+    await s.t.dispatch.surfaces.get("slack")!.inbound!.idle();
     const runs = (await s.runs()).filter((r) => r.prompt === text);
     expect(runs.map((r) => r.creator.uid).sort()).toEqual([`slack:${TEAM}:U2`, `slack:${TEAM}:U3`]);
   });
@@ -263,7 +263,7 @@ describe("mentions and thread follow-ups", () => {
     // The same message delivered under another event id (a second subscription) is not a new run either.
     await s.mention(event, { eventId: "EvRETRY2" });
     await runWithPrompt(s, "$ echo retried");
-    await s.t.dispatch.slack!.idle();
+    await s.t.dispatch.surfaces.get("slack")!.inbound!.idle();
     expect((await s.runs()).filter((r) => r.prompt === "$ echo retried")).toHaveLength(1);
   });
 
@@ -328,7 +328,7 @@ describe("mentions and thread follow-ups", () => {
     const ts = nextTs();
     await s.mention({ text: "<@UBOT> $ echo from outside", ts, user: "UEXT", user_team: "T0OTHER" });
     expect(await s.ephemeral("UEXT")).toContain("outside this workspace");
-    await s.t.dispatch.slack!.idle();
+    await s.t.dispatch.surfaces.get("slack")!.inbound!.idle();
     expect((await s.runs()).some((r) => r.prompt === "$ echo from outside")).toBe(false);
     expect(s.fake.calls.some((c) => c.method === "reactions.add" && c.args.timestamp === ts)).toBe(false);
   });
@@ -392,7 +392,7 @@ describe("allowlists", () => {
     expect(await s.ephemeral("U1")).toContain("not enabled in this channel");
     await s.command({ text: "$ echo allowed", user_id: "U1" });
     await runWithPrompt(s, "$ echo allowed");
-    await s.t.dispatch.slack!.idle();
+    await s.t.dispatch.surfaces.get("slack")!.inbound!.idle();
     expect((await s.runs()).map((r) => r.prompt)).toEqual(["$ echo allowed"]);
   });
 });

@@ -31,7 +31,7 @@ describe("a stalled run's Slack card (DISPATCH_STALL_AFTER_S=1)", () => {
     s = await startSlackDispatch({
       env: { DISPATCH_STALL_AFTER_S: "1" },
       // Card edits as soon as they are due: the test looks at every edit the card gets.
-      dispatch: { notifier: { editIntervalMs: 50 } },
+      dispatch: { notifier: { editIntervalMs: { slack: 50 } } },
     });
   });
   afterAll(() => s.stop());
