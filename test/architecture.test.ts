@@ -25,10 +25,19 @@ interface Import {
 interface Rule {
   name: string;
   governs(file: string): boolean;
-  forbids(target: string): boolean;
+  /** Whether `file` may not import `target`. */
+  forbids(target: string, file: string): boolean;
 }
 
 const inside = (dir: string) => (path: string) => path.startsWith(`${dir}/`);
+/**
+ * The surface folder a file is in: src/integrations/<surface>/, a folder with a surface.ts (others there,
+ * such as attachments/, are what surfaces share). Undefined for any other file.
+ */
+const surfaceOf = (path: string) => {
+  const folder = /^src\/integrations\/([^/]+)\//.exec(path)?.[1];
+  return folder && existsSync(join(ROOT, "src/integrations", folder, "surface.ts")) ? folder : undefined;
+};
 const isSrc = inside("src");
 
 const RULES: Rule[] = [
@@ -41,6 +50,12 @@ const RULES: Rule[] = [
     name: "src/store does not import src/runs",
     governs: inside("src/store"),
     forbids: inside("src/runs"),
+  },
+  {
+    // A surface is a folder: what surfaces share lives at src/integrations/ root (grammar, the inbox queue).
+    name: "a surface imports nothing of another surface",
+    governs: (file) => surfaceOf(file) !== undefined,
+    forbids: (target, file) => surfaceOf(target) !== undefined && surfaceOf(target) !== surfaceOf(file),
   },
   {
     name: "src/notifier does not import src/integrations",
@@ -68,7 +83,7 @@ const RULES: Rule[] = [
 /** Every import of `rule`'s files that the rule forbids, as `file:line imports "specifier" (target)`. */
 function violations(rule: Rule, imports: Import[]): string[] {
   return imports
-    .filter((i) => rule.governs(i.file) && i.target !== undefined && rule.forbids(i.target))
+    .filter((i) => rule.governs(i.file) && i.target !== undefined && rule.forbids(i.target, i.file))
     .map((i) => `${i.file}:${i.line} imports "${i.specifier}" (${i.target})`);
 }
 
@@ -183,6 +198,24 @@ describe("architecture: what src/ may import", () => {
         specifier: "./executor/executor.ts",
         target: "src/executor/executor.ts",
       },
+      {
+        file: "src/integrations/slack/verbs.ts",
+        line: 8,
+        specifier: "../github/messages.ts",
+        target: "src/integrations/github/messages.ts",
+      },
+      {
+        file: "src/integrations/slack/verbs.ts",
+        line: 9,
+        specifier: "./access.ts",
+        target: "src/integrations/slack/access.ts",
+      },
+      {
+        file: "src/integrations/slack/verbs.ts",
+        line: 10,
+        specifier: "../grammar.ts",
+        target: "src/integrations/grammar.ts",
+      },
     ];
     const byRule = Object.fromEntries(RULES.map((rule) => [rule.name, violations(rule, bad)]));
     expect(byRule).toEqual({
@@ -190,6 +223,9 @@ describe("architecture: what src/ may import", () => {
         'src/model/run.ts:3 imports "../runs/run-service.ts" (src/runs/run-service.ts)',
       ],
       "src/store does not import src/runs": [],
+      "a surface imports nothing of another surface": [
+        'src/integrations/slack/verbs.ts:8 imports "../github/messages.ts" (src/integrations/github/messages.ts)',
+      ],
       "src/notifier does not import src/integrations": [],
       "src/client imports nothing of src outside src/client": [],
       "src/api/routes and src/web do not import src/api/server.ts": [
@@ -199,5 +235,18 @@ describe("architecture: what src/ may import", () => {
         'src/config.ts:2 imports "./executor/sandbox.ts" (src/executor/sandbox.ts)',
       ],
     });
+  });
+
+  it("the notifier names no surface: it reports through whichever platforms the surfaces register", () => {
+    const named = readdirSync(join(ROOT, "src/notifier"))
+      .filter((f) => f.endsWith(".ts"))
+      .flatMap((f) =>
+        readFileSync(join(ROOT, "src/notifier", f), "utf8")
+          .split("\n")
+          .flatMap((line, i) =>
+            /slack|github/i.test(line) ? [`src/notifier/${f}:${i + 1}: ${line.trim()}`] : [],
+          ),
+      );
+    expect(named).toEqual([]);
   });
 });

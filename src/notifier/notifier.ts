@@ -63,7 +63,7 @@ const EPOCH = "1970-01-01T00:00:00.000Z";
  * Reports runs back to the thread their surface bound them to (DESIGN.md "notifier"). Each
  * tick reads the runs changed since its high-water mark through RunsApi (`updated_after`, sorted by
  * updated_at ascending: one query per platform per tick whatever the number of runs), compares what each
- * card (Slack status card, GitHub tracking comment) would show with what it last showed, and records the
+ * card (a chat status card, a tracker's tracking comment) would show with what it last showed, and records the
  * difference (card post/edit, terminal reply, reaction) in the outbox in one atomic step. The
  * OutboxDeliverer sends it through the platform's transport.
  */

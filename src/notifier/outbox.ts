@@ -32,7 +32,7 @@ export type DeliveryOutcome = "sent" | "retry" | "rate_limited" | "dead";
 class LeaseLost extends Error {}
 
 /**
- * Delivers the persisted outbox through each platform's `send` (Slack, GitHub). Rows are claimed atomically
+ * Delivers the persisted outbox through each surface's platform `send`. Rows are claimed atomically
  * with a lease, so two instances on one store never send the same row; each row's stream (a run's card, a run's thread) goes out in order,
  * while different streams go out concurrently, so one slow or rate-limited channel holds back nothing else.
  * Transient failures are retried with p-retry (exponential backoff, jitter); a 429 hands the row back

@@ -3,7 +3,7 @@ import type { RunItem } from "../runs/run-item.ts";
 import type { OutboxRow } from "../store/store.ts";
 
 /**
- * How one platform (Slack, GitHub) shows runs and delivers what the notifier decided. The notifier owns
+ * How one surface's platform shows runs and delivers what the notifier decided. The notifier owns
  * the tick, the card state and the outbox (retries, backoff, Retry-After pauses, dead letters), the same
  * for every platform; a platform renders and sends. Each integration folder provides its own.
  */
@@ -28,7 +28,7 @@ export interface NotifierPlatform {
   outcomeReaction(run: RunItem, binding: ThreadBinding): Record<string, unknown> | undefined;
   /**
    * Sends one outbox row in one attempt. `cardRef` is the platform's id of a card message it created
-   * (a Slack ts, a GitHub comment id). Failures are thrown as SendError.
+   * (a chat message id, a comment id). Failures are thrown as SendError.
    */
   send(row: OutboxRow): Promise<{ cardRef?: string }>;
 }
@@ -46,7 +46,7 @@ export class SendError extends Error {
   }
 }
 
-/** The platform part of an outbox target ("slack:T1:C1" → "slack"). */
+/** The platform part of an outbox target ("chat:T1:C1" → "chat"). */
 export function targetPlatform(target: string): string {
   const i = target.indexOf(":");
   return i < 0 ? target : target.slice(0, i);
