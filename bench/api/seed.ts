@@ -4,7 +4,7 @@ import { v7 as uuidv7 } from "uuid";
 import { DEFAULT_TEAM } from "../../src/model/identity.ts";
 import type { AgentConfig, Artifact, Creator, StatusMessage } from "../../src/model/run.ts";
 import type { RunState } from "../../src/model/run-state.ts";
-import { deriveTitle } from "../../src/runs/run-service.ts";
+import { deriveTitle } from "../../src/runs/run-title.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.ts";
 
 /**

@@ -8,14 +8,6 @@ import { RunError } from "../model/errors.ts";
 import { defaultModelFor, harnessKeyOf } from "../model/harness-wire.ts";
 import { type Caller, DEFAULT_TEAM } from "../model/identity.ts";
 import { mcpUrlAllowed } from "../model/mcp-url-allowlist.ts";
-import {
-  branchNameProblem,
-  isGitHubRepository,
-  parseRepositorySpec,
-  type RepositoryParsing,
-  triggerOf,
-  workBranchName,
-} from "../model/repository.ts";
 import type { AgentConfig, Creator, FollowupOutcome, RunEvent, RunRecord } from "../model/run.ts";
 import { isRunMode, type RunMode } from "../model/run-mode.ts";
 import type { RunState } from "../model/run-state.ts";
@@ -25,12 +17,13 @@ import type {
   RunListQuery,
   ScheduleFire,
   ScheduleFireResult,
-  SortBy,
-  SortOrder,
   Store,
 } from "../store/store.ts";
 import { type AttachmentInput, decodeAttachments } from "./attachments.ts";
 import { idempotencyClaim } from "./idempotency-claim.ts";
+import { decodeCursor, encodeCursor } from "./list-cursor.ts";
+import { type RepositoryDelivery, resolveRepository } from "./run-repository.ts";
+import { deriveTitle, skillNameOf } from "./run-title.ts";
 
 export interface CreateRunInput {
   prompt?: string | null;
@@ -94,7 +87,7 @@ export interface RunServiceOptions {
    * git.allowed_hosts) and whether pull requests can be opened (GitHub credentials are configured). Runs
    * may not name a repository without it.
    */
-  delivery?: RepositoryParsing & { pullRequests: boolean };
+  delivery?: RepositoryDelivery;
   /**
    * Why the harness (registry key) cannot run this config on this server, or undefined when it can
    * (HarnessRegistry.refusal). Refused at create with operation_not_supported; unchecked when absent.
@@ -153,7 +146,7 @@ export class RunService {
     const prompt = input.prompt ?? "";
     const id = uuidv7();
     const title = input.title ?? deriveTitle(prompt, skillName);
-    this.resolveRepository(agentConfig, id, title, { parent, triggerUrl: ctx.triggerUrl });
+    resolveRepository(agentConfig, id, title, this.options.delivery, { parent, triggerUrl: ctx.triggerUrl });
     const run: RunRecord = {
       id,
       teamId: ctx.caller.team.id,
@@ -537,75 +530,6 @@ export class RunService {
     );
   }
 
-  /**
-   * The run's repository, base, work branch and delivery mode (DELIVERY.md), normalised on the config so
-   * every surface shows them: `owner/repo@base` splits, the work branch is named now. A `config.branch`
-   * given must be the run's own: the executor checks the remote (branch-ownership.ts); here, a `dispatch/`
-   * branch, which is another run's, is refused unless this run continues that run (`parent_run_id`) or
-   * was started on a pull request of the repository, whose head it may be.
-   */
-  private resolveRepository(
-    config: AgentConfig,
-    runId: string,
-    title: string,
-    context: { parent: RunRecord | undefined; triggerUrl: string | undefined },
-  ): void {
-    for (const field of ["base_branch", "branch", "delivery"] as const) {
-      if (config[field] !== undefined && !config.repository)
-        throw new RunError("invalid_request", `config.${field} needs config.repository`);
-    }
-    if (!config.repository) return;
-    const delivery = this.options.delivery;
-    if (!delivery) {
-      throw new RunError(
-        "invalid_request",
-        "config.repository: this server does not deliver to repositories",
-      );
-    }
-    const spec = parseRepositorySpec(config.repository, delivery);
-    if (typeof spec === "string") throw new RunError("invalid_request", `config.repository: ${spec}`);
-    if (spec.base && config.base_branch && spec.base !== config.base_branch) {
-      throw new RunError(
-        "invalid_request",
-        `config.repository names the base branch "${spec.base}" and config.base_branch "${config.base_branch}": give one`,
-      );
-    }
-    const base = spec.base ?? config.base_branch;
-    for (const [field, name] of [
-      ["base_branch", base],
-      ["branch", config.branch],
-    ] as const) {
-      const problem = name === undefined ? undefined : branchNameProblem(name);
-      if (problem) throw new RunError("invalid_request", `config.${field}: "${name}" ${problem}`);
-    }
-    if (config.branch && config.branch === base) {
-      throw new RunError(
-        "invalid_request",
-        "config.branch: Dispatch does not push to the base branch; leave config.branch out for a new branch",
-      );
-    }
-    if (config.branch?.startsWith("dispatch/") && !continuesBranch(spec.repository, config.branch, context)) {
-      throw new RunError(
-        "invalid_request",
-        `config.branch: ${config.branch} is a branch Dispatch named for another run; a run works on it only to continue that run (parent_run_id). Leave config.branch out for a new branch, or name one that does not exist yet.`,
-      );
-    }
-    const onGitHub = isGitHubRepository(spec.repository);
-    if (config.delivery === "pull_request" && !(onGitHub && delivery.pullRequests)) {
-      throw new RunError(
-        "invalid_request",
-        onGitHub
-          ? "config.delivery: pull requests need the GitHub integration: set GITHUB_TOKEN or GITHUB_APP_ID on the server, or use delivery branch"
-          : "config.delivery: pull requests are opened on GitHub repositories (owner/repo) only; use delivery branch for a git URL",
-      );
-    }
-    config.repository = spec.repository;
-    if (base) config.base_branch = base;
-    else delete config.base_branch;
-    config.delivery ??= onGitHub && delivery.pullRequests ? "pull_request" : "branch";
-    if (config.delivery !== "none") config.branch ??= workBranchName(runId, title);
-  }
-
   private resolveConfig(input: CreateRunInput): AgentConfig {
     const given = Object.fromEntries(
       Object.entries(input.config ?? {}).filter(([, v]) => v !== null && v !== undefined),
@@ -666,97 +590,6 @@ export function creatorOf(caller: Pick<Caller, "principal">): Creator {
   };
 }
 
-/**
- * Whether a run may name `branch` of `repository` as its work branch at create: it continues the run whose
- * branch it is (`parent`), or it was started on a pull request of that repository (a GitHub comment; the
- * executor checks that the branch is that pull request's head).
- */
-function continuesBranch(
-  repository: string,
-  branch: string,
-  context: { parent: RunRecord | undefined; triggerUrl: string | undefined },
-): boolean {
-  const parent = context.parent?.agentConfig;
-  if (parent?.branch === branch && parent.repository?.toLowerCase() === repository.toLowerCase()) return true;
-  return triggerOf(context.triggerUrl, repository)?.kind === "pull";
-}
-
 function notFound(runId: string): RunError {
   return new RunError("resource_not_found", `no run ${runId}`);
-}
-
-/** The prompt's first non-empty line, trimmed, cut to 80 characters with "…"; a skill-only run's skill name. */
-export function deriveTitle(prompt: string, skillName?: string): string {
-  const line = prompt
-    .split(/\r?\n/)
-    .map((l) => l.trim())
-    .find((l) => l !== "");
-  if (!line) return skillName ?? "Untitled run";
-  const chars = [...line];
-  return chars.length <= 80 ? line : `${chars.slice(0, 79).join("")}…`;
-}
-
-/** `owner/repo:name` → name; `owner/repo:path/to/name/SKILL.md` → name. */
-export function skillNameOf(spec: string): string {
-  const path = spec.includes(":") ? spec.slice(spec.indexOf(":") + 1) : spec;
-  const parts = path.split("/").filter(Boolean);
-  if (parts.at(-1)?.toUpperCase() === "SKILL.MD") parts.pop();
-  return parts.at(-1) ?? spec;
-}
-
-interface Cursor {
-  s: SortBy;
-  o: SortOrder;
-  /** Null only under `agent` sorting, after a run without an agent name. */
-  v: string | null;
-  i: string;
-}
-
-function sortValue(sortBy: SortBy, run: RunRecord): string | null {
-  switch (sortBy) {
-    case "title":
-      return run.title;
-    case "created_at":
-      return run.createdAt;
-    case "agent":
-      return run.agentConfig.name ?? null;
-    default:
-      return run.updatedAt;
-  }
-}
-
-function encodeCursor(sortBy: SortBy, sortOrder: SortOrder, last: RunRecord): string {
-  const value = sortValue(sortBy, last);
-  const cursor: Cursor = { s: sortBy, o: sortOrder, v: value, i: last.id };
-  return Buffer.from(JSON.stringify(cursor)).toString("base64url");
-}
-
-function decodeCursor(
-  raw: string,
-  sortBy: SortBy,
-  sortOrder: SortOrder,
-): { value: string | null; id: string } {
-  let cursor: Partial<Cursor>;
-  try {
-    cursor = JSON.parse(Buffer.from(raw, "base64url").toString("utf8"));
-  } catch {
-    throw new RunError(
-      "invalid_request",
-      "cursor: not a cursor returned by this API; start again without it",
-    );
-  }
-  const nullable = cursor?.s === "agent" && cursor.v === null;
-  if ((typeof cursor?.v !== "string" && !nullable) || typeof cursor?.i !== "string") {
-    throw new RunError(
-      "invalid_request",
-      "cursor: not a cursor returned by this API; start again without it",
-    );
-  }
-  if (cursor.s !== sortBy || cursor.o !== sortOrder) {
-    throw new RunError(
-      "invalid_request",
-      `cursor: it was issued for sort_by=${cursor.s}&sort_order=${cursor.o}; repeat the first request's sorting with it`,
-    );
-  }
-  return { value: cursor.v ?? null, id: cursor.i };
 }
