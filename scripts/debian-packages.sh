@@ -1,7 +1,7 @@
 # Sourced by scripts/start and scripts/test: installs the Debian packages a command needs when they are
 # missing, as root with apt-get; elsewhere it says which to install and what goes without them.
 
-# What the run sandbox needs (src/executor/sandbox-provider.ts): bubblewrap for every run (without it
+# What the run sandbox needs (src/sandbox/sandbox-provider.ts): bubblewrap for every run (without it
 # Dispatch refuses to start runs), slirp4netns and nftables for environments with agent_network (the
 # agent's own network, and the filter that keeps it off the host and private addresses).
 SANDBOX_PACKAGES=(bwrap=bubblewrap slirp4netns=slirp4netns nft=nftables)

@@ -20,32 +20,28 @@ import { AgentCatalog } from "./catalog/agents.ts";
 import { EnvironmentCatalog } from "./catalog/environments.ts";
 import { listModels } from "./catalog/models.ts";
 import type { Config } from "./config.ts";
-import { type Lookup, systemLookup } from "./executor/delivery/remote-access.ts";
-import { DEFAULT_DISK_CHECK_INTERVAL_MS } from "./executor/disk-quota.ts";
+import { type Lookup, systemLookup } from "./delivery/remote-access.ts";
 import { Executor } from "./executor/executor.ts";
-import { HarnessRegistry } from "./executor/harness.ts";
-import type { BuiltinHarnessOptions } from "./executor/harnesses/builtin/builtin-harness.ts";
-import { configModelResolver } from "./executor/harnesses/builtin/models.ts";
-import { ClaudeHarness } from "./executor/harnesses/external/claude.ts";
-import { CodexHarness } from "./executor/harnesses/external/codex.ts";
-import type { ExternalHarnessOptions } from "./executor/harnesses/external/external-harness.ts";
-import { GeminiHarness } from "./executor/harnesses/external/gemini.ts";
-import { ScriptedHarness } from "./executor/harnesses/scripted.ts";
-import { LazyHarness } from "./executor/lazy-harness.ts";
 import { unpricedModelOf } from "./executor/run-cost.ts";
-import {
-  createSandboxProvider,
-  type SandboxProvider,
-  SandboxUnavailableError,
-} from "./executor/sandbox-provider.ts";
-import { listLocalSkills } from "./executor/skill-catalog.ts";
-import { SkillResolver } from "./executor/skills.ts";
-import { removeExpiredWorkspaces } from "./executor/workspace-retention.ts";
+import type { BuiltinHarnessOptions } from "./harnesses/builtin/builtin-harness.ts";
+import { configModelResolver } from "./harnesses/builtin/models.ts";
+import { ClaudeHarness } from "./harnesses/external/claude.ts";
+import { CodexHarness } from "./harnesses/external/codex.ts";
+import type { ExternalHarnessOptions } from "./harnesses/external/external-harness.ts";
+import { GeminiHarness } from "./harnesses/external/gemini.ts";
+import { HarnessRegistry } from "./harnesses/harness.ts";
+import { LazyHarness } from "./harnesses/lazy-harness.ts";
+import { ScriptedHarness } from "./harnesses/scripted.ts";
 import { IdentityService } from "./identities/identity-service.ts";
 import { NOTIFIER_PRINCIPAL, Notifier, type NotifierOptions } from "./notifier/index.ts";
 import { DEFAULT_NOTIFIER_OPTIONS } from "./notifier/notifier.ts";
 import { RunService } from "./runs/run-service.ts";
 import { inProcessRunsApiFor, type RunsApi } from "./runs/runs-api.ts";
+import {
+  createSandboxProvider,
+  type SandboxProvider,
+  SandboxUnavailableError,
+} from "./sandbox/sandbox-provider.ts";
 import { ScheduleService } from "./schedules/schedule-service.ts";
 import { Scheduler, type SchedulerOptions } from "./schedules/scheduler.ts";
 import { openStore } from "./store/open-store.ts";
@@ -55,6 +51,10 @@ import type { Surface, SurfaceContext, SurfaceDefinition } from "./surfaces/surf
 import { WebSignIn } from "./web/auth/web-sign-in.ts";
 import { sessionPage } from "./web/session-page.ts";
 import { webApp } from "./web/web-app.ts";
+import { DEFAULT_DISK_CHECK_INTERVAL_MS } from "./workspace/disk-quota.ts";
+import { listLocalSkills } from "./workspace/skill-catalog.ts";
+import { SkillResolver } from "./workspace/skills.ts";
+import { removeExpiredWorkspaces } from "./workspace/workspace-retention.ts";
 
 const HOUSEKEEPING_MS = 60 * 60 * 1000;
 const DAY_MS = 24 * 3600_000;
@@ -178,7 +178,7 @@ export async function startDispatch(
   // The builtin agent (the AI SDK and MCP) is loaded by the first run that uses it.
   const harnesses = new HarnessRegistry().register(new ScriptedHarness()).register(
     new LazyHarness("builtin", async () => {
-      const { BuiltinHarness } = await import("./executor/harnesses/builtin/builtin-harness.ts");
+      const { BuiltinHarness } = await import("./harnesses/builtin/builtin-harness.ts");
       return new BuiltinHarness({
         resolveModel: configModelResolver(config.models),
         maxSteps: config.settings.builtin.max_steps,

@@ -39,6 +39,12 @@ const surfaceOf = (path: string) => {
   return folder && existsSync(join(ROOT, "src/integrations", folder, "surface.ts")) ? folder : undefined;
 };
 const isSrc = inside("src");
+/** The run pipeline's layers, top first. */
+const PIPELINE = ["src/executor", "src/delivery", "src/workspace", "src/harnesses", "src/sandbox"];
+const pipelineLayer = (path: string) => {
+  const i = PIPELINE.findIndex((layer) => inside(layer)(path));
+  return i < 0 ? undefined : i;
+};
 
 const RULES: Rule[] = [
   {
@@ -74,9 +80,18 @@ const RULES: Rule[] = [
     forbids: (target) => target === "src/api/server.ts",
   },
   {
-    name: "src/config.ts does not import src/executor",
+    name: "src/config.ts does not import the run pipeline",
     governs: (file) => file === "src/config.ts",
-    forbids: inside("src/executor"),
+    forbids: (target) => PIPELINE.some((layer) => inside(layer)(target)),
+  },
+  {
+    // The executor's pipeline reads top to bottom: each layer uses only the layers below it.
+    name: "the run pipeline imports only downwards: executor → delivery → workspace → harnesses → sandbox",
+    governs: (file) => pipelineLayer(file) !== undefined,
+    forbids: (target, file) => {
+      const to = pipelineLayer(target);
+      return to !== undefined && to < pipelineLayer(file)!;
+    },
   },
 ];
 
@@ -189,14 +204,26 @@ describe("architecture: what src/ may import", () => {
       {
         file: "src/config.ts",
         line: 2,
-        specifier: "./executor/sandbox.ts",
-        target: "src/executor/sandbox.ts",
+        specifier: "./sandbox/sandbox.ts",
+        target: "src/sandbox/sandbox.ts",
       },
       {
         file: "src/app.ts",
         line: 7,
         specifier: "./executor/executor.ts",
         target: "src/executor/executor.ts",
+      },
+      {
+        file: "src/sandbox/bwrap-sandbox.ts",
+        line: 3,
+        specifier: "../workspace/disk-quota.ts",
+        target: "src/workspace/disk-quota.ts",
+      },
+      {
+        file: "src/workspace/environments.ts",
+        line: 4,
+        specifier: "../sandbox/sandbox.ts",
+        target: "src/sandbox/sandbox.ts",
       },
       {
         file: "src/integrations/slack/verbs.ts",
@@ -231,8 +258,11 @@ describe("architecture: what src/ may import", () => {
       "src/api/routes and src/web do not import src/api/server.ts": [
         'src/web/session-page.ts:9 imports "../api/server.ts" (src/api/server.ts)',
       ],
-      "src/config.ts does not import src/executor": [
-        'src/config.ts:2 imports "./executor/sandbox.ts" (src/executor/sandbox.ts)',
+      "src/config.ts does not import the run pipeline": [
+        'src/config.ts:2 imports "./sandbox/sandbox.ts" (src/sandbox/sandbox.ts)',
+      ],
+      "the run pipeline imports only downwards: executor → delivery → workspace → harnesses → sandbox": [
+        'src/sandbox/bwrap-sandbox.ts:3 imports "../workspace/disk-quota.ts" (src/workspace/disk-quota.ts)',
       ],
     });
   });

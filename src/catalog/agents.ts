@@ -1,5 +1,5 @@
-import type { LocalSkill } from "../executor/skill-catalog.ts";
 import type { Caller } from "../model/identity.ts";
+import type { LocalSkill } from "../workspace/skill-catalog.ts";
 import { type LatestRunStore, latestRun } from "./latest-run.ts";
 
 export interface AgentVariant {

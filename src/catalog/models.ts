@@ -1,4 +1,4 @@
-import { canonicalModelId, checkModel, visionSupported } from "../executor/harnesses/builtin/models.ts";
+import { canonicalModelId, checkModel, visionSupported } from "../harnesses/builtin/models.ts";
 import { AGENTS } from "../model/agent-wording.ts";
 import { EXTERNAL_MODEL_PROVIDERS, type WireHarnessType } from "../model/harness-wire.ts";
 import { MODEL_PROVIDERS, type ModelsConfig } from "../models-config.ts";

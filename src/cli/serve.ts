@@ -1,6 +1,6 @@
 import { startDispatch } from "../app.ts";
 import { loadConfig } from "../config.ts";
-import { describeDefaultModel } from "../executor/harnesses/builtin/models.ts";
+import { describeDefaultModel } from "../harnesses/builtin/models.ts";
 import { createLogger } from "../log.ts";
 import { describeStore } from "../store/open-store.ts";
 import { EXIT_USAGE } from "./api-output.ts";

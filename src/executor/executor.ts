@@ -1,9 +1,9 @@
 import { hostname } from "node:os";
 import type { Logger } from "pino";
 import { v7 as uuidv7 } from "uuid";
+import type { HarnessRegistry } from "../harnesses/harness.ts";
 import type { RunRecord } from "../model/run.ts";
 import type { Store } from "../store/store.ts";
-import type { HarnessRegistry } from "./harness.ts";
 import { type ExecutionDeps, RunExecution } from "./run-execution.ts";
 
 export interface ExecutorOptions {

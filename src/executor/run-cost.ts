@@ -1,28 +1,11 @@
+import { canonicalModelId } from "../harnesses/builtin/models.ts";
+import type { CostMeter } from "../harnesses/harness.ts";
 import { EXTERNAL_MODEL_PROVIDERS } from "../model/harness-wire.ts";
 import { costOf, type PriceTable, priceOf, roundCost, type TokenCount } from "../model/pricing.ts";
 import type { AgentConfig, RequestUsage, StatusMessage } from "../model/run.ts";
 import type { ModelsConfig } from "../models-config.ts";
-import { canonicalModelId } from "./harnesses/builtin/models.ts";
 
 const UNNAMED_MODEL = "(unnamed model)";
-
-/** What a harness tells about each model call it made, as soon as it knows the call's tokens. */
-export interface CostMeter {
-  /**
-   * Asked before a model call is made (`modelId` as `provider/model`): why it may not be, or undefined.
-   * Under a cost limit a model without a price may not be called, since its calls could not be counted:
-   * asking for one stops the execution as over its limit.
-   */
-  admit(modelId: string | undefined): string | undefined;
-  /**
-   * Adds one model call (`modelId` as `provider/model`) to the run's cost and returns what the call cost
-   * in USD (undefined: the model has no price). When the run goes over its cost limit (or, under a limit,
-   * called a model without a price), the execution is stopped (its signal aborts) right away.
-   */
-  charge(modelId: string | undefined, tokens: TokenCount): number | undefined;
-  /** What one model call costs in USD, without adding it to the run (undefined: no price). */
-  price(modelId: string | undefined, tokens: TokenCount): number | undefined;
-}
 
 /** Where a run's cost limit comes from: the run's `config.max_cost_usd` or the server's default. */
 export interface CostLimit {

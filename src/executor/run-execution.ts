@@ -3,31 +3,31 @@ import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import type { EnvironmentSettings } from "../config-file.ts";
+import { claimExistingBranch } from "../delivery/branch-ownership.ts";
+import { type DeliveryOutcome, deliverChanges } from "../delivery/deliver.ts";
+import type { PullRequestHost } from "../delivery/pull-request-host.ts";
+import type { RemotePolicy } from "../delivery/remote-access.ts";
+import { checkoutRepository, type DeliveryTarget } from "../delivery/repository-checkout.ts";
+import type { HarnessOutcome, HarnessRegistry } from "../harnesses/harness.ts";
 import type { AttachmentContent } from "../model/attachment.ts";
 import type { PriceTable } from "../model/pricing.ts";
 import { isGitHubRepository, remoteUrl } from "../model/repository.ts";
 import type { RequestUsage, RunEvent, RunRecord } from "../model/run.ts";
 import { executionMode } from "../model/run-mode.ts";
+import type { Sandbox } from "../sandbox/sandbox.ts";
+import type { SandboxProvider } from "../sandbox/sandbox-provider.ts";
 import type { RunPatch, Store } from "../store/store.ts";
-import { claimExistingBranch } from "./delivery/branch-ownership.ts";
-import { type DeliveryOutcome, deliverChanges } from "./delivery/deliver.ts";
-import type { PullRequestHost } from "./delivery/pull-request-host.ts";
-import type { RemotePolicy } from "./delivery/remote-access.ts";
-import { checkoutRepository, type DeliveryTarget } from "./delivery/repository-checkout.ts";
 import {
   type DiskQuota,
   DiskQuotaWatcher,
   diskQuotaExceeded,
   measureDiskUsage,
   runDiskPaths,
-} from "./disk-quota.ts";
-import { prepareEnvironment } from "./environments.ts";
-import type { HarnessOutcome, HarnessRegistry } from "./harness.ts";
+} from "../workspace/disk-quota.ts";
+import { prepareEnvironment } from "../workspace/environments.ts";
+import { joinBasePrompt, type SkillResolver } from "../workspace/skills.ts";
+import { prepareWorkspace } from "../workspace/workspace.ts";
 import { costLimitOf, costLimitReached, RunCost } from "./run-cost.ts";
-import type { Sandbox } from "./sandbox.ts";
-import type { SandboxProvider } from "./sandbox-provider.ts";
-import { joinBasePrompt, type SkillResolver } from "./skills.ts";
-import { prepareWorkspace } from "./workspace.ts";
 
 export interface ExecutionDeps {
   store: Store;

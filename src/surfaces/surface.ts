@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import type { Audience } from "../access/audience.ts";
 import type { RunAccess } from "../access/run-access.ts";
 import type { Config } from "../config.ts";
-import type { PullRequestHost } from "../executor/delivery/pull-request-host.ts";
+import type { PullRequestHost } from "../delivery/pull-request-host.ts";
 import type { Principal, Team } from "../model/identity.ts";
 import type { NotifierPlatform } from "../notifier/platform.ts";
 import type { RunsApi } from "../runs/runs-api.ts";

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOpenAI } from "../executor/builtin/fake-openai.ts";
+import { startFakeOpenAI } from "../harnesses/builtin/fake-openai.ts";
 import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
 
 /**

@@ -3,7 +3,7 @@ import { chmod, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { probeBwrap } from "../../src/executor/bwrap-sandbox.ts";
+import { probeBwrap } from "../../src/sandbox/bwrap-sandbox.ts";
 import { waitFor } from "../support/dispatch.ts";
 import {
   newAdminKey,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOpenAI } from "../executor/builtin/fake-openai.ts";
+import { startFakeOpenAI } from "../harnesses/builtin/fake-openai.ts";
 import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
 import { FakeGitHub } from "../support/fake-github.ts";
 import { deliveryEnv, GitRemotes } from "../support/git-remotes.ts";

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { probeBwrap } from "../../src/executor/bwrap-sandbox.ts";
+import { probeBwrap } from "../../src/sandbox/bwrap-sandbox.ts";
 import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
 import { FakeGitHub } from "../support/fake-github.ts";
 import { deliveryEnv, GitRemotes } from "../support/git-remotes.ts";

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isPublicAddress, remoteAccess } from "../../src/executor/delivery/remote-access.ts";
+import { isPublicAddress, remoteAccess } from "../../src/delivery/remote-access.ts";
 import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
 import { FakeGitHub } from "../support/fake-github.ts";
 import { deliveryEnv, GitRemotes } from "../support/git-remotes.ts";

@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { probeBwrap } from "../../src/executor/bwrap-sandbox.ts";
+import { probeBwrap } from "../../src/sandbox/bwrap-sandbox.ts";
 import { startTestDispatch, type TestDispatch, waitFor } from "../support/dispatch.ts";
 import {
   isAlive,

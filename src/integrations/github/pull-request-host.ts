@@ -1,4 +1,4 @@
-import type { PullRequestHost, PullRequestRef } from "../../executor/delivery/pull-request-host.ts";
+import type { PullRequestHost, PullRequestRef } from "../../delivery/pull-request-host.ts";
 import { type GitHubClients, splitRepo } from "./github-clients.ts";
 
 /**
