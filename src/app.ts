@@ -1,63 +1,32 @@
-import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { RunAccess } from "./access/run-access.ts";
-import { ArtifactLinks, loadSigningKey } from "./api/artifact-links.ts";
+import { loadSigningKey } from "./api/artifact-links.ts";
 import { Metrics } from "./api/metrics.ts";
-import { agentRoutes } from "./api/routes/agents.ts";
-import { artifactRoutes } from "./api/routes/artifacts.ts";
-import { attachmentContentPath, attachmentRoutes } from "./api/routes/attachments.ts";
-import { environmentRoutes } from "./api/routes/environments.ts";
-import { identityRoutes } from "./api/routes/identities.ts";
-import { modelRoutes } from "./api/routes/models.ts";
-import { redirectRoutes } from "./api/routes/redirects.ts";
-import { runRoutes } from "./api/routes/runs.ts";
-import { scheduleRoutes } from "./api/routes/schedules.ts";
 import { systemRoutes } from "./api/routes/system.ts";
 import { buildServer } from "./api/server.ts";
 import { ensureAdminKey } from "./auth/bootstrap.ts";
-import { AgentCatalog } from "./catalog/agents.ts";
-import { EnvironmentCatalog } from "./catalog/environments.ts";
-import { listModels } from "./catalog/models.ts";
 import type { Config } from "./config.ts";
-import { type Lookup, systemLookup } from "./delivery/remote-access.ts";
-import { Executor } from "./executor/executor.ts";
+import type { Lookup } from "./delivery/remote-access.ts";
+import type { Executor } from "./executor/executor.ts";
 import { unpricedModelOf } from "./executor/run-cost.ts";
 import type { BuiltinHarnessOptions } from "./harnesses/builtin/builtin-harness.ts";
-import { configModelResolver } from "./harnesses/builtin/models.ts";
-import { ClaudeHarness } from "./harnesses/external/claude.ts";
-import { CodexHarness } from "./harnesses/external/codex.ts";
 import type { ExternalHarnessOptions } from "./harnesses/external/external-harness.ts";
-import { GeminiHarness } from "./harnesses/external/gemini.ts";
-import { HarnessRegistry } from "./harnesses/harness.ts";
-import { LazyHarness } from "./harnesses/lazy-harness.ts";
-import { ScriptedHarness } from "./harnesses/scripted.ts";
-import { IdentityService } from "./identities/identity-service.ts";
-import { NOTIFIER_PRINCIPAL, Notifier, type NotifierOptions } from "./notifier/index.ts";
-import { DEFAULT_NOTIFIER_OPTIONS } from "./notifier/notifier.ts";
+import { NOTIFIER_PRINCIPAL, type Notifier, type NotifierOptions } from "./notifier/index.ts";
+import { registerApi } from "./roles/api.ts";
+import { startHousekeeping } from "./roles/housekeeping.ts";
+import { startNotifier } from "./roles/notifier.ts";
+import { buildHarnesses, openSandbox, skillResolver, startWorker } from "./roles/worker.ts";
 import { RunService } from "./runs/run-service.ts";
 import { inProcessRunsApiFor, type RunsApi } from "./runs/runs-api.ts";
-import {
-  createSandboxProvider,
-  type SandboxProvider,
-  SandboxUnavailableError,
-} from "./sandbox/sandbox-provider.ts";
 import { ScheduleService } from "./schedules/schedule-service.ts";
 import { Scheduler, type SchedulerOptions } from "./schedules/scheduler.ts";
 import { openStore } from "./store/open-store.ts";
 import type { Store } from "./store/store.ts";
+import { buildSurfaces } from "./surfaces/build.ts";
 import { SURFACES } from "./surfaces/registry.ts";
-import type { Surface, SurfaceContext, SurfaceDefinition } from "./surfaces/surface.ts";
+import type { Surface, SurfaceDefinition } from "./surfaces/surface.ts";
 import { WebSignIn } from "./web/auth/web-sign-in.ts";
-import { sessionPage } from "./web/session-page.ts";
-import { webApp } from "./web/web-app.ts";
-import { DEFAULT_DISK_CHECK_INTERVAL_MS } from "./workspace/disk-quota.ts";
-import { listLocalSkills } from "./workspace/skill-catalog.ts";
-import { SkillResolver } from "./workspace/skills.ts";
-import { removeExpiredWorkspaces } from "./workspace/workspace-retention.ts";
-
-const HOUSEKEEPING_MS = 60 * 60 * 1000;
-const DAY_MS = 24 * 3600_000;
 
 export interface Dispatch {
   url: string;
@@ -68,17 +37,18 @@ export interface Dispatch {
   server: FastifyInstance;
   /** The configured surfaces (src/surfaces/registry.ts, plus any a test adds), by platform. */
   surfaces: ReadonlyMap<string, Surface>;
-  /**
-   * The notifier (Slack status cards and replies, GitHub tracking comments and final comments), when Slack
-   * or GitHub is configured.
-   */
+  /** The notifier (status cards, replies and reactions on every surface's threads), when a surface reports here. */
   notifier: Notifier | undefined;
   /** The admin key generated at this start, if one was (printed once by `dispatch serve`). */
   generatedAdminKey: string | undefined;
   stop(): Promise<void>;
 }
 
-/** Wires the whole service from a configuration: store, run service, HTTP server and executor. */
+/**
+ * Wires the whole service from a configuration: the store, the access rule and the run service that every
+ * role shares, then each role's parts, assembled in src/roles/ (api, worker, notifier, housekeeping) and
+ * src/surfaces/ (every configured surface, built through one contract).
+ */
 export async function startDispatch(
   config: Config,
   log: Logger,
@@ -104,39 +74,9 @@ export async function startDispatch(
 ): Promise<Dispatch> {
   const { roles } = config;
   const serveApi = roles.has("api");
-  const runsExecutions = roles.has("worker") && config.maxConcurrentRuns > 0;
   /** What /readyz reports per role; each is `starting` until it runs. */
   const roleStates: Record<string, string> = Object.fromEntries([...roles].map((role) => [role, "starting"]));
-  // The sandbox is decided once, before anything else starts: DISPATCH_SANDBOX=bwrap stops start-up here;
-  // `auto` without bubblewrap keeps serving the API but starts no run (runsRefused says why).
-  let sandboxes: SandboxProvider | undefined;
-  let runsRefused: string | undefined;
-  if (runsExecutions) {
-    try {
-      sandboxes = await createSandboxProvider({
-        mode: config.sandbox.mode,
-        ...(config.sandbox.bwrapPath ? { bwrapPath: config.sandbox.bwrapPath } : {}),
-        // Everything Dispatch reads secrets from, in case it lies in what the sandbox shows (/usr, /etc…).
-        hide: [
-          config.dataDir,
-          ...["", "-wal", "-shm"].map((suffix) => `${config.databasePath}${suffix}`),
-          ...config.sandbox.secretFiles,
-        ],
-        limits: { memoryBytes: config.sandbox.memoryBytes, pidsMax: config.sandbox.pidsMax },
-        log,
-      });
-    } catch (err) {
-      if (!(err instanceof SandboxUnavailableError) || config.sandbox.mode === "bwrap") throw err;
-      runsRefused = err.message;
-      log.error(
-        { sandbox: "unavailable" },
-        `${err.message}. This process claims no run${serveApi ? "; its API serves, but refuses new runs and follow-ups" : ""}.`,
-      );
-    }
-  }
-  const skills = new SkillResolver(config.settings.skills, {
-    cacheDir: join(config.dataDir, "skills-cache"),
-  });
+  const { sandboxes, runsRefused } = await openSandbox(config, log);
   const store = await openStore(
     {
       postgresUrl: config.postgresUrl,
@@ -149,11 +89,12 @@ export async function startDispatch(
   // Keys are checked by the api role only: a process without it (a worker) needs no admin key, and must
   // not mint one on a fresh database either (it would print it in that process's log).
   const generatedAdminKey = serveApi ? await ensureAdminKey(store, config.adminApiKey) : undefined;
-  // The one access rule for runs (SURFACES.md rule 2); each surface registers its threads' audience below.
+  // The one access rule for runs (SURFACES.md rule 2); each surface registers its threads' audience with it.
   const access = new RunAccess(store);
+  const skills = skillResolver(config);
+  const harnesses = buildHarnesses(config, opts);
   const runService = new RunService(store, {
     access,
-    // The registry is built below; create is only called once the server is up.
     harnessRefusal: (key, config) => harnesses.refusal(key, config),
     environmentIds: Object.keys(config.settings.environments),
     mcpAllowedUrls: config.settings.mcp.allowed_urls,
@@ -175,34 +116,6 @@ export async function startDispatch(
     },
     ...(config.defaultModel ? { defaultModel: config.defaultModel } : {}),
   });
-  // The builtin agent (the AI SDK and MCP) is loaded by the first run that uses it.
-  const harnesses = new HarnessRegistry().register(new ScriptedHarness()).register(
-    new LazyHarness("builtin", async () => {
-      const { BuiltinHarness } = await import("./harnesses/builtin/builtin-harness.ts");
-      return new BuiltinHarness({
-        resolveModel: configModelResolver(config.models),
-        maxSteps: config.settings.builtin.max_steps,
-        defaultMaxRunMinutes: config.settings.builtin.max_run_minutes,
-        mcpAllowedUrls: config.settings.mcp.allowed_urls,
-        toolLimits: {
-          commandTimeoutMs: config.settings.builtin.command_timeout_seconds * 1000,
-          maxCommandTimeoutMs: config.settings.builtin.command_timeout_seconds * 10_000,
-        },
-        ...opts.builtin,
-      });
-    }),
-  );
-  // External agent CLIs: they reach their provider through Dispatch's model gateway, which holds the key.
-  const external = {
-    allowedModels: config.settings.models.gateway_allowed,
-    maxSteps: config.settings.builtin.max_steps,
-    defaultMaxRunMinutes: config.settings.builtin.max_run_minutes,
-    ...opts.external,
-  };
-  harnesses
-    .register(new ClaudeHarness({ provider: config.models.anthropic, ...external }))
-    .register(new CodexHarness({ provider: config.models.openai, ...external }))
-    .register(new GeminiHarness({ provider: config.models.gemini, ...external }));
 
   let accepting = true;
   let publicUrl = config.publicUrl ?? "";
@@ -224,61 +137,18 @@ export async function startDispatch(
     disk: { dataDir: config.dataDir, minFreeBytes: config.disk.minFreeBytes },
     roles: () => roleStates,
   });
-  if (serveApi) server.register(runRoutes, { runService, publicUrl: () => publicUrl });
-  if (serveApi) server.register(redirectRoutes, { runService });
-  const models = listModels(config.models);
-  if (serveApi) server.register(modelRoutes, { models: () => models });
-  const environments = new EnvironmentCatalog(config.settings.environments, store, new Date());
-  if (serveApi) server.register(environmentRoutes, { environments });
-  const agents = new AgentCatalog({
-    skills: () => listLocalSkills(config.settings.skills, process.cwd()),
-    environments: () => environments.names(),
-    store,
-  });
-  if (serveApi) server.register(agentRoutes, { agents });
-  if (serveApi) server.register(identityRoutes, { identities: new IdentityService(store) });
   // Schedules are written through the API with the scheduler's clock, so both agree on what is due.
   const schedules = new ScheduleService(store, {
     limits: config.scheduleLimits,
     ...(opts.scheduler?.now ? { now: opts.scheduler.now } : {}),
   });
-  if (serveApi) server.register(scheduleRoutes, { schedules, access });
-  // One signing key for every signed content link (artifacts and attachments), read once.
-  const signingKey = await loadSigningKey(config.signingKey, config.dataDir);
-  const artifactLinks = new ArtifactLinks(signingKey);
-  if (serveApi)
-    server.register(artifactRoutes, {
-      store,
-      runService,
-      links: artifactLinks,
-      publicUrl: () => publicUrl,
-    });
-  const attachmentLinks = new ArtifactLinks(signingKey, {
-    kind: "attachment",
-    path: attachmentContentPath,
-  });
-  if (serveApi)
-    server.register(attachmentRoutes, {
-      store,
-      runService,
-      links: attachmentLinks,
-      publicUrl: () => publicUrl,
-    });
-  if (serveApi)
-    server.register(sessionPage, {
-      runService,
-      artifacts: store,
-      attachments: { store, links: attachmentLinks },
-      stallAfterMs: config.stallAfterMs,
-    });
-  // The team's web app (issue 15): sign-in from Slack or with an admin key, and the runs dashboard.
   const webSignIn = new WebSignIn({
     store,
     publicUrl: () => publicUrl,
     ...(opts.web?.now ? { now: opts.web.now } : {}),
   });
-  // Remote mode: the surfaces and the notifier front another Dispatch instead of this one.
-  // The HTTP client it talks through is loaded only in remote mode.
+  // Remote mode: the surfaces and the notifier front another Dispatch instead of this one; the HTTP client
+  // they talk through is loaded only then.
   const remoteRuns = config.runService
     ? new (await import("./runs/http-runs-api.ts")).HttpRunsApi({
         baseUrl: `${config.runService.url.replace(/\/+$/, "")}/api/v1`,
@@ -290,45 +160,40 @@ export async function startDispatch(
     role: "member" | "read",
   ): Promise<RunsApi> =>
     remoteRuns ?? (await inProcessRunsApiFor(runService, () => publicUrl, { ...who, role }));
-  // Every configured surface, built through one contract (src/surfaces/surface.ts): its inbound routes
-  // (api role), its threads' audience for the access rule, its notifier platform (notifier role).
-  const surfaceContext: SurfaceContext = {
-    config,
-    log,
-    store,
-    access,
-    inbound: serveApi,
-    outbound: roles.has("notifier"),
-    runsApi: (who) => runsApiFor(who, "member"),
-    ...(remoteRuns
-      ? {}
-      : { serviceAccount: (who) => runService.ensureServiceAccount(who), schedules, webSignIn }),
-    editIntervalMs: opts.notifier?.editIntervalMs ?? {},
-    options: opts.surfaceOptions ?? {},
-    publicUrl: () => publicUrl,
-  };
-  const surfaces = new Map<string, Surface>();
-  for (const definition of [...SURFACES, ...(opts.surfaces ?? [])]) {
-    if (!definition.configured(config)) continue;
-    const surface = await (await definition.load()).createSurface(surfaceContext);
-    surfaces.set(surface.platform, surface);
-    surface.inbound?.register(server); // routes must exist before the server listens
-    if (surface.audience) access.register(surface.audience);
-  }
-  const lent = [...surfaces.values()];
-  const pullRequests = lent.find((s) => s.pullRequests)?.pullRequests;
-  const commentSignIn = lent.find((s) => s.commentSignIn)?.commentSignIn;
-  if (serveApi)
-    server.register(webApp, {
-      ...(commentSignIn ? { githubSignIn: commentSignIn } : {}),
-      signIn: webSignIn,
-      runService,
+  const surfaces = await buildSurfaces(
+    [...SURFACES, ...(opts.surfaces ?? [])],
+    {
+      config,
+      log,
       store,
-      attachments: { store, links: attachmentLinks },
+      access,
+      inbound: serveApi,
+      outbound: roles.has("notifier"),
+      runsApi: (who) => runsApiFor(who, "member"),
+      ...(remoteRuns
+        ? {}
+        : { serviceAccount: (who) => runService.ensureServiceAccount(who), schedules, webSignIn }),
+      editIntervalMs: opts.notifier?.editIntervalMs ?? {},
+      options: opts.surfaceOptions ?? {},
       publicUrl: () => publicUrl,
-      stallAfterMs: config.stallAfterMs,
-      slashCommand: config.slack?.command ?? "/agent",
+    },
+    server,
+    access,
+  );
+  const lent = [...surfaces.values()];
+  if (serveApi) {
+    registerApi(server, {
+      config,
+      store,
+      runService,
+      access,
+      schedules,
+      signingKey: await loadSigningKey(config.signingKey, config.dataDir),
+      webSignIn,
+      commentSignIn: lent.find((s) => s.commentSignIn)?.commentSignIn,
+      publicUrl: () => publicUrl,
     });
+  }
 
   await server.listen({ host: config.host, port: config.port });
   const address = server.server.address();
@@ -337,61 +202,33 @@ export async function startDispatch(
   const url = `http://${host}:${port}`;
   publicUrl ||= url;
 
-  let executor: Executor | undefined;
-  if (sandboxes) {
-    executor = new Executor({
-      store,
-      harnesses,
-      dataDir: config.dataDir,
-      slots: config.maxConcurrentRuns,
-      leaseMs: config.leaseMs,
-      pollIntervalMs: config.pollIntervalMs,
-      log,
-      sandboxes,
-      environments: config.settings.environments,
-      skills,
-      diskQuota: {
-        limitBytes: config.disk.runQuotaBytes,
-        intervalMs: opts.diskCheckIntervalMs ?? DEFAULT_DISK_CHECK_INTERVAL_MS,
-      },
-      delivery: {
-        serverUrl: config.delivery.serverUrl,
-        remotes: { allowedHosts: config.settings.git.allowed_hosts, lookup: opts.lookup ?? systemLookup },
-        gitAuthor: config.delivery.gitAuthor,
-        prDraft: config.delivery.prDraft,
-        ...(pullRequests ? { pullRequests } : {}),
-        sessionLink: (run) => `${publicUrl}/sessions/${run.sessionId}`,
-      },
-      cost: {
-        prices: config.cost.prices,
-        ...(config.cost.defaultMaxCostUsd !== undefined
-          ? { defaultMaxCostUsd: config.cost.defaultMaxCostUsd }
-          : {}),
-      },
-    });
-    await executor.start();
-  }
+  const executor = sandboxes
+    ? await startWorker({
+        config,
+        log,
+        store,
+        sandboxes,
+        harnesses,
+        skills,
+        pullRequests: lent.find((s) => s.pullRequests)?.pullRequests,
+        publicUrl: () => publicUrl,
+        ...(opts.diskCheckIntervalMs !== undefined ? { diskCheckIntervalMs: opts.diskCheckIntervalMs } : {}),
+        ...(opts.lookup ? { lookup: opts.lookup } : {}),
+      })
+    : undefined;
   // Handle stored deliveries, also those acknowledged before a crash; connect in Socket Mode.
-  for (const surface of surfaces.values()) await surface.inbound?.start();
-  // The notifier reports each run to the surface its thread is bound to, through that surface's platform.
-  const notifierOptions = {
-    ...DEFAULT_NOTIFIER_OPTIONS,
-    stallAfterMs: config.stallAfterMs,
-    ...opts.notifier,
-  };
-  const platforms = [...surfaces.values()].flatMap((surface) => (surface.notifier ? [surface.notifier] : []));
-  const notifier =
-    roles.has("notifier") && platforms.length > 0
-      ? new Notifier({
-          runsApi: await runsApiFor(NOTIFIER_PRINCIPAL, "read"),
-          store,
-          platforms,
-          log,
-          options: notifierOptions,
-          onDelivery: (kind, outcome) => metrics.notifierDeliveries.inc({ kind, outcome }),
-        })
-      : undefined;
-  notifier?.start();
+  for (const surface of lent) await surface.inbound?.start();
+  const notifier = roles.has("notifier")
+    ? await startNotifier({
+        config,
+        log,
+        store,
+        runsApi: () => runsApiFor(NOTIFIER_PRINCIPAL, "read"),
+        surfaces: lent,
+        metrics,
+        ...(opts.notifier ? { options: opts.notifier } : {}),
+      })
+    : undefined;
   const scheduler = roles.has("scheduler")
     ? new Scheduler({ store, runService, log, ...opts.scheduler })
     : undefined;
@@ -400,29 +237,13 @@ export async function startDispatch(
   if (roles.has("worker")) {
     roleStates.worker = runsRefused
       ? `claiming no runs: ${runsRefused}`
-      : runsExecutions
+      : executor
         ? `running up to ${config.maxConcurrentRuns} runs`
         : "idle: DISPATCH_MAX_CONCURRENT_RUNS is 0";
   }
-  if (roles.has("notifier")) {
-    roleStates.notifier = notifier ? "delivering" : "idle: neither Slack nor GitHub is configured";
-  }
+  if (roles.has("notifier")) roleStates.notifier = notifier ? "delivering" : "idle: no surface is configured";
   if (scheduler) roleStates.scheduler = "firing";
-  // Housekeeping: idempotency keys live 24 h (API.md); inbound dedupe keys and delivered outbox rows a week;
-  // finished runs' workspaces DISPATCH_WORKSPACE_RETENTION_HOURS.
-  const housekeeping = setInterval(() => {
-    const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
-    const retentionMs = config.disk.workspaceRetentionMs;
-    Promise.all([
-      store.pruneIdempotencyKeys(ago(DAY_MS)),
-      store.pruneInbox(ago(7 * DAY_MS)),
-      store.pruneOutbox(ago(7 * DAY_MS)),
-      store.pruneWebSignIns(ago(DAY_MS)),
-      retentionMs > 0 &&
-        removeExpiredWorkspaces({ store, dataDir: config.dataDir, finishedBefore: ago(retentionMs), log }),
-    ]).catch((err) => log.warn({ err }, "housekeeping failed; retrying at the next interval"));
-  }, HOUSEKEEPING_MS);
-  housekeeping.unref();
+  const stopHousekeeping = startHousekeeping(config, store, log);
 
   let stopping: Promise<void> | undefined;
   return {
@@ -438,10 +259,9 @@ export async function startDispatch(
     stop() {
       stopping ??= (async () => {
         accepting = false;
-        clearInterval(housekeeping);
+        stopHousekeeping();
         await scheduler?.stop(); // a firing under way commits (or not) before the store closes
-        // Lets acknowledged requests finish.
-        for (const surface of surfaces.values()) await surface.inbound?.stop();
+        for (const surface of lent) await surface.inbound?.stop(); // lets acknowledged requests finish
         await notifier?.stop(); // hands claimed outbox rows back
         await executor?.stop(config.shutdownGraceMs);
         await server.close();

@@ -1,0 +1,91 @@
+import type { FastifyInstance } from "fastify";
+import type { RunAccess } from "../access/run-access.ts";
+import { ArtifactLinks } from "../api/artifact-links.ts";
+import { agentRoutes } from "../api/routes/agents.ts";
+import { artifactRoutes } from "../api/routes/artifacts.ts";
+import { attachmentContentPath, attachmentRoutes } from "../api/routes/attachments.ts";
+import { environmentRoutes } from "../api/routes/environments.ts";
+import { identityRoutes } from "../api/routes/identities.ts";
+import { modelRoutes } from "../api/routes/models.ts";
+import { redirectRoutes } from "../api/routes/redirects.ts";
+import { runRoutes } from "../api/routes/runs.ts";
+import { scheduleRoutes } from "../api/routes/schedules.ts";
+import { AgentCatalog } from "../catalog/agents.ts";
+import { EnvironmentCatalog } from "../catalog/environments.ts";
+import { listModels } from "../catalog/models.ts";
+import type { Config } from "../config.ts";
+import { IdentityService } from "../identities/identity-service.ts";
+import type { RunService } from "../runs/run-service.ts";
+import type { ScheduleService } from "../schedules/schedule-service.ts";
+import type { Store } from "../store/store.ts";
+import type { GitHubSignIn } from "../web/auth/github-sign-in.ts";
+import type { WebSignIn } from "../web/auth/web-sign-in.ts";
+import { sessionPage } from "../web/session-page.ts";
+import { webApp } from "../web/web-app.ts";
+import { listLocalSkills } from "../workspace/skill-catalog.ts";
+
+/**
+ * The api role's routes, all in one place: the run API (runs, redirects, catalog, identities, schedules,
+ * artifacts and attachments with their signed links), the public session page and the team's web app.
+ * The surfaces mount their own routes (src/surfaces); system routes (/healthz, /readyz, /metrics) are
+ * every role's.
+ */
+export function registerApi(
+  server: FastifyInstance,
+  deps: {
+    config: Config;
+    store: Store;
+    runService: RunService;
+    access: RunAccess;
+    schedules: ScheduleService;
+    signingKey: Buffer;
+    webSignIn: WebSignIn;
+    /** Sign-in by a comment on a surface, when one lends it (GitHub's `login <code>`). */
+    commentSignIn: GitHubSignIn | undefined;
+    publicUrl: () => string;
+  },
+): void {
+  const { config, store, runService, publicUrl } = deps;
+  server.register(runRoutes, { runService, publicUrl });
+  server.register(redirectRoutes, { runService });
+  const models = listModels(config.models);
+  server.register(modelRoutes, { models: () => models });
+  const environments = new EnvironmentCatalog(config.settings.environments, store, new Date());
+  server.register(environmentRoutes, { environments });
+  const agents = new AgentCatalog({
+    skills: () => listLocalSkills(config.settings.skills, process.cwd()),
+    environments: () => environments.names(),
+    store,
+  });
+  server.register(agentRoutes, { agents });
+  server.register(identityRoutes, { identities: new IdentityService(store) });
+  server.register(scheduleRoutes, { schedules: deps.schedules, access: deps.access });
+  // One signing key for every signed content link (artifacts and attachments).
+  server.register(artifactRoutes, {
+    store,
+    runService,
+    links: new ArtifactLinks(deps.signingKey),
+    publicUrl,
+  });
+  const attachmentLinks = new ArtifactLinks(deps.signingKey, {
+    kind: "attachment",
+    path: attachmentContentPath,
+  });
+  server.register(attachmentRoutes, { store, runService, links: attachmentLinks, publicUrl });
+  server.register(sessionPage, {
+    runService,
+    artifacts: store,
+    attachments: { store, links: attachmentLinks },
+    stallAfterMs: config.stallAfterMs,
+  });
+  server.register(webApp, {
+    ...(deps.commentSignIn ? { githubSignIn: deps.commentSignIn } : {}),
+    signIn: deps.webSignIn,
+    runService,
+    store,
+    attachments: { store, links: attachmentLinks },
+    publicUrl,
+    stallAfterMs: config.stallAfterMs,
+    slashCommand: config.slack?.command ?? "/agent",
+  });
+}
