@@ -22,17 +22,17 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import type { AgentProgram } from "../../src/executor/harnesses/external/agent-program.ts";
-import { ClaudeHarness } from "../../src/executor/harnesses/external/claude.ts";
-import { CodexHarness } from "../../src/executor/harnesses/external/codex.ts";
+import type { AgentProgram } from "../../src/harnesses/external/agent-program.ts";
+import { ClaudeHarness } from "../../src/harnesses/external/claude.ts";
+import { CodexHarness } from "../../src/harnesses/external/codex.ts";
 import type {
   AgentIO,
   AgentSession,
   ExternalHarness,
   ExternalHarnessOptions,
   SessionSetup,
-} from "../../src/executor/harnesses/external/external-harness.ts";
-import { GeminiHarness } from "../../src/executor/harnesses/external/gemini.ts";
+} from "../../src/harnesses/external/external-harness.ts";
+import { GeminiHarness } from "../../src/harnesses/external/gemini.ts";
 import { EXTERNAL_DEFAULT_MODELS } from "../../src/model/harness-wire.ts";
 import type { RunRecord } from "../../src/model/run.ts";
 import type { ScriptedTurn } from "../../test/support/fake-anthropic.ts";

@@ -12,7 +12,7 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import type { Dispatch } from "../../src/app.ts";
-import { probeBwrap } from "../../src/executor/bwrap-sandbox.ts";
+import { probeBwrap } from "../../src/sandbox/bwrap-sandbox.ts";
 import { startDispatchInProcess } from "../support/dispatch.ts";
 import { loadLine, loadNow, machineNow, ms, type ResultRow, recordResults } from "../support/results.ts";
 

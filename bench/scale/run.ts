@@ -26,7 +26,7 @@
  * Prints Markdown tables; exits 0 whether the goals are met or not, 1 when the bench itself went wrong.
  */
 import { availableParallelism, loadavg } from "node:os";
-import { findBwrap } from "../../src/executor/bwrap-sandbox.ts";
+import { findBwrap } from "../../src/sandbox/bwrap-sandbox.ts";
 import { type PostgresCluster, postgresUnavailable, startPostgres } from "../../test/support/postgres.ts";
 import { machineNow, ms, type ResultRow, recordResults } from "../support/results.ts";
 import { type ApiCall, type ApiRate, measureApiRates } from "./api-rates.ts";
