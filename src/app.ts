@@ -178,7 +178,7 @@ export async function startDispatch(
   // Keys are checked by the api role only: a process without it (a worker) needs no admin key, and must
   // not mint one on a fresh database either (it would print it in that process's log).
   const generatedAdminKey = serveApi ? await ensureAdminKey(store, config.adminApiKey) : undefined;
-  // The one access rule for runs (SURFACES.md rule 2); each surface registers its threads' audience below.
+  // The one access rule for runs (docs/architecture.md); each surface registers its threads' audience below.
   const access = new RunAccess(store);
   const runService = new RunService(store, {
     access,
@@ -300,7 +300,7 @@ export async function startDispatch(
       attachments: { store, links: attachmentLinks },
       stallAfterMs: config.stallAfterMs,
     });
-  // The team's web app (issue 15): sign-in from Slack or with an admin key, and the runs dashboard.
+  // The team's web app (docs/surfaces.md): sign-in from Slack or with an admin key, and the runs dashboard.
   const webSignIn = new WebSignIn({
     store,
     publicUrl: () => publicUrl,
@@ -523,8 +523,8 @@ export async function startDispatch(
     roleStates.notifier = notifier ? "delivering" : "idle: neither Slack nor GitHub is configured";
   }
   if (scheduler) roleStates.scheduler = "firing";
-  // Housekeeping: idempotency keys live 24 h (API.md); inbound dedupe keys and delivered outbox rows a week;
-  // finished runs' workspaces DISPATCH_WORKSPACE_RETENTION_HOURS.
+  // Housekeeping: idempotency keys live 24 h (docs/api.md); inbound dedupe keys and delivered outbox rows a
+  // week; finished runs' workspaces DISPATCH_WORKSPACE_RETENTION_HOURS.
   const housekeeping = setInterval(() => {
     const ago = (ms: number) => new Date(Date.now() - ms).toISOString();
     const retentionMs = config.disk.workspaceRetentionMs;

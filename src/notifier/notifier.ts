@@ -21,7 +21,7 @@ export interface NotifierOptions {
    * delays what a person sees; the first post is never delayed.
    */
   editIntervalMs: number;
-  /** The same for GitHub tracking comments (INTEGRATIONS.md: at most one edit per 10 s). */
+  /** The same for GitHub tracking comments (docs/surfaces.md: at most one edit per 10 s). */
   githubEditIntervalMs: number;
   /**
    * Each tick re-reads changes this far behind its high-water mark: a change committed late with an older
@@ -63,7 +63,7 @@ const CURSOR = "notifier";
 const EPOCH = "1970-01-01T00:00:00.000Z";
 
 /**
- * Reports runs started from Slack and GitHub back to their thread or issue (DESIGN.md "notifier"). Each
+ * Reports runs started from Slack and GitHub back to their thread or issue (docs/architecture.md). Each
  * tick reads the runs changed since its high-water mark through RunsApi (`updated_after`, sorted by
  * updated_at ascending: one query per platform per tick whatever the number of runs), compares what each
  * card (Slack status card, GitHub tracking comment) would show with what it last showed, and records the
@@ -280,7 +280,7 @@ export class Notifier {
   }
 
   /**
-   * Stalls are never silent (issue 15), yet nothing in the store changes when a run goes quiet, and an event
+   * Stalls are never silent, yet nothing in the store changes when a run goes quiet, and an event
    * leaves updated_at alone: so this looks, through the store's index of runs in progress by progress
    * (not a scan of runs), for runs that crossed DISPATCH_STALL_AFTER_S since the last check and for runs
    * that made progress since then, and re-renders those whose card says the wrong thing. The first check

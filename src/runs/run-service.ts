@@ -75,7 +75,7 @@ export interface ListInput extends Omit<RunListQuery, "after"> {
 }
 
 export interface RunServiceOptions {
-  /** Who may see and steer which run (SURFACES.md rule 2): every read and action asks it. */
+  /** Who may see and steer which run (docs/architecture.md): every read and action asks it. */
   access: RunAccess;
   defaultModel?: string;
   /** Executor slots across the deployment; `at_capacity` says a new run will wait for one. */
@@ -90,7 +90,7 @@ export interface RunServiceOptions {
   /** Configured environment ids: any other `environment_id` is refused at create. Unchecked when absent. */
   environmentIds?: readonly string[];
   /**
-   * Delivery (DELIVERY.md): where owner/repo lives, which other remotes runs may name (file://, hosts of
+   * Delivery (docs/delivery.md): where owner/repo lives, which other remotes runs may name (file://, hosts of
    * git.allowed_hosts) and whether pull requests can be opened (GitHub credentials are configured). Runs
    * may not name a repository without it.
    */
@@ -538,7 +538,7 @@ export class RunService {
   }
 
   /**
-   * The run's repository, base, work branch and delivery mode (DELIVERY.md), normalised on the config so
+   * The run's repository, base, work branch and delivery mode (docs/delivery.md), normalised on the config so
    * every surface shows them: `owner/repo@base` splits, the work branch is named now. A `config.branch`
    * given must be the run's own: the executor checks the remote (branch-ownership.ts); here, a `dispatch/`
    * branch, which is another run's, is refused unless this run continues that run (`parent_run_id`) or
