@@ -89,7 +89,7 @@ export async function startDispatch(
   // Keys are checked by the api role only: a process without it (a worker) needs no admin key, and must
   // not mint one on a fresh database either (it would print it in that process's log).
   const generatedAdminKey = serveApi ? await ensureAdminKey(store, config.adminApiKey) : undefined;
-  // The one access rule for runs (SURFACES.md rule 2); each surface registers its threads' audience with it.
+  // The one access rule for runs (docs/surfaces.md); each surface registers its threads' audience with it.
   const access = new RunAccess(store);
   const skills = skillResolver(config);
   const harnesses = buildHarnesses(config, opts);

@@ -5,7 +5,7 @@ import { z } from "zod";
 import { AGENT_NAMES } from "./model/agent-wording.ts";
 
 /**
- * Structured settings that do not fit environment variables (DESIGN.md): `dispatch.config.yaml`, at the
+ * Structured settings that do not fit environment variables: `dispatch.config.yaml`, at the
  * path in DISPATCH_CONFIG_FILE, else `./dispatch.config.yaml` when that file exists. Optional: without it
  * every setting has its default. Validated at start-up; an error names the file and the field.
  */

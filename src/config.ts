@@ -8,8 +8,8 @@ import { priceTable } from "./model/pricing.ts";
 import { ModelsEnvSchema, modelsConfig } from "./models-config.ts";
 
 /**
- * Configuration from environment variables (DESIGN.md). Validated once at start-up: a bad value stops
- * the process with a message naming the variable, never a surprise later.
+ * Configuration from environment variables (README, "Configuration"). Validated once at start-up: a bad
+ * value stops the process with a message naming the variable, never a surprise later.
  */
 
 export class ConfigError extends Error {}
@@ -374,7 +374,7 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
         /** Files Dispatch reads secrets from (the settings file, the App's key), hidden from runs. */
         secretFiles: secretFiles(e.DISPATCH_CONFIG_FILE, env.GITHUB_PRIVATE_KEY),
       },
-      /** Where runs' work goes (DELIVERY.md): the git server, who commits, whether PRs start as drafts. */
+      /** Where runs' work goes (docs/delivery.md): the git server, who commits, whether PRs are drafts. */
       delivery: {
         /** GITHUB_SERVER_URL: clones and pushes of owner/repo go to `${serverUrl}/owner/repo.git`. */
         serverUrl: e.GITHUB_SERVER_URL,

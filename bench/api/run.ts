@@ -1,5 +1,5 @@
 /**
- * HTTP API benchmark (QUALITY.md, Performance): GET run, list runs and create run against a Dispatch
+ * HTTP API benchmark: GET run, list runs and create run against a Dispatch
  * holding 100k runs, each compared with a bare node:http endpoint answering the same bytes, measured in
  * the same run just before and just after it.
  *

@@ -1,5 +1,5 @@
 /**
- * Delivery benchmark (DELIVERY.md; target: the agent's last step → the pull request on the run, p50 < 2 s).
+ * Delivery benchmark (target: the agent's last step → the pull request on the run, p50 < 2 s).
  *
  *   node bench/delivery/run.ts
  *

@@ -1,6 +1,6 @@
 /**
- * GitHub webhook acknowledgement benchmark (QUALITY.md, Performance: "GitHub webhook acknowledgement
- * p99 < 50 ms with 100 concurrent deliveries").
+ * GitHub webhook acknowledgement benchmark (target: GitHub webhook acknowledgement p99 < 50 ms with
+ * 100 concurrent deliveries).
  *
  *   node bench/github/run.ts
  *

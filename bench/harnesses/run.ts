@@ -1,5 +1,5 @@
 /**
- * External harness overhead benchmark (issue 14): what Dispatch adds to each agent CLI (Claude Code,
+ * External harness overhead benchmark: what Dispatch adds to each agent CLI (Claude Code,
  * Codex, Gemini CLI) on the same scripted task — the loopback fake of its provider answers one tool call
  * (a shell command) and then text — run
  *   (a) bare: the CLI started directly, with the fake's base URL, the arguments Dispatch gives it and a

@@ -1,5 +1,5 @@
 /**
- * End-to-end latency benchmark (issue 16, item 3): what a person waits for, through the loopback fakes.
+ * End-to-end latency benchmark: what a person waits for, through the loopback fakes.
  *
  *   npm run bench:latency          (= node bench/latency/run.ts)
  *

@@ -1,5 +1,5 @@
 /**
- * Scale curves (issue 16, item 4): how the cost of each of these grows with its work, so a reader sees
+ * Scale curves: how the cost of each of these grows with its work, so a reader sees
  * what is O(changes) and what is not.
  *
  *   npm run bench:curves          (= node bench/scale-curves/run.ts)

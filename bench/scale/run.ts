@@ -1,5 +1,5 @@
 /**
- * Scale benchmark (issue 13): Dispatch replicas on PostgreSQL against the embedded single process on
+ * Scale benchmark: Dispatch replicas on PostgreSQL against the embedded single process on
  * SQLite, on the same machine in the same run.
  *
  *   npm run bench:scale          (= node bench/scale/run.ts)
@@ -263,7 +263,7 @@ function print(
   process.stdout.write(out.join("\n"));
 }
 
-/** The summary's rows: the goals of QUALITY.md (Performance, PostgreSQL) and the figures behind them. */
+/** The summary's rows: the PostgreSQL goals (README's Performance table) and the figures behind them. */
 function resultRows(
   rows: Row[],
   api: { sqlite: Record<ApiCall, ApiRate>; postgres: Record<ApiCall, ApiRate> } | undefined,

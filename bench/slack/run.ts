@@ -1,6 +1,6 @@
 /**
- * Slack acknowledgement benchmark (QUALITY.md, Performance: "Slack command acknowledgement p99 < 50 ms
- * with 100 concurrent deliveries").
+ * Slack acknowledgement benchmark (target: Slack command acknowledgement p99 < 50 ms with 100
+ * concurrent deliveries).
  *
  *   node bench/slack/run.ts
  *

@@ -26,7 +26,7 @@ export interface ResultRow {
   benchmark: string;
   /** The figure with its unit, e.g. "41 ms". */
   measured: string;
-  /** QUALITY.md's target, or "report" when there is none. */
+  /** The target this figure is held to, or "report" when there is none. */
   target: string;
   /** undefined when there is no target to meet. */
   met?: boolean;

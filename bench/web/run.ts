@@ -1,5 +1,5 @@
 /**
- * Web dashboard benchmark (issue 15): first paint of the dashboard with 100k runs in the store, and the
+ * Web dashboard benchmark: first paint of the dashboard with 100k runs in the store, and the
  * live feed's fan-out to open dashboards.
  *
  *   npm run bench:web          (= node bench/web/run.ts)

@@ -9,13 +9,13 @@ export type SteerAction = "followup" | "cancel" | "retry";
 
 /**
  * `anyone`: anyone in the run's audience; `requester`: only who asked for the run. Admins always may.
- * (SURFACES.md: per surface configuration.)
+ * (Per surface configuration: docs/surfaces.md.)
  */
 export type SteeringPolicy = "anyone" | "requester";
 
 /**
- * What a surface tells the access rule about its threads (SURFACES.md "A surface provides": the audience
- * of its threads, the mapping of its users to principals). Registered once per surface with RunAccess.
+ * What a surface tells the access rule about its threads (docs/surfaces.md: the audience of its
+ * threads, the mapping of its users to principals). Registered once per surface with RunAccess.
  */
 export interface Audience {
   /** The `platform` of the thread bindings this surface owns. */

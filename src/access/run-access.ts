@@ -35,7 +35,7 @@ const FILTER_CACHE_MAX = 1_000;
 const CHECK_CONCURRENCY = 8;
 
 /**
- * The one access rule for runs (SURFACES.md rule 2). A run's audience is derived from the threads it is
+ * The one access rule for runs (docs/architecture.md). A run's audience is derived from the threads it is
  * bound to — a Slack channel's current members, a GitHub repository's collaborators at min_permission —
  * and a run bound to no thread (created through the API) has its team as audience. A viewer sees a run
  * only in its audience, and steers it (follow up, cancel, retry) only where the surface's steering policy

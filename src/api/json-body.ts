@@ -5,7 +5,7 @@ import { ApiError } from "./problem.ts";
  * JSON bodies are parsed as Fastify does, refusing keys that reach an object's prototype (`__proto__`,
  * `constructor.prototype`); such a refusal names the key instead of calling valid JSON invalid. An empty
  * body is no body: the official Oz Python SDK sends `Content-Type: application/json` with nothing for
- * cancel and other body-less calls (OZ-SURFACE.md), and each route decides whether it needs one.
+ * cancel and other body-less calls (docs/api.md), and each route decides whether it needs one.
  */
 export function acceptJsonBodies(app: FastifyInstance): void {
   const parse = app.getDefaultJsonParser("error", "error");

@@ -2,8 +2,8 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { RunError, type RunErrorCode } from "../model/errors.ts";
 
 /**
- * API.md errors: every non-2xx response is application/problem+json with a stable error_code. The domain's
- * RunError carries the code; this table gives each its HTTP status and title.
+ * The API's errors (docs/api.md): every non-2xx response is application/problem+json with a stable
+ * error_code. The domain's RunError carries the code; this table gives each its HTTP status and title.
  */
 export const ERROR_CODES = {
   invalid_request: { status: 400, title: "Invalid request" },

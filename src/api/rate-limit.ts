@@ -1,5 +1,5 @@
 /**
- * Token buckets per key: per API key on the API (API.md: 1,200 requests per minute, bursts up to 200), per
+ * Token buckets per key: per API key on the API (docs/api.md: 1,200 requests a minute, bursts of 200), per
  * client address for sign-in. Kept in memory: each replica limits what it serves, which bounds a key at
  * replicas × rate — the point is protecting the service from one runaway client, not billing.
  */

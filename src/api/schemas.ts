@@ -150,7 +150,7 @@ const CreatorSchema = z.object({
   email: z.string().max(300).optional(),
 });
 
-/** Oz's create fields beyond the prompt and config (OZ-SURFACE.md; behaviour in RunService.create). */
+/** Oz's create fields beyond the prompt and config (docs/api.md; behaviour in RunService.create). */
 const OzCreateFields = {
   team: z
     .boolean()
@@ -707,7 +707,7 @@ export const DeleteScheduleResponseSchema = z
   .object({ success: z.boolean() })
   .meta({ id: "DeleteScheduleResponse" });
 
-/** "config.model_id: Invalid input: expected string" — names the field, as API.md asks. */
+/** "config.model_id: Invalid input: expected string" — names the field (docs/api.md). */
 export function describeIssues(error: z.ZodError): string {
   return error.issues
     .slice(0, 5)

@@ -223,7 +223,7 @@ function encodeBody(body: unknown): { body: BodyInit | undefined; contentType: s
   return { body: JSON.stringify(body), contentType: "application/json" };
 }
 
-/** API.md: 409, 429 and ≥ 500 are safe to retry; 408 by HTTP; the server may override either way. */
+/** docs/api.md: 409, 429 and ≥ 500 are safe to retry; 408 by HTTP; the server may override either way. */
 function shouldRetry(response: Response): boolean {
   const hint = response.headers.get("x-should-retry");
   if (hint === "true") return true;

@@ -14,7 +14,7 @@ export class APIError extends DispatchError {
   /** HTTP status; undefined when no response arrived. */
   readonly status: number | undefined;
   readonly headers: Headers | undefined;
-  /** The problem document (API.md "Errors"); undefined when the body was not one. */
+  /** The problem document (docs/api.md); undefined when the body was not one. */
   readonly problem: Problem | undefined;
   /** The parsed body when it was JSON, else its text. */
   readonly body: unknown;

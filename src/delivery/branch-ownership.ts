@@ -3,7 +3,7 @@ import type { RunEvent, RunRecord } from "../model/run.ts";
 import type { PullRequestHost } from "./pull-request-host.ts";
 
 /**
- * Why a run may push to its work branch: the branch is its own (DELIVERY.md). Dispatch pushes with the
+ * Why a run may push to its work branch: the branch is its own (docs/delivery.md). Dispatch pushes with the
  * App's token, which may write to any branch of the repository, so whoever names `config.branch` must not
  * be able to name someone else's: another pull request's head, another run's branch.
  */

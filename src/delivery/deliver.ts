@@ -63,7 +63,7 @@ export type DeliveryOutcome =
   | { kind: "failed"; message: string };
 
 /**
- * Takes the execution's work out of the workspace and delivers it (DELIVERY.md). What reads the
+ * Takes the execution's work out of the workspace and delivers it (docs/delivery.md). What reads the
  * workspace runs inside the sandbox (the commit of uncommitted changes, and a bundle of the new commits
  * streamed out), so the agent's git config and hooks can run nothing in Dispatch's process. Dispatch then
  * fetches the bundle into its private mirror, keeps the cumulative diff as a patch artifact, pushes the

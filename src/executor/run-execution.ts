@@ -47,7 +47,7 @@ export interface ExecutionDeps {
   skills?: SkillResolver;
   /** The most a run's workspace may hold on disk; none when absent or 0. */
   diskQuota?: DiskQuota;
-  /** Delivery of runs that name a repository (DELIVERY.md); such runs fail when absent. */
+  /** Delivery of runs that name a repository (docs/delivery.md); such runs fail when absent. */
   delivery?: DeliveryDeps;
   /** Prices of models (pricing.ts): a run's inference_cost; none is recorded when absent. */
   prices?: PriceTable;
@@ -289,7 +289,7 @@ export class RunExecution {
   }
 
   /**
-   * Fetches the run's repository and, in a new workspace, checks the work branch out (DELIVERY.md).
+   * Fetches the run's repository and, in a new workspace, checks the work branch out (docs/delivery.md).
    * Undefined when the run cannot go on (it has FAILED, or the execution was stopped).
    */
   private async checkout(

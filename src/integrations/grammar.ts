@@ -1,5 +1,5 @@
 /**
- * The command grammar shared by Slack and GitHub (shared/docs/INTEGRATIONS.md): what a person wrote
+ * The command grammar shared by Slack and GitHub (docs/surfaces.md): what a person wrote
  * after `/agent` or `@bot`, turned into a verb, a prompt and run options.
  *
  *   <prompt> [options]            a new run; options are `key=value` anywhere or `[k=v, k="v w"]` groups
@@ -7,7 +7,7 @@
  *   cancel [run] · status [run]   the run is optional where the thread says which run is meant
  *   list · help
  *   followup <run_id> <message>   slash command only
- *   in owner/repo[@base] <prompt>  (Slack) a new run in that repository (DELIVERY.md), options as usual
+ *   in owner/repo[@base] <prompt>  (Slack) a new run in that repository (docs/delivery.md), options as usual
  *   repo [owner/repo[@base] | none] (Slack) show, set or clear the channel's default repository
  *   agent [claude|codex|gemini|builtin|scripted | none]  (Slack) show, set or clear the channel's default agent
  *   --agent <name> anywhere in a new run's text selects its agent (the `harness` option; agent-wording.ts)

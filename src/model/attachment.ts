@@ -1,4 +1,4 @@
-/** Image attachments of runs and follow-ups (OZ-SURFACE.md, "Attachments"). */
+/** Image attachments of runs and follow-ups (docs/api.md). */
 
 /** The image types a run accepts; the decoded bytes must really be of the type given. */
 export const ATTACHMENT_MIME_TYPES = ["image/jpeg", "image/png", "image/gif", "image/webp"] as const;

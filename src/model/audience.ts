@@ -1,5 +1,5 @@
 /**
- * A run's audience (SURFACES.md rule 2): who may see it, derived from the threads it is bound to, never
+ * A run's audience (docs/architecture.md): who may see it, derived from the threads it is bound to, never
  * stored by hand. The store filters a team's runs by what a viewer's audience check allowed.
  */
 

@@ -1,5 +1,5 @@
 /**
- * Why an operation on runs was refused, in the API's `error_code` vocabulary (API.md "Errors"). The run
+ * Why an operation on runs was refused, in the API's `error_code` vocabulary (docs/api.md). The run
  * service throws these; the HTTP API turns them into problem+json in one place, and the integrations
  * decide what to tell people by the code, never by an HTTP status.
  */

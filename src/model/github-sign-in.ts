@@ -1,5 +1,5 @@
 /**
- * GitHub sign-in (issue 15). A GitHub comment is public, so what it carries must be useless on its own:
+ * GitHub sign-in. A GitHub comment is public, so what it carries must be useless on its own:
  * a browser that starts a sign-in holds a random cookie (stored only as its hash) and is shown a short
  * code; the person comments the code, the webhook approves that sign-in for them, and only the browser
  * holding the cookie redeems it into a web session, once.

@@ -1,5 +1,5 @@
 /**
- * `agent_config.harness` on the wire (OZ-SURFACE.md) against the keys of the harness registry.
+ * `agent_config.harness` on the wire (docs/api.md) against the keys of the harness registry.
  *
  * Oz names harnesses by `type ∈ oz | claude | codex | gemini`; its SDKs validate responses against
  * that enum. Dispatch's own harnesses are all `oz` on the wire and told apart by `name` (a Dispatch

@@ -1,5 +1,5 @@
 /**
- * Where a run's work is delivered (DELIVERY.md): a repository, its base branch and the branch Dispatch
+ * Where a run's work is delivered (docs/delivery.md): a repository, its base branch and the branch Dispatch
  * pushes to, parsed from what people write (`owner/repo`, `owner/repo@base`, a git URL).
  */
 

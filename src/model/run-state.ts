@@ -1,7 +1,7 @@
 /**
- * The run lifecycle of API.md. Every state change in Dispatch goes through one of these triggers, and
- * the store applies it as a compare-and-set on the current state, so a refused transition never happens
- * even when two actors race (cancel vs finish, two workers claiming).
+ * The run lifecycle (docs/architecture.md). Every state change in Dispatch goes through one of these
+ * triggers, and the store applies it as a compare-and-set on the current state, so a refused transition
+ * never happens even when two actors race (cancel vs finish, two workers claiming).
  */
 export const RUN_STATES = ["QUEUED", "INPROGRESS", "SUCCEEDED", "FAILED", "ERROR", "CANCELLED"] as const;
 export type RunState = (typeof RUN_STATES)[number];
@@ -27,7 +27,7 @@ export const TRANSITIONS = {
   cancel: { from: ["QUEUED", "INPROGRESS"], to: "CANCELLED" },
   /** A follow-up to a finished run starts a new execution of the same run. */
   handoff: { from: ["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"], to: "QUEUED" },
-  /** DESIGN.md recovery: a lease expired before the agent started, so the run is queued again (once). */
+  /** Recovery: a lease expired before the agent started, so the run is queued again (once). */
   requeue: { from: ["INPROGRESS"], to: "QUEUED" },
 } as const satisfies Record<string, { from: readonly RunState[]; to: RunState }>;
 

@@ -2,7 +2,7 @@ import { agentWords } from "./agent-wording.ts";
 
 /**
  * The words people read about a run, on every surface (Slack card, GitHub comment, session page, CLI):
- * INTEGRATIONS.md "State words". Plain functions of the run's wire fields, so any surface can use them.
+ * docs/surfaces.md. Plain functions of the run's wire fields, so any surface can use them.
  */
 
 /** What a run says about itself, as RunItem carries it. */

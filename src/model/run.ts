@@ -41,7 +41,7 @@ export interface AgentConfig {
   max_run_minutes?: number;
   /** Dispatch extension: the most the run's model calls may cost, in USD, over all its executions. */
   max_cost_usd?: number;
-  /** Dispatch extension (DELIVERY.md): `owner/repo` or a git URL the run works in and delivers to. */
+  /** Dispatch extension (docs/delivery.md): `owner/repo` or a git URL the run works in and delivers to. */
   repository?: string;
   /** The branch the work is based on; the repository's default branch when not given (recorded once known). */
   base_branch?: string;

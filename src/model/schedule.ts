@@ -13,7 +13,7 @@ export interface ReportTarget {
   requester: string;
 }
 
-/** A team's cron-driven agent (OZ-SURFACE.md "Schedules"). Timestamps are RFC 3339 UTC strings. */
+/** A team's cron-driven agent (docs/api.md). Timestamps are RFC 3339 UTC strings. */
 export interface ScheduleRecord {
   id: string;
   teamId: string;

@@ -2,7 +2,7 @@ import type { RunRecord } from "./run.ts";
 import { formatDuration } from "./run-wording.ts";
 
 /**
- * Stalls are never silent (issue 15): a run in progress that has had no transcript event for
+ * Stalls are never silent (docs/architecture.md): a run in progress that has had no transcript event for
  * DISPATCH_STALL_AFTER_S says "no progress for 5 min" on its Slack card, GitHub comment, the dashboard and
  * its run page. Pure functions of the run and the clock, so every surface words it alike.
  *

@@ -1,5 +1,5 @@
 /**
- * Why a run ended, on the wire (OZ-SURFACE.md): `status_message.error_code` is one of Oz's `ErrorCode`
+ * Why a run ended, on the wire (docs/api.md): `status_message.error_code` is one of Oz's `ErrorCode`
  * values (the SDKs validate responses against that enum) or absent, and Dispatch's finer reason goes in
  * `status_message.reason` (a Dispatch extension). Runs store only the reason (in `StatusMessage.error_code`
  * of the record, the name it has always had); the Oz code is derived here when a run is shown.

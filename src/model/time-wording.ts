@@ -1,5 +1,5 @@
 /**
- * Instants as people read them (issue 15, "human-readable everywhere a person reads"): "3 min ago",
+ * Instants as people read them, wherever a person reads them (docs/surfaces.md): "3 min ago",
  * "in 2 h", with the exact time kept for a tooltip. The web pages' script words times the same way when it
  * refreshes them (dashboard-script.ts mirrors relativeTime).
  */

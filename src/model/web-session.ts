@@ -1,4 +1,4 @@
-/** Web sign-in (issue 15): one-time login links and the browser sessions they open. */
+/** Web sign-in (docs/surfaces.md): one-time login links and the browser sessions they open. */
 
 import type { ApiKeyRole, Principal, Team } from "./identity.ts";
 

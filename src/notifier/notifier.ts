@@ -60,7 +60,7 @@ const CURSOR = "notifier";
 const EPOCH = "1970-01-01T00:00:00.000Z";
 
 /**
- * Reports runs back to the thread their surface bound them to (DESIGN.md "notifier"). Each
+ * Reports runs back to the thread their surface bound them to (docs/architecture.md). Each
  * tick reads the runs changed since its high-water mark through RunsApi (`updated_after`, sorted by
  * updated_at ascending: one query per platform per tick whatever the number of runs), compares what each
  * card (a chat status card, a tracker's tracking comment) would show with what it last showed, and records the
@@ -277,7 +277,7 @@ export class Notifier {
   }
 
   /**
-   * Stalls are never silent (issue 15), yet nothing in the store changes when a run goes quiet, and an event
+   * Stalls are never silent, yet nothing in the store changes when a run goes quiet, and an event
    * leaves updated_at alone: so this looks, through the store's index of runs in progress by progress
    * (not a scan of runs), for runs that crossed DISPATCH_STALL_AFTER_S since the last check and for runs
    * that made progress since then, and re-renders those whose card says the wrong thing. The first check

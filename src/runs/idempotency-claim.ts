@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { IdempotencyClaim } from "../store/store.ts";
 
-/** How long an Idempotency-Key is remembered (API.md: 24 hours). */
+/** How long an Idempotency-Key is remembered (docs/api.md: 24 hours). */
 const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 
 /**

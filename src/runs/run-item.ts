@@ -3,7 +3,7 @@ import { wireHarnessOf } from "../model/harness-wire.ts";
 import type { AgentConfig, RunRecord } from "../model/run.ts";
 import { wireStatusMessage } from "../model/status-reason.ts";
 
-/** The RunItem of API.md, as GET responses carry it. */
+/** The RunItem of the API (docs/api.md, openapi.json), as GET responses carry it. */
 export function toRunItem(run: RunRecord, publicUrl: string, opts: { promptLimit?: number } = {}) {
   const prompt =
     opts.promptLimit !== undefined && run.prompt.length > opts.promptLimit

@@ -13,7 +13,7 @@ import type { AgentConfig, RunRecord } from "../model/run.ts";
 export type RepositoryDelivery = RepositoryParsing & { pullRequests: boolean };
 
 /**
- * The run's repository, base, work branch and delivery mode (DELIVERY.md), normalised on the config so
+ * The run's repository, base, work branch and delivery mode (docs/delivery.md), normalised on the config so
  * every surface shows them: `owner/repo@base` splits, the work branch is named now. A `config.branch`
  * given must be the run's own: the executor checks the remote (branch-ownership.ts); here, a `dispatch/`
  * branch, which is another run's, is refused unless this run continues that run (`parent_run_id`) or

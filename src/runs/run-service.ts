@@ -68,7 +68,7 @@ export interface ListInput extends Omit<RunListQuery, "after"> {
 }
 
 export interface RunServiceOptions {
-  /** Who may see and steer which run (SURFACES.md rule 2): every read and action asks it. */
+  /** Who may see and steer which run (docs/surfaces.md): every read and action asks it. */
   access: RunAccess;
   defaultModel?: string;
   /** Executor slots across the deployment; `at_capacity` says a new run will wait for one. */
@@ -83,7 +83,7 @@ export interface RunServiceOptions {
   /** Configured environment ids: any other `environment_id` is refused at create. Unchecked when absent. */
   environmentIds?: readonly string[];
   /**
-   * Delivery (DELIVERY.md): where owner/repo lives, which other remotes runs may name (file://, hosts of
+   * Delivery (docs/delivery.md): where owner/repo lives, which other remotes runs may name (file://, hosts of
    * git.allowed_hosts) and whether pull requests can be opened (GitHub credentials are configured). Runs
    * may not name a repository without it.
    */

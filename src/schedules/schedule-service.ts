@@ -32,7 +32,7 @@ export interface ScheduleSpec {
 }
 
 export const SCHEDULE_NAME_MAX = 200;
-/** As for runs (API.md): a key is remembered 24 hours. */
+/** As for runs (docs/api.md): a key is remembered 24 hours. */
 
 /**
  * Schedules for every surface (HTTP API, Slack, CLI through the API): validation, create, read, replace,

@@ -176,7 +176,7 @@ export interface Store {
     statusMessage: NonNullable<RunRecord["statusMessage"]>,
   ): Promise<RunRecord | undefined>;
   /**
-   * Runs whose lease has expired, handled per DESIGN.md: re-queued once if the agent had not started,
+   * Runs whose lease has expired (docs/architecture.md): re-queued once if the agent had not started,
    * else abandoned as "worker lost". Returns the runs it changed.
    */
   recoverExpiredLeases(): Promise<RunRecord[]>;
@@ -212,7 +212,7 @@ export interface Store {
   // Follow-ups
   /**
    * Records a follow-up (with its attachments) and routes it by the run's state in the same transaction
-   * (API.md); the `followup` event names the attachments.
+   * (docs/api.md); the `followup` event names the attachments.
    */
   addFollowup(
     teamId: string,
@@ -281,7 +281,7 @@ export interface Store {
   /** Sets the thread of a binding that had none (a slash command's status card became its root). */
   setBindingThread(runId: string, thread: string): Promise<void>;
 
-  // Channel settings (chat integrations): a channel's default repository (DELIVERY.md) and agent
+  // Channel settings (chat integrations): a channel's default repository (docs/delivery.md) and agent
   getChannelSettings(where: ChannelKey): Promise<ChannelSettings | undefined>;
   /** Sets (or with null clears) the channel's default repository and base; returns the settings now. */
   setChannelRepository(
@@ -293,7 +293,7 @@ export interface Store {
   /** Sets (or with null clears) the channel's default agent (a harness registry key); returns the settings now. */
   setChannelAgent(where: ChannelKey, agent: string | null, by: string, at: string): Promise<ChannelSettings>;
 
-  // Schedules (OZ-SURFACE.md "Schedules"): a team's cron-driven agents and their firings
+  // Schedules (docs/api.md): a team's cron-driven agents and their firings
   /**
    * Inserts the schedule, or with `idempotency` returns the remembered response of an earlier equal
    * request; `name_taken` when the team has a schedule of that name already; `team_limit` or
@@ -342,7 +342,7 @@ export interface Store {
   /** Drops inbound delivery keys and deliveries older than the retention window. */
   pruneInbox(olderThan: string): Promise<number>;
 
-  // Notifier: read position, status cards, outbox (DESIGN.md "notifier")
+  // Notifier: read position, status cards, outbox (docs/architecture.md)
   getNotifierCursor(name: string): Promise<NotifierCursor | undefined>;
   setNotifierCursor(name: string, cursor: NotifierCursor): Promise<void>;
   /** The thread binding and card state of each of these runs, in one read (runs without either are absent). */
@@ -384,7 +384,7 @@ export interface Store {
   /** Drops sent and superseded rows older than `olderThan`. */
   pruneOutbox(olderThan: string): Promise<number>;
 
-  // Web sign-in (issue 15): one-time login links and browser sessions, stored only as hashes
+  // Web sign-in (docs/surfaces.md): one-time login links and browser sessions, stored only as hashes
   createLoginLink(link: NewLoginLink): Promise<void>;
   /** The link whose token hashes to `tokenHash`, in whatever state it is; reading it changes nothing. */
   findLoginLink(tokenHash: string): Promise<LoginLink | undefined>;
@@ -406,7 +406,7 @@ export interface Store {
    */
   pruneWebSignIns(olderThan: string): Promise<number>;
 
-  // GitHub sign-in (issue 15): a browser's pending sign-in, approved by a comment, redeemed by that browser
+  // GitHub sign-in: a browser's pending sign-in, approved by a comment, redeemed by that browser
   /** False (nothing stored) when the browser hash or the code is taken already: draw another code. */
   createGitHubSignIn(signIn: NewGitHubSignIn): Promise<boolean>;
   /** The sign-in of the browser whose cookie hashes to `browserHash`, in whatever state it is. */

@@ -13,7 +13,7 @@ import type { GitHubSignIn } from "../web/auth/github-sign-in.ts";
 import type { WebSignIn } from "../web/auth/web-sign-in.ts";
 
 /**
- * A surface: a place people work that Dispatch listens to and reports to (SURFACES.md). Each one is a
+ * A surface: a place people work that Dispatch listens to and reports to (docs/surfaces.md). Each one is a
  * folder that implements this contract and is listed once in registry.ts; app.ts wires every surface the
  * same way, and nothing else in the code base needs to know its name.
  *

@@ -47,7 +47,7 @@ interface Watcher {
 }
 
 /**
- * The live side of the dashboard (issue 15): one listener on the store's `run_changed` signal for the
+ * The live side of the dashboard (docs/surfaces.md): one listener on the store's `run_changed` signal for the
  * whole process, and the open dashboards (SSE streams) grouped by scope: a team and the audience of its
  * runs a viewer sees (RunAccess; an admin sees all). A burst of changes is coalesced; each batch reads the
  * changed runs once per scope that has watchers (listRuns restricted to the team, to the audience and to

@@ -207,7 +207,7 @@ function renderEvent(event: RunEvent): string {
   return `<li class="ev ev-${escapeHtml(event.type)}" data-seq="${event.seq}"><span class="label">${escapeHtml(label)}</span><pre>${escapeHtml(text)}</pre></li>`;
 }
 
-/** Repository, base, branch, pull request, diff stat and the patch (collapsed): DELIVERY.md, Surfaces. */
+/** Repository, base, branch, pull request, diff stat and the patch (collapsed): docs/delivery.md. */
 export function renderDelivery(view: DeliveryView | undefined): string {
   if (!view) return "";
   const { summary, patch } = view;

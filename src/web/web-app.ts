@@ -36,7 +36,7 @@ export interface WebAppOptions {
 }
 
 /**
- * The team's web app (issue 15): sign-in (Slack login links, the admin key form, sign-out) and the runs
+ * The team's web app: sign-in (Slack login links, the admin key form, sign-out) and the runs
  * dashboard. Its forms post application/x-www-form-urlencoded, which only this plugin's scope parses:
  * the API stays JSON-only.
  */

@@ -49,7 +49,7 @@ async function raw(
   return { status: res.status, headers: res.headers, body, text };
 }
 
-describe("every error code of API.md", () => {
+describe("every error code of the API", () => {
   it("400 invalid_request names the field", async () => {
     const res = await t.api("POST", "/api/v1/agent/runs", { prompt: 42 });
     const body = expectProblem(res, 400, "invalid_request", "/api/v1/agent/runs");

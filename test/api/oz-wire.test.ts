@@ -4,7 +4,7 @@ import { OZ_ERROR_CODES, ozErrorCodeOf } from "../../src/model/status-reason.ts"
 import { startTestDispatch, type TestDispatch, waitFor, waitForState } from "../support/dispatch.ts";
 
 /**
- * The wire rules of OZ-SURFACE.md on runs: the harness in Oz's form, status_message with Oz's error_code
+ * Oz's wire rules (docs/api.md) on runs: the harness in Oz's form, status_message with Oz's error_code
  * and Dispatch's reason, the create fields (team, interactive, conversation_id, parent_run_id, mode),
  * integer event cursors and the session/conversation redirects. No model is configured, so runs use the
  * scripted harness unless they say otherwise.

@@ -26,7 +26,7 @@ import {
 } from "../support/server-process.ts";
 
 /**
- * kill -9 of the notifier replica during a burst of transitions (issue 13): N (`--role api,notifier`)
+ * kill -9 of the notifier replica during a burst of transitions: N (`--role api,notifier`)
  * takes the Slack deliveries and reports, W (`--role worker`) executes, both on one fresh PostgreSQL
  * database. While runs change state, Slack holds back the answers to N's posts (received, not yet carried
  * out), N is killed with SIGKILL with those outbox rows claimed, and then Slack carries the posts out: the

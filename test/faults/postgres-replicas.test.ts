@@ -17,7 +17,7 @@ import {
 } from "../support/server-process.ts";
 
 /**
- * Faults of a replicated Dispatch (issue 13): three real `dispatch serve` processes on one fresh
+ * Faults of a replicated Dispatch (docs/architecture.md): three real `dispatch serve` processes on one fresh
  * PostgreSQL database — A (`--role api,notifier`) takes every request, B and C (`--role worker`) only
  * execute. Runs spread over both workers and execute once each; a worker killed with SIGKILL loses its
  * run to the lease rules and the other carries on; PostgreSQL restarted under load turns into 503s that

@@ -3,7 +3,7 @@ import { type ScriptedTurn, startFakeAnthropic } from "../support/fake-anthropic
 import { startHarnessDispatch, testKey } from "./support.ts";
 
 /**
- * Cost of an external agent (issue 15): Dispatch's model gateway reads each relayed answer's usage, so a
+ * Cost of an external agent: Dispatch's model gateway reads each relayed answer's usage, so a
  * Claude Code run gets an inference_cost and is stopped mid-turn once it passes config.max_cost_usd.
  * Claude Code runs for real against a loopback Anthropic API.
  */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { GrammarError, parseCommand, selectsAgent } from "../../src/integrations/grammar.ts";
 
-// How the agent is named in commands (issue 14): `--agent` anywhere (Slack and GitHub), `agent …` (a
+// How the agent is named in commands (docs/surfaces.md): `--agent` anywhere (Slack and GitHub), `agent …` (a
 // Slack channel's default), `/codex …` (GitHub).
 
 const AGENTS = "claude, codex, gemini, builtin, scripted";

@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 
 /**
- * What the Kubernetes manifests promise about isolation (issue 22), checked on what kustomize renders for
+ * What the Kubernetes manifests promise about isolation, checked on what kustomize renders for
  * each overlay: the Ingress publishes the pages and webhooks but not /metrics, /readyz or /healthz; the
  * workers, which run agent code, mount no secret of the API's and sit behind a NetworkPolicy; and only
  * their namespace is Pod Security `privileged`. kustomize is $DISPATCH_KUSTOMIZE, the one

@@ -14,7 +14,7 @@ import { startTestDispatch, type TestDispatch, waitForState } from "../support/d
 import { type ScriptedTurn, startFakeAnthropic } from "../support/fake-anthropic.ts";
 
 /**
- * Run costs (issue 15): each model call priced from the price table (Dispatch's defaults, the operator's
+ * Run costs: each model call priced from the price table (Dispatch's defaults, the operator's
  * `prices:` over them), request_usage.inference_cost on the run, and config.max_cost_usd stopping a run
  * whose cost passes it. The builtin harness runs against a loopback Anthropic API that reports usage.
  */

@@ -8,7 +8,7 @@ import {
   type Trigger,
 } from "../../src/model/run-state.ts";
 
-// The table of API.md, written out independently of the implementation.
+// The lifecycle's table (docs/architecture.md), written out independently of the implementation.
 const ALLOWED: Array<[RunState | null, RunState]> = [
   [null, "QUEUED"],
   ["QUEUED", "INPROGRESS"],
@@ -21,7 +21,7 @@ const ALLOWED: Array<[RunState | null, RunState]> = [
   ["FAILED", "QUEUED"],
   ["ERROR", "QUEUED"],
   ["CANCELLED", "QUEUED"],
-  // DESIGN.md recovery: lease lost before the agent started.
+  // Recovery: lease lost before the agent started.
   ["INPROGRESS", "QUEUED"],
 ];
 

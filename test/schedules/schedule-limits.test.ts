@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestDispatch, type TestDispatch, waitFor } from "../support/dispatch.ts";
 
 /**
- * What keeps schedules from piling up work (issue 22): a team, and each person in it, may own only so
+ * What keeps schedules from piling up work (docs/api.md): a team, and each person in it, may own only so
  * many (DISPATCH_SCHEDULES_PER_TEAM, DISPATCH_SCHEDULES_PER_CREATOR), and a firing while the schedule's
  * previous run has not even started is skipped, and says so. A live Dispatch with no executor slots (every
  * run stays QUEUED) and a scheduler on a test clock.

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestDispatch, type TestDispatch, waitFor } from "../support/dispatch.ts";
 
 /**
- * Whom a schedule's runs are for (issue 22): its creator, until another member replaces it (PUT) or
+ * Whom a schedule's runs are for (docs/api.md): its creator, until another member replaces it (PUT) or
  * resumes it while paused — who then owns it, shown as its created_by — so nobody's runs carry a prompt
  * they did not write. Pausing changes no owner. A live Dispatch with no executor slots (runs stay QUEUED
  * and show whom they are for) and a scheduler on a test clock.

@@ -7,7 +7,7 @@ import { waitFor } from "../support/dispatch.ts";
 import type { SlackCall } from "../support/fake-slack.ts";
 
 /**
- * What the replica tests (issue 13) share: Slack's signed deliveries to a `dispatch serve` process, the
+ * What the replica tests share: Slack's signed deliveries to a `dispatch serve` process, the
  * metadata Dispatch puts on what it posts, and the wait until the replicas have nothing left to send.
  */
 

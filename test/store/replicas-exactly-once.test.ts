@@ -37,7 +37,7 @@ import {
 } from "./replica-support.ts";
 
 /**
- * Exactly once across replicas (issue 13): two real `dispatch serve` processes, A and B, with every role
+ * Exactly once across replicas: two real `dispatch serve` processes, A and B, with every role
  * (api, worker, notifier, scheduler) on one fresh PostgreSQL database, both with Slack and GitHub pointed
  * at the same loopback fakes. A Slack retry or a GitHub redelivery that lands on the other replica makes
  * no second run, and the two notifiers never post a run's status card or tracking comment twice. What is

@@ -8,7 +8,7 @@ import type { RunItem } from "../../src/runs/run-item.ts";
 import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
 
 // Which agent ran, in the same words on every surface: the Slack status card, the GitHub tracking comment,
-// the session page and `dispatch get` (issue 14). One table (src/model/agent-wording.ts) says them.
+// the session page and `dispatch get` (docs/surfaces.md). One table (src/model/agent-wording.ts) says them.
 
 const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url));
 

@@ -11,7 +11,7 @@ const runsOf = (e: SseEvent) => (e.event === "runs" ? (JSON.parse(e.data) as Run
 const mentions = (e: SseEvent, id: string) => runsOf(e).some((r) => r.id === id);
 
 /**
- * The dashboard's live side (issue 15): GET /dashboard/events tells an open dashboard which of its team's
+ * The dashboard's live side: GET /dashboard/events tells an open dashboard which of its team's
  * runs changed, with the row to show; GET /dashboard/rows answers which of some runs match the page's
  * filters. Nothing executes here (no executor slots), so runs stay where the test puts them.
  */

@@ -6,7 +6,7 @@ import { Browser, runIdsOf, signInWithKey } from "./browser.ts";
 const AHEAD_MS = 7 * 60_000;
 
 /**
- * What the dashboard shows around the list (issue 15): relative times with the exact one kept, source
+ * What the dashboard shows around the list (docs/surfaces.md): relative times with the exact one kept, source
  * links built from a thread binding, cost when a run recorded one, the team's schedules, and usage over
  * the last days as a chart with a table of the same numbers.
  */

@@ -5,7 +5,7 @@ import { Browser, runIdsOf, signInWithKey } from "./browser.ts";
 const HOSTILE = `<script>alert("x")</script><img src=x onerror=alert(1)> & 'quotes'`;
 
 /**
- * The dashboard at / (issue 15) as a signed-in admin sees it: the list API's filters under the same names,
+ * The dashboard at / as a signed-in admin sees it: the list API's filters under the same names,
  * keyset pages, the team's counts by state, escaping, and its weight. Runs stay where the test puts them:
  * this Dispatch executes nothing.
  */

@@ -19,7 +19,7 @@ function codeOf(page: Page): string {
 }
 
 /**
- * Sign-in from GitHub end to end (issue 15): a browser opens /login/github and gets a code bound to its
+ * Sign-in from GitHub end to end: a browser opens /login/github and gets a code bound to its
  * cookie; a signed webhook comment `@dispatch login <code>` by a writer approves it; that browser, and
  * only it, turns it into a session. The web app's clock is skewed to expire codes without waiting.
  */

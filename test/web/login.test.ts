@@ -4,7 +4,7 @@ import { startTestDispatch, type TestDispatch, waitFor } from "../support/dispat
 import { Browser, csrfOf, type Page, runIdsOf, signInWithKey } from "./browser.ts";
 
 /**
- * Web sign-in end to end (issue 15): `/agent login` through a fake Slack, the link in a browser, the
+ * Web sign-in end to end (docs/surfaces.md): `/agent login` through a fake Slack, the link in a browser, the
  * dashboard of the team's runs, sign-out, CSRF refusals and the admin key form. The web app's clock is
  * skewed by the tests to expire links and sessions without waiting.
  */

@@ -9,7 +9,7 @@ import { waitFor } from "../support/dispatch.ts";
 import { Browser, csrfOf, type Page, runIdsOf } from "./browser.ts";
 
 /**
- * The one access rule for GitHub sign-ins (issue 22): a person signed in from GitHub sees the runs of the
+ * The one access rule for GitHub sign-ins: a person signed in from GitHub sees the runs of the
  * repositories where they have `min_permission` and nothing of the others, whose runs they can neither
  * read nor steer — before, a writer of any one installed repository read every run of every repository.
  */

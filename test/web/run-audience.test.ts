@@ -8,7 +8,7 @@ import { SseStream } from "./sse.ts";
 const PRIVATE = "C0PRIVATE";
 
 /**
- * The one access rule (SURFACES.md rule 2, issue 22) on the web app and the API: a Slack user who signs
+ * The one access rule (docs/architecture.md) on the web app and the API: a Slack user who signs
  * in through `/agent login` in one channel sees the runs of the channels they are in, and the runs of a
  * private channel they are not in do not exist for them — on the dashboard and its live feed, the run
  * page, its event stream and every action — as Slack's own verbs answer "no run in this channel".

@@ -21,7 +21,7 @@ function retryForm(page: Page, runId: string): Record<string, string> {
 }
 
 /**
- * Retry on the run page (issue 15: stalls are never silent, with Cancel and Retry): a run that has gone
+ * Retry on the run page (stalls are never silent: Cancel and Retry, docs/surfaces.md): a run that has gone
  * quiet past DISPATCH_STALL_AFTER_S, or that failed, offers Retry; it starts a new run with the same
  * prompt (once, however often the form is sent) and cancels the stalled one.
  */

@@ -14,7 +14,7 @@ import { Browser, csrfOf, type Page, signInWithKey } from "./browser.ts";
 const GATED = "Waits for the test\n$ until [ -e gate ]; do sleep 0.02; done";
 
 /**
- * The run page (issue 15) as a signed-in team member uses it: what it shows, the follow-up form, Cancel
+ * The run page as a signed-in team member uses it: what it shows, the follow-up form, Cancel
  * with its confirmation, CSRF and role refusals, another team's run, and a visitor without a session.
  * Runs execute on the scripted harness; a gated run stays in progress until the test opens its gate.
  */

@@ -11,7 +11,7 @@ import { type ScriptedTurn, startFakeAnthropic } from "../support/fake-anthropic
 import { launchChromium, runBrowserTests, warnIfSkipped } from "./chromium.ts";
 
 /**
- * The team's web app in a real browser (issue 15): headless Chromium drives one real Dispatch with the
+ * The team's web app in a real browser: headless Chromium drives one real Dispatch with the
  * loopback fake Slack and fake Anthropic. A person signs in through the link `/agent login` answers,
  * watches a run appear on the dashboard, filters, opens the run, sends a follow-up and cancels it from the
  * keyboard, sees what a priced run cost; axe-core finds no serious accessibility problem; used and expired

@@ -22,7 +22,7 @@ export interface ScheduleRoutesOptions {
   access: Pick<RunAccess, "filter">;
 }
 
-/** /agent/schedules: the team's scheduled agents (OZ-SURFACE.md "Schedules"). */
+/** /agent/schedules: the team's scheduled agents (docs/api.md). */
 export async function scheduleRoutes(app: FastifyInstance, opts: ScheduleRoutesOptions): Promise<void> {
   const { schedules } = opts;
   const auth = { config: { auth: true } };

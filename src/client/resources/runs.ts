@@ -77,7 +77,7 @@ export class Runs {
     return this.#json("GET", runPath(runId), options);
   }
 
-  /** POST /agent/runs/{runId}/followups: where it went depends on the run's state (API.md). */
+  /** POST /agent/runs/{runId}/followups: where it went depends on the run's state (docs/api.md). */
   followup(
     runId: string,
     body: RunFollowupParams,

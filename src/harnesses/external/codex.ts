@@ -80,7 +80,7 @@ class CodexSession implements AgentSession {
       "--dangerously-bypass-approvals-and-sandbox",
       // Codex's analytics (Statsig metrics to ab.chatgpt.com, events to chatgpt.com) are flushed as it
       // exits, and it waits for them. The sandbox has no network, and Codex's resolver (musl) does not
-      // give up on an unreachable nameserver until its 5 s timeout: every turn ended ~5 s late (issue 16).
+      // give up on an unreachable nameserver until its 5 s timeout: every turn ended ~5 s late.
       // They could not reach anyone from here anyway.
       "-c",
       "analytics.enabled=false",

@@ -4,7 +4,7 @@ import type { DownloadResult } from "./bounded-download.ts";
 
 /**
  * Turns the files of a Slack message or the images of a GitHub comment into a run's attachments, within
- * the limits the API has (OZ-SURFACE.md, "Attachments": at most MAX_ATTACHMENTS JPEG/PNG/GIF/WebP images of
+ * the limits the API has (docs/api.md: at most MAX_ATTACHMENTS JPEG/PNG/GIF/WebP images of
  * at most 5 MB each). What cannot be attached is never dropped silently: each such file gets a sentence
  * naming it, for the platform to post where the request was made. The run still starts (or the follow-up
  * is still sent) with the images that could be attached.

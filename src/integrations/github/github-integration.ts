@@ -50,7 +50,7 @@ export interface GitHubIntegrationDeps {
 
 /**
  * The GitHub side of Dispatch: `issue_comment` webhooks that mention the bot start, steer, cancel and
- * report runs (INTEGRATIONS.md). The webhook route stores trigger comments in the inbox and acknowledges
+ * report runs (docs/surfaces.md). The webhook route stores trigger comments in the inbox and acknowledges
  * them; the inbox queue hands each to this class: 👀 reaction, permission check, the command's verb, thread
  * binding. The notifier reports progress afterwards.
  */

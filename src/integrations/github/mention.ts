@@ -1,5 +1,5 @@
 /**
- * Finding `@<handle>` in a GitHub comment the way a person reads it (INTEGRATIONS.md): a mention counts
+ * Finding `@<handle>` in a GitHub comment the way a person reads it (docs/surfaces.md): a mention counts
  * only as a word of its own, outside quoted lines (`> …`), code fences and inline code. What is left once
  * the mention is taken out is the command for the shared grammar.
  */

@@ -14,7 +14,7 @@ import type { ThreadBinding } from "../../model/thread-binding.ts";
 import type { RunItem } from "../../runs/run-item.ts";
 
 /**
- * The GitHub side of a run's progress (INTEGRATIONS.md): one *tracking comment* per run on its issue or
+ * The GitHub side of a run's progress (docs/surfaces.md): one *tracking comment* per run on its issue or
  * pull request, carrying a hidden marker and edited in place; a short comment mentioning the requester at
  * a terminal state; a reaction for the outcome on the triggering comment. Pure functions of the run as
  * RunsApi returns it.
@@ -23,7 +23,7 @@ import type { RunItem } from "../../runs/run-item.ts";
  * 👀 `eyes` (received) is added by the GitHub integration when the comment arrives.
  */
 
-/** GitHub refuses comment bodies over 65,536 characters; we stay well under (INTEGRATIONS.md: 60,000). */
+/** GitHub refuses comment bodies over 65,536 characters; we stay well under, at 60,000. */
 export const GITHUB_COMMENT_LIMIT = 60_000;
 
 /** The hidden marker of a run's tracking comment: found again after a crash between post and record. */
@@ -102,7 +102,7 @@ function codeSpan(text: string): string {
 }
 
 /**
- * Where the run's work goes (DELIVERY.md): "in `owner/repo@base`", then the pull request as a link with
+ * Where the run's work goes (docs/delivery.md): "in `owner/repo@base`", then the pull request as a link with
  * the diff stat ("PR #123 opened · +12 −3 in 4 files", "updated" after a follow-up) or "No changes".
  * Undefined for a run without a repository; `shownUrl` is the pull request it links.
  */

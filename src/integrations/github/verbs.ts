@@ -148,7 +148,7 @@ export class Verbs {
   }
 
   /**
-   * Where a run started here delivers (DELIVERY.md): the triggering repository. On an issue, from its
+   * Where a run started here delivers (docs/delivery.md): the triggering repository. On an issue, from its
    * default branch (resolved by the executor). On a pull request, from the PR's base; when its head
    * branch is in this repository (and the PR is open) the work goes onto that branch, so the commits
    * land on the PR; a fork's PR gets a new dispatch/ branch and a PR of its own.

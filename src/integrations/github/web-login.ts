@@ -1,7 +1,7 @@
 import type { GitHubApproval } from "../../model/github-sign-in.ts";
 
 /**
- * Web sign-in from GitHub (issue 15), as the integration sees it: GitHub comments are public, so nothing
+ * Web sign-in from GitHub, as the integration sees it: GitHub comments are public, so nothing
  * written here may sign anyone in. A browser opens `startUrl()` and shows a code; the comment
  * `@<bot> login <code>` approves that browser's sign-in for the commenter; the browser then signs itself in.
  */

@@ -3,7 +3,7 @@ import type { ChannelSettings, Store } from "../../store/store.ts";
 import type { Actor } from "./access.ts";
 
 /**
- * A Slack channel's default agent (issue 14): `/agent agent claude` sets it, `/agent agent none` clears it,
+ * A Slack channel's default agent: `/agent agent claude` sets it, `/agent agent none` clears it,
  * `/agent agent` shows it. Runs started in the channel use it unless the command says `--agent …`; a
  * default whose provider key is not configured is refused at create like a typed one, and the person is
  * told the refusal came from the channel's setting.

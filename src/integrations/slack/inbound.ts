@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Store } from "../../store/store.ts";
 
-/** A retyped command within this window is the same request (INTEGRATIONS.md). */
+/** A retyped command within this window is the same request (docs/surfaces.md). */
 export const COMMAND_DEDUPE_WINDOW_MS = 60_000;
 
 export interface InboundKey {
@@ -13,7 +13,7 @@ export interface InboundKey {
 type Body = Record<string, any>;
 
 /**
- * The dedupe keys of one Slack delivery (INTEGRATIONS.md): event `event_id`; message (team, channel, ts);
+ * The dedupe keys of one Slack delivery (docs/surfaces.md): event `event_id`; message (team, channel, ts);
  * command (team, user, channel, text) within 60 s; block action (action_ts, action_id). A delivery with
  * no key (url_verification, anything unknown) is never a duplicate.
  */

@@ -18,7 +18,7 @@ export const CLAIMED = "dispatchInboundClaimed";
 
 /**
  * Bolt's receiver on the project's Fastify server: events, slash commands and interactivity all arrive
- * at POST /slack/events. Order per INTEGRATIONS.md: verify the signature on the raw bytes, dedupe and
+ * at POST /slack/events. Order per docs/surfaces.md: verify the signature on the raw bytes, dedupe and
  * persist the delivery in the inbox (so a retry after a restart is still recognised, and a delivery
  * acknowledged before a crash is handled after it), answer at once; the inbox queue then hands the
  * delivery to bolt's listeners (`process`).

@@ -20,7 +20,7 @@ import type { ThreadBinding } from "../../model/thread-binding.ts";
 import type { RunItem } from "../../runs/run-item.ts";
 
 /**
- * The Slack status card of a run (INTEGRATIONS.md): one message per run, edited in place. Pure functions
+ * The Slack status card of a run (docs/surfaces.md): one message per run, edited in place. Pure functions
  * of the run as RunsApi returns it, so the Slack app reuses them for `/agent status`.
  */
 

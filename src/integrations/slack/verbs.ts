@@ -96,7 +96,7 @@ export class Verbs {
     const { runs, store, responder } = this.deps;
     // A slash command has no message of its own (its status card, posted later, becomes the thread):
     // the run links to the channel it was typed in.
-    // DELIVERY.md: `in owner/repo` beats the channel's default repository.
+    // docs/delivery.md: `in owner/repo` beats the channel's default repository.
     const fallback = command.repository ? undefined : await this.channelRepository(actor);
     const repository = command.repository ?? fallback;
     // `--agent` (or `harness=`) beats the channel's default agent.
@@ -278,7 +278,7 @@ export class Verbs {
   }
 
   /**
-   * The Retry button of a stalled run's card (`cardTs`, issue 15): starts a new run with the same request
+   * The Retry button of a stalled run's card (`cardTs`): starts a new run with the same request
    * (prompt, title, config) as the clicking user, bound to the same thread so its own card follows there,
    * then cancels the stalled run if it is still going. The listener checked that the user may start runs
    * here; cancelling someone else's run also needs the channel's cancel policy. The new run is created

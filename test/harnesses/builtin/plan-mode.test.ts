@@ -6,7 +6,7 @@ import { deliveryEnv, GitRemotes } from "../../support/git-remotes.ts";
 import { scriptedModel } from "./support.ts";
 
 /**
- * `mode: "plan"` with the builtin harness (OZ-SURFACE.md): the model is told to plan and gets no
+ * `mode: "plan"` with the builtin harness (docs/api.md): the model is told to plan and gets no
  * file-writing tools, and a run on a repository delivers nothing. The model is a scripted mock; the
  * repository a local bare git remote behind the fake GitHub.
  */

@@ -5,7 +5,7 @@ import { type ScriptedTurn, startFakeAnthropic } from "../../support/fake-anthro
 import { commentPayload, type GitHubDispatch, HANDLE, startGitHubDispatch, uniqueIssue } from "./support.ts";
 
 /**
- * Choosing the agent from GitHub (issue 14): `@dispatch /codex …` (and /claude, /gemini, /builtin,
+ * Choosing the agent from GitHub (docs/surfaces.md): `@dispatch /codex …` (and /claude, /gemini, /builtin,
  * /scripted) in a comment, and a repository's default agent from `github.repositories.<owner/repo>.agent`
  * in dispatch.config.yaml. Claude Code runs for real against a loopback Anthropic API; Codex has no key.
  */

@@ -10,7 +10,7 @@ const MARKER = /<!-- dispatch:run=([A-Za-z0-9_-]+) -->/;
 type Json = Record<string, any>;
 
 /**
- * Runs started from GitHub comments work in the triggering repository (DELIVERY.md): signed
+ * Runs started from GitHub comments work in the triggering repository (docs/delivery.md): signed
  * issue_comment webhooks → Dispatch → the scripted harness edits files → Dispatch commits and pushes
  * over smart HTTP (git's own http-backend behind the fake's token) to the bare repository the webhook
  * examples name (Codertocat/Hello-World, default branch master) and opens or updates pull requests on

@@ -4,7 +4,7 @@ import { type ScriptedTurn, startFakeAnthropic } from "../../support/fake-anthro
 import { CHANNEL, type SlackDispatch, startSlackDispatch } from "./support.ts";
 
 /**
- * Choosing the agent from Slack (issue 14): `/agent --agent claude …` (and in mentions), a channel's
+ * Choosing the agent from Slack (docs/surfaces.md): `/agent --agent claude …` (and in mentions), a channel's
  * default agent (`/agent agent claude`), and what a person reads when the agent is unknown or its key is
  * not configured. Claude Code runs for real against a loopback Anthropic API; Codex has no key here.
  */

@@ -4,7 +4,7 @@ import { type ScriptedTurn, startFakeAnthropic } from "../../support/fake-anthro
 import { CHANNEL, type SlackDispatch, startSlackDispatch } from "./support.ts";
 
 /**
- * Cost in Slack (issue 15): the status card shows what the run cost, and a run stopped at the server's
+ * Cost in Slack (docs/runtime.md): the status card shows what the run cost, and a run stopped at the server's
  * default cost limit (DISPATCH_MAX_COST_USD) says so in its thread. The builtin harness runs against a
  * loopback Anthropic API that reports usage.
  */

@@ -5,7 +5,7 @@ import { deliveryEnv, GitRemotes } from "../../support/git-remotes.ts";
 import { CHANNEL, nextTs, type SlackDispatch, startSlackDispatch, TEAM } from "./support.ts";
 
 /**
- * Slack runs that work in a repository (DELIVERY.md): `in owner/repo[@base]` in the command, or the
+ * Slack runs that work in a repository (docs/delivery.md): `in owner/repo[@base]` in the command, or the
  * channel's default repository set with `/agent repo`. Real Dispatch, fake Slack, local bare repositories
  * as the git server and the fake GitHub for pull requests; the scripted harness runs the `$ ` lines.
  */

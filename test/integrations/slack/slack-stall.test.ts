@@ -6,7 +6,7 @@ import type { SlackCall } from "../../support/fake-slack.ts";
 import { CHANNEL, type SlackDispatch, startSlackDispatch, TEAM } from "./support.ts";
 
 /**
- * Stalls are never silent (issue 15): a run whose agent goes quiet for DISPATCH_STALL_AFTER_S gets its
+ * Stalls are never silent: a run whose agent goes quiet for DISPATCH_STALL_AFTER_S gets its
  * status card edited to say so, with Retry; the note goes once the agent makes progress again; Retry
  * starts the same request again in the card's thread and cancels the stalled run.
  */

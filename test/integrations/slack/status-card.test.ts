@@ -71,7 +71,7 @@ describe("renderStatusCard", () => {
     expect(actions(failed).map((b: { action_id: string }) => b.action_id)).toEqual([ACTION_OPEN_SESSION]);
   });
 
-  it("uses the state words of INTEGRATIONS.md", () => {
+  it("uses the state words every surface uses", () => {
     expect(stateWords(run({ state: "QUEUED" }))).toBe("Queued");
     expect(stateWords(run({ state: "INPROGRESS" }))).toBe("In progress");
     expect(stateWords(run({ state: "SUCCEEDED" }))).toBe("Succeeded");
@@ -98,7 +98,7 @@ describe("renderStatusCard", () => {
     expect(allText(card)).toContain("<https://github.com/o/r/pull/42|PR #42>");
   });
 
-  describe("delivery (DELIVERY.md)", () => {
+  describe("delivery", () => {
     const at = "2026-01-01T00:00:00.000Z";
     const inRepo = (over: Partial<RunItem> = {}) =>
       run({

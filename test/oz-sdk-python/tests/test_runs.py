@@ -132,7 +132,7 @@ def test_plan_mode(client: OzAPI) -> None:
 def test_cancel_sends_an_empty_json_body(client: OzAPI) -> None:
     created = client.agent.run(prompt="$ sleep 30")
     wait_until(lambda: client.agent.runs.retrieve(created.run_id).state == "INPROGRESS", what="the run to start")
-    # API.md: the body is the run id as a JSON string; this SDK hands back the body's text as it is.
+    # docs/api.md: the body is the run id as a JSON string; this SDK hands back the body's text as it is.
     assert json.loads(client.agent.runs.cancel(created.run_id)) == created.run_id
     run = client.agent.runs.retrieve(created.run_id)
     assert run.state == "CANCELLED"

@@ -153,7 +153,7 @@ export function outboxConformance(t: StoreSuite): void {
       expect(await t.store.pruneOutbox(new Date(Date.now() + 1000).toISOString())).toBe(0); // dead rows are kept
     });
 
-    // GitHub (issue 4): messages outside card changes, and bindings whose thread is the issue itself.
+    // GitHub: messages outside card changes, and bindings whose thread is the issue itself.
     it("enqueueOutbox adds due rows once per dedupe key, claimable without a card", async () => {
       const group = "github:o/r#7";
       const eyes = {

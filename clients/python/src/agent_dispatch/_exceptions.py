@@ -1,4 +1,4 @@
-"""One exception class per failure the API documents (docs/API.md, "Errors")."""
+"""One exception class per failure the API documents (docs/api.md)."""
 
 from __future__ import annotations
 

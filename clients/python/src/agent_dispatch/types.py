@@ -1,4 +1,4 @@
-"""Request and response types of the Dispatch HTTP API v1 (docs/API.md, openapi.json).
+"""Request and response types of the Dispatch HTTP API v1 (docs/api.md, openapi.json).
 
 Response models accept fields they do not know (kept in ``model_extra``) and enum values they do not
 know (``RunState`` is an open set: the literals are the values this version knows, any other string is

@@ -1,4 +1,4 @@
--- Schedules (OZ-SURFACE.md "Schedules"): a team's cron-driven agents. The user's fields change through
+-- Schedules (docs/api.md): a team's cron-driven agents. The user's fields change through
 -- the API; the scheduler's (last_fire_time, last_ran, last_spawn_error) only through a firing, so an
 -- edit never clobbers history and a firing never clobbers an edit (it checks `revision`).
 CREATE TABLE schedules (

@@ -1,4 +1,4 @@
--- Image attachments of runs (OZ-SURFACE.md "Attachments"). The bytes live once per SHA-256 in
+-- Image attachments of runs (docs/api.md). The bytes live once per SHA-256 in
 -- attachment_blobs, however many runs or follow-ups send the same image; each attachment row names its
 -- run and, when it came with a follow-up rather than the create, that follow-up.
 CREATE TABLE attachment_blobs (

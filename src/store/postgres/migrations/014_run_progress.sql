@@ -1,4 +1,4 @@
--- Stall detection (issue 15): when a run last made progress, i.e. the time of its latest transcript event
+-- Stall detection: when a run last made progress, i.e. the time of its latest transcript event
 -- (every state change appends a `state` event, so this is also at least its latest state change). Set by
 -- the statement that numbers each event; appending an event still leaves updated_at alone. The partial
 -- index lets the notifier find runs in progress by how long they have been quiet without scanning runs.

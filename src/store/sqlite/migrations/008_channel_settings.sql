@@ -1,5 +1,5 @@
 -- Settings of one chat channel (a Slack channel of a workspace): for now its default repository, which
--- runs started there work in unless the command names one (DELIVERY.md "Choosing the repository").
+-- runs started there work in unless the command names one (docs/delivery.md).
 -- A cleared repository keeps the row, so who cleared it and when stay known.
 CREATE TABLE channel_settings (
   platform TEXT NOT NULL,

@@ -1,4 +1,4 @@
--- Run lineage and mode (OZ-SURFACE.md): the run that spawned a run (Oz's parent_run_id, always of the
+-- Run lineage and mode (docs/api.md): the run that spawned a run (Oz's parent_run_id, always of the
 -- same team), so that `ancestor_run_id` lists a run's descendants; and the mode of the first execution
 -- (normal or plan; a follow-up handoff carries its own mode in followups.mode).
 ALTER TABLE runs ADD COLUMN parent_run_id TEXT;

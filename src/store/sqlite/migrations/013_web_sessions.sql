@@ -1,4 +1,4 @@
--- Web sign-in (issue 15). A login link is a one-time token that signs a principal in once, within
+-- Web sign-in (docs/surfaces.md). A login link is a one-time token that signs a principal in once, within
 -- minutes; a web session is a browser's cookie, with the CSRF token its forms must carry. Tokens and
 -- session ids are stored only as SHA-256 hashes. A session opened with an API key names that key, so
 -- revoking the key ends the session too; one opened from a link names the link, which makes it the

@@ -1,4 +1,4 @@
--- GitHub sign-in (issue 15). A comment on GitHub is public, so the code it carries must be useless on its
+-- GitHub sign-in. A comment on GitHub is public, so the code it carries must be useless on its
 -- own: the browser that started the sign-in holds a cookie, stored here only as its SHA-256 hash; a signed
 -- webhook comment with the code approves the sign-in for its author (principal, team, role are set then);
 -- only the browser with the cookie redeems it, once (used_at). The code is kept as shown: it is posted in
