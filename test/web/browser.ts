@@ -137,3 +137,16 @@ export async function signInWithKey(browser: Browser, key: string): Promise<Page
 export function runIdsOf(page: Page): string[] {
   return [...page.html.matchAll(/<tr data-run-id="([^"]+)"/g)].map((m) => m[1]!);
 }
+
+/** Presses the button of the page's first POST form, as a person would: its action, its hidden fields. */
+export async function submitFirstForm(browser: Browser, page: Page): Promise<Page> {
+  const form = /<form method="post" action="([^"]+)"/.exec(page.html);
+  if (!form) throw new Error(`no form on the page:\n${page.html.slice(0, 500)}`);
+  const fields = Object.fromEntries(
+    [...page.html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"/g)].map((m) => [
+      m[1]!,
+      m[2]!,
+    ]),
+  );
+  return browser.post(form[1]!.replaceAll("&amp;", "&"), fields);
+}

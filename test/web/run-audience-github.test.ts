@@ -6,7 +6,7 @@ import {
   uniqueIssue,
 } from "../integrations/github/support.ts";
 import { waitFor } from "../support/dispatch.ts";
-import { Browser, csrfOf, type Page, runIdsOf } from "./browser.ts";
+import { Browser, csrfOf, runIdsOf, submitFirstForm } from "./browser.ts";
 
 /**
  * The one access rule for GitHub sign-ins: a person signed in from GitHub sees the runs of the
@@ -55,18 +55,8 @@ describe("a run's audience for a GitHub sign-in", () => {
       202,
     );
     await g.settle();
-    let page: Page = await browser.get("/login/github");
-    // A confirmation that names the account, when the page asks for one.
-    const confirm = /<form method="post" action="([^"]+)"/.exec(page.html);
-    if (page.status === 200 && confirm) {
-      const fields = Object.fromEntries(
-        [...page.html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"/g)].map((m) => [
-          m[1]!,
-          m[2]!,
-        ]),
-      );
-      page = await browser.post(confirm[1]!.replaceAll("&amp;", "&"), fields);
-    }
+    // The page names the account and asks to continue: the button signs in.
+    const page = await submitFirstForm(browser, await browser.get("/login/github"));
     expect(page.status).toBe(303);
     return browser;
   };

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SlackDispatch, startSlackDispatch } from "../integrations/slack/support.ts";
 import { waitFor } from "../support/dispatch.ts";
-import { Browser, csrfOf, type Page, runIdsOf } from "./browser.ts";
+import { Browser, csrfOf, runIdsOf, submitFirstForm } from "./browser.ts";
 import { SseStream } from "./sse.ts";
 
 /** A private channel that only U1 is in; the default channel has U1 to U9. */
@@ -33,19 +33,9 @@ describe("a run's audience on the web app and the API", () => {
   });
   afterAll(() => s?.stop());
 
-  /** Opens a Slack login link in `browser`, confirming on the page when the link asks to. */
+  /** Opens a Slack login link in `browser` and presses the button that names the account. */
   const openLink = async (browser: Browser, link: string): Promise<void> => {
-    let page: Page = await browser.get(link);
-    const confirm = /<form method="post" action="([^"]+)"/.exec(page.html);
-    if (page.status === 200 && confirm) {
-      const fields = Object.fromEntries(
-        [...page.html.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"/g)].map((m) => [
-          m[1]!,
-          m[2]!,
-        ]),
-      );
-      page = await browser.post(confirm[1]!.replaceAll("&amp;", "&"), fields);
-    }
+    const page = await submitFirstForm(browser, await browser.get(link));
     expect(page.status).toBe(303);
     expect(browser.cookies.has("dispatch_session")).toBe(true);
   };
