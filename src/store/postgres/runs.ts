@@ -4,10 +4,10 @@ import type { RunRecord } from "../../model/run.ts";
 import { canApply, RUN_STATES, type RunState, type Trigger } from "../../model/run-state.ts";
 import { wireStatusMessage } from "../../model/status-reason.ts";
 import { foldCase } from "../fold-case.ts";
-import { iso, json, type Row as SqliteRow, toRun } from "../sqlite/rows.ts";
+import { iso, json, toRun } from "../rows.ts";
 import type { IdempotencyClaim, IdempotentResult, RunListQuery, RunPatch } from "../store.ts";
 import { insertAttachments } from "./attachments.ts";
-import type { Database, Row, Sql, Tx } from "./database.ts";
+import type { Database, Sql, Tx } from "./database.ts";
 import { insertEvent } from "./events.ts";
 import { checkIdempotency, rememberResponse } from "./idempotency.ts";
 
@@ -15,11 +15,6 @@ import { checkIdempotency, rememberResponse } from "./idempotency.ts";
  * Runs: creation, reads, listing and counts, cancelling, and the lifecycle's compare-and-set
  * (`applyTransition`) and change signals (`announce`) that the other families reuse.
  */
-
-/** The SQLite store's mapper: both backends store a run in the same columns. */
-export function runFromRow(row: Row): RunRecord {
-  return toRun(row as SqliteRow);
-}
 
 export async function createRun(
   db: Database,
@@ -109,12 +104,12 @@ export function runSearchText(run: { title: string; prompt: string }): { title: 
 
 export async function getRun(db: Database, teamId: string, runId: string): Promise<RunRecord | undefined> {
   const row = await db.row("SELECT * FROM runs WHERE id = $1 AND team_id = $2", [runId, teamId]);
-  return row ? runFromRow(row) : undefined;
+  return row ? toRun(row) : undefined;
 }
 
 export async function getRunBySession(db: Database, sessionId: string): Promise<RunRecord | undefined> {
   const row = await db.row("SELECT * FROM runs WHERE session_id = $1", [sessionId]);
-  return row ? runFromRow(row) : undefined;
+  return row ? toRun(row) : undefined;
 }
 
 /**
@@ -227,7 +222,7 @@ export async function listRuns(
     params,
   );
   const hasMore = rows.length > q.limit;
-  return { runs: rows.slice(0, q.limit).map(runFromRow), hasMore };
+  return { runs: rows.slice(0, q.limit).map(toRun), hasMore };
 }
 
 export async function countRunsByState(
@@ -324,7 +319,7 @@ export async function lockTeamRun(tx: Tx, teamId: string, runId: string): Promis
 
 export async function readRun(sql: Sql, id: string): Promise<RunRecord | undefined> {
   const row = await sql.row("SELECT * FROM runs WHERE id = $1", [id]);
-  return row ? runFromRow(row) : undefined;
+  return row ? toRun(row) : undefined;
 }
 
 /** The compare-and-set at the heart of the lifecycle: the run's row stays locked until the commit. */
@@ -336,7 +331,7 @@ export async function applyTransition(
   workerId?: string,
 ): Promise<RunRecord | undefined> {
   const row = await tx.row("SELECT * FROM runs WHERE id = $1 FOR UPDATE", [runId]);
-  const run = row ? runFromRow(row) : undefined;
+  const run = row ? toRun(row) : undefined;
   if (!run || !canApply(trigger, run.state)) return undefined;
   if (workerId !== undefined && run.workerId !== workerId) return undefined;
   const now = Date.now();
@@ -417,7 +412,7 @@ export async function applyTransition(
 
 export async function touch(tx: Tx, runId: string, at: string): Promise<RunRecord> {
   const row = await tx.row("UPDATE runs SET updated_at = $1 WHERE id = $2 RETURNING *", [at, runId]);
-  return runFromRow(row!);
+  return toRun(row!);
 }
 
 /** The signals of a changed run, published with the transaction's commit. */

@@ -5,12 +5,13 @@ import type { RunRecord } from "../../model/run.ts";
 import { canApply, RUN_STATES, type RunState, type Trigger } from "../../model/run-state.ts";
 import { wireStatusMessage } from "../../model/status-reason.ts";
 import { foldCase } from "../fold-case.ts";
+import { iso, json } from "../rows.ts";
 import type { IdempotencyClaim, IdempotentResult, RunListQuery, RunPatch } from "../store.ts";
 import { insertAttachments } from "./attachments.ts";
 import type { Database } from "./database.ts";
 import { insertEvent } from "./events.ts";
 import { checkIdempotency, rememberResponse } from "./idempotency.ts";
-import { iso, json, type Row, RUN_COLUMNS, runFromValues } from "./rows.ts";
+import { type Row, RUN_COLUMNS, runFromValues } from "./rows.ts";
 
 /**
  * Runs: creation, reads, listing and counts, cancelling, and the lifecycle's compare-and-set
