@@ -58,6 +58,17 @@ const RULES: Rule[] = [
     forbids: inside("src/runs"),
   },
   {
+    // The backends are siblings: what both use (row mapping, transition columns) lives beside store.ts.
+    name: "src/store/postgres imports nothing of src/store/sqlite",
+    governs: inside("src/store/postgres"),
+    forbids: inside("src/store/sqlite"),
+  },
+  {
+    name: "src/store/sqlite imports nothing of src/store/postgres",
+    governs: inside("src/store/sqlite"),
+    forbids: inside("src/store/postgres"),
+  },
+  {
     // A surface is a folder: what surfaces share lives at src/integrations/ root (grammar, the inbox queue).
     name: "a surface imports nothing of another surface",
     governs: (file) => surfaceOf(file) !== undefined,
@@ -196,6 +207,13 @@ describe("architecture: what src/ may import", () => {
       { file: "src/model/run.ts", line: 4, specifier: "./run-state.ts", target: "src/model/run-state.ts" },
       { file: "src/model/run.ts", line: 5, specifier: "zod", target: undefined },
       {
+        file: "src/store/postgres/runs.ts",
+        line: 7,
+        specifier: "../sqlite/rows.ts",
+        target: "src/store/sqlite/rows.ts",
+      },
+      { file: "src/store/postgres/runs.ts", line: 8, specifier: "../rows.ts", target: "src/store/rows.ts" },
+      {
         file: "src/web/session-page.ts",
         line: 9,
         specifier: "../api/server.ts",
@@ -250,6 +268,10 @@ describe("architecture: what src/ may import", () => {
         'src/model/run.ts:3 imports "../runs/run-service.ts" (src/runs/run-service.ts)',
       ],
       "src/store does not import src/runs": [],
+      "src/store/postgres imports nothing of src/store/sqlite": [
+        'src/store/postgres/runs.ts:7 imports "../sqlite/rows.ts" (src/store/sqlite/rows.ts)',
+      ],
+      "src/store/sqlite imports nothing of src/store/postgres": [],
       "a surface imports nothing of another surface": [
         'src/integrations/slack/verbs.ts:8 imports "../github/messages.ts" (src/integrations/github/messages.ts)',
       ],

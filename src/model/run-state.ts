@@ -16,20 +16,27 @@ export function isTerminal(state: string): boolean {
   return (TERMINAL_STATES as readonly string[]).includes(state);
 }
 
+/**
+ * What a transition does to the run's execution (an attempt at the prompt, numbered from 0): a claim
+ * begins one, a finish or cancel ends it, a follow-up hand-off queues the next, and a requeue queues the
+ * same execution again. The stores derive the columns a transition sets from this.
+ */
+export type ExecutionEffect = "begin" | "end" | "next" | "retry";
+
 export const TRANSITIONS = {
   /** A worker claims a queued run. */
-  claim: { from: ["QUEUED"], to: "INPROGRESS" },
-  succeed: { from: ["INPROGRESS"], to: "SUCCEEDED" },
+  claim: { from: ["QUEUED"], to: "INPROGRESS", execution: "begin" },
+  succeed: { from: ["INPROGRESS"], to: "SUCCEEDED", execution: "end" },
   /** The agent or its setup failed: a user-side cause. */
-  fail: { from: ["INPROGRESS"], to: "FAILED" },
+  fail: { from: ["INPROGRESS"], to: "FAILED", execution: "end" },
   /** The platform failed: worker lost, internal fault. */
-  error: { from: ["INPROGRESS"], to: "ERROR" },
-  cancel: { from: ["QUEUED", "INPROGRESS"], to: "CANCELLED" },
+  error: { from: ["INPROGRESS"], to: "ERROR", execution: "end" },
+  cancel: { from: ["QUEUED", "INPROGRESS"], to: "CANCELLED", execution: "end" },
   /** A follow-up to a finished run starts a new execution of the same run. */
-  handoff: { from: ["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"], to: "QUEUED" },
+  handoff: { from: ["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"], to: "QUEUED", execution: "next" },
   /** Recovery: a lease expired before the agent started, so the run is queued again (once). */
-  requeue: { from: ["INPROGRESS"], to: "QUEUED" },
-} as const satisfies Record<string, { from: readonly RunState[]; to: RunState }>;
+  requeue: { from: ["INPROGRESS"], to: "QUEUED", execution: "retry" },
+} as const satisfies Record<string, { from: readonly RunState[]; to: RunState; execution: ExecutionEffect }>;
 
 export type Trigger = keyof typeof TRANSITIONS;
 

@@ -1,12 +1,9 @@
 import type { ApiKeyRecord, Caller, Principal, Team } from "../../model/identity.ts";
-import { type Row as SqliteRow, toApiKey, toPrincipal } from "../sqlite/rows.ts";
+import { toApiKey, toPrincipal } from "../rows.ts";
 import type { NewApiKey } from "../store.ts";
-import type { Database, Row } from "./database.ts";
+import type { Database } from "./database.ts";
 
 /** Teams, principals and API keys (keys are stored only as hashes). */
-
-const apiKeyFromRow = (row: Row) => toApiKey(row as SqliteRow);
-const principalFromRow = (row: Row) => toPrincipal(row as SqliteRow);
 
 export async function ensureTeam(db: Database, team: Team): Promise<Team> {
   await db.changes(
@@ -23,7 +20,7 @@ export async function ensurePrincipal(db: Database, p: Principal): Promise<Princ
      ON CONFLICT (id) DO NOTHING`,
     [p.id, p.teamId, p.type, p.displayName, p.email, new Date().toISOString()],
   );
-  return principalFromRow((await db.row("SELECT * FROM principals WHERE id = $1", [p.id]))!);
+  return toPrincipal((await db.row("SELECT * FROM principals WHERE id = $1", [p.id]))!);
 }
 
 export async function insertApiKey(db: Database, k: NewApiKey): Promise<ApiKeyRecord> {
@@ -32,7 +29,7 @@ export async function insertApiKey(db: Database, k: NewApiKey): Promise<ApiKeyRe
      RETURNING *`,
     [k.id, k.principalId, k.name, k.role, k.hash, k.prefix, k.createdAt],
   );
-  return apiKeyFromRow(row!);
+  return toApiKey(row!);
 }
 
 export async function findCallerByKeyHash(db: Database, hash: string): Promise<Caller | undefined> {
@@ -45,7 +42,7 @@ export async function findCallerByKeyHash(db: Database, hash: string): Promise<C
   );
   if (!row) return undefined;
   return {
-    key: apiKeyFromRow(row),
+    key: toApiKey(row),
     principal: {
       id: String(row.principal_id),
       teamId: String(row.p_team_id),
@@ -63,8 +60,8 @@ export async function listApiKeys(db: Database): Promise<Array<ApiKeyRecord & { 
        FROM api_keys k JOIN principals p ON p.id = k.principal_id ORDER BY k.created_at, k.id`,
   );
   return rows.map((row) => ({
-    ...apiKeyFromRow(row),
-    principal: principalFromRow({ ...row, id: row.p_id ?? null }),
+    ...toApiKey(row),
+    principal: toPrincipal({ ...row, id: row.p_id ?? null }),
   }));
 }
 
@@ -82,7 +79,7 @@ export async function revokeApiKey(
       "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2 RETURNING *",
       [at, String(rows[0]!.id)],
     );
-    const revoked = apiKeyFromRow(row!);
+    const revoked = toApiKey(row!);
     tx.signal("api_key_revoked", revoked.id);
     return revoked;
   });

@@ -1,9 +1,9 @@
 import type { Artifact, RunRecord } from "../../model/run.ts";
-import { iso } from "../sqlite/rows.ts";
+import { iso, toRun } from "../rows.ts";
 import { ARTIFACT_HEAD_BYTES, type ArtifactFile, type ArtifactHead, type NewArtifactFile } from "../store.ts";
 import type { Database } from "./database.ts";
 import { insertEvent } from "./events.ts";
-import { announce, readRun, runFromRow } from "./runs.ts";
+import { announce, readRun } from "./runs.ts";
 
 /**
  * A run's artifacts: appended to runs.artifacts with an `artifact` event; FILE bytes in artifact_files,
@@ -19,7 +19,7 @@ export async function recordArtifact(
   return db.tx(async (tx) => {
     const row = await tx.row("SELECT * FROM runs WHERE id = $1 FOR UPDATE", [runId]);
     if (!row) return undefined;
-    const current = runFromRow(row);
+    const current = toRun(row);
     const at = iso(Date.now());
     const artifacts = withArtifact(current.artifacts, artifact);
     await tx.changes("UPDATE runs SET artifacts = $1, updated_at = $2 WHERE id = $3", [

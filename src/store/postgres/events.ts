@@ -1,6 +1,6 @@
 import type { RunEvent, RunEventType } from "../../model/run.ts";
 import { capEventData } from "../event-cap.ts";
-import { iso } from "../sqlite/rows.ts";
+import { iso } from "../rows.ts";
 import type { Database, Tx } from "./database.ts";
 
 /** The transcript: run events numbered by the run's own sequence. */

@@ -1,16 +1,14 @@
 import { attachmentSummary, type NewAttachment } from "../../model/attachment.ts";
 import type { FollowupOutcome, FollowupRecord, RunRecord } from "../../model/run.ts";
-import { iso, type Row as SqliteRow, toFollowup } from "../sqlite/rows.ts";
+import { iso, toFollowup } from "../rows.ts";
 import type { IdempotencyClaim, IdempotentResult } from "../store.ts";
 import { insertAttachments } from "./attachments.ts";
-import type { Database, Row, Tx } from "./database.ts";
+import type { Database, Tx } from "./database.ts";
 import { insertEvent } from "./events.ts";
 import { checkIdempotency, rememberResponse } from "./idempotency.ts";
 import { announce, applyTransition, lockTeamRun, touch } from "./runs.ts";
 
 /** Follow-ups: accepting one (routed by the run's state) and handing the waiting ones to an execution. */
-
-const followupFromRow = (row: Row): FollowupRecord => toFollowup(row as SqliteRow);
 
 export async function addFollowup(
   db: Database,
@@ -52,7 +50,7 @@ export async function addFollowup(
         outcome === "handoff_execution"
           ? (await applyTransition(tx, runId, "handoff", { eventData: { followup_id: f.id } }))!
           : await touch(tx, runId, now);
-      const value = { followup: followupFromRow(inserted!), run };
+      const value = { followup: toFollowup(inserted!), run };
       const response = idem ? await rememberResponse(tx, idem, value) : undefined;
       announce(tx, run);
       tx.signal("followup_added", runId);
@@ -77,6 +75,6 @@ export async function takePending(tx: Tx, runId: string, execution: number): Pro
     [iso(Date.now()), execution, runId],
   );
   return rows
-    .map(followupFromRow)
+    .map(toFollowup)
     .sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
 }

@@ -6,17 +6,18 @@ import type {
   NewGitHubSignIn,
 } from "../../model/github-sign-in.ts";
 import type { NewWebSession } from "../../model/web-session.ts";
-import { approvalRefusal, FIND_QUERY, redemptionRefusal, toGitHubSignIn } from "../sqlite/github-sign-ins.ts";
-import { SESSION_QUERY, toWebSession } from "../sqlite/web-sessions.ts";
+import { approvalRefusal, redemptionRefusal, toGitHubSignIn, toWebSession } from "../sign-in-rows.ts";
 import type { Database } from "./database.ts";
+import { SESSION_SQL } from "./web-sessions.ts";
 
 /** GitHub sign-in: a browser's pending sign-in, approved by a comment, redeemed once by that browser. */
 
-/** The SQLite statement with PostgreSQL's numbered parameters. */
-const SESSION_SQL = SESSION_QUERY.replace("s.id_hash = ?", "s.id_hash = $1").replace(
-  "s.expires_at > ?",
-  "s.expires_at > $2",
-);
+/** A browser's sign-in with whom it was approved for. */
+const FIND_SQL = `
+  SELECT g.code, g.created_at, g.expires_at, g.approved_at, g.used_at,
+         p.id AS p_id, p.display_name AS p_display_name
+    FROM github_sign_ins g LEFT JOIN principals p ON p.id = g.principal_id
+   WHERE g.browser_hash = $1`;
 
 export async function createGitHubSignIn(db: Database, s: NewGitHubSignIn): Promise<boolean> {
   const changed = await db.changes(
@@ -28,7 +29,7 @@ export async function createGitHubSignIn(db: Database, s: NewGitHubSignIn): Prom
 }
 
 export async function findGitHubSignIn(db: Database, browserHash: string): Promise<GitHubSignIn | undefined> {
-  const row = await db.row(FIND_QUERY.replace("?", "$1"), [browserHash]);
+  const row = await db.row(FIND_SQL, [browserHash]);
   return row ? toGitHubSignIn(row) : undefined;
 }
 

@@ -1,4 +1,4 @@
-import { iso } from "../sqlite/rows.ts";
+import { iso } from "../rows.ts";
 import type { IdempotencyClaim } from "../store.ts";
 import type { Database, Tx } from "./database.ts";
 

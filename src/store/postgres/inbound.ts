@@ -1,15 +1,13 @@
 import type { BoundPlace } from "../../model/audience.ts";
 import type { ThreadBinding } from "../../model/thread-binding.ts";
-import { iso, type Row as SqliteRow, toBinding } from "../sqlite/rows.ts";
+import { iso, toBinding } from "../rows.ts";
 import type { InboundDelivery, NewInboundDelivery } from "../store.ts";
-import { type Database, Rollback, type Row, type Sql } from "./database.ts";
+import { type Database, Rollback, type Sql } from "./database.ts";
 
 /**
  * The inbox: dedupe keys of inbound deliveries, and the deliveries themselves, stored before they are
  * acknowledged and handled from here with a lease. Also the thread bindings of runs.
  */
-
-const bindingFromRow = (row: Row) => toBinding(row as SqliteRow);
 
 export async function claimInbound(
   db: Database,
@@ -118,7 +116,7 @@ export async function bindThread(db: Database, b: ThreadBinding): Promise<void> 
 
 export async function getThreadBinding(db: Database, runId: string): Promise<ThreadBinding | undefined> {
   const row = await db.row("SELECT * FROM thread_bindings WHERE run_id = $1", [runId]);
-  return row ? bindingFromRow(row) : undefined;
+  return row ? toBinding(row) : undefined;
 }
 
 export async function listBoundPlaces(db: Database, teamId: string): Promise<BoundPlace[]> {
@@ -144,7 +142,7 @@ export async function findLatestBinding(
       ORDER BY created_at DESC, run_id DESC LIMIT 1`,
     [where.platform, where.workspace, where.channel, where.thread],
   );
-  return row ? bindingFromRow(row) : undefined;
+  return row ? toBinding(row) : undefined;
 }
 
 export async function listChannelBindings(
@@ -157,7 +155,7 @@ export async function listChannelBindings(
       ORDER BY created_at DESC, run_id DESC LIMIT $4`,
     [where.platform, where.workspace, where.channel, limit],
   );
-  return rows.map(bindingFromRow);
+  return rows.map(toBinding);
 }
 
 export async function setBindingThread(db: Database, runId: string, thread: string): Promise<void> {

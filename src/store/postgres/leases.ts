@@ -1,10 +1,10 @@
 import type { FollowupRecord, RunRecord } from "../../model/run.ts";
-import { iso } from "../sqlite/rows.ts";
+import { iso, toRun } from "../rows.ts";
 import type { RunPatch } from "../store.ts";
 import type { Database, Tx } from "./database.ts";
 import { insertEvent } from "./events.ts";
 import { takePending } from "./followups.ts";
-import { announce, applyTransition, runFromRow } from "./runs.ts";
+import { announce, applyTransition } from "./runs.ts";
 
 /**
  * The executor's side of a run: claiming it with a lease, renewing, starting the agent, finishing or
@@ -33,7 +33,7 @@ export async function claimNextRun(
     if (!row) return undefined;
     const id = String(row.id);
     await insertEvent(tx, id, "state", { state: "INPROGRESS", previous: "QUEUED" }, iso(now));
-    const run = runFromRow((await tx.row("SELECT * FROM runs WHERE id = $1", [id]))!);
+    const run = toRun((await tx.row("SELECT * FROM runs WHERE id = $1", [id]))!);
     announce(tx, run);
     return run;
   });

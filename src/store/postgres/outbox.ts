@@ -1,5 +1,5 @@
 import type { ThreadBinding } from "../../model/thread-binding.ts";
-import { iso, maxIso, type Row as SqliteRow, str, toBinding, toCardState, toOutbox } from "../sqlite/rows.ts";
+import { iso, maxIso, str, toBinding, toCardState, toOutbox } from "../rows.ts";
 import {
   type CardChange,
   type CardState,
@@ -9,12 +9,9 @@ import {
   type OutboxRow,
   type OutboxState,
 } from "../store.ts";
-import { type Database, Rollback, type Row, type Tx } from "./database.ts";
+import { type Database, Rollback, type Tx } from "./database.ts";
 
 /** The notifier's tables: its read cursor, the status card of each run, and the outbox of messages. */
-
-const outboxFromRow = (row: Row) => toOutbox(row as SqliteRow);
-const cardFromRow = (row: Row) => toCardState(row as SqliteRow);
 
 export async function getNotifierCursor(db: Database, name: string): Promise<NotifierCursor | undefined> {
   const row = await db.row("SELECT updated_at, run_id FROM notifier_cursors WHERE name = $1", [name]);
@@ -36,18 +33,18 @@ export async function loadNotifierState(
   const out = new Map<string, { binding?: ThreadBinding; card?: CardState }>();
   if (runIds.length === 0) return out;
   for (const row of await db.rows("SELECT * FROM thread_bindings WHERE run_id = ANY($1::text[])", [runIds])) {
-    out.set(String(row.run_id), { binding: toBinding(row as SqliteRow) });
+    out.set(String(row.run_id), { binding: toBinding(row) });
   }
   for (const row of await db.rows("SELECT * FROM notifier_cards WHERE run_id = ANY($1::text[])", [runIds])) {
     const id = String(row.run_id);
-    out.set(id, { ...out.get(id), card: cardFromRow(row) });
+    out.set(id, { ...out.get(id), card: toCardState(row) });
   }
   return out;
 }
 
 export async function getCardState(db: Database, runId: string): Promise<CardState | undefined> {
   const row = await db.row("SELECT * FROM notifier_cards WHERE run_id = $1", [runId]);
-  return row ? cardFromRow(row) : undefined;
+  return row ? toCardState(row) : undefined;
 }
 
 export async function recordCardChange(db: Database, c: CardChange): Promise<boolean> {
@@ -131,7 +128,7 @@ export async function claimOutbox(
     [owner, iso(now + opts.leaseMs), nowIso, opts.excludeTargets ?? [], opts.limit],
   );
   return rows
-    .map(outboxFromRow)
+    .map(toOutbox)
     .sort((a, b) => (a.notBefore < b.notBefore ? -1 : a.notBefore > b.notBefore ? 1 : a.id - b.id));
 }
 
@@ -228,7 +225,7 @@ export async function countOutboxByState(db: Database): Promise<Record<OutboxSta
 }
 
 export async function listOutbox(db: Database, runId: string): Promise<OutboxRow[]> {
-  return (await db.rows("SELECT * FROM outbox WHERE run_id = $1 ORDER BY id", [runId])).map(outboxFromRow);
+  return (await db.rows("SELECT * FROM outbox WHERE run_id = $1 ORDER BY id", [runId])).map(toOutbox);
 }
 
 export async function pruneOutbox(db: Database, olderThan: string): Promise<number> {

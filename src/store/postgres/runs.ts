@@ -4,10 +4,11 @@ import type { RunRecord } from "../../model/run.ts";
 import { canApply, RUN_STATES, type RunState, type Trigger } from "../../model/run-state.ts";
 import { wireStatusMessage } from "../../model/status-reason.ts";
 import { foldCase } from "../fold-case.ts";
-import { iso, json, type Row as SqliteRow, toRun } from "../sqlite/rows.ts";
+import { iso, toRun } from "../rows.ts";
+import { transitionColumns } from "../run-columns.ts";
 import type { IdempotencyClaim, IdempotentResult, RunListQuery, RunPatch } from "../store.ts";
 import { insertAttachments } from "./attachments.ts";
-import type { Database, Row, Sql, Tx } from "./database.ts";
+import type { Database, Sql, Tx } from "./database.ts";
 import { insertEvent } from "./events.ts";
 import { checkIdempotency, rememberResponse } from "./idempotency.ts";
 
@@ -15,11 +16,6 @@ import { checkIdempotency, rememberResponse } from "./idempotency.ts";
  * Runs: creation, reads, listing and counts, cancelling, and the lifecycle's compare-and-set
  * (`applyTransition`) and change signals (`announce`) that the other families reuse.
  */
-
-/** The SQLite store's mapper: both backends store a run in the same columns. */
-export function runFromRow(row: Row): RunRecord {
-  return toRun(row as SqliteRow);
-}
 
 export async function createRun(
   db: Database,
@@ -109,12 +105,12 @@ export function runSearchText(run: { title: string; prompt: string }): { title: 
 
 export async function getRun(db: Database, teamId: string, runId: string): Promise<RunRecord | undefined> {
   const row = await db.row("SELECT * FROM runs WHERE id = $1 AND team_id = $2", [runId, teamId]);
-  return row ? runFromRow(row) : undefined;
+  return row ? toRun(row) : undefined;
 }
 
 export async function getRunBySession(db: Database, sessionId: string): Promise<RunRecord | undefined> {
   const row = await db.row("SELECT * FROM runs WHERE session_id = $1", [sessionId]);
-  return row ? runFromRow(row) : undefined;
+  return row ? toRun(row) : undefined;
 }
 
 /**
@@ -227,7 +223,7 @@ export async function listRuns(
     params,
   );
   const hasMore = rows.length > q.limit;
-  return { runs: rows.slice(0, q.limit).map(runFromRow), hasMore };
+  return { runs: rows.slice(0, q.limit).map(toRun), hasMore };
 }
 
 export async function countRunsByState(
@@ -324,7 +320,7 @@ export async function lockTeamRun(tx: Tx, teamId: string, runId: string): Promis
 
 export async function readRun(sql: Sql, id: string): Promise<RunRecord | undefined> {
   const row = await sql.row("SELECT * FROM runs WHERE id = $1", [id]);
-  return row ? runFromRow(row) : undefined;
+  return row ? toRun(row) : undefined;
 }
 
 /** The compare-and-set at the heart of the lifecycle: the run's row stays locked until the commit. */
@@ -336,61 +332,12 @@ export async function applyTransition(
   workerId?: string,
 ): Promise<RunRecord | undefined> {
   const row = await tx.row("SELECT * FROM runs WHERE id = $1 FOR UPDATE", [runId]);
-  const run = row ? runFromRow(row) : undefined;
+  const run = row ? toRun(row) : undefined;
   if (!run || !canApply(trigger, run.state)) return undefined;
   if (workerId !== undefined && run.workerId !== workerId) return undefined;
   const now = Date.now();
   const nowIso = iso(now);
-  const executionMs = run.executionStartedAt ? Math.max(0, now - Date.parse(run.executionStartedAt)) : 0;
-  let sets: Record<string, unknown>;
-  switch (trigger) {
-    case "succeed":
-    case "fail":
-    case "error":
-    case "cancel":
-      sets = {
-        state:
-          trigger === "cancel"
-            ? "CANCELLED"
-            : trigger === "succeed"
-              ? "SUCCEEDED"
-              : trigger === "fail"
-                ? "FAILED"
-                : "ERROR",
-        finished_at: nowIso,
-        run_time_ms: run.runTimeMs + executionMs,
-        execution_started_at: null,
-        worker_id: null,
-        lease_expires_at: null,
-      };
-      break;
-    case "handoff":
-      sets = {
-        state: "QUEUED",
-        finished_at: null,
-        status_message: null,
-        queued_at: nowIso,
-        execution: run.execution + 1,
-        requeue_count: 0,
-        agent_started: 0,
-      };
-      break;
-    case "requeue":
-      sets = {
-        state: "QUEUED",
-        worker_id: null,
-        lease_expires_at: null,
-        execution_started_at: null,
-        requeue_count: run.requeueCount + 1,
-      };
-      break;
-    case "claim":
-      throw new Error("claims go through claimNextRun");
-  }
-  sets.updated_at = nowIso;
-  if (patch.statusMessage !== undefined) sets.status_message = json(patch.statusMessage);
-  if (patch.requestUsage !== undefined) sets.request_usage = json(patch.requestUsage);
-  if (patch.artifacts !== undefined) sets.artifacts = json(patch.artifacts);
+  const sets = transitionColumns(run, trigger, patch, now);
   const columns = Object.keys(sets);
   const changed = await tx.changes(
     `UPDATE runs SET ${columns.map((c, i) => `${c} = $${i + 1}`).join(", ")}
@@ -417,7 +364,7 @@ export async function applyTransition(
 
 export async function touch(tx: Tx, runId: string, at: string): Promise<RunRecord> {
   const row = await tx.row("UPDATE runs SET updated_at = $1 WHERE id = $2 RETURNING *", [at, runId]);
-  return runFromRow(row!);
+  return toRun(row!);
 }
 
 /** The signals of a changed run, published with the transaction's commit. */

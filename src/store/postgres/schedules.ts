@@ -1,7 +1,6 @@
 import type { RunRecord } from "../../model/run.ts";
 import { type ScheduleLimits, type ScheduleRecord, skippedWhileQueuedText } from "../../model/schedule.ts";
-import type { Row as SqliteRow } from "../sqlite/rows.ts";
-import { toSchedule } from "../sqlite/schedules.ts";
+import { toSchedule } from "../rows.ts";
 import type {
   ChannelKey,
   IdempotencyClaim,
@@ -10,7 +9,7 @@ import type {
   ScheduleFire,
   ScheduleFireResult,
 } from "../store.ts";
-import type { Database, Row, Tx } from "./database.ts";
+import type { Database, Tx } from "./database.ts";
 import { checkIdempotency, rememberResponse } from "./idempotency.ts";
 import { insertRun } from "./runs.ts";
 
@@ -24,9 +23,6 @@ import { insertRun } from "./runs.ts";
  * Every change of a schedule signals `schedule_changed` with its commit, which reaches the schedulers of
  * the other replicas too (they would otherwise see it only at their next bounded look).
  */
-
-/** The SQLite store's mapper: both backends store a schedule in the same columns. */
-const scheduleFromRow = (row: Row): ScheduleRecord => toSchedule(row as SqliteRow);
 
 export async function createSchedule(
   db: Database,
@@ -80,7 +76,7 @@ export async function createSchedule(
       ],
     );
     if (!row) return "name_taken";
-    const created = scheduleFromRow(row);
+    const created = toSchedule(row);
     tx.signal("schedule_changed");
     return {
       kind: "created",
@@ -96,7 +92,7 @@ export async function getSchedule(
   id: string,
 ): Promise<ScheduleRecord | undefined> {
   const row = await db.row("SELECT * FROM schedules WHERE id = $1 AND team_id = $2", [id, teamId]);
-  return row ? scheduleFromRow(row) : undefined;
+  return row ? toSchedule(row) : undefined;
 }
 
 export async function listSchedules(
@@ -112,7 +108,7 @@ export async function listSchedules(
         [teamId, opts.reportTo.platform, opts.reportTo.workspace, opts.reportTo.channel],
       )
     : await db.rows("SELECT * FROM schedules WHERE team_id = $1 ORDER BY name, id", [teamId]);
-  return rows.map(scheduleFromRow);
+  return rows.map(toSchedule);
 }
 
 /**
@@ -141,7 +137,7 @@ export async function updateSchedule(
       id,
     ]);
     if (taken) return "name_taken";
-    const old = scheduleFromRow(before);
+    const old = toSchedule(before);
     const owner = c.takeOver ? c.updatedBy : old.createdBy;
     if (
       c.takeOver &&
@@ -175,7 +171,7 @@ export async function updateSchedule(
       ],
     );
     tx.signal("schedule_changed");
-    return scheduleFromRow(row!);
+    return toSchedule(row!);
   });
 }
 
@@ -189,7 +185,7 @@ export async function deleteSchedule(db: Database, teamId: string, id: string): 
 
 export async function listEnabledSchedules(db: Database): Promise<ScheduleRecord[]> {
   const rows = await db.rows("SELECT * FROM schedules WHERE enabled = 1 ORDER BY id");
-  return rows.map(scheduleFromRow);
+  return rows.map(toSchedule);
 }
 
 /**
@@ -205,7 +201,7 @@ export async function fireSchedule(
 ): Promise<ScheduleFireResult> {
   return db.tx(async (tx): Promise<ScheduleFireResult> => {
     const row = await tx.row("SELECT * FROM schedules WHERE id = $1 FOR UPDATE", [fire.scheduleId]);
-    const schedule = row ? scheduleFromRow(row) : undefined;
+    const schedule = row ? toSchedule(row) : undefined;
     if (!schedule?.enabled || schedule.revision !== fire.revision || schedule.teamId !== run.teamId) {
       return { kind: "stale" };
     }

@@ -6,16 +6,28 @@ import type {
   NewWebSession,
   WebSession,
 } from "../../model/web-session.ts";
-import { LOGIN_LINK_QUERY, SESSION_QUERY, toLoginLink, toWebSession } from "../sqlite/web-sessions.ts";
+import { toLoginLink, toWebSession } from "../sign-in-rows.ts";
 import type { Database, Sql } from "./database.ts";
 
 /** Web sign-in: one-time login links and browser sessions (both stored only as hashes). */
 
-/** The SQLite statement with PostgreSQL's numbered parameters. */
-const SESSION_SQL = SESSION_QUERY.replace("s.id_hash = ?", "s.id_hash = $1").replace(
-  "s.expires_at > ?",
-  "s.expires_at > $2",
-);
+/** A session with its principal and team, if it is live at $2 (see readSession). */
+export const SESSION_SQL = `
+  SELECT s.id_hash, s.role, s.csrf_token, s.created_at, s.expires_at,
+         p.id AS p_id, p.team_id AS p_team_id, p.type AS p_type, p.display_name AS p_display_name,
+         p.email AS p_email, t.id AS t_id, t.name AS t_name
+    FROM web_sessions s
+    JOIN principals p ON p.id = s.principal_id
+    JOIN teams t ON t.id = s.team_id
+    LEFT JOIN api_keys k ON k.id = s.api_key_id
+   WHERE s.id_hash = $1 AND s.revoked_at IS NULL AND s.expires_at > $2 AND p.deleted_at IS NULL
+     AND (s.api_key_id IS NULL OR k.revoked_at IS NULL)`;
+
+/** A login link with the principal it signs in. */
+const LOGIN_LINK_SQL = `
+  SELECT l.expires_at, l.used_at, p.id AS p_id, p.display_name AS p_display_name
+    FROM login_links l JOIN principals p ON p.id = l.principal_id
+   WHERE l.token_hash = $1`;
 
 export async function createLoginLink(db: Database, link: NewLoginLink): Promise<void> {
   await db.changes(
@@ -26,7 +38,7 @@ export async function createLoginLink(db: Database, link: NewLoginLink): Promise
 }
 
 export async function findLoginLink(db: Database, tokenHash: string): Promise<LoginLink | undefined> {
-  const row = await db.row(LOGIN_LINK_QUERY.replace("?", "$1"), [tokenHash]);
+  const row = await db.row(LOGIN_LINK_SQL, [tokenHash]);
   return row ? toLoginLink(row) : undefined;
 }
 

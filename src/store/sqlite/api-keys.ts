@@ -1,7 +1,8 @@
 import type { ApiKeyRecord, Caller, Principal, Team } from "../../model/identity.ts";
+import { toApiKey, toPrincipal } from "../rows.ts";
 import type { NewApiKey } from "../store.ts";
 import type { Database } from "./database.ts";
-import { type Row, toApiKey, toPrincipal } from "./rows.ts";
+import type { Row } from "./rows.ts";
 
 /** Teams, principals and API keys (keys are stored only as hashes). */
 

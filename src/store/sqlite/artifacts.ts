@@ -1,8 +1,9 @@
 import type { Artifact, RunRecord } from "../../model/run.ts";
+import { iso } from "../rows.ts";
 import { ARTIFACT_HEAD_BYTES, type ArtifactFile, type ArtifactHead, type NewArtifactFile } from "../store.ts";
 import type { Database } from "./database.ts";
 import { insertEvent } from "./events.ts";
-import { iso, type Row } from "./rows.ts";
+import type { Row } from "./rows.ts";
 import { announce, readRun } from "./runs.ts";
 
 /**

@@ -1,7 +1,8 @@
 import type { RunEvent, RunEventType } from "../../model/run.ts";
 import { capEventData } from "../event-cap.ts";
+import { iso } from "../rows.ts";
 import type { Database } from "./database.ts";
-import { iso, type Row } from "./rows.ts";
+import type { Row } from "./rows.ts";
 
 /** The transcript: run events numbered by the run's own sequence. */
 

@@ -1,11 +1,12 @@
 import { attachmentSummary, type NewAttachment } from "../../model/attachment.ts";
 import type { FollowupOutcome, FollowupRecord, RunRecord } from "../../model/run.ts";
+import { iso, toFollowup } from "../rows.ts";
 import type { IdempotencyClaim, IdempotentResult } from "../store.ts";
 import { insertAttachments } from "./attachments.ts";
 import type { Database } from "./database.ts";
 import { insertEvent } from "./events.ts";
 import { checkIdempotency, rememberResponse } from "./idempotency.ts";
-import { iso, type Row, toFollowup } from "./rows.ts";
+import type { Row } from "./rows.ts";
 import { announce, applyTransition, teamRunState, touch } from "./runs.ts";
 
 /** Follow-ups: accepting one (routed by the run's state) and handing the waiting ones to an execution. */

@@ -6,9 +6,10 @@ import type {
   NewGitHubSignIn,
 } from "../../model/github-sign-in.ts";
 import type { NewWebSession } from "../../model/web-session.ts";
+import { approvalRefusal, redemptionRefusal, toGitHubSignIn, toWebSession } from "../sign-in-rows.ts";
 import type { Database } from "./database.ts";
 import type { Row } from "./rows.ts";
-import { SESSION_QUERY, toWebSession } from "./web-sessions.ts";
+import { SESSION_QUERY } from "./web-sessions.ts";
 
 /** GitHub sign-in: a browser's pending sign-in, approved by a comment, redeemed once by that browser. */
 
@@ -94,36 +95,9 @@ export async function redeemGitHubSignIn(
   });
 }
 
-/** Shared with the PostgreSQL store: why an approval changed nothing. */
-export function approvalRefusal(row: Record<string, unknown> | undefined, at: string) {
-  if (!row) return "unknown" as const;
-  return String(row.expires_at) <= at ? ("expired" as const) : ("used" as const);
-}
-
-/** Shared with the PostgreSQL store: why a redemption opened no session. */
-export function redemptionRefusal(row: Record<string, unknown> | undefined, at: string) {
-  if (!row) return "unknown" as const;
-  if (row.used_at !== null && row.used_at !== undefined) return "used" as const;
-  if (String(row.expires_at) <= at) return "expired" as const;
-  return "pending" as const;
-}
-
-/** A browser's sign-in with whom it was approved for; shared with the PostgreSQL store, which numbers the parameter. */
-export const FIND_QUERY = `
+/** A browser's sign-in with whom it was approved for. */
+const FIND_QUERY = `
   SELECT g.code, g.created_at, g.expires_at, g.approved_at, g.used_at,
          p.id AS p_id, p.display_name AS p_display_name
     FROM github_sign_ins g LEFT JOIN principals p ON p.id = g.principal_id
    WHERE g.browser_hash = ?`;
-
-export function toGitHubSignIn(row: Record<string, unknown>): GitHubSignIn {
-  const optional = (v: unknown) => (v === null || v === undefined ? null : String(v));
-  return {
-    code: String(row.code),
-    createdAt: String(row.created_at),
-    expiresAt: String(row.expires_at),
-    approvedAt: optional(row.approved_at),
-    approvedAs:
-      optional(row.p_id) === null ? null : { id: String(row.p_id), displayName: String(row.p_display_name) },
-    usedAt: optional(row.used_at),
-  };
-}

@@ -1,6 +1,7 @@
+import { iso } from "../rows.ts";
 import type { IdempotencyClaim } from "../store.ts";
 import type { Database } from "./database.ts";
-import { iso, type Row } from "./rows.ts";
+import type { Row } from "./rows.ts";
 
 /** Remembered responses of requests sent with an Idempotency-Key. */
 

@@ -1,6 +1,7 @@
 import type { AgentIdentity, AgentIdentityPatch } from "../../model/identity.ts";
+import { str } from "../rows.ts";
 import type { Database } from "./database.ts";
-import { type Row, str } from "./rows.ts";
+import type { Row } from "./rows.ts";
 
 /** Agent identities: the service-account principals of a team that are not deleted. */
 

@@ -1,8 +1,9 @@
 import type { BoundPlace } from "../../model/audience.ts";
 import type { ThreadBinding } from "../../model/thread-binding.ts";
+import { iso, toBinding } from "../rows.ts";
 import type { InboundDelivery, NewInboundDelivery } from "../store.ts";
 import type { Database } from "./database.ts";
-import { iso, type Row, toBinding } from "./rows.ts";
+import type { Row } from "./rows.ts";
 
 /**
  * The inbox: dedupe keys of inbound deliveries, and the deliveries themselves, stored before they are

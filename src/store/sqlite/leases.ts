@@ -1,9 +1,10 @@
 import type { FollowupRecord, RunRecord } from "../../model/run.ts";
+import { iso } from "../rows.ts";
 import type { RunPatch } from "../store.ts";
 import type { Database } from "./database.ts";
 import { insertEvent } from "./events.ts";
 import { takePending } from "./followups.ts";
-import { iso, type Row } from "./rows.ts";
+import type { Row } from "./rows.ts";
 import { announce, applyTransition, readRun } from "./runs.ts";
 
 /**

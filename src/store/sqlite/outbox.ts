@@ -1,4 +1,5 @@
 import type { ThreadBinding } from "../../model/thread-binding.ts";
+import { iso, maxIso, str, toBinding, toCardState, toOutbox } from "../rows.ts";
 import {
   type CardChange,
   type CardState,
@@ -9,7 +10,7 @@ import {
   type OutboxState,
 } from "../store.ts";
 import type { Database } from "./database.ts";
-import { iso, maxIso, type Row, str, toBinding, toCardState, toOutbox } from "./rows.ts";
+import type { Row } from "./rows.ts";
 
 /** The notifier's tables: its read cursor, the status card of each run, and the outbox of messages. */
 

@@ -5,12 +5,14 @@ import type { RunRecord } from "../../model/run.ts";
 import { canApply, RUN_STATES, type RunState, type Trigger } from "../../model/run-state.ts";
 import { wireStatusMessage } from "../../model/status-reason.ts";
 import { foldCase } from "../fold-case.ts";
+import { iso } from "../rows.ts";
+import { transitionColumns } from "../run-columns.ts";
 import type { IdempotencyClaim, IdempotentResult, RunListQuery, RunPatch } from "../store.ts";
 import { insertAttachments } from "./attachments.ts";
 import type { Database } from "./database.ts";
 import { insertEvent } from "./events.ts";
 import { checkIdempotency, rememberResponse } from "./idempotency.ts";
-import { iso, json, type Row, RUN_COLUMNS, runFromValues } from "./rows.ts";
+import { type Row, RUN_COLUMNS, runFromValues } from "./rows.ts";
 
 /**
  * Runs: creation, reads, listing and counts, cancelling, and the lifecycle's compare-and-set
@@ -344,56 +346,7 @@ export function applyTransition(
   if (workerId !== undefined && run.workerId !== workerId) return undefined;
   const now = Date.now();
   const nowIso = iso(now);
-  const executionMs = run.executionStartedAt ? Math.max(0, now - Date.parse(run.executionStartedAt)) : 0;
-  let sets: Record<string, SQLInputValue>;
-  switch (trigger) {
-    case "succeed":
-    case "fail":
-    case "error":
-    case "cancel":
-      sets = {
-        state:
-          trigger === "cancel"
-            ? "CANCELLED"
-            : trigger === "succeed"
-              ? "SUCCEEDED"
-              : trigger === "fail"
-                ? "FAILED"
-                : "ERROR",
-        finished_at: nowIso,
-        run_time_ms: run.runTimeMs + executionMs,
-        execution_started_at: null,
-        worker_id: null,
-        lease_expires_at: null,
-      };
-      break;
-    case "handoff":
-      sets = {
-        state: "QUEUED",
-        finished_at: null,
-        status_message: null,
-        queued_at: nowIso,
-        execution: run.execution + 1,
-        requeue_count: 0,
-        agent_started: 0,
-      };
-      break;
-    case "requeue":
-      sets = {
-        state: "QUEUED",
-        worker_id: null,
-        lease_expires_at: null,
-        execution_started_at: null,
-        requeue_count: run.requeueCount + 1,
-      };
-      break;
-    case "claim":
-      throw new Error("claims go through claimNextRun");
-  }
-  sets.updated_at = nowIso;
-  if (patch.statusMessage !== undefined) sets.status_message = json(patch.statusMessage);
-  if (patch.requestUsage !== undefined) sets.request_usage = json(patch.requestUsage);
-  if (patch.artifacts !== undefined) sets.artifacts = json(patch.artifacts);
+  const sets = transitionColumns(run, trigger, patch, now);
   const columns = Object.keys(sets);
   const res = db.handle
     .prepare(`UPDATE runs SET ${columns.map((c) => `${c} = ?`).join(", ")} WHERE id = ? AND state = ?`)

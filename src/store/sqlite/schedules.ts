@@ -1,11 +1,7 @@
 import type { SQLInputValue } from "node:sqlite";
 import type { RunRecord } from "../../model/run.ts";
-import {
-  type ReportTarget,
-  type ScheduleLimits,
-  type ScheduleRecord,
-  skippedWhileQueuedText,
-} from "../../model/schedule.ts";
+import { type ScheduleLimits, type ScheduleRecord, skippedWhileQueuedText } from "../../model/schedule.ts";
+import { toSchedule } from "../rows.ts";
 import type {
   ChannelKey,
   IdempotencyClaim,
@@ -17,7 +13,6 @@ import type {
 import type { Database } from "./database.ts";
 import { checkIdempotency, rememberResponse } from "./idempotency.ts";
 import type { Row } from "./rows.ts";
-import { str } from "./rows.ts";
 import { insertRun } from "./runs.ts";
 
 /**
@@ -266,39 +261,4 @@ export async function recordScheduleError(db: Database, scheduleId: string, erro
 function readSchedule(db: Database, id: string): ScheduleRecord | undefined {
   const row = db.sql("SELECT * FROM schedules WHERE id = ?").get(id) as Row | undefined;
   return row ? toSchedule(row) : undefined;
-}
-
-/** Also the PostgreSQL store's mapper: both backends store a schedule in the same columns. */
-export function toSchedule(row: Row): ScheduleRecord {
-  const reportTo: ReportTarget | null =
-    row.report_platform == null
-      ? null
-      : {
-          platform: row.report_platform as ReportTarget["platform"],
-          workspace: String(row.report_workspace),
-          channel: String(row.report_channel),
-          thread: str(row.report_thread),
-          requester: String(row.report_requester),
-        };
-  return {
-    id: String(row.id),
-    teamId: String(row.team_id),
-    name: String(row.name),
-    cronSchedule: String(row.cron_schedule),
-    timezone: String(row.timezone),
-    enabled: Number(row.enabled) === 1,
-    prompt: String(row.prompt),
-    agentConfig: JSON.parse(String(row.agent_config)),
-    metadata: JSON.parse(String(row.metadata)),
-    createdBy: JSON.parse(String(row.created_by)),
-    updatedBy: JSON.parse(String(row.updated_by)),
-    createdAt: String(row.created_at),
-    updatedAt: String(row.updated_at),
-    revision: Number(row.revision),
-    activeSince: String(row.active_since),
-    lastFireTime: str(row.last_fire_time),
-    lastRan: str(row.last_ran),
-    lastSpawnError: str(row.last_spawn_error),
-    reportTo,
-  };
 }

@@ -6,6 +6,7 @@ import type {
   NewWebSession,
   WebSession,
 } from "../../model/web-session.ts";
+import { toLoginLink, toWebSession } from "../sign-in-rows.ts";
 import type { Database } from "./database.ts";
 import type { Row } from "./rows.ts";
 
@@ -27,19 +28,11 @@ export async function findLoginLink(db: Database, tokenHash: string): Promise<Lo
   return row ? toLoginLink(row) : undefined;
 }
 
-/** Shared with the PostgreSQL store, which numbers the parameter. */
-export const LOGIN_LINK_QUERY = `
+/** A login link with the principal it signs in. */
+const LOGIN_LINK_QUERY = `
   SELECT l.expires_at, l.used_at, p.id AS p_id, p.display_name AS p_display_name
     FROM login_links l JOIN principals p ON p.id = l.principal_id
    WHERE l.token_hash = ?`;
-
-export function toLoginLink(row: Record<string, unknown>): LoginLink {
-  return {
-    principal: { id: String(row.p_id), displayName: String(row.p_display_name) },
-    expiresAt: String(row.expires_at),
-    usedAt: row.used_at === null || row.used_at === undefined ? null : String(row.used_at),
-  };
-}
 
 /**
  * Marks the link used and opens its session in one write: the conditional UPDATE is the compare-and-set,
@@ -128,7 +121,6 @@ function readSession(db: Database, idHash: string, at: string): WebSession | und
   return row ? toWebSession(row) : undefined;
 }
 
-/** Shared with the PostgreSQL store, which numbers the same two parameters. */
 export const SESSION_QUERY = `
   SELECT s.id_hash, s.role, s.csrf_token, s.created_at, s.expires_at,
          p.id AS p_id, p.team_id AS p_team_id, p.type AS p_type, p.display_name AS p_display_name,
@@ -139,21 +131,3 @@ export const SESSION_QUERY = `
     LEFT JOIN api_keys k ON k.id = s.api_key_id
    WHERE s.id_hash = ? AND s.revoked_at IS NULL AND s.expires_at > ? AND p.deleted_at IS NULL
      AND (s.api_key_id IS NULL OR k.revoked_at IS NULL)`;
-
-export function toWebSession(row: Record<string, unknown>): WebSession {
-  return {
-    idHash: String(row.id_hash),
-    principal: {
-      id: String(row.p_id),
-      teamId: String(row.p_team_id),
-      type: row.p_type as WebSession["principal"]["type"],
-      displayName: String(row.p_display_name),
-      email: row.p_email === null || row.p_email === undefined ? null : String(row.p_email),
-    },
-    team: { id: String(row.t_id), name: String(row.t_name) },
-    role: row.role as WebSession["role"],
-    csrfToken: String(row.csrf_token),
-    createdAt: String(row.created_at),
-    expiresAt: String(row.expires_at),
-  };
-}
