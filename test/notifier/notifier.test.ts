@@ -234,9 +234,17 @@ describe("notifier: delivery", () => {
     expect(
       slack.calls.filter((c) => c.method === "chat.postMessage" && c.args.channel === "C6"),
     ).toHaveLength(3);
-    const metrics = await fetch(`${t.url}/metrics`).then((r) => r.text());
+    // The row is dead in the store a moment before the deliverer counts it: wait for both on /metrics.
+    const metrics = await waitFor(
+      async () => {
+        const text = await fetch(`${t.url}/metrics`).then((r) => r.text());
+        return /dispatch_notifier_deliveries_total\{kind="card",outcome="dead"\} 1/.test(text)
+          ? text
+          : undefined;
+      },
+      { what: "the dead delivery on /metrics" },
+    );
     expect(metrics).toMatch(/dispatch_outbox_messages\{state="dead"\} 1/);
-    expect(metrics).toMatch(/dispatch_notifier_deliveries_total\{kind="card",outcome="dead"\} 1/);
     // A permanent error is not retried at all.
     slack.failNext("chat.postMessage", { error: "channel_not_found" });
     const other = await slackRun("$ true", { channel: "C7" });
