@@ -2,7 +2,7 @@ import type { z } from "zod";
 import { RUN_STATES, type RunState } from "../model/run-state.ts";
 import type { ListInput } from "../runs/run-service.ts";
 import { ApiError } from "./problem.ts";
-import type { ListRunsQuerySchema } from "./schemas.ts";
+import type { ListRunsQuerySchema } from "./schemas/runs.ts";
 
 /**
  * GET /api/v1/agent/runs's query, read once for the API and for the dashboard (whose URL takes the same

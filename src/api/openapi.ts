@@ -2,37 +2,43 @@ import { z } from "zod";
 import pkg from "../../package.json" with { type: "json" };
 import { ATTACHMENT_MIME_TYPES } from "../model/attachment.ts";
 import { ERROR_CODES } from "./problem.ts";
+import { FileArtifactResponseSchema } from "./schemas/artifacts.ts";
 import {
-  AgentIdentitySchema,
-  CancelRunRequestSchema,
-  ConversationRedirectResponseSchema,
-  CreateAgentIdentityRequestSchema,
-  CreateRunRequestSchema,
-  CreateRunResponseSchema,
-  CreateScheduleRequestSchema,
-  DeleteScheduleResponseSchema,
-  EventsQuerySchema,
-  EventsResponseSchema,
-  FileArtifactResponseSchema,
-  FollowupRequestSchema,
-  FollowupResponseSchema,
-  ListAgentIdentitiesResponseSchema,
   ListAgentsQuerySchema,
   ListAgentsResponseSchema,
-  ListAttachmentsResponseSchema,
   ListEnvironmentsQuerySchema,
   ListEnvironmentsResponseSchema,
   ListModelsResponseSchema,
+} from "./schemas/catalog.ts";
+import { ProblemSchema } from "./schemas/common.ts";
+import {
+  AgentIdentitySchema,
+  CreateAgentIdentityRequestSchema,
+  ListAgentIdentitiesResponseSchema,
+  UpdateAgentIdentityRequestSchema,
+} from "./schemas/identities.ts";
+import {
+  CancelRunRequestSchema,
+  ConversationRedirectResponseSchema,
+  CreateRunRequestSchema,
+  CreateRunResponseSchema,
+  EventsQuerySchema,
+  EventsResponseSchema,
+  FollowupRequestSchema,
+  FollowupResponseSchema,
+  ListAttachmentsResponseSchema,
   ListRunsQuerySchema,
   ListRunsResponseSchema,
-  ListSchedulesResponseSchema,
-  ProblemSchema,
   RunItemSchema,
-  ScheduledAgentItemSchema,
   SessionRedirectResponseSchema,
-  UpdateAgentIdentityRequestSchema,
+} from "./schemas/runs.ts";
+import {
+  CreateScheduleRequestSchema,
+  DeleteScheduleResponseSchema,
+  ListSchedulesResponseSchema,
+  ScheduledAgentItemSchema,
   UpdateScheduleRequestSchema,
-} from "./schemas.ts";
+} from "./schemas/schedules.ts";
 
 type Json = Record<string, unknown>;
 

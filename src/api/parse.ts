@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import { ApiError } from "./problem.ts";
-import { describeIssues } from "./schemas.ts";
+import { describeIssues } from "./schemas/common.ts";
 
 /** A JSON object body checked against `schema`; 400 naming the field otherwise. */
 export function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {

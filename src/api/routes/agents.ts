@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { AgentCatalog } from "../../catalog/agents.ts";
 import { parseQuery } from "../parse.ts";
-import { ListAgentsQuerySchema } from "../schemas.ts";
+import { ListAgentsQuerySchema } from "../schemas/catalog.ts";
 
 export interface AgentRoutesOptions {
   agents: Pick<AgentCatalog, "list">;

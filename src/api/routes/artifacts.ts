@@ -5,7 +5,8 @@ import type { ArtifactFile, Store } from "../../store/store.ts";
 import type { ArtifactLinks, SignedLink } from "../artifact-links.ts";
 import { parseQuery } from "../parse.ts";
 import { ApiError } from "../problem.ts";
-import { type FileArtifactResponseSchema, NoQuerySchema } from "../schemas.ts";
+import type { FileArtifactResponseSchema } from "../schemas/artifacts.ts";
+import { NoQuerySchema } from "../schemas/common.ts";
 
 export interface ArtifactRoutesOptions {
   store: Pick<Store, "getArtifactFile" | "readArtifactContent">;

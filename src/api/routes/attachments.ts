@@ -6,7 +6,8 @@ import type { Store } from "../../store/store.ts";
 import type { ArtifactLinks } from "../artifact-links.ts";
 import { parseQuery } from "../parse.ts";
 import { ApiError } from "../problem.ts";
-import { type ListAttachmentsResponseSchema, NoQuerySchema } from "../schemas.ts";
+import { NoQuerySchema } from "../schemas/common.ts";
+import type { ListAttachmentsResponseSchema } from "../schemas/runs.ts";
 import { contentDisposition, signedTeam } from "./artifacts.ts";
 
 export interface AttachmentRoutesOptions {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { EnvironmentCatalog } from "../../catalog/environments.ts";
 import { parseQuery } from "../parse.ts";
-import { ListEnvironmentsQuerySchema } from "../schemas.ts";
+import { ListEnvironmentsQuerySchema } from "../schemas/catalog.ts";
 
 export interface EnvironmentRoutesOptions {
   environments: Pick<EnvironmentCatalog, "list">;

@@ -2,11 +2,8 @@ import type { FastifyInstance } from "fastify";
 import type { IdentityService } from "../../identities/identity-service.ts";
 import type { AgentIdentity, AgentIdentityPatch } from "../../model/identity.ts";
 import { parseBody, parseQuery } from "../parse.ts";
-import {
-  CreateAgentIdentityRequestSchema,
-  NoQuerySchema,
-  UpdateAgentIdentityRequestSchema,
-} from "../schemas.ts";
+import { NoQuerySchema } from "../schemas/common.ts";
+import { CreateAgentIdentityRequestSchema, UpdateAgentIdentityRequestSchema } from "../schemas/identities.ts";
 
 export interface IdentityRoutesOptions {
   identities: Pick<IdentityService, "list" | "get" | "create" | "update" | "delete">;

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { ModelList } from "../../catalog/models.ts";
 import { parseQuery } from "../parse.ts";
-import { NoQuerySchema } from "../schemas.ts";
+import { NoQuerySchema } from "../schemas/common.ts";
 
 export interface ModelRoutesOptions {
   /** The configured models; fixed for the life of the process. */

@@ -3,7 +3,7 @@ import { isTerminal } from "../../model/run-state.ts";
 import type { RunService } from "../../runs/run-service.ts";
 import { parseQuery } from "../parse.ts";
 import { ApiError } from "../problem.ts";
-import { NoQuerySchema } from "../schemas.ts";
+import { NoQuerySchema } from "../schemas/common.ts";
 
 export interface RedirectRoutesOptions {
   runService: Pick<RunService, "get" | "findBySession">;

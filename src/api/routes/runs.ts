@@ -7,15 +7,14 @@ import { resumeAfter, streamRunEvents, wantsEventStream } from "../event-stream.
 import { gatherMetadata, listInputOf } from "../list-runs-query.ts";
 import { parseQuery } from "../parse.ts";
 import { ApiError } from "../problem.ts";
+import { describeIssues, LIMITS } from "../schemas/common.ts";
 import {
   CancelRunRequestSchema,
   CreateRunRequestSchema,
-  describeIssues,
   EventsQuerySchema,
   FollowupRequestSchema,
-  LIMITS,
   ListRunsQuerySchema,
-} from "../schemas.ts";
+} from "../schemas/runs.ts";
 
 const LIST_PROMPT_LIMIT = 2000;
 

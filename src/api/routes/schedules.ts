@@ -7,7 +7,8 @@ import type { ScheduleRecord } from "../../model/schedule.ts";
 import { creatorOf } from "../../runs/run-service.ts";
 import type { ScheduleActor, ScheduleService, ScheduleSpec } from "../../schedules/schedule-service.ts";
 import { parseBody, parseQuery } from "../parse.ts";
-import { CreateScheduleRequestSchema, NoQuerySchema, UpdateScheduleRequestSchema } from "../schemas.ts";
+import { NoQuerySchema } from "../schemas/common.ts";
+import { CreateScheduleRequestSchema, UpdateScheduleRequestSchema } from "../schemas/schedules.ts";
 import { idempotencyKey } from "./runs.ts";
 
 export interface ScheduleRoutesOptions {
