@@ -19,3 +19,13 @@ export const FileArtifactResponseSchema = z
     }),
   })
   .meta({ id: "FileArtifactResponse" });
+
+/**
+ * The query of a signed link to an artifact's or an attachment's bytes (ArtifactLinks.sign); a link that
+ * does not check out is a 403, not a 400.
+ */
+export const SignedLinkQuerySchema = z.strictObject({
+  team: z.string().min(1),
+  expires: z.string(),
+  signature: z.string(),
+});
