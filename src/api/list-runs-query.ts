@@ -1,36 +1,17 @@
 import type { z } from "zod";
 import { RUN_STATES, type RunState } from "../model/run-state.ts";
 import type { ListInput } from "../runs/run-service.ts";
-import { ApiError } from "./problem.ts";
-import type { ListRunsQuerySchema } from "./schemas.ts";
+import { gatherBracketed } from "./parse.ts";
+import type { ListRunsQuerySchema } from "./schemas/runs.ts";
 
 /**
  * GET /api/v1/agent/runs's query, read once for the API and for the dashboard (whose URL takes the same
  * filters under the same names).
  */
 
-/**
- * The SDKs send a metadata filter as `metadata[key]=value`, which the query parser keeps as a flat
- * name: those become one `metadata` object, so the schema checks them together (and still names
- * any other parameter it does not know).
- */
+/** The SDKs' `metadata[key]=value` filters gathered into one `metadata` object (see gatherBracketed). */
 export function gatherMetadata(query: unknown): unknown {
-  if (query === null || typeof query !== "object") return query;
-  const rest: Record<string, unknown> = {};
-  let metadata: Record<string, unknown> | undefined;
-  for (const [name, value] of Object.entries(query)) {
-    const key = /^metadata\[(.*)\]$/s.exec(name)?.[1];
-    if (key === undefined) {
-      rest[name] = value;
-    } else {
-      metadata ??= {};
-      metadata[key] = value;
-    }
-  }
-  if (metadata && rest.metadata !== undefined) {
-    throw new ApiError("invalid_request", "metadata: give filters as metadata[key]=value");
-  }
-  return metadata ? { ...rest, metadata } : rest;
+  return gatherBracketed(query, "metadata");
 }
 
 /**

@@ -12,7 +12,7 @@ import type { Metrics } from "./metrics.ts";
 import { ApiError, codeForStatus, sendProblem } from "./problem.ts";
 import { RateLimiter } from "./rate-limit.ts";
 import { lazyRequestLogger } from "./request-logger.ts";
-import { LIMITS } from "./schemas.ts";
+import { LIMITS } from "./schemas/common.ts";
 
 const IDLE_CONNECTION_MS = 120_000;
 

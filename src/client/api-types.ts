@@ -2,14 +2,6 @@
 // Regenerate with `node test/client/support/openapi-codegen.ts --write` after `npm run openapi`;
 // test/client/api-types.test.ts fails while this file and openapi.json disagree.
 
-export interface MCPServerConfig {
-  command?: string;
-  args?: string[];
-  env?: Record<string, string>;
-  url?: string;
-  headers?: Record<string, string>;
-}
-
 export interface AgentConfig {
   name?: string | null;
   model_id?: string | null;
@@ -30,30 +22,104 @@ export interface AgentConfig {
   delivery?: "pull_request" | "branch" | "none" | null;
 }
 
-export interface RunAgentConfig {
-  name?: string | null;
-  model_id?: string | null;
-  base_prompt?: string | null;
-  environment_id?: string | null;
-  skill_spec?: string | null;
-  mcp_servers?: Record<string, MCPServerConfig> | null;
-  harness?: {
-    type: "oz" | "claude" | "codex" | "gemini";
-    name?: string;
+export interface AgentIdentity {
+  uid: string;
+  name: string;
+  available: boolean;
+  created_at: string;
+  updated_at: string;
+  default_runner_uid: string;
+  memory: {
+    attached_stores: Array<{
+      uid: string;
+    }>;
+    auto_memory: {
+      enabled: boolean;
+    };
   };
-  idle_timeout_minutes?: number | null;
-  max_run_minutes?: number | null;
-  max_cost_usd?: number | null;
-  repository?: string | null;
-  base_branch?: string | null;
-  branch?: string | null;
-  delivery?: "pull_request" | "branch" | "none" | null;
+  description?: string;
+  prompt?: string;
+  base_model?: string;
+  skills: string[];
+  secrets: Array<{
+    name: string;
+  }>;
+}
+
+export interface AgentSkill {
+  name: string;
+  variants: Array<{
+    id: string;
+    description: string;
+    base_prompt: string;
+    source: {
+      owner: string;
+      name: string;
+      skill_path: string;
+    };
+    environments: Array<{
+      uid: string;
+      name: string;
+    }>;
+    last_run_timestamp: string | null;
+    error?: string;
+  }>;
 }
 
 export interface Attachment {
   file_name: string;
   mime_type: string;
   data: string;
+}
+
+export interface CancelRunRequest {
+  on_behalf_of?: {
+    creator: {
+      type: "user" | "service_account";
+      uid: string;
+      display_name: string;
+      email?: string;
+    };
+  } | null;
+}
+
+export interface CloudEnvironment {
+  uid: string;
+  config: {
+    name: string;
+    description: string | null;
+    github_repos: Array<{
+      owner: string;
+      repo: string;
+    }>;
+    setup_commands: string[];
+  };
+  last_updated: string;
+  setup_failed: boolean;
+  last_task_run_timestamp: string | null;
+  last_task_created: {
+    id: string;
+    title: string;
+    state: RunState;
+    created_at: string;
+    updated_at: string;
+    started_at: string | null;
+  } | null;
+}
+
+export interface ConversationRedirectResponse {
+  session_id?: string;
+}
+
+export interface CreateAgentIdentityRequest {
+  name: string;
+  description?: string | null;
+  prompt?: string | null;
+  base_model?: string | null;
+  skills?: string[] | null;
+  secrets?: Array<{
+    name: string;
+  }> | null;
 }
 
 export interface CreateRunRequest {
@@ -80,17 +146,6 @@ export interface CreateRunRequest {
   } | null;
 }
 
-export interface CancelRunRequest {
-  on_behalf_of?: {
-    creator: {
-      type: "user" | "service_account";
-      uid: string;
-      display_name: string;
-      email?: string;
-    };
-  } | null;
-}
-
 export interface CreateRunResponse {
   run_id: string;
   task_id: string;
@@ -98,7 +153,151 @@ export interface CreateRunResponse {
   at_capacity: boolean;
 }
 
-export type RunState = "QUEUED" | "INPROGRESS" | "SUCCEEDED" | "FAILED" | "ERROR" | "CANCELLED";
+export interface CreateScheduleRequest {
+  name: string;
+  cron_schedule: string;
+  timezone?: string | null;
+  prompt?: string | null;
+  agent_config?: AgentConfig | null;
+  metadata?: Record<string, string> | null;
+  mode?: "normal" | null;
+  agent_uid?: null;
+  enabled?: boolean | null;
+  team?: true | null;
+}
+
+export interface DeleteScheduleResponse {
+  success: boolean;
+}
+
+export interface FileArtifactResponse {
+  artifact_uid: string;
+  artifact_type: "FILE";
+  created_at: string;
+  data: {
+    download_url: string;
+    expires_at: string;
+    content_type: string;
+    filepath: string;
+    filename: string;
+    size_bytes: number;
+    description?: string;
+  };
+}
+
+export interface FollowupRequest {
+  message: string;
+  mode?: "normal" | "plan" | "orchestrate" | null;
+  attachments?: Attachment[] | null;
+}
+
+export interface FollowupResponse {
+  followup_id: string;
+  outcome: "queued_prompt" | "live_session" | "handoff_execution";
+}
+
+export interface ListAgentIdentitiesResponse {
+  agents: AgentIdentity[];
+}
+
+export interface ListAgentsResponse {
+  agents: AgentSkill[];
+}
+
+export interface ListAttachmentsResponse {
+  attachments: Array<{
+    attachment_id: string;
+    download_url: string;
+    filename: string;
+    mime_type?: string | null;
+    expires_at: string;
+    size_bytes: number;
+    followup_id: string | null;
+    created_at: string;
+  }>;
+}
+
+export interface ListEnvironmentsResponse {
+  environments: CloudEnvironment[];
+}
+
+export interface ListModelsResponse {
+  default_model_id: string;
+  models: Model[];
+}
+
+export interface ListRunsResponse {
+  runs: RunItem[];
+  page_info: {
+    has_next_page: boolean;
+    next_cursor?: string;
+  };
+}
+
+export interface ListSchedulesResponse {
+  schedules: ScheduledAgentItem[];
+}
+
+export interface MCPServerConfig {
+  command?: string;
+  args?: string[];
+  env?: Record<string, string>;
+  url?: string;
+  headers?: Record<string, string>;
+}
+
+export interface Model {
+  id: string;
+  display_name: string;
+  provider: "OPENAI" | "ANTHROPIC" | "GOOGLE" | "UNKNOWN";
+  vision_supported: boolean;
+  description?: string;
+  harnesses?: Array<"oz" | "claude" | "codex" | "gemini">;
+}
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail?: string;
+  error: string;
+  error_code: string;
+  retryable: boolean;
+  instance: string;
+  trace_id?: string;
+}
+
+export interface RunAgentConfig {
+  name?: string | null;
+  model_id?: string | null;
+  base_prompt?: string | null;
+  environment_id?: string | null;
+  skill_spec?: string | null;
+  mcp_servers?: Record<string, MCPServerConfig> | null;
+  harness?: {
+    type: "oz" | "claude" | "codex" | "gemini";
+    name?: string;
+  };
+  idle_timeout_minutes?: number | null;
+  max_run_minutes?: number | null;
+  max_cost_usd?: number | null;
+  repository?: string | null;
+  base_branch?: string | null;
+  branch?: string | null;
+  delivery?: "pull_request" | "branch" | "none" | null;
+}
+
+export interface RunEvent {
+  seq: number;
+  at: string;
+  type: string;
+  data: Record<string, unknown>;
+}
+
+export interface RunEventsResponse {
+  events: RunEvent[];
+  next_after: number;
+}
 
 export interface RunItem {
   run_id: string;
@@ -177,217 +376,7 @@ export interface RunItem {
   execution_location: "REMOTE";
 }
 
-export interface ListRunsResponse {
-  runs: RunItem[];
-  page_info: {
-    has_next_page: boolean;
-    next_cursor?: string;
-  };
-}
-
-export interface FollowupRequest {
-  message: string;
-  mode?: "normal" | "plan" | "orchestrate" | null;
-  attachments?: Attachment[] | null;
-}
-
-export interface FollowupResponse {
-  followup_id: string;
-  outcome: "queued_prompt" | "live_session" | "handoff_execution";
-}
-
-export interface RunEvent {
-  seq: number;
-  at: string;
-  type: string;
-  data: Record<string, unknown>;
-}
-
-export interface RunEventsResponse {
-  events: RunEvent[];
-  next_after: number;
-}
-
-export interface Problem {
-  type: string;
-  title: string;
-  status: number;
-  detail?: string;
-  error: string;
-  error_code: string;
-  retryable: boolean;
-  instance: string;
-  trace_id?: string;
-}
-
-export interface Model {
-  id: string;
-  display_name: string;
-  provider: "OPENAI" | "ANTHROPIC" | "GOOGLE" | "UNKNOWN";
-  vision_supported: boolean;
-  description?: string;
-  harnesses?: Array<"oz" | "claude" | "codex" | "gemini">;
-}
-
-export interface ListModelsResponse {
-  default_model_id: string;
-  models: Model[];
-}
-
-export interface CloudEnvironment {
-  uid: string;
-  config: {
-    name: string;
-    description: string | null;
-    github_repos: Array<{
-      owner: string;
-      repo: string;
-    }>;
-    setup_commands: string[];
-  };
-  last_updated: string;
-  setup_failed: boolean;
-  last_task_run_timestamp: string | null;
-  last_task_created: {
-    id: string;
-    title: string;
-    state: RunState;
-    created_at: string;
-    updated_at: string;
-    started_at: string | null;
-  } | null;
-}
-
-export interface ListEnvironmentsResponse {
-  environments: CloudEnvironment[];
-}
-
-export interface AgentSkill {
-  name: string;
-  variants: Array<{
-    id: string;
-    description: string;
-    base_prompt: string;
-    source: {
-      owner: string;
-      name: string;
-      skill_path: string;
-    };
-    environments: Array<{
-      uid: string;
-      name: string;
-    }>;
-    last_run_timestamp: string | null;
-    error?: string;
-  }>;
-}
-
-export interface ListAgentsResponse {
-  agents: AgentSkill[];
-}
-
-export interface CreateAgentIdentityRequest {
-  name: string;
-  description?: string | null;
-  prompt?: string | null;
-  base_model?: string | null;
-  skills?: string[] | null;
-  secrets?: Array<{
-    name: string;
-  }> | null;
-}
-
-export interface UpdateAgentIdentityRequest {
-  name?: string;
-  description?: string | null;
-  prompt?: string | null;
-  base_model?: string | null;
-  skills?: string[] | null;
-  secrets?: Array<{
-    name: string;
-  }> | null;
-}
-
-export interface AgentIdentity {
-  uid: string;
-  name: string;
-  available: boolean;
-  created_at: string;
-  updated_at: string;
-  default_runner_uid: string;
-  memory: {
-    attached_stores: Array<{
-      uid: string;
-    }>;
-    auto_memory: {
-      enabled: boolean;
-    };
-  };
-  description?: string;
-  prompt?: string;
-  base_model?: string;
-  skills: string[];
-  secrets: Array<{
-    name: string;
-  }>;
-}
-
-export interface ListAgentIdentitiesResponse {
-  agents: AgentIdentity[];
-}
-
-export interface FileArtifactResponse {
-  artifact_uid: string;
-  artifact_type: "FILE";
-  created_at: string;
-  data: {
-    download_url: string;
-    expires_at: string;
-    content_type: string;
-    filepath: string;
-    filename: string;
-    size_bytes: number;
-    description?: string;
-  };
-}
-
-export interface ListAttachmentsResponse {
-  attachments: Array<{
-    attachment_id: string;
-    download_url: string;
-    filename: string;
-    mime_type?: string | null;
-    expires_at: string;
-    size_bytes: number;
-    followup_id: string | null;
-    created_at: string;
-  }>;
-}
-
-export interface CreateScheduleRequest {
-  name: string;
-  cron_schedule: string;
-  timezone?: string | null;
-  prompt?: string | null;
-  agent_config?: AgentConfig | null;
-  metadata?: Record<string, string> | null;
-  mode?: "normal" | null;
-  agent_uid?: null;
-  enabled?: boolean | null;
-  team?: true | null;
-}
-
-export interface UpdateScheduleRequest {
-  name: string;
-  cron_schedule: string;
-  timezone?: string | null;
-  prompt?: string | null;
-  agent_config?: AgentConfig | null;
-  metadata?: Record<string, string> | null;
-  mode?: "normal" | null;
-  agent_uid?: null;
-  enabled: boolean;
-}
+export type RunState = "QUEUED" | "INPROGRESS" | "SUCCEEDED" | "FAILED" | "ERROR" | "CANCELLED";
 
 export interface ScheduledAgentItem {
   id: string;
@@ -423,20 +412,31 @@ export interface ScheduledAgentItem {
   };
 }
 
-export interface ListSchedulesResponse {
-  schedules: ScheduledAgentItem[];
-}
-
-export interface DeleteScheduleResponse {
-  success: boolean;
-}
-
 export interface SessionRedirectResponse {
   conversation_id?: string;
 }
 
-export interface ConversationRedirectResponse {
-  session_id?: string;
+export interface UpdateAgentIdentityRequest {
+  name?: string;
+  description?: string | null;
+  prompt?: string | null;
+  base_model?: string | null;
+  skills?: string[] | null;
+  secrets?: Array<{
+    name: string;
+  }> | null;
+}
+
+export interface UpdateScheduleRequest {
+  name: string;
+  cron_schedule: string;
+  timezone?: string | null;
+  prompt?: string | null;
+  agent_config?: AgentConfig | null;
+  metadata?: Record<string, string> | null;
+  mode?: "normal" | null;
+  agent_uid?: null;
+  enabled: boolean;
 }
 
 /** Query parameters of listRuns; whole numbers travel as strings but are given as numbers. */

@@ -1,6 +1,6 @@
 import { gatherMetadata, listInputOf } from "../api/list-runs-query.ts";
 import { ApiError } from "../api/problem.ts";
-import { ListRunsQuerySchema } from "../api/schemas.ts";
+import { ListRunsQuerySchema } from "../api/schemas/runs.ts";
 import type { RunState } from "../model/run-state.ts";
 import type { ListInput } from "../runs/run-service.ts";
 import { escapeHtml } from "./html.ts";

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ProblemSchema } from "../../src/api/schemas.ts";
+import { ProblemSchema } from "../../src/api/schemas/common.ts";
 import { startTestDispatch, type TestDispatch } from "../support/dispatch.ts";
 
 let t: TestDispatch;

@@ -33,3 +33,18 @@ describe("JSON bodies with keys that reach the prototype", () => {
     expect(res.body.detail).toMatch(/not valid JSON/);
   });
 });
+
+describe("optional bodies", () => {
+  const json = { "content-type": "application/json" };
+
+  it("may be left out (an empty body is none), but JSON null is not an object", async () => {
+    const created = await t.api("POST", "/api/v1/agent/runs", { prompt: "hi" });
+    const cancel = `/api/v1/agent/runs/${created.body.run_id}/cancel`;
+    const refused = await t.api("POST", cancel, "null", json);
+    expect(refused.status).toBe(400);
+    expect(refused.body.detail).toBe("body: expected a JSON object");
+    const cancelled = await t.api("POST", cancel, "", json);
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body).toBe(created.body.run_id);
+  });
+});

@@ -15,6 +15,18 @@ describe("OpenAPI document", () => {
     expect(committed).toEqual(buildOpenApiDocument());
   });
 
+  it("names only routes the server has: each operation's method and path answer", () => {
+    const doc = buildOpenApiDocument() as { paths: Record<string, Record<string, unknown>> };
+    for (const [path, methods] of Object.entries(doc.paths)) {
+      const url = `/api/v1${path.replace(/\{(\w+)\}/g, ":$1")}`;
+      for (const method of Object.keys(methods)) {
+        expect(t.dispatch.server.hasRoute({ method: method.toUpperCase(), url }), `${method} ${url}`).toBe(
+          true,
+        );
+      }
+    }
+  });
+
   it("is served without a key at /api/v1/openapi.json and describes every endpoint", async () => {
     const res = await fetch(`${t.url}/api/v1/openapi.json`);
     expect(res.status).toBe(200);

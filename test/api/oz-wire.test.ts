@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RunItemSchema } from "../../src/api/schemas.ts";
+import { RunItemSchema } from "../../src/api/schemas/runs.ts";
 import { OZ_ERROR_CODES, ozErrorCodeOf } from "../../src/model/status-reason.ts";
 import { startTestDispatch, type TestDispatch, waitFor, waitForState } from "../support/dispatch.ts";
 

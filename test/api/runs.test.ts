@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RunItemSchema } from "../../src/api/schemas.ts";
+import { RunItemSchema } from "../../src/api/schemas/runs.ts";
 import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
 
 let t: TestDispatch;

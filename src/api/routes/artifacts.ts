@@ -3,9 +3,10 @@ import { z } from "zod";
 import type { RunService } from "../../runs/run-service.ts";
 import type { ArtifactFile, Store } from "../../store/store.ts";
 import type { ArtifactLinks, SignedLink } from "../artifact-links.ts";
-import { parseQuery } from "../parse.ts";
+import { json, operation, route } from "../operation.ts";
 import { ApiError } from "../problem.ts";
-import { type FileArtifactResponseSchema, NoQuerySchema } from "../schemas.ts";
+import { FileArtifactResponseSchema, SignedLinkQuerySchema } from "../schemas/artifacts.ts";
+import { NoQuerySchema } from "../schemas/common.ts";
 
 export interface ArtifactRoutesOptions {
   store: Pick<Store, "getArtifactFile" | "readArtifactContent">;
@@ -18,11 +19,55 @@ export interface ArtifactRoutesOptions {
 
 type Params = { Params: { artifactUid: string } };
 
-const ContentQuerySchema = z.strictObject({
-  team: z.string().min(1),
-  expires: z.string(),
-  signature: z.string(),
-});
+export const artifactOperations = {
+  getArtifact: operation({
+    id: "getArtifact",
+    method: "GET",
+    path: "/agent/artifacts/{artifactUid}",
+    tag: "artifacts",
+    summary: "A FILE artifact of a run (the delivered patch), with a signed download link",
+    access: "key",
+    query: NoQuerySchema,
+    responses: {
+      200: {
+        description: "The artifact; data.download_url works without an API key until data.expires_at.",
+        content: json(FileArtifactResponseSchema),
+      },
+    },
+    errors: ["invalid_request", "resource_not_found"],
+  }),
+  downloadArtifact: operation({
+    id: "downloadArtifact",
+    method: "GET",
+    path: "/agent/artifacts/{artifactUid}/download",
+    tag: "artifacts",
+    summary: "Redirects to a signed link to the artifact's bytes (valid 15 minutes)",
+    access: "key",
+    query: NoQuerySchema,
+    responses: {
+      302: {
+        description: "Location is the signed link (GET .../content?team=…&expires=…&signature=…).",
+        headers: { Location: z.string() },
+      },
+    },
+    errors: ["invalid_request", "resource_not_found"],
+  }),
+  getArtifactContent: operation({
+    id: "getArtifactContent",
+    method: "GET",
+    path: "/agent/artifacts/{artifactUid}/content",
+    tag: "artifacts",
+    summary: "The artifact's bytes, through a signed link (no API key)",
+    access: "signed link",
+    responses: {
+      200: {
+        description: "The bytes, as an attachment (Content-Disposition) of the artifact's content type.",
+        content: { "application/octet-stream": z.string().meta({ format: "binary" }) },
+      },
+    },
+    errors: ["not_authorized", "resource_not_found"],
+  }),
+};
 
 /**
  * FILE artifacts of runs (the delivered patch): the artifact with a signed download link, a redirect to
@@ -30,7 +75,7 @@ const ContentQuerySchema = z.strictObject({
  */
 export async function artifactRoutes(app: FastifyInstance, opts: ArtifactRoutesOptions): Promise<void> {
   const { store, links, publicUrl } = opts;
-  const auth = { config: { auth: true } };
+  const ops = artifactOperations;
 
   const find = async (teamId: string, uid: string): Promise<ArtifactFile> => {
     const file = await store.getArtifactFile(teamId, uid);
@@ -48,21 +93,19 @@ export async function artifactRoutes(app: FastifyInstance, opts: ArtifactRoutesO
     return file;
   };
 
-  app.get<Params>("/api/v1/agent/artifacts/:artifactUid", auth, async (req) => {
-    parseQuery(NoQuerySchema, req.query);
+  route(app, ops.getArtifact, async (req) => {
     const file = await findFor(req);
     return fileArtifactResponse(file, links.sign(publicUrl(), req.caller!.team.id, file.uid));
   });
 
-  app.get<Params>("/api/v1/agent/artifacts/:artifactUid/download", auth, async (req, reply) => {
-    parseQuery(NoQuerySchema, req.query);
+  route(app, ops.downloadArtifact, async (req, reply) => {
     const file = await findFor(req);
     const link = links.sign(publicUrl(), req.caller!.team.id, file.uid);
     return reply.header("cache-control", "no-store").redirect(link.url, 302);
   });
 
   // The signed link: no API key, so the signature is checked before anything is read.
-  app.get<Params>("/api/v1/agent/artifacts/:artifactUid/content", async (req, reply) => {
+  route(app, ops.getArtifactContent, async (req, reply) => {
     const uid = req.params.artifactUid;
     const team = signedTeam(links, uid, req.query, "GET /api/v1/agent/artifacts/{artifactUid}/download");
     const file = await find(team, uid);
@@ -82,7 +125,7 @@ export async function artifactRoutes(app: FastifyInstance, opts: ArtifactRoutesO
  * is read); otherwise a 403 saying where a fresh link comes from (`renewFrom`).
  */
 export function signedTeam(links: ArtifactLinks, uid: string, query: unknown, renewFrom: string): string {
-  const parsed = ContentQuerySchema.safeParse(query ?? {});
+  const parsed = SignedLinkQuerySchema.safeParse(query ?? {});
   const verdict = parsed.success
     ? links.check(parsed.data.team, uid, parsed.data.expires, parsed.data.signature)
     : "invalid";

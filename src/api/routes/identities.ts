@@ -1,25 +1,82 @@
 import type { FastifyInstance } from "fastify";
 import type { IdentityService } from "../../identities/identity-service.ts";
 import type { AgentIdentity, AgentIdentityPatch } from "../../model/identity.ts";
-import { parseBody, parseQuery } from "../parse.ts";
+import { json, operation, route } from "../operation.ts";
+import { NoQuerySchema } from "../schemas/common.ts";
 import {
+  AgentIdentitySchema,
   CreateAgentIdentityRequestSchema,
-  NoQuerySchema,
+  ListAgentIdentitiesResponseSchema,
   UpdateAgentIdentityRequestSchema,
-} from "../schemas.ts";
+} from "../schemas/identities.ts";
 
 export interface IdentityRoutesOptions {
   identities: Pick<IdentityService, "list" | "get" | "create" | "update" | "delete">;
 }
 
-/** /agent/identities: the team's service accounts (admin keys only: `config.admin`). */
+export const identityOperations = {
+  createAgentIdentity: operation({
+    id: "createAgentIdentity",
+    method: "POST",
+    path: "/agent/identities",
+    tag: "identities",
+    summary: "Create a service account of the team (admin keys only)",
+    access: "admin",
+    body: { schema: CreateAgentIdentityRequestSchema, required: true },
+    responses: { 201: { description: "The new identity.", content: json(AgentIdentitySchema) } },
+    errors: ["invalid_request", "unsupported_media_type"],
+  }),
+  listAgentIdentities: operation({
+    id: "listAgentIdentities",
+    method: "GET",
+    path: "/agent/identities",
+    tag: "identities",
+    summary: "The team's service accounts, oldest first (admin keys only)",
+    access: "admin",
+    query: NoQuerySchema,
+    responses: { 200: { description: "The identities.", content: json(ListAgentIdentitiesResponseSchema) } },
+    errors: ["invalid_request"],
+  }),
+  getAgentIdentity: operation({
+    id: "getAgentIdentity",
+    method: "GET",
+    path: "/agent/identities/{uid}",
+    tag: "identities",
+    summary: "One service account (admin keys only)",
+    access: "admin",
+    responses: { 200: { description: "The identity.", content: json(AgentIdentitySchema) } },
+    errors: ["resource_not_found"],
+  }),
+  updateAgentIdentity: operation({
+    id: "updateAgentIdentity",
+    method: "PUT",
+    path: "/agent/identities/{uid}",
+    tag: "identities",
+    summary: "Change a service account (admin keys only)",
+    access: "admin",
+    // No body changes nothing (clients send an empty JSON body as no body).
+    body: { schema: UpdateAgentIdentityRequestSchema, required: false },
+    responses: { 200: { description: "The identity as changed.", content: json(AgentIdentitySchema) } },
+    errors: ["invalid_request", "resource_not_found", "unsupported_media_type"],
+  }),
+  deleteAgentIdentity: operation({
+    id: "deleteAgentIdentity",
+    method: "DELETE",
+    path: "/agent/identities/{uid}",
+    tag: "identities",
+    summary: "Delete a service account and revoke its API keys (admin keys only)",
+    access: "admin",
+    responses: { 204: { description: "Deleted; its keys no longer authenticate." } },
+    errors: ["invalid_request", "resource_not_found"],
+  }),
+};
+
+/** /agent/identities: the team's service accounts (admin keys only). */
 export async function identityRoutes(app: FastifyInstance, opts: IdentityRoutesOptions): Promise<void> {
   const { identities } = opts;
-  const admin = { config: { auth: true, admin: true } };
-  type ById = { Params: { uid: string } };
+  const ops = identityOperations;
 
-  app.post("/api/v1/agent/identities", admin, async (req, reply) => {
-    const body = parseBody(CreateAgentIdentityRequestSchema, req.body);
+  route(app, ops.createAgentIdentity, async (req, reply, { body }) => {
     const created = await identities.create(req.caller!, {
       name: body.name,
       ...changes(body),
@@ -27,23 +84,18 @@ export async function identityRoutes(app: FastifyInstance, opts: IdentityRoutesO
     return reply.code(201).send(toWire(created));
   });
 
-  app.get("/api/v1/agent/identities", admin, async (req) => {
-    parseQuery(NoQuerySchema, req.query);
-    return { agents: (await identities.list(req.caller!)).map(toWire) };
-  });
+  route(app, ops.listAgentIdentities, async (req) => ({
+    agents: (await identities.list(req.caller!)).map(toWire),
+  }));
 
-  app.get<ById>("/api/v1/agent/identities/:uid", admin, async (req) => {
-    return toWire(await identities.get(req.caller!, req.params.uid));
-  });
+  route(app, ops.getAgentIdentity, async (req) => toWire(await identities.get(req.caller!, req.params.uid)));
 
-  app.put<ById>("/api/v1/agent/identities/:uid", admin, async (req) => {
-    // No body changes nothing (clients send an empty JSON body as no body).
-    const body = req.body === undefined ? {} : parseBody(UpdateAgentIdentityRequestSchema, req.body);
+  route(app, ops.updateAgentIdentity, async (req, _reply, { body = {} }) => {
     const patch: AgentIdentityPatch = { ...(body.name ? { name: body.name } : {}), ...changes(body) };
     return toWire(await identities.update(req.caller!, req.params.uid, patch));
   });
 
-  app.delete<ById>("/api/v1/agent/identities/:uid", admin, async (req, reply) => {
+  route(app, ops.deleteAgentIdentity, async (req, reply) => {
     await identities.delete(req.caller!, req.params.uid);
     return reply.code(204).send();
   });

@@ -1,13 +1,51 @@
 import type { FastifyInstance } from "fastify";
 import { isTerminal } from "../../model/run-state.ts";
 import type { RunService } from "../../runs/run-service.ts";
-import { parseQuery } from "../parse.ts";
+import { json, operation, route } from "../operation.ts";
 import { ApiError } from "../problem.ts";
-import { NoQuerySchema } from "../schemas.ts";
+import { NoQuerySchema } from "../schemas/common.ts";
+import { ConversationRedirectResponseSchema, SessionRedirectResponseSchema } from "../schemas/runs.ts";
 
 export interface RedirectRoutesOptions {
   runService: Pick<RunService, "get" | "findBySession">;
 }
+
+export const redirectOperations = {
+  checkSessionRedirect: operation({
+    id: "checkSessionRedirect",
+    method: "GET",
+    path: "/agent/sessions/{sessionUuid}/redirect",
+    tag: "runs",
+    summary: "The conversation (run) of a session once its run has ended; no key needed",
+    access: "public",
+    query: NoQuerySchema,
+    responses: {
+      200: {
+        description: "`{conversation_id}` once the run has ended, `{}` while it runs.",
+        content: json(SessionRedirectResponseSchema),
+      },
+    },
+    errors: ["invalid_request", "resource_not_found"],
+  }),
+  checkConversationRedirect: operation({
+    id: "checkConversationRedirect",
+    method: "GET",
+    path: "/agent/conversations/{conversationId}/redirect",
+    tag: "runs",
+    summary: "The live session of a conversation (a run's id) while its run has not ended",
+    description:
+      "Unlike Oz's public endpoint this needs a key of the run's team: the session id it answers is the capability to view the run.",
+    access: "key",
+    query: NoQuerySchema,
+    responses: {
+      200: {
+        description: "`{session_id}` while the run is queued or running, `{}` once it has ended.",
+        content: json(ConversationRedirectResponseSchema),
+      },
+    },
+    errors: ["invalid_request", "resource_not_found"],
+  }),
+};
 
 /**
  * Oz's link resolvers between a shared session and its conversation. In Dispatch a run is its own
@@ -23,23 +61,14 @@ export interface RedirectRoutesOptions {
 export async function redirectRoutes(app: FastifyInstance, opts: RedirectRoutesOptions): Promise<void> {
   const { runService } = opts;
 
-  app.get<{ Params: { sessionUuid: string } }>(
-    "/api/v1/agent/sessions/:sessionUuid/redirect",
-    async (req) => {
-      parseQuery(NoQuerySchema, req.query);
-      const run = await runService.findBySession(req.params.sessionUuid);
-      if (!run) throw new ApiError("resource_not_found", `no session ${req.params.sessionUuid}`);
-      return isTerminal(run.state) ? { conversation_id: run.id } : {};
-    },
-  );
+  route(app, redirectOperations.checkSessionRedirect, async (req) => {
+    const run = await runService.findBySession(req.params.sessionUuid);
+    if (!run) throw new ApiError("resource_not_found", `no session ${req.params.sessionUuid}`);
+    return isTerminal(run.state) ? { conversation_id: run.id } : {};
+  });
 
-  app.get<{ Params: { conversationId: string } }>(
-    "/api/v1/agent/conversations/:conversationId/redirect",
-    { config: { auth: true } },
-    async (req) => {
-      parseQuery(NoQuerySchema, req.query);
-      const run = await runService.get(req.caller!, req.params.conversationId);
-      return isTerminal(run.state) ? {} : { session_id: run.sessionId };
-    },
-  );
+  route(app, redirectOperations.checkConversationRedirect, async (req) => {
+    const run = await runService.get(req.caller!, req.params.conversationId);
+    return isTerminal(run.state) ? {} : { session_id: run.sessionId };
+  });
 }

@@ -1,35 +1,132 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { z } from "zod";
+import { z } from "zod";
 import { attachmentBodyLimit } from "../../model/attachment.ts";
 import { toRunItem } from "../../runs/run-item.ts";
 import type { RunService } from "../../runs/run-service.ts";
 import { resumeAfter, streamRunEvents, wantsEventStream } from "../event-stream.ts";
-import { gatherMetadata, listInputOf } from "../list-runs-query.ts";
-import { parseQuery } from "../parse.ts";
+import { listInputOf } from "../list-runs-query.ts";
+import { json, operation, route } from "../operation.ts";
 import { ApiError } from "../problem.ts";
+import { LIMITS } from "../schemas/common.ts";
 import {
   CancelRunRequestSchema,
   CreateRunRequestSchema,
-  describeIssues,
+  CreateRunResponseSchema,
   EventsQuerySchema,
+  EventsResponseSchema,
   FollowupRequestSchema,
-  LIMITS,
+  FollowupResponseSchema,
   ListRunsQuerySchema,
-} from "../schemas.ts";
+  ListRunsResponseSchema,
+  RunItemSchema,
+} from "../schemas/runs.ts";
 
 const LIST_PROMPT_LIMIT = 2000;
 
-function parse<S extends z.ZodType>(schema: S, value: unknown, where: "body" | "query"): z.output<S> {
-  if (
-    where === "body" &&
-    (value === undefined || value === null || typeof value !== "object" || Array.isArray(value))
-  ) {
-    throw new ApiError("invalid_request", "body: expected a JSON object");
-  }
-  const result = schema.safeParse(value ?? {});
-  if (!result.success) throw new ApiError("invalid_request", describeIssues(result.error));
-  return result.data;
-}
+const createRun = operation({
+  id: "createRun",
+  method: "POST",
+  path: "/agent/runs",
+  tag: "runs",
+  summary: "Create a run",
+  access: "key",
+  idempotent: true,
+  body: { schema: CreateRunRequestSchema, required: true },
+  responses: {
+    200: { description: "The run is queued (and durable).", content: json(CreateRunResponseSchema) },
+  },
+  errors: [
+    "invalid_request",
+    "operation_not_supported",
+    "conflict",
+    "payload_too_large",
+    "unsupported_media_type",
+    "idempotency_key_reused",
+  ],
+});
+
+/** The runs operations, in the document's order. */
+export const runOperations = {
+  createRun,
+  listRuns: operation({
+    id: "listRuns",
+    method: "GET",
+    path: "/agent/runs",
+    tag: "runs",
+    summary: "List runs (keyset pagination)",
+    access: "key",
+    query: ListRunsQuerySchema,
+    responses: { 200: { description: "A page of runs.", content: json(ListRunsResponseSchema) } },
+    errors: ["invalid_request"],
+  }),
+  createRunAlias: { ...createRun, id: "createRunAlias", path: "/agent/run", summary: "Create a run (alias)" },
+  getRun: operation({
+    id: "getRun",
+    method: "GET",
+    path: "/agent/runs/{runId}",
+    tag: "runs",
+    summary: "Get a run",
+    access: "key",
+    responses: { 200: { description: "The run.", content: json(RunItemSchema) } },
+    errors: ["resource_not_found"],
+  }),
+  followupRun: operation({
+    id: "followupRun",
+    method: "POST",
+    path: "/agent/runs/{runId}/followups",
+    tag: "runs",
+    summary: "Send a follow-up to a run",
+    access: "key",
+    idempotent: true,
+    body: { schema: FollowupRequestSchema, required: true },
+    responses: { 200: { description: "Where the follow-up went.", content: json(FollowupResponseSchema) } },
+    errors: [
+      "invalid_request",
+      "operation_not_supported",
+      "resource_not_found",
+      "conflict",
+      "idempotency_key_reused",
+      "payload_too_large",
+    ],
+  }),
+  cancelRun: operation({
+    id: "cancelRun",
+    method: "POST",
+    path: "/agent/runs/{runId}/cancel",
+    tag: "runs",
+    summary: "Cancel a queued or running run",
+    access: "key",
+    idempotent: true,
+    // Optional: API v1 sends none; an admin key may say whom it cancels for.
+    body: { schema: CancelRunRequestSchema, required: false },
+    responses: { 200: { description: "The run id, as a JSON string.", content: json(z.string()) } },
+    errors: [
+      "invalid_request",
+      "resource_not_found",
+      "conflict",
+      "idempotency_key_reused",
+      "payload_too_large",
+      "unsupported_media_type",
+    ],
+  }),
+  listRunEvents: operation({
+    id: "listRunEvents",
+    method: "GET",
+    path: "/agent/runs/{runId}/events",
+    tag: "runs",
+    summary: "The run's transcript (JSON page, or an SSE stream with Accept: text/event-stream)",
+    access: "key",
+    query: EventsQuerySchema,
+    headers: { "Last-Event-ID": z.string() },
+    responses: {
+      200: {
+        description: "Events after `after`; as SSE, each message has `id: <seq>` and the event as JSON data.",
+        content: { ...json(EventsResponseSchema), "text/event-stream": z.string() },
+      },
+    },
+    errors: ["invalid_request", "resource_not_found"],
+  }),
+};
 
 /** The Idempotency-Key header, checked (1 to 255 characters); undefined when not sent. */
 export function idempotencyKey(req: FastifyRequest): string | undefined {
@@ -56,12 +153,13 @@ export interface RunRoutesOptions {
 /** API v1 runs: create, list, get, follow up, cancel and the transcript (JSON pages or SSE). */
 export async function runRoutes(app: FastifyInstance, opts: RunRoutesOptions): Promise<void> {
   const { runService, publicUrl } = opts;
-  const auth = { config: { auth: true } };
   // Only the routes that take attachments admit bodies this large; every other route keeps LIMITS.bodyBytes.
-  const withAttachments = { ...auth, bodyLimit: attachmentBodyLimit(LIMITS.bodyBytes) };
+  const withAttachments = { bodyLimit: attachmentBodyLimit(LIMITS.bodyBytes) };
 
-  const create = async (req: FastifyRequest) => {
-    const { on_behalf_of: behalf, ...body } = parse(CreateRunRequestSchema, req.body, "body");
+  const ops = runOperations;
+
+  const create = async (req: FastifyRequest, body: z.output<typeof CreateRunRequestSchema>) => {
+    const { on_behalf_of: behalf, ...fields } = body;
     // Only an admin key (an integration fronting this service) may say whom a run is for.
     const extension = behalf && req.caller!.key.role === "admin" ? behalf : undefined;
     return runService.create(
@@ -73,15 +171,14 @@ export async function runRoutes(app: FastifyInstance, opts: RunRoutesOptions): P
         ...(extension?.source ? { source: extension.source } : {}),
         ...(extension?.trigger_url ? { triggerUrl: extension.trigger_url } : {}),
       },
-      body as Parameters<typeof runService.create>[1],
+      fields as Parameters<typeof runService.create>[1],
     );
   };
-  app.post("/api/v1/agent/runs", withAttachments, create);
-  app.post("/api/v1/agent/run", withAttachments, create);
+  route(app, ops.createRun, (req, _reply, { body }) => create(req, body), withAttachments);
+  route(app, ops.createRunAlias, (req, _reply, { body }) => create(req, body), withAttachments);
 
-  app.get("/api/v1/agent/runs", auth, async (req) => {
-    const q = parseQuery(ListRunsQuerySchema, gatherMetadata(req.query));
-    const page = await runService.list(req.caller!, listInputOf(q, LIMITS.listDefault));
+  route(app, ops.listRuns, async (req, _reply, { query }) => {
+    const page = await runService.list(req.caller!, listInputOf(query, LIMITS.listDefault));
     const base = publicUrl();
     return {
       runs: page.runs.map((r) => toRunItem(r, base, { promptLimit: LIST_PROMPT_LIMIT })),
@@ -92,27 +189,24 @@ export async function runRoutes(app: FastifyInstance, opts: RunRoutesOptions): P
     };
   });
 
-  app.get<{ Params: { runId: string } }>("/api/v1/agent/runs/:runId", auth, async (req) => {
-    return toRunItem(await runService.get(req.caller!, req.params.runId), publicUrl());
-  });
+  route(app, ops.getRun, async (req) =>
+    toRunItem(await runService.get(req.caller!, req.params.runId), publicUrl()),
+  );
 
-  app.post<{ Params: { runId: string } }>(
-    "/api/v1/agent/runs/:runId/followups",
-    withAttachments,
-    async (req) => {
-      const body = parse(FollowupRequestSchema, req.body, "body");
-      return runService.followup(
+  route(
+    app,
+    ops.followupRun,
+    async (req, _reply, { body }) =>
+      runService.followup(
         { caller: req.caller!, idempotencyKey: idempotencyKey(req), rawBody: req.body },
         req.params.runId,
         body,
-      );
-    },
+      ),
+    withAttachments,
   );
 
-  app.post<{ Params: { runId: string } }>("/api/v1/agent/runs/:runId/cancel", auth, async (req, reply) => {
-    // The body is optional (API v1 sends none); an admin key may say whom it cancels for.
-    const { on_behalf_of: behalf } =
-      req.body === undefined || req.body === null ? {} : parse(CancelRunRequestSchema, req.body, "body");
+  route(app, ops.cancelRun, async (req, reply, { body }) => {
+    const behalf = body?.on_behalf_of;
     const by = behalf && req.caller!.key.role === "admin" ? behalf.creator : undefined;
     const runId = await runService.cancel(
       {
@@ -126,18 +220,17 @@ export async function runRoutes(app: FastifyInstance, opts: RunRoutesOptions): P
     return reply.type("application/json").send(JSON.stringify(runId));
   });
 
-  app.get<{ Params: { runId: string } }>("/api/v1/agent/runs/:runId/events", auth, async (req, reply) => {
-    const q = parse(EventsQuerySchema, req.query, "query");
+  route(app, ops.listRunEvents, async (req, reply, { query }) => {
     if (wantsEventStream(req)) {
       const run = await runService.get(req.caller!, req.params.runId);
-      return streamRunEvents(req, reply, runService, run.id, resumeAfter(req) ?? q.after ?? 0);
+      return streamRunEvents(req, reply, runService, run.id, resumeAfter(req) ?? query.after ?? 0);
     }
-    const after = q.after ?? 0;
+    const after = query.after ?? 0;
     const events = await runService.events(
       req.caller!,
       req.params.runId,
       after,
-      q.limit ?? LIMITS.eventsDefault,
+      query.limit ?? LIMITS.eventsDefault,
     );
     return { events, next_after: events.at(-1)?.seq ?? after };
   });
