@@ -301,4 +301,13 @@ describe("architecture: what src/ may import", () => {
       );
     expect(named).toEqual([]);
   });
+
+  it("keeps every file of src/ under 600 lines: one responsibility per file", () => {
+    const MAX_LINES = 600;
+    const long = tsFilesUnder("src").flatMap((file) => {
+      const lines = readFileSync(join(ROOT, file), "utf8").split("\n").length;
+      return lines > MAX_LINES ? [`${file}: ${lines} lines`] : [];
+    });
+    expect(long).toEqual([]);
+  });
 });

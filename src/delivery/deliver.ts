@@ -456,3 +456,16 @@ function firstLine(s: string): string {
 function shellQuote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }
+
+/** The words a run's status message uses for a delivery outcome. */
+export function outcomeWords(result: DeliveryOutcome): string {
+  switch (result.kind) {
+    case "no_changes":
+      return result.earlier ? "No new changes since the last push" : "No changes";
+    case "kept":
+      return `Changes kept as a patch (${result.message})`;
+    case "delivered":
+    case "failed":
+      return result.message;
+  }
+}

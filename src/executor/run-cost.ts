@@ -1,8 +1,9 @@
+import type { Logger } from "pino";
 import { canonicalModelId } from "../harnesses/builtin/models.ts";
 import type { CostMeter } from "../harnesses/harness.ts";
 import { EXTERNAL_MODEL_PROVIDERS } from "../model/harness-wire.ts";
 import { costOf, type PriceTable, priceOf, roundCost, type TokenCount } from "../model/pricing.ts";
-import type { AgentConfig, RequestUsage, StatusMessage } from "../model/run.ts";
+import type { AgentConfig, RequestUsage, RunRecord, StatusMessage } from "../model/run.ts";
 import type { ModelsConfig } from "../models-config.ts";
 
 const UNNAMED_MODEL = "(unnamed model)";
@@ -189,4 +190,43 @@ export function costLimitReached(spentUsd: number, limit: CostLimit): StatusMess
 function usdText(usd: number): string {
   if (usd >= 0.01 || usd === 0) return `$${usd.toFixed(2)}`;
   return `$${Number(usd.toPrecision(2))}`;
+}
+
+/**
+ * The run's cost meter: prices each model call the harness reports, and stops the execution as soon as the
+ * run's cost passes its limit (config.max_cost_usd, else the server default), or a run under a limit calls
+ * a model without a price. Undefined when the server keeps no prices.
+ */
+export function meterRunCost(opts: {
+  run: Pick<RunRecord, "agentConfig" | "requestUsage">;
+  prices?: PriceTable;
+  defaultMaxCostUsd?: number;
+  signal: AbortSignal;
+  log: Logger;
+  emit(type: "error" | "log", data: Record<string, unknown>): Promise<void>;
+  /** Called once, with the status message the run ends with. */
+  onOverLimit(status: StatusMessage): void;
+}): RunCost | undefined {
+  const { prices, log } = opts;
+  if (!prices) return undefined;
+  return new RunCost({
+    prices,
+    limit: costLimitOf(opts.run.agentConfig.max_cost_usd, opts.defaultMaxCostUsd),
+    before: opts.run.requestUsage,
+    onOverLimit: (status, total) => {
+      if (opts.signal.aborted) return;
+      log.warn({ costUsd: total, reason: status.message }, "run over its cost limit; stopping it");
+      void opts
+        .emit("error", { message: status.message, error_code: "cost_limit" })
+        .catch((err) => log.warn({ err }, "recording the cost limit in the transcript failed"));
+      opts.onOverLimit(status);
+    },
+    onUnpriced: (modelId) => {
+      // A run without a limit: a local model without a price is normal, its cost is only not shown.
+      const message = `No price is known for model ${modelId}, so this run's cost is not shown; the operator can add it under prices in dispatch.config.yaml`;
+      void opts
+        .emit("log", { level: "info", phase: "cost", message })
+        .catch((err) => log.warn({ err }, "recording an unpriced model failed"));
+    },
+  });
 }

@@ -4,15 +4,14 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import type { EnvironmentSettings } from "../config-file.ts";
 import { claimExistingBranch } from "../delivery/branch-ownership.ts";
-import { type DeliveryOutcome, deliverChanges } from "../delivery/deliver.ts";
+import { type DeliveryOutcome, deliverChanges, outcomeWords } from "../delivery/deliver.ts";
 import type { PullRequestHost } from "../delivery/pull-request-host.ts";
 import type { RemotePolicy } from "../delivery/remote-access.ts";
 import { checkoutRepository, type DeliveryTarget } from "../delivery/repository-checkout.ts";
 import type { HarnessOutcome, HarnessRegistry } from "../harnesses/harness.ts";
-import type { AttachmentContent } from "../model/attachment.ts";
 import type { PriceTable } from "../model/pricing.ts";
 import { isGitHubRepository, remoteUrl } from "../model/repository.ts";
-import type { RequestUsage, RunEvent, RunRecord } from "../model/run.ts";
+import type { RequestUsage, RunRecord } from "../model/run.ts";
 import { executionMode } from "../model/run-mode.ts";
 import type { Sandbox } from "../sandbox/sandbox.ts";
 import type { SandboxProvider } from "../sandbox/sandbox-provider.ts";
@@ -27,7 +26,8 @@ import {
 import { prepareEnvironment } from "../workspace/environments.ts";
 import { joinBasePrompt, type SkillResolver } from "../workspace/skills.ts";
 import { prepareWorkspace } from "../workspace/workspace.ts";
-import { costLimitOf, costLimitReached, RunCost } from "./run-cost.ts";
+import { costLimitOf, costLimitReached, meterRunCost, type RunCost } from "./run-cost.ts";
+import { readAttachments, readTranscript } from "./run-history.ts";
 
 export interface ExecutionDeps {
   store: Store;
@@ -200,7 +200,20 @@ export class RunExecution {
         signal,
       );
       if (!agentRun) return;
-      this.cost = this.meterCost();
+      this.cost = meterRunCost({
+        run: this.run,
+        ...(this.deps.prices ? { prices: this.deps.prices } : {}),
+        ...(this.deps.defaultMaxCostUsd !== undefined
+          ? { defaultMaxCostUsd: this.deps.defaultMaxCostUsd }
+          : {}),
+        signal: this.controller.signal,
+        log: this.log,
+        emit: (type, data) => this.emit(type, data),
+        onOverLimit: (status) => {
+          this.overBudget = status;
+          this.stop("cost_limit");
+        },
+      });
       if (this.cost?.spent) {
         // A follow-up to a run that has spent its limit: no model call is made for it.
         await this.failBeforeStart(
@@ -237,8 +250,8 @@ export class RunExecution {
             signal,
             emit: (type, data) => this.emit(type, data),
             takeFollowups: () => this.takeFollowups(),
-            transcript: () => this.transcript(),
-            attachments: () => this.attachments(),
+            transcript: () => readTranscript(this.deps.store, this.run.id),
+            attachments: () => readAttachments(this.deps.store, this.run),
             ...(this.cost ? { cost: this.cost } : {}),
             log: this.deps.log.child({ runId: run.id }),
           });
@@ -348,7 +361,7 @@ export class RunExecution {
           run: this.run,
           repository: target.repository,
           branch: target.branch!,
-          transcript: () => this.transcript(),
+          transcript: () => readTranscript(this.deps.store, this.run.id),
           parent: async () =>
             this.run.parentRunId ? this.deps.store.getRun(this.run.teamId, this.run.parentRunId) : undefined,
           pullRequests: delivery.pullRequests,
@@ -382,7 +395,7 @@ export class RunExecution {
   ): Promise<HarnessOutcome> {
     const delivery = this.deps.delivery!;
     const publish = outcome.status === "succeeded" && !signal.aborted;
-    const transcript = await this.transcript();
+    const transcript = await readTranscript(this.deps.store, this.run.id);
     const summary = String(
       transcript.findLast((e) => e.type === "message" && e.data.role === "assistant")?.data.text ?? "",
     );
@@ -422,7 +435,7 @@ export class RunExecution {
     await this.emit("log", {
       level: result.kind === "failed" ? "error" : "info",
       phase: "delivery",
-      message: deliveryWords(result),
+      message: outcomeWords(result),
     });
     if (outcome.status !== "succeeded") return outcome;
     if (result.kind === "failed") {
@@ -433,7 +446,7 @@ export class RunExecution {
         ...(outcome.usage ? { usage: outcome.usage } : {}),
       };
     }
-    return { ...outcome, message: deliveryWords(result) };
+    return { ...outcome, message: outcomeWords(result) };
   }
 
   /** What the run may still write to disk under its quota; undefined without a quota. */
@@ -460,37 +473,6 @@ export class RunExecution {
         );
         this.overQuota = diskQuotaExceeded(usedBytes, quota.limitBytes);
         this.stop("disk_quota");
-      },
-    });
-  }
-
-  /**
-   * The run's cost meter (run-cost.ts): prices each model call the harness reports, and stops the
-   * execution as soon as the run's cost passes its limit (config.max_cost_usd, else the server default),
-   * or a run under a limit calls a model without a price.
-   */
-  private meterCost(): RunCost | undefined {
-    const { prices, defaultMaxCostUsd } = this.deps;
-    if (!prices) return undefined;
-    return new RunCost({
-      prices,
-      limit: costLimitOf(this.run.agentConfig.max_cost_usd, defaultMaxCostUsd),
-      before: this.run.requestUsage,
-      onOverLimit: (status, total) => {
-        if (this.controller.signal.aborted) return;
-        this.log.warn({ costUsd: total, reason: status.message }, "run over its cost limit; stopping it");
-        this.overBudget = status;
-        void this.emit("error", { message: status.message, error_code: "cost_limit" }).catch((err) =>
-          this.log.warn({ err }, "recording the cost limit in the transcript failed"),
-        );
-        this.stop("cost_limit");
-      },
-      onUnpriced: (modelId) => {
-        // A run without a limit: a local model without a price is normal, its cost is only not shown.
-        const message = `No price is known for model ${modelId}, so this run's cost is not shown; the operator can add it under prices in dispatch.config.yaml`;
-        void this.emit("log", { level: "info", phase: "cost", message }).catch((err) =>
-          this.log.warn({ err }, "recording an unpriced model failed"),
-        );
       },
     });
   }
@@ -555,26 +537,6 @@ export class RunExecution {
     await this.deps.store.appendEvent(this.run.id, type, data);
   }
 
-  private async transcript(): Promise<RunEvent[]> {
-    const events: RunEvent[] = [];
-    for (;;) {
-      const page = await this.deps.store.listEvents(this.run.id, events.at(-1)?.seq ?? 0, 1000);
-      events.push(...page);
-      if (page.length < 1000) return events;
-    }
-  }
-
-  private async attachments(): Promise<AttachmentContent[]> {
-    const { store } = this.deps;
-    const list = await store.listAttachments(this.run.teamId, this.run.id);
-    const out: AttachmentContent[] = [];
-    for (const a of list) {
-      const content = await store.readAttachmentContent(this.run.teamId, a.id);
-      if (content) out.push({ ...a, content });
-    }
-    return out;
-  }
-
   private async takeFollowups(): Promise<string[]> {
     if (!this.followupHint) return [];
     this.followupHint = false;
@@ -625,17 +587,5 @@ export class RunExecution {
     const current = await this.deps.store.getRun(this.run.teamId, this.run.id);
     if (!current || (current.state === "INPROGRESS" && current.workerId === this.deps.workerId)) return;
     this.stop(current.state === "CANCELLED" ? "cancelled" : "lease_lost");
-  }
-}
-
-function deliveryWords(result: DeliveryOutcome): string {
-  switch (result.kind) {
-    case "no_changes":
-      return result.earlier ? "No new changes since the last push" : "No changes";
-    case "kept":
-      return `Changes kept as a patch (${result.message})`;
-    case "delivered":
-    case "failed":
-      return result.message;
   }
 }
