@@ -3,7 +3,7 @@ import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import openapi from "../../openapi.json" with { type: "json" };
-import type * as Api from "../../src/client/api-types.ts";
+import type * as Api from "../../clients/typescript/src/api-types.ts";
 import { readOpenApi, renderApiTypes, TYPES_PATH } from "./support/openapi-codegen.ts";
 
 // Type level: the client's declared field names are the committed document's, for every schema.
@@ -100,10 +100,10 @@ describe("client wire types", () => {
 });
 
 describe("the client package", () => {
-  const root = resolve(dirname(fileURLToPath(import.meta.url)), "../../src/client");
+  const root = resolve(dirname(fileURLToPath(import.meta.url)), "../../clients/typescript/src");
   const files = readdirSync(root, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".ts"));
 
-  it("has no runtime dependencies: every import is a file of src/client", () => {
+  it("has no runtime dependencies: every import is a file of clients/typescript/src", () => {
     expect(files.length).toBeGreaterThan(5);
     for (const file of files) {
       const source = readFileSync(join(root, file), "utf8");

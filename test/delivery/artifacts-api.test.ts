@@ -5,7 +5,7 @@ import { join } from "node:path";
 import OzAPI from "oz-agent-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ArtifactLinks, loadSigningKey, SIGNING_KEY_FILE } from "../../src/api/artifact-links.ts";
-import { Dispatch, NotFoundError } from "../../src/client/index.ts";
+import { Dispatch, NotFoundError } from "../../clients/typescript/src/index.ts";
 import { ConfigError, loadConfig } from "../../src/config.ts";
 import { scrubSecrets } from "../../src/log.ts";
 import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";

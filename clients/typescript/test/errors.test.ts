@@ -15,8 +15,8 @@ import {
   PermissionDeniedError,
   RateLimitError,
   UnprocessableEntityError,
-} from "../../src/client/index.ts";
-import { startTestDispatch, type TestDispatch } from "../support/dispatch.ts";
+} from "../src/index.ts";
+import { startTestDispatch, type TestDispatch } from "../../../test/support/dispatch.ts";
 import { mockFetch, problem } from "./support/mock-fetch.ts";
 
 // Every error class, raised for its status by a live server where one can produce it (409 and 5xx

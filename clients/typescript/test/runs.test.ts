@@ -7,8 +7,8 @@ import {
   isTerminalState,
   type RunEvent,
   RunsPage,
-} from "../../src/client/index.ts";
-import { startTestDispatch, type TestDispatch, waitFor } from "../support/dispatch.ts";
+} from "../src/index.ts";
+import { startTestDispatch, type TestDispatch, waitFor } from "../../../test/support/dispatch.ts";
 
 // client.runs against a live Dispatch on 127.0.0.1 (scripted harness: `$ ` lines run as shell commands).
 

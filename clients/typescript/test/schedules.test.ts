@@ -5,8 +5,8 @@ import {
   Dispatch,
   NotFoundError,
   type ScheduledAgentItem,
-} from "../../src/client/index.ts";
-import { startTestDispatch, type TestDispatch, waitFor } from "../support/dispatch.ts";
+} from "../src/index.ts";
+import { startTestDispatch, type TestDispatch, waitFor } from "../../../test/support/dispatch.ts";
 
 // client.schedules against a live Dispatch whose scheduler runs on a test clock.
 
