@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestDispatch, type TestDispatch, waitFor } from "../../../test/support/dispatch.ts";
 import {
   APIUserAbortError,
   BadRequestError,
@@ -8,7 +9,6 @@ import {
   type RunEvent,
   RunsPage,
 } from "../src/index.ts";
-import { startTestDispatch, type TestDispatch, waitFor } from "../../../test/support/dispatch.ts";
 
 // client.runs against a live Dispatch on 127.0.0.1 (scripted harness: `$ ` lines run as shell commands).
 

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestDispatch, type TestDispatch, waitFor } from "../../../test/support/dispatch.ts";
 import {
   BadRequestError,
   ConflictError,
@@ -6,7 +7,6 @@ import {
   NotFoundError,
   type ScheduledAgentItem,
 } from "../src/index.ts";
-import { startTestDispatch, type TestDispatch, waitFor } from "../../../test/support/dispatch.ts";
 
 // client.schedules against a live Dispatch whose scheduler runs on a test clock.
 
