@@ -1,7 +1,7 @@
 # Dispatch's container image: `node src/main.ts serve` on Node 24 (which runs the TypeScript sources
-# directly, so there is no build step to ship), with git for the runs' repositories, bubblewrap for their
-# sandbox, and slirp4netns and nftables for an environment's agent_network (its own network, filtered to
-# public addresses). Runs as an unprivileged user.
+# directly, so the server has no build step to ship; only its client package is compiled), with git for
+# the runs' repositories, bubblewrap for their sandbox, and slirp4netns and nftables for an environment's
+# agent_network (its own network, filtered to public addresses). Runs as an unprivileged user.
 #
 #   docker build -t dispatch .
 #   docker run -p 8080:8080 -v dispatch-data:/var/lib/dispatch dispatch
@@ -14,12 +14,24 @@
 
 ARG NODE_IMAGE=node:24.21.0-slim
 
-# Production dependencies only. `--ignore-scripts` skips the package's own `prepare` (a tsc build for the
-# npm package, which needs the dev dependencies); the one dependency whose install script matters
-# (Claude Code's, which links its native binary) is then run by name.
+# The TypeScript client (clients/typescript, a workspace), which the server imports by its package name
+# and which Node loads from its dist/: built with its one dev dependency, the TypeScript compiler. Only its
+# package.json and dist/ reach the image.
+FROM ${NODE_IMAGE} AS client
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY clients/typescript ./clients/typescript
+RUN npm ci --workspace clients/typescript --ignore-scripts --no-audit --no-fund \
+  && npm run build --workspace clients/typescript
+
+# Production dependencies only. `--ignore-scripts` skips the packages' own `prepare` (tsc builds for npm,
+# which need the dev dependencies); the one dependency whose install script matters (Claude Code's,
+# which links its native binary) is then run by name. The client's workspace link
+# (node_modules/@agent-dispatch/client -> clients/typescript) resolves once the runtime stage copies it.
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY clients/typescript/package.json ./clients/typescript/
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
   && npm rebuild @anthropic-ai/claude-code \
   && npm cache clean --force
@@ -42,6 +54,8 @@ RUN groupadd --system --gid 10001 dispatch \
 
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
+COPY --from=client /app/clients/typescript/package.json ./clients/typescript/
+COPY --from=client /app/clients/typescript/dist ./clients/typescript/dist
 COPY package.json ./
 COPY src ./src
 

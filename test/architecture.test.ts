@@ -80,10 +80,10 @@ const RULES: Rule[] = [
     forbids: inside("src/integrations"),
   },
   {
-    // The client is published on its own (package.json "exports": "./client").
-    name: "src/client imports nothing of src outside src/client",
-    governs: inside("src/client"),
-    forbids: (target) => isSrc(target) && !inside("src/client")(target),
+    // The client is a package of its own (clients/typescript), published without the server.
+    name: "clients/typescript/src imports nothing outside itself",
+    governs: inside("clients/typescript/src"),
+    forbids: (target) => !inside("clients/typescript/src")(target),
   },
   {
     name: "src/api/routes and src/web do not import src/api/server.ts",
@@ -156,7 +156,7 @@ function tsFilesUnder(dir: string): string[] {
     .sort();
 }
 
-const SRC_IMPORTS = tsFilesUnder("src").flatMap((file) =>
+const SRC_IMPORTS = [...tsFilesUnder("src"), ...tsFilesUnder("clients/typescript/src")].flatMap((file) =>
   importsOf(file, readFileSync(join(ROOT, file), "utf8")),
 );
 
@@ -276,7 +276,7 @@ describe("architecture: what src/ may import", () => {
         'src/integrations/slack/verbs.ts:8 imports "../github/messages.ts" (src/integrations/github/messages.ts)',
       ],
       "src/notifier does not import src/integrations": [],
-      "src/client imports nothing of src outside src/client": [],
+      "clients/typescript/src imports nothing outside itself": [],
       "src/api/routes and src/web do not import src/api/server.ts": [
         'src/web/session-page.ts:9 imports "../api/server.ts" (src/api/server.ts)',
       ],

@@ -1,4 +1,4 @@
-import { APIConnectionError, APIError, Dispatch, DispatchError } from "../client/index.ts";
+import { APIConnectionError, APIError, Dispatch, DispatchError } from "@agent-dispatch/client";
 
 /** A mistake in the command line: printed with the usage, exit 2. */
 export class UsageError extends Error {}

@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import type { AgentIdentity, UpdateAgentIdentityRequest } from "../client/index.ts";
+import type { AgentIdentity, UpdateAgentIdentityRequest } from "@agent-dispatch/client";
 import {
   apiClient,
   EXIT_OK,

@@ -6,7 +6,7 @@ import {
   type ListRunsQuery,
   type RunEvent,
   type RunItem,
-} from "../client/index.ts";
+} from "@agent-dispatch/client";
 import { agentWords } from "../model/agent-wording.ts";
 import { deliveryLine, deliverySummary, repositoryLabel } from "../model/delivery-summary.ts";
 import { costText } from "../model/run-wording.ts";

@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import type { AgentConfig, Dispatch, ScheduledAgentItem, ScheduleUpdateParams } from "../client/index.ts";
+import type { AgentConfig, Dispatch, ScheduledAgentItem, ScheduleUpdateParams } from "@agent-dispatch/client";
 import {
   apiClient,
   EXIT_OK,

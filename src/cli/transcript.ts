@@ -1,4 +1,4 @@
-import type { RunEvent } from "../client/index.ts";
+import type { RunEvent } from "@agent-dispatch/client";
 import { stateWord } from "../model/run-wording.ts";
 
 /**

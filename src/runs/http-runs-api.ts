@@ -1,4 +1,4 @@
-import { APIError, Dispatch } from "../client/index.ts";
+import { APIError, Dispatch } from "@agent-dispatch/client";
 import { isRunErrorCode, RunError, type RunErrorCode } from "../model/errors.ts";
 import type { Creator } from "../model/run.ts";
 import type { RunItem } from "./run-item.ts";

@@ -1,6 +1,6 @@
+import type { RunEvent } from "@agent-dispatch/client";
 import { describe, expect, it } from "vitest";
 import { renderEvent, StatusLine, stylesFor } from "../../src/cli/transcript.ts";
-import type { RunEvent } from "../../src/client/index.ts";
 
 const at = "2026-01-01T00:00:00.000Z";
 const ev = (seq: number, type: string, data: Record<string, unknown>): RunEvent => ({ seq, at, type, data });

@@ -1,7 +1,8 @@
 /**
- * Renders the client's wire types (src/client/api-types.ts) from the committed openapi.json, which the
- * server generates from the zod schemas it validates with. test/client/api-types.test.ts regenerates
- * and compares, so an API change the client has not picked up fails the tests; rewrite the file with
+ * Renders the client's wire types (clients/typescript/src/api-types.ts) from the committed openapi.json,
+ * which the server generates from the zod schemas it validates with. test/client/api-types.test.ts
+ * regenerates and compares, so an API change the client has not picked up fails the tests; rewrite the
+ * file with
  *
  *   node test/client/support/openapi-codegen.ts --write
  *
@@ -27,7 +28,9 @@ interface Parameter {
 }
 
 export const OPENAPI_PATH = fileURLToPath(new URL("../../../openapi.json", import.meta.url));
-export const TYPES_PATH = fileURLToPath(new URL("../../../src/client/api-types.ts", import.meta.url));
+export const TYPES_PATH = fileURLToPath(
+  new URL("../../../clients/typescript/src/api-types.ts", import.meta.url),
+);
 
 /** Query parameters rendered as interfaces: operationId → type name. */
 const QUERIES: Record<string, string> = {

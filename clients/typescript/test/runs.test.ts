@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestDispatch, type TestDispatch, waitFor } from "../../../test/support/dispatch.ts";
 import {
   APIUserAbortError,
   BadRequestError,
@@ -7,8 +8,7 @@ import {
   isTerminalState,
   type RunEvent,
   RunsPage,
-} from "../../src/client/index.ts";
-import { startTestDispatch, type TestDispatch, waitFor } from "../support/dispatch.ts";
+} from "../src/index.ts";
 
 // client.runs against a live Dispatch on 127.0.0.1 (scripted harness: `$ ` lines run as shell commands).
 

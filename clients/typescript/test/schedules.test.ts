@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestDispatch, type TestDispatch, waitFor } from "../../../test/support/dispatch.ts";
 import {
   BadRequestError,
   ConflictError,
   Dispatch,
   NotFoundError,
   type ScheduledAgentItem,
-} from "../../src/client/index.ts";
-import { startTestDispatch, type TestDispatch, waitFor } from "../support/dispatch.ts";
+} from "../src/index.ts";
 
 // client.schedules against a live Dispatch whose scheduler runs on a test clock.
 

@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestDispatch, type TestDispatch } from "../../../test/support/dispatch.ts";
 import {
   APIConnectionError,
   APIConnectionTimeoutError,
@@ -15,8 +16,7 @@ import {
   PermissionDeniedError,
   RateLimitError,
   UnprocessableEntityError,
-} from "../../src/client/index.ts";
-import { startTestDispatch, type TestDispatch } from "../support/dispatch.ts";
+} from "../src/index.ts";
 import { mockFetch, problem } from "./support/mock-fetch.ts";
 
 // Every error class, raised for its status by a live server where one can produce it (409 and 5xx

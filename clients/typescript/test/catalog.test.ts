@@ -2,8 +2,8 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BadRequestError, Dispatch, NotFoundError, PermissionDeniedError } from "../../src/client/index.ts";
-import { startTestDispatch, type TestDispatch } from "../support/dispatch.ts";
+import { startTestDispatch, type TestDispatch } from "../../../test/support/dispatch.ts";
+import { BadRequestError, Dispatch, NotFoundError, PermissionDeniedError } from "../src/index.ts";
 
 // client.models, client.environments, client.agents and client.identities against a live Dispatch.
 

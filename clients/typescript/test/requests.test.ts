@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_BASE_URL, Dispatch } from "../../src/client/index.ts";
+import { DEFAULT_BASE_URL, Dispatch } from "../src/index.ts";
 import { json, mockFetch } from "./support/mock-fetch.ts";
 
 // What goes on the wire for a call: URL, query, headers and body, with a scripted fetch.

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BadRequestError, Dispatch, NotFoundError } from "../../src/client/index.ts";
-import { GIF_1x1, PNG_1x1, wireAttachment } from "../attachments/images.ts";
-import { startTestDispatch, type TestDispatch } from "../support/dispatch.ts";
+import { GIF_1x1, PNG_1x1, wireAttachment } from "../../../test/attachments/images.ts";
+import { startTestDispatch, type TestDispatch } from "../../../test/support/dispatch.ts";
+import { BadRequestError, Dispatch, NotFoundError } from "../src/index.ts";
 
 // client.runs with image attachments against a live Dispatch on 127.0.0.1: create and follow-up carry
 // them, listHandoffAttachments lists them with signed links that serve the same bytes.

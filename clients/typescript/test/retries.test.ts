@@ -8,7 +8,7 @@ import {
   Dispatch,
   InternalServerError,
   RateLimitError,
-} from "../../src/client/index.ts";
+} from "../src/index.ts";
 import { connectionRefused, hangingResponse, json, mockFetch, problem } from "./support/mock-fetch.ts";
 
 // Retries, backoff and timeouts against a scripted fetch, on vitest's fake clock: waits are observed

@@ -1,4 +1,4 @@
-import type { Fetch } from "../../../src/client/index.ts";
+import type { Fetch } from "../../src/index.ts";
 
 /** One request as the client sent it. */
 export interface SentRequest {

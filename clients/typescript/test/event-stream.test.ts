@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { readServerSentEvents } from "../../src/client/event-stream.ts";
-import { APIConnectionError, Dispatch, type RunEvent } from "../../src/client/index.ts";
+import { readServerSentEvents } from "../src/event-stream.ts";
+import { APIConnectionError, Dispatch, type RunEvent } from "../src/index.ts";
 import { connectionRefused, mockFetch, type SentRequest } from "./support/mock-fetch.ts";
 
 // The SSE reader and the reconnect rules of client.runs.events, against scripted streams.

@@ -1,5 +1,5 @@
 /**
- * agent-dispatch/client: the TypeScript client of the Dispatch HTTP API v1 (docs/api.md). No runtime
+ * @agent-dispatch/client: the TypeScript client of the Dispatch HTTP API v1 (docs/api.md). No runtime
  * dependencies; runs wherever `fetch` does (Node ≥ 18, Deno, Bun, browsers, edge workers).
  */
 export type {
