@@ -38,6 +38,9 @@ for (;;) {
   attempt(() => fs.writeFileSync(dir + "/inside.txt", "plain text\\n"));
 }`;
 
+const metSymlink = (output: string) => output.includes("outside the workspace");
+const metWorkspace = (output: string) => output.startsWith("wrote") || output.includes("dir/inside.txt");
+
 const raceTurn: Turn = {
   calls: [
     { tool: "read_file", input: { path: "target" } },
@@ -64,8 +67,19 @@ describe("file tools against a symlink race (real bwrap)", () => {
     await writeFile(secret, `${MARKER}\n`);
     await writeFile(victim, "untouched\n");
 
-    const turns = Array.from({ length: 8 }, () => raceTurn);
-    const mock = scriptedModel([...turns, { text: "done" }]);
+    // At least 8 racing turns, and more (up to 200) until the tools have met both a symlink and the
+    // workspace's own files: on a loaded machine the swapper may run in bursts.
+    let raced = 0;
+    const sawBoth = () => {
+      const outputs = t.events.filter((e) => e.type === "tool_result").map((e) => String(e.data.output));
+      return outputs.some(metSymlink) && outputs.some(metWorkspace);
+    };
+    const next = (): Turn => {
+      if (raced >= 200 || (raced >= 8 && sawBoth())) return { text: "done" };
+      raced++;
+      return raceTurn;
+    };
+    const mock = scriptedModel(Array.from({ length: 201 }, () => next));
     const harness = new BuiltinHarness({
       resolveModel: () => ({ id: "mock/mock-model", model: mock.model }),
     });
@@ -87,7 +101,7 @@ describe("file tools against a symlink race (real bwrap)", () => {
     }
     try {
       const results = t.events.filter((e) => e.type === "tool_result").map((e) => e.data);
-      expect(results).toHaveLength(turns.length * raceTurn.calls!.length);
+      expect(results).toHaveLength(raced * raceTurn.calls!.length);
       const outputs = results.map((r) => String(r.output));
       // A listing of the host directory would show secret.txt (the tools never create one in the workspace).
       const listings = results.filter((r) => r.tool === "list_files").map((r) => String(r.output));
@@ -98,8 +112,8 @@ describe("file tools against a symlink race (real bwrap)", () => {
         secret: await readFile(secret, "utf8"),
       }).toEqual({ leaked: [], listedHost: [], victim: "untouched\n", secret: `${MARKER}\n` });
       // The race was real: the tools met both the symlinks and the workspace's own files.
-      expect(outputs.some((o) => o.includes("outside the workspace"))).toBe(true);
-      expect(outputs.some((o) => o.startsWith("wrote") || o.includes("dir/inside.txt"))).toBe(true);
+      expect(outputs.some(metSymlink)).toBe(true);
+      expect(outputs.some(metWorkspace)).toBe(true);
     } finally {
       await rm(host, { recursive: true, force: true });
     }
