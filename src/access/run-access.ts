@@ -36,8 +36,9 @@ const CHECK_CONCURRENCY = 8;
 
 /**
  * The one access rule for runs (docs/architecture.md). A run's audience is derived from the threads it is
- * bound to — a Slack channel's current members, a GitHub repository's collaborators at min_permission —
- * and a run bound to no thread (created through the API) has its team as audience. A viewer sees a run
+ * bound to — a Slack channel's current members, a GitHub repository's collaborators at min_permission;
+ * with several threads (the Slack thread it was asked in and the pull request it opened), whoever is in
+ * the audience of any of them — and a run bound to no thread (created through the API) has its team as audience. A viewer sees a run
  * only in its audience, and steers it (follow up, cancel, retry) only where the surface's steering policy
  * lets them. Admins see and steer every run of their team. A run outside the audience does not exist for
  * the viewer: every surface answers it as an unknown id. Each surface registers its Audience here; the
@@ -46,12 +47,15 @@ const CHECK_CONCURRENCY = 8;
  * A membership the platform cannot confirm (its API failed) counts as not a member: fail closed.
  */
 export class RunAccess {
-  private readonly store: Pick<Store, "getThreadBinding" | "listBoundPlaces">;
+  private readonly store: Pick<Store, "listThreadBindings" | "listBoundPlaces">;
   private readonly audiences = new Map<string, Audience>();
   private readonly filters = new Map<string, { at: number; filter: Promise<AudienceFilter> }>();
   private readonly now: () => number;
 
-  constructor(store: Pick<Store, "getThreadBinding" | "listBoundPlaces">, opts: { now?: () => number } = {}) {
+  constructor(
+    store: Pick<Store, "listThreadBindings" | "listBoundPlaces">,
+    opts: { now?: () => number } = {},
+  ) {
     this.store = store;
     this.now = opts.now ?? Date.now;
   }
@@ -61,12 +65,15 @@ export class RunAccess {
     this.audiences.set(audience.platform, audience);
   }
 
-  /** Whether the viewer may see `run` (of their team: the store already scoped it). */
-  async sees(viewer: Asker, run: Pick<RunRecord, "id">, binding?: ThreadBinding | null): Promise<boolean> {
+  /** Whether the viewer may see `run` (of their team: the store already scoped it): in any thread's audience. */
+  async sees(viewer: Asker, run: Pick<RunRecord, "id">): Promise<boolean> {
     if (roleOf(viewer) === "admin" || viewer.surface) return true;
-    const bound = binding === undefined ? await this.store.getThreadBinding(run.id) : (binding ?? undefined);
-    if (!bound) return true;
-    return (await this.membership(viewer, bound)).kind === "member";
+    const threads = await this.store.listThreadBindings(run.id);
+    if (threads.length === 0) return true;
+    for (const thread of threads) {
+      if ((await this.membership(viewer, thread)).kind === "member") return true;
+    }
+    return false;
   }
 
   /** Whether the viewer is in the audience of a thread, as its surface says now. */
@@ -79,25 +86,41 @@ export class RunAccess {
 
   /**
    * Why the viewer, who sees the run, may not do `action` to it; undefined when they may. A `read` role
-   * never steers; under a `requester` policy only the run's requester does.
+   * never steers; under a `requester` policy only the run's requester does. Asked from one thread (a chat
+   * verb, a comment), that thread's policy decides; asked elsewhere (the API, the web app), any thread whose
+   * audience the viewer is in and whose policy lets them.
    */
   async steerRefusal(
     viewer: Asker,
     run: Pick<RunRecord, "id">,
     action: SteerAction,
-    binding?: ThreadBinding | null,
+    from?: ThreadBinding,
   ): Promise<SteerRefusal | undefined> {
     const role = roleOf(viewer);
     if (role === "admin") return undefined;
     if (role === "read") {
       return { reason: "your role (read) can see runs but not follow up on, cancel or retry them" };
     }
-    const bound = binding === undefined ? await this.store.getThreadBinding(run.id) : (binding ?? undefined);
-    if (!bound || viewer.surface) return undefined; // the API's runs: anyone in the team with a member role
-    const audience = this.audiences.get(bound.platform);
+    if (viewer.surface) return undefined;
+    if (from) return this.threadRefusal(viewer, from, action);
+    const threads = await this.store.listThreadBindings(run.id);
+    if (threads.length === 0) return undefined; // the API's runs: anyone in the team with a member role
+    let refusal: SteerRefusal | undefined;
+    for (const thread of threads) {
+      if (threads.length > 1 && (await this.membership(viewer, thread)).kind !== "member") continue;
+      const here = this.threadRefusal(viewer, thread, action);
+      if (!here) return undefined;
+      refusal ??= here;
+    }
+    return refusal ?? { reason: "you are not in the audience of any of this run's threads" };
+  }
+
+  /** The steering policy of one thread's surface, for the viewer. */
+  private threadRefusal(viewer: Asker, thread: ThreadBinding, action: SteerAction): SteerRefusal | undefined {
+    const audience = this.audiences.get(thread.platform);
     if (!audience) return { reason: "this run's thread is on a surface this server does not serve" };
-    if (audience.steering(action) === "requester" && audience.requesterOf(bound) !== viewer.principal.id) {
-      return { reason: `only ${audience.requesterName(bound)}, who started this run, may do that` };
+    if (audience.steering(action) === "requester" && audience.requesterOf(thread) !== viewer.principal.id) {
+      return { reason: `only ${audience.requesterName(thread)}, who started this run, may do that` };
     }
     return undefined;
   }

@@ -1,6 +1,8 @@
 /**
- * Where a run was asked for and reports back: a thread of a surface (a Slack thread, a GitHub issue or
- * pull request, …). The fields' meaning is the surface's; the names below are Slack's and GitHub's.
+ * One thread of a run: where it was asked for and reports back (a Slack thread, a GitHub issue or pull
+ * request, …). A run has one or more (docs/surfaces.md, "one run, many threads"): the thread it was asked
+ * in is its origin, the first bound; a pull request it opened, or another thread that took it up, are
+ * bound later. The fields' meaning is the surface's; the names below are Slack's and GitHub's.
  */
 export interface ThreadBinding {
   runId: string;
@@ -17,4 +19,11 @@ export interface ThreadBinding {
   /** Slack user id or GitHub login. */
   requester: string;
   createdAt: string;
+  /** When someone last asked the run something from this thread (a follow-up); null if never since binding. */
+  askedAt?: string | null;
+}
+
+/** Names one binding among a run's threads: its card state and outbox rows carry it. */
+export function threadKey(b: Pick<ThreadBinding, "platform" | "workspace" | "channel">): string {
+  return `${b.platform}:${b.workspace}:${b.channel}`;
 }

@@ -2,15 +2,19 @@ import type { Logger } from "pino";
 import type { RunRecord } from "../model/run.ts";
 import { isTerminal } from "../model/run-state.ts";
 import { DEFAULT_STALL_AFTER_MS, stalledFor } from "../model/stall.ts";
-import type { ThreadBinding } from "../model/thread-binding.ts";
+import { type ThreadBinding, threadKey } from "../model/thread-binding.ts";
 import type { RunItem } from "../runs/run-item.ts";
 import type { RunsApi } from "../runs/runs-api.ts";
-import type { CardState, NotifierCursor, OutboxMessage, RunProgress, Store } from "../store/store.ts";
+import type {
+  CardState,
+  NotifierCursor,
+  NotifierState,
+  OutboxMessage,
+  RunProgress,
+  Store,
+} from "../store/store.ts";
 import { type DeliveryOutcome, OutboxDeliverer, type OutboxOptions } from "./outbox.ts";
 import type { NotifierPlatform } from "./platform.ts";
-
-/** Runs fired by a schedule: reported where the schedule says (its thread binding), on any platform. */
-const SCHEDULED_SOURCE = "SCHEDULED_AGENT";
 
 export interface NotifierOptions {
   /** Polling interval of the run changes (a poke starts a tick sooner). */
@@ -60,12 +64,12 @@ const CURSOR = "notifier";
 const EPOCH = "1970-01-01T00:00:00.000Z";
 
 /**
- * Reports runs back to the thread their surface bound them to (docs/architecture.md). Each
- * tick reads the runs changed since its high-water mark through RunsApi (`updated_after`, sorted by
- * updated_at ascending: one query per platform per tick whatever the number of runs), compares what each
- * card (a chat status card, a tracker's tracking comment) would show with what it last showed, and records the
- * difference (card post/edit, terminal reply, reaction) in the outbox in one atomic step. The
- * OutboxDeliverer sends it through the platform's transport.
+ * Reports runs back to every thread bound to them (docs/architecture.md; docs/surfaces.md, one run, many
+ * threads). Each tick reads the runs changed since its high-water mark through RunsApi (`updated_after`,
+ * sorted by updated_at ascending: one query per tick whatever the number of runs), compares what each
+ * thread's card (a chat status card, a tracker's tracking comment) would show with what it last showed, and
+ * records the difference (card post/edit, terminal reply, reaction) in the outbox in one atomic step per
+ * thread. The OutboxDeliverer sends it through the thread's platform.
  */
 export class Notifier {
   readonly outbox: OutboxDeliverer;
@@ -175,68 +179,80 @@ export class Notifier {
     });
   }
 
-  /** One pass over the changed runs. Public so tests (and a single-shot CLI) can drive it. */
+  /**
+   * One pass over the changed runs, found by their threads, not by where they came from: a run asked for
+   * in a chat thread whose pull request is bound to it reports to both. Public so tests (and a single-shot CLI) can drive it.
+   */
   async tick(now = Date.now()): Promise<{ changed: number }> {
     const cursor = (await this.store.getNotifierCursor(CURSOR)) ?? { updatedAt: EPOCH, runId: "" };
     const since = new Date(Math.max(0, Date.parse(cursor.updatedAt) - this.opts.lookbackMs)).toISOString();
+    // A surface binds the thread of a run it starts right after creating it: such a run is looked at
+    // again for a while. Other runs (the API's, a schedule's: bound in the transaction that creates them)
+    // report nowhere until a thread is bound to them, which moves their updated_at.
+    const bindsAfterCreate = new Set([...this.platforms.values()].map((p) => p.source));
     let highest: NotifierCursor = cursor;
     let hold: string | undefined;
     let changed = 0;
-    // A schedule made in a channel fires runs bound to it: each platform reports those too.
-    const lists = [...this.platforms.values()].flatMap((platform) =>
-      [platform.source, SCHEDULED_SOURCE].map((source) => ({ platform, source })),
-    );
-    for (const { platform, source } of lists) {
-      let page: string | undefined;
-      do {
-        const { runs, next_cursor } = await this.runs.list({
-          updated_after: since,
-          sort_by: "updated_at",
-          sort_order: "asc",
-          source,
-          limit: this.opts.pageSize,
-          ...(page ? { cursor: page } : {}),
-        });
-        const state = await this.store.loadNotifierState(runs.map((r) => r.run_id));
-        // Only a run in progress whose last change is older than the threshold can have stalled (its
-        // progress is at least that change); a run this store does not know (remote mode) never shows one.
-        const stallBefore = now - this.opts.stallAfterMs;
-        const progress = await this.store.getRunProgress(
-          runs
-            .filter((r) => r.state === "INPROGRESS" && Date.parse(r.updated_at) <= stallBefore)
-            .map((r) => r.run_id),
-        );
-        // A page's changes are recorded together: SQLite's group commit gives them one fsync, not one each.
-        const applied: Array<Promise<boolean>> = [];
-        for (const run of runs) {
-          if (after(run, highest)) highest = { updatedAt: run.updated_at, runId: run.run_id };
-          const entry = state.get(run.run_id);
-          const binding = entry?.binding?.platform === platform.platform ? entry.binding : undefined;
-          if (!binding) {
-            // The integration binds the thread right after creating the run: look again for a while. A
-            // scheduled run is bound in the transaction that creates it, or reports nowhere.
-            if (
-              source !== SCHEDULED_SOURCE &&
-              now - Date.parse(run.updated_at) < this.opts.bindGraceMs &&
-              (!hold || run.updated_at < hold)
-            ) {
-              hold = run.updated_at;
-            }
-            continue;
+    let page: string | undefined;
+    do {
+      const { runs, next_cursor } = await this.runs.list({
+        updated_after: since,
+        sort_by: "updated_at",
+        sort_order: "asc",
+        limit: this.opts.pageSize,
+        ...(page ? { cursor: page } : {}),
+      });
+      const state = await this.store.loadNotifierState(runs.map((r) => r.run_id));
+      // Only a run in progress whose last change is older than the threshold can have stalled (its
+      // progress is at least that change); a run this store does not know (remote mode) never shows one.
+      const stallBefore = now - this.opts.stallAfterMs;
+      const progress = await this.store.getRunProgress(
+        runs
+          .filter((r) => r.state === "INPROGRESS" && Date.parse(r.updated_at) <= stallBefore)
+          .map((r) => r.run_id),
+      );
+      // A page's changes are recorded together: SQLite's group commit gives them one fsync, not one each.
+      const applied: Array<Promise<boolean>> = [];
+      for (const run of runs) {
+        if (after(run, highest)) highest = { updatedAt: run.updated_at, runId: run.run_id };
+        const entry = state.get(run.run_id);
+        if (!entry?.bindings.length) {
+          if (
+            bindsAfterCreate.has(run.source) &&
+            now - Date.parse(run.updated_at) < this.opts.bindGraceMs &&
+            (!hold || run.updated_at < hold)
+          ) {
+            hold = run.updated_at;
           }
-          const stalledMs = this.stalledMs(run, progress.get(run.run_id), now);
-          applied.push(this.apply(platform, run, binding, entry?.card, now, stalledMs));
+          continue;
         }
-        for (const recorded of await Promise.all(applied)) if (recorded) changed++;
-        page = next_cursor;
-      } while (page);
-    }
+        const stalledMs = this.stalledMs(run, progress.get(run.run_id), now);
+        for (const thread of this.threadsOf(entry)) {
+          applied.push(this.apply(thread, run, now, stalledMs));
+        }
+      }
+      for (const recorded of await Promise.all(applied)) if (recorded) changed++;
+      page = next_cursor;
+    } while (page);
     let next = highest;
     if (hold && hold < next.updatedAt) next = { updatedAt: hold, runId: "" };
     if (next.updatedAt !== cursor.updatedAt || next.runId !== cursor.runId) {
       await this.store.setNotifierCursor(CURSOR, next);
     }
     return { changed };
+  }
+
+  /** The run's threads this notifier reports to (those of a surface served here), each with its card. */
+  private threadsOf(entry: NotifierState): ReportedThread[] {
+    const origin = entry.bindings[0];
+    const threads: ReportedThread[] = [];
+    for (const binding of entry.bindings) {
+      const platform = this.platforms.get(binding.platform);
+      if (!platform) continue;
+      const key = threadKey(binding);
+      threads.push({ platform, binding, key, origin: binding === origin, card: entry.cards.get(key) });
+    }
+    return threads;
   }
 
   /** How long the run has gone without progress, when it is stalled; undefined without a known progress. */
@@ -308,14 +324,15 @@ export class Notifier {
         const state = await this.store.loadNotifierState(page);
         for (const runId of page) {
           const entry = state.get(runId);
-          const platform = entry?.binding && this.platforms.get(entry.binding.platform);
           // Without a card yet the main tick draws the first one; a card already right needs nothing.
-          if (!platform || !entry?.binding || !entry.card) continue;
-          if (entry.card.fingerprint.endsWith(STALL_MARK) === wantStalled) continue;
+          const wrong = (entry ? this.threadsOf(entry) : []).filter(
+            (t) => t.card && t.card.fingerprint.endsWith(STALL_MARK) !== wantStalled,
+          );
+          if (wrong.length === 0) continue;
           const run = await this.runs.get(runId).catch(() => undefined);
           if (!run || isTerminal(run.state)) continue; // the main tick reports the end
           const stalledMs = this.stalledMs(run, ids.get(runId), now);
-          if (await this.apply(platform, run, entry.binding, entry.card, now, stalledMs)) changed++;
+          for (const thread of wrong) if (await this.apply(thread, run, now, stalledMs)) changed++;
         }
       }
     }
@@ -339,15 +356,14 @@ export class Notifier {
     }
   }
 
-  /** Records what changed for one run; false when nothing did (or another notifier recorded it first). */
-  private async apply(
-    platform: NotifierPlatform,
-    run: RunItem,
-    binding: ThreadBinding,
-    card: CardState | undefined,
-    now: number,
-    stalledMs: number | undefined,
-  ) {
+  /**
+   * Records what changed for one thread of a run; false when nothing did (or another notifier recorded it
+   * first). Every thread's card shows the run's state; a terminal state's reply (and reaction) goes to the
+   * origin, to a thread someone asked from since its last reply, and to a thread that never had one
+   * (docs/surfaces.md, where replies go).
+   */
+  private async apply(thread: ReportedThread, run: RunItem, now: number, stalledMs: number | undefined) {
+    const { platform, binding, key, card } = thread;
     if (card && card.runUpdatedAt > run.updated_at) return false; // an older read than what we have
     const stalled = stalledMs !== undefined;
     const fingerprint = platform.fingerprint(run, stalled) + (stalled ? STALL_MARK : "");
@@ -357,22 +373,22 @@ export class Notifier {
     if (!cardChanged && !needFinal) return false;
 
     const target = platform.target(binding);
-    const thread = `thread:${run.run_id}`;
+    const stream = `thread:${run.run_id}:${key}`;
     const messages: OutboxMessage[] = [];
-    if (needFinal) {
+    if (needFinal && repliesHere(thread)) {
       messages.push({
-        dedupeKey: `final:${run.run_id}:${finished}`,
+        dedupeKey: `final:${run.run_id}:${key}:${finished}`,
         kind: "reply",
-        stream: thread,
+        stream,
         target,
         payload: platform.finalReply(run, binding),
       });
       const reaction = platform.outcomeReaction(run, binding);
       if (reaction) {
         messages.push({
-          dedupeKey: `react:${run.run_id}:${finished}`,
+          dedupeKey: `react:${run.run_id}:${key}:${finished}`,
           kind: "reaction",
-          stream: thread,
+          stream,
           target,
           payload: reaction,
         });
@@ -380,6 +396,7 @@ export class Notifier {
     }
     const recorded = await this.store.recordCardChange({
       runId: run.run_id,
+      threadKey: key,
       expectedVersion: card?.version ?? 0,
       fingerprint,
       runUpdatedAt: run.updated_at,
@@ -387,7 +404,7 @@ export class Notifier {
       ...(cardChanged
         ? {
             card: {
-              stream: `card:${run.run_id}`,
+              stream: `card:${run.run_id}:${key}`,
               target,
               payload: platform.card(run, binding, now, stalledMs),
               editIntervalMs: platform.editIntervalMs,
@@ -403,12 +420,28 @@ export class Notifier {
     }
     if (recorded) {
       this.log.debug(
-        { runId: run.run_id, state: run.state, card: cardChanged, final: needFinal },
+        { runId: run.run_id, thread: key, state: run.state, card: cardChanged, final: needFinal },
         "card change",
       );
     }
     return recorded;
   }
+}
+
+/** One thread of a run as the notifier reports to it. */
+interface ReportedThread {
+  platform: NotifierPlatform;
+  binding: ThreadBinding;
+  key: string;
+  /** The thread the run was asked in. */
+  origin: boolean;
+  card: CardState | undefined;
+}
+
+/** Whether a terminal state's reply goes to this thread (see Notifier.apply). */
+function repliesHere({ origin, binding, card }: ReportedThread): boolean {
+  if (origin || !card?.lastFinal) return true;
+  return binding.askedAt != null && binding.askedAt > card.lastFinal;
 }
 
 function after(run: RunItem, mark: NotifierCursor): boolean {

@@ -259,7 +259,7 @@ export class OutboxDeliverer {
   }
 
   /** One call through the row's platform. */
-  private async send(row: OutboxRow): Promise<{ cardRef?: string }> {
+  private async send(row: OutboxRow): Promise<{ cardRef?: string; thread?: string }> {
     const sender = this.senders.get(targetPlatform(row.target));
     if (!sender) throw new SendError("permanent", `no platform sends to target ${row.target}`);
     return sender.send(row);

@@ -10,7 +10,10 @@ import type { OutboxRow } from "../store/store.ts";
 export interface NotifierPlatform {
   /** Rows whose target starts with `<platform>:` are sent by this platform. */
   readonly platform: ThreadBinding["platform"];
-  /** The run source this platform reports on (RunsApi `source`): one list query per platform per tick. */
+  /**
+   * The run source of the runs its surface starts (RunsApi `source`). Such a run is bound to its thread
+   * right after it is created, so one without a binding yet is looked at again for a while.
+   */
   readonly source: string;
   /** At most one card edit per run per this window. */
   readonly editIntervalMs: number;
@@ -27,10 +30,11 @@ export interface NotifierPlatform {
   /** The reaction on the triggering message for a terminal state, if the platform shows one. */
   outcomeReaction(run: RunItem, binding: ThreadBinding): Record<string, unknown> | undefined;
   /**
-   * Sends one outbox row in one attempt. `cardRef` is the platform's id of a card message it created
-   * (a chat message id, a comment id). Failures are thrown as SendError.
+   * Sends one outbox row in one attempt (`row.threadKey` names its thread among the run's). `cardRef` is the
+   * platform's id of a card message it created (a chat message id, a comment id); `thread`, when that card
+   * became the root of the binding's thread (a chat card posted in a channel starts its thread). Failures are thrown as SendError.
    */
-  send(row: OutboxRow): Promise<{ cardRef?: string }>;
+  send(row: OutboxRow): Promise<{ cardRef?: string; thread?: string }>;
 }
 
 /** A failed send, classified for the outbox. */

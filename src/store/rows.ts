@@ -3,7 +3,7 @@ import type { FollowupOutcome, FollowupRecord, RunRecord } from "../model/run.ts
 import type { RunState } from "../model/run-state.ts";
 import type { ReportTarget, ScheduleRecord } from "../model/schedule.ts";
 import type { ThreadBinding } from "../model/thread-binding.ts";
-import type { CardState, OutboxRow, OutboxState } from "./store.ts";
+import type { CardState, NotifierState, OutboxRow, OutboxState } from "./store.ts";
 
 /**
  * The mappers from a stored row to the records of the Store interface, shared by both backends: their
@@ -84,12 +84,35 @@ export function toBinding(row: Row): ThreadBinding {
     triggerRef: str(row.trigger_ref),
     requester: String(row.requester),
     createdAt: String(row.created_at),
+    askedAt: str(row.asked_at),
   };
+}
+
+/** Adds bindings and card rows (of any runs, bindings in origin-first order) to the notifier's states by run. */
+export function addNotifierState(
+  states: Map<string, NotifierState>,
+  bindingRows: Iterable<Row>,
+  cardRows: Iterable<Row>,
+): Map<string, NotifierState> {
+  const entry = (id: string) => {
+    const known = states.get(id);
+    if (known) return known;
+    const state: NotifierState = { bindings: [], cards: new Map() };
+    states.set(id, state);
+    return state;
+  };
+  for (const row of bindingRows) entry(String(row.run_id)).bindings.push(toBinding(row));
+  for (const row of cardRows) {
+    const card = toCardState(row);
+    entry(card.runId).cards.set(card.threadKey, card);
+  }
+  return states;
 }
 
 export function toCardState(row: Row): CardState {
   return {
     runId: String(row.run_id),
+    threadKey: String(row.thread_key),
     version: Number(row.version),
     fingerprint: String(row.fingerprint),
     runUpdatedAt: String(row.run_updated_at),
@@ -107,6 +130,7 @@ export function toOutbox(row: Row): OutboxRow {
     kind: row.kind as OutboxRow["kind"],
     stream: String(row.stream),
     target: String(row.target),
+    threadKey: String(row.thread_key ?? ""),
     payload: parseJson(row.payload, {}),
     state: row.state as OutboxState,
     attempts: Number(row.attempts),

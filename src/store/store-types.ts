@@ -65,8 +65,17 @@ export interface NotifierCursor {
   runId: string;
 }
 
+/** What the notifier reads of a run: its threads (origin first) and the card of each, by thread key. */
+export interface NotifierState {
+  bindings: ThreadBinding[];
+  cards: Map<string, CardState>;
+}
+
+/** The status card of one thread of a run (docs/surfaces.md: one card per thread). */
 export interface CardState {
   runId: string;
+  /** The binding it belongs to (model/thread-binding.ts threadKey). */
+  threadKey: string;
   version: number;
   /** What the card shows, without the elapsed time. */
   fingerprint: string;
@@ -90,6 +99,8 @@ export interface OutboxMessage {
   stream: string;
   /** Rate limits apply per target (e.g. "slack:T1:C1"). */
   target: string;
+  /** The thread binding it belongs to (threadKey), where it has one: its replies wait for that thread's card. */
+  threadKey?: string;
   payload: Record<string, unknown>;
 }
 
@@ -119,6 +130,7 @@ export interface InboundDelivery {
 
 export interface OutboxRow extends OutboxMessage {
   id: number;
+  threadKey: string;
   runId: string;
   state: OutboxState;
   attempts: number;
@@ -129,6 +141,7 @@ export interface OutboxRow extends OutboxMessage {
 
 export interface CardChange {
   runId: string;
+  threadKey: string;
   expectedVersion: number;
   fingerprint: string;
   runUpdatedAt: string;

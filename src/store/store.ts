@@ -42,6 +42,7 @@ import type {
   NewArtifactFile,
   NewInboundDelivery,
   NotifierCursor,
+  NotifierState,
   OutboxMessage,
   OutboxRow,
   OutboxState,
@@ -293,8 +294,14 @@ export interface Store {
   finishInboundDelivery(id: number, owner: string): Promise<boolean>;
   /** Hands a delivery back after a failed attempt; it is due again at `retryAt`. */
   releaseInboundDelivery(id: number, owner: string, retryAt: string): Promise<void>;
+  /** Binds a thread to a run (its first binding is its origin); binding the same thread again changes nothing. */
   bindThread(binding: ThreadBinding): Promise<void>;
-  getThreadBinding(runId: string): Promise<ThreadBinding | undefined>;
+  /** The run's origin thread, or with `threadKey` that one of its threads. */
+  getThreadBinding(runId: string, threadKey?: string): Promise<ThreadBinding | undefined>;
+  /** Every thread of the run, its origin first. */
+  listThreadBindings(runId: string): Promise<ThreadBinding[]>;
+  /** Someone asked the run something from this thread at `at` (its next final reply goes there too). */
+  markThreadAsked(runId: string, threadKey: string, at: string): Promise<void>;
   /** Every place (platform, workspace, channel) a run of the team is bound to, once each. */
   listBoundPlaces(teamId: string): Promise<BoundPlace[]>;
   /** The binding of the latest run started in a thread (Slack) or on an issue (GitHub). */
@@ -307,7 +314,7 @@ export interface Store {
     limit: number,
   ): Promise<ThreadBinding[]>;
   /** Sets the thread of a binding that had none (a slash command's status card became its root). */
-  setBindingThread(runId: string, thread: string): Promise<void>;
+  setBindingThread(runId: string, threadKey: string, thread: string): Promise<void>;
 
   // Channel settings (chat integrations): a channel's default repository (docs/delivery.md) and agent
   getChannelSettings(where: ChannelKey): Promise<ChannelSettings | undefined>;
@@ -373,9 +380,10 @@ export interface Store {
   // Notifier: read position, status cards, outbox (docs/architecture.md)
   getNotifierCursor(name: string): Promise<NotifierCursor | undefined>;
   setNotifierCursor(name: string, cursor: NotifierCursor): Promise<void>;
-  /** The thread binding and card state of each of these runs, in one read (runs without either are absent). */
-  loadNotifierState(runIds: string[]): Promise<Map<string, { binding?: ThreadBinding; card?: CardState }>>;
-  getCardState(runId: string): Promise<CardState | undefined>;
+  /** The threads of each of these runs (origin first) and their cards, in one read (runs without either are absent). */
+  loadNotifierState(runIds: string[]): Promise<Map<string, NotifierState>>;
+  /** The card of one thread of a run; without `threadKey`, its origin's. */
+  getCardState(runId: string, threadKey?: string): Promise<CardState | undefined>;
   /**
    * Records what a run's card now shows and enqueues its messages, atomically and only if the card is still
    * at `expectedVersion` (0: no card yet); false when another notifier got there first. A new card message
@@ -385,7 +393,7 @@ export interface Store {
   recordCardChange(change: CardChange): Promise<boolean>;
   /**
    * Claims due outbox rows for `owner` with a lease: pending rows (and rows whose lease expired) that are
-   * first in their stream, skipping `excludeTargets`. A thread message waits until its run's card exists.
+   * first in their stream, skipping `excludeTargets`. A thread message waits until its thread's card exists.
    */
   claimOutbox(
     owner: string,
@@ -394,10 +402,11 @@ export interface Store {
   /** Counts an attempt and renews the lease; the attempt number, or undefined when `owner` lost the row. */
   beginOutboxAttempt(id: number, owner: string, leaseMs: number): Promise<number | undefined>;
   /**
-   * Marks the row sent; with `cardRef`, stores the card's message (and makes it the thread of a Slack binding
-   * that has none; a GitHub binding's thread stays null, the issue is its thread).
+   * Marks the row sent; with `cardRef`, stores the card's message in the row's thread's card state, and with
+   * `thread`, makes it the thread of that binding when it has none (a Slack slash command's card is the root
+   * of its thread; a GitHub binding's thread stays null, the issue is its thread).
    */
-  completeOutbox(id: number, owner: string, result?: { cardRef?: string }): Promise<boolean>;
+  completeOutbox(id: number, owner: string, result?: { cardRef?: string; thread?: string }): Promise<boolean>;
   /** Back to pending, due at `notBefore` (also used to hand a row back on shutdown). */
   retryOutbox(id: number, owner: string, notBefore: string, error: string | null): Promise<boolean>;
   deadLetterOutbox(id: number, owner: string, error: string): Promise<boolean>;

@@ -41,7 +41,7 @@ export interface RowContext {
 }
 
 /**
- * The thread bindings of the runs that need one for their source link (those without a trigger URL: a
+ * The origin threads of the runs that need one for their source link (those without a trigger URL: a
  * slash command's status card thread, a schedule reporting to a channel), in one read.
  */
 export async function bindingsOf(
@@ -52,7 +52,8 @@ export async function bindingsOf(
   const bindings = new Map<string, ThreadBinding>();
   if (ids.length === 0) return bindings;
   for (const [runId, state] of await store.loadNotifierState(ids)) {
-    if (state.binding) bindings.set(runId, state.binding);
+    const origin = state.bindings[0];
+    if (origin) bindings.set(runId, origin);
   }
   return bindings;
 }

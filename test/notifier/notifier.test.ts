@@ -191,6 +191,82 @@ describe("notifier: status card through the real executor", () => {
   });
 });
 
+describe("notifier: one run, many threads", () => {
+  it("reports to every bound thread; a follow-up's reply goes to the origin and the thread that asked", async () => {
+    await startWithNotifier();
+    // Created as the API would (not a Slack source): the notifier finds it by its threads.
+    const created = await runs.create({ prompt: "$ sleep 0.3" });
+    const bind = (channel: string, thread: string, requester: string) =>
+      t.dispatch.store.bindThread({
+        runId: created.run_id,
+        platform: "slack",
+        workspace: "T1",
+        channel,
+        thread,
+        triggerRef: thread,
+        requester,
+        createdAt: new Date().toISOString(),
+      });
+    await bind("C5", "1700000000.000005", "U1"); // the origin
+    await bind("C6", "1700000000.000006", "U2"); // a second thread, bound later
+    const id = created.run_id;
+    const originCard = await waitFor(
+      async () => (await t.dispatch.store.getCardState(id, "slack:T1:C5"))?.cardRef,
+      {
+        what: "origin card",
+      },
+    );
+    const otherCard = await waitFor(
+      async () => (await t.dispatch.store.getCardState(id, "slack:T1:C6"))?.cardRef,
+      {
+        what: "second card",
+      },
+    );
+    const first = await waitForState(t, id, ["SUCCEEDED"]);
+    for (const [channel, ts] of [
+      ["C5", originCard],
+      ["C6", otherCard],
+    ] as const) {
+      await waitFor(() => String(slack.message(channel, ts)?.text).startsWith("Succeeded"), {
+        what: `${channel} card`,
+      });
+    }
+    // The end of the first execution: a reply in each thread, each mentioning its own requester.
+    await waitFor(() => finalReplies("C5").length === 1 && finalReplies("C6").length === 1, {
+      what: "a reply in each thread",
+    });
+    expect(String(finalReplies("C6")[0]!.args.text)).toContain("<@U2>");
+    expect(finalReplies("C6")[0]!.args.thread_ts).toBe("1700000000.000006");
+
+    // A follow-up from the origin: its reply goes there; the other thread's card follows, silently.
+    await runs.followup(id, "$ echo second");
+    const second = await waitFor(
+      async () => {
+        const run = await runs.get(id);
+        return run.state === "SUCCEEDED" && run.finished_at !== first.finished_at ? run : undefined;
+      },
+      { what: "the follow-up's execution to succeed" },
+    );
+    await waitFor(() => finalReplies("C5").length === 2, { what: "second reply at the origin" });
+    await waitFor(
+      async () => (await t.dispatch.store.getCardState(id, "slack:T1:C6"))?.lastFinal === second.finished_at,
+      { what: "second thread's card caught up" },
+    );
+    expect(finalReplies("C6")).toHaveLength(1);
+
+    // A follow-up asked from the second thread: the reply goes there, and to the origin.
+    await t.dispatch.store.markThreadAsked(id, "slack:T1:C6", new Date().toISOString());
+    await runs.followup(id, "$ echo third");
+    await waitFor(() => finalReplies("C6").length === 2 && finalReplies("C5").length === 3, {
+      what: "replies in both threads",
+    });
+    // One card per thread, posted once each, then edited.
+    const cards = (channel: string) =>
+      ok("chat.postMessage", (c) => c.args.channel === channel && !String(c.args.text).includes("<@"));
+    expect([cards("C5").length, cards("C6").length]).toEqual([1, 1]);
+  });
+});
+
 describe("notifier: delivery", () => {
   it("Slack answering 429 with Retry-After, then 500s: the card still arrives, once, after Retry-After", async () => {
     await startWithNotifier();

@@ -218,6 +218,7 @@ beforeAll(async () => {
   await store.setNotifierCursor("notifier", { updatedAt: now, runId: before.runB });
   await store.recordCardChange({
     runId: before.runB,
+    threadKey: "slack:T1:C1",
     expectedVersion: 0,
     fingerprint: "fp",
     runUpdatedAt: now,

@@ -86,7 +86,7 @@ export class GitHubCommentSender {
     const issue = { owner, repo, issue_number: p.issue_number };
     switch (row.kind) {
       case "card": {
-        const card = await this.store.getCardState(row.runId);
+        const card = await this.store.getCardState(row.runId, row.threadKey);
         let commentId = card?.cardRef ? Number(card.cardRef) : undefined;
         // An earlier attempt may have created the comment and failed before recording it (a timeout, a
         // crash): the hidden marker finds it, so the run never gets two tracking comments.

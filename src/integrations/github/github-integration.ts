@@ -28,7 +28,7 @@ const VERBS = new Set(["cancel", "status", "help", "list", "new", "login"]);
 
 export type GitHubStore = Pick<
   Store,
-  "claimInbound" | "bindThread" | "findLatestBinding" | "getThreadBinding" | "enqueueOutbox"
+  "claimInbound" | "bindThread" | "findLatestBinding" | "listThreadBindings" | "enqueueOutbox"
 > &
   InboxStore;
 

@@ -26,7 +26,7 @@ export interface VerbsDeps {
   runs: RunsApi;
   /** Reads the pull request a comment was made on (its base and head), for where the run delivers. */
   clients: Pick<GitHubClients, "forRepo">;
-  store: Pick<Store, "bindThread" | "getThreadBinding" | "claimInbound">;
+  store: Pick<Store, "bindThread" | "listThreadBindings" | "claimInbound">;
   log: Logger;
   /** The repository's default agent (settings `github.repositories.<owner/repo>.agent`), if it has one. */
   repositoryAgent?: (repo: string) => string | undefined;
@@ -247,9 +247,9 @@ export class Verbs {
     return this.notice(issue, login, `No run \`${runId}\` was started from ${issue.repo}.`);
   }
 
-  /** GitHub users reach only runs started from the same repository. */
+  /** GitHub users reach only runs with a thread (an issue, a pull request) in the same repository. */
   private async inRepo(repo: string, runId: string): Promise<boolean> {
-    const binding = await this.deps.store.getThreadBinding(runId);
-    return binding?.platform === "github" && binding.workspace.toLowerCase() === repo.toLowerCase();
+    const threads = await this.deps.store.listThreadBindings(runId);
+    return threads.some((b) => b.platform === "github" && b.workspace.toLowerCase() === repo.toLowerCase());
   }
 }

@@ -1,7 +1,7 @@
 import type { SteerAction } from "../../access/audience.ts";
 import type { RunAccess } from "../../access/run-access.ts";
 import type { SlackSettings } from "../../config-file.ts";
-import type { ThreadBinding } from "../../model/thread-binding.ts";
+import { type ThreadBinding, threadKey } from "../../model/thread-binding.ts";
 import { slackPrincipalId } from "./slack-audience.ts";
 
 /** Who is asking, and where. */
@@ -40,7 +40,7 @@ export function isExternal(actor: Actor): boolean {
 }
 
 /**
- * The run's binding when the run was started in the channel (and workspace) the actor is in; undefined
+ * The run's binding when the run has a thread in the channel (and workspace) the actor is in; undefined
  * otherwise. Every Slack verb reaches runs through this: a run of another channel, private or not, answers
  * as if it did not exist.
  */
@@ -50,6 +50,11 @@ export function boundHere(binding: ThreadBinding | undefined, actor: Actor): Thr
     binding.channel === actor.channel
     ? binding
     : undefined;
+}
+
+/** The thread key of a run's binding in the actor's channel (model/thread-binding.ts threadKey). */
+export function channelThreadKey(actor: Actor): string {
+  return threadKey({ platform: "slack", workspace: actor.team, channel: actor.channel });
 }
 
 /** The one answer for a run id that is unknown or belongs to another channel: it reveals neither. */

@@ -69,7 +69,7 @@ export function slackNotifierPlatform(deps: {
       };
       switch (row.kind) {
         case "card": {
-          const card = await store.getCardState(row.runId);
+          const card = await store.getCardState(row.runId, row.threadKey);
           if (card?.cardRef) {
             await slack.update({
               channel: p.channel,
@@ -79,14 +79,14 @@ export function slackNotifierPlatform(deps: {
             });
             return {};
           }
-          const binding = await store.getThreadBinding(row.runId);
+          const binding = await store.getThreadBinding(row.runId, row.threadKey);
           const thread = binding?.thread ?? undefined;
           const earlier = await earlierPost(row, p.channel, thread);
           if (earlier) {
             // Posted before with what was due then: show what is due now.
             await slack.update({ channel: p.channel, ts: earlier, text: p.text, blocks: p.blocks ?? [] });
             attempted.delete(row.id);
-            return { cardRef: earlier };
+            return { cardRef: earlier, ...(thread ? {} : { thread: earlier }) };
           }
           const posted = await slack.postMessage({
             channel: p.channel,
@@ -96,12 +96,13 @@ export function slackNotifierPlatform(deps: {
             metadata: metadataOf(row),
           });
           attempted.delete(row.id);
-          return { cardRef: posted.ts };
+          // A slash command's card is posted in the channel: its message is the root of the run's thread.
+          return { cardRef: posted.ts, ...(thread ? {} : { thread: posted.ts }) };
         }
         case "reply": {
           const [binding, card] = await Promise.all([
-            store.getThreadBinding(row.runId),
-            store.getCardState(row.runId),
+            store.getThreadBinding(row.runId, row.threadKey),
+            store.getCardState(row.runId, row.threadKey),
           ]);
           const thread = binding?.thread ?? card?.cardRef ?? undefined;
           if (!(await earlierPost(row, p.channel, thread))) {

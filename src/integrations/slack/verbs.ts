@@ -10,7 +10,7 @@ import type { Store } from "../../store/store.ts";
 import type { CollectedImages } from "../attachments/collect-images.ts";
 import { type Command, createBody, describeRepository } from "../grammar.ts";
 import { describeError, refusedAgent, runErrorCode } from "../run-errors.ts";
-import { type Actor, boundHere, mayActOnRun, notHereText } from "./access.ts";
+import { type Actor, boundHere, channelThreadKey, mayActOnRun, notHereText } from "./access.ts";
 import { channelAgent, channelAgentHint, channelAgentVerb } from "./channel-agent.ts";
 import { channelRepositoryText, followupText, helpText, listText, statusText } from "./messages.ts";
 import type { Responder } from "./responder.ts";
@@ -215,7 +215,10 @@ export class Verbs {
   ): Promise<void> {
     const { runs, responder, access } = this.deps;
     const thread = known?.thread ?? undefined;
-    const binding = boundHere(known ?? (await this.deps.store.getThreadBinding(runId)), actor);
+    const binding = boundHere(
+      known ?? (await this.deps.store.getThreadBinding(runId, channelThreadKey(actor))),
+      actor,
+    );
     if (!binding) return responder.ephemeral(actor, notHereText(runId), thread);
     const refused = await mayActOnRun(access, "followup", actor, binding);
     if (refused) return responder.ephemeral(actor, refused, thread);
@@ -241,7 +244,7 @@ export class Verbs {
     thread?: string,
   ): Promise<void> {
     const { runs, store, responder, access } = this.deps;
-    const binding = boundHere(await store.getThreadBinding(runId), actor);
+    const binding = boundHere(await store.getThreadBinding(runId, channelThreadKey(actor)), actor);
     if (!binding) return responder.ephemeral(actor, notHereText(runId), thread);
     const refused = await mayActOnRun(access, "cancel", actor, binding);
     if (refused) return responder.ephemeral(actor, refused, thread);
@@ -270,7 +273,7 @@ export class Verbs {
     idempotencyKey: string,
     thread?: string,
   ): Promise<void> {
-    const card = await this.deps.store.getCardState(runId);
+    const card = await this.deps.store.getCardState(runId, channelThreadKey(actor));
     if (!cardTs || card?.cardRef !== cardTs) {
       return this.deps.responder.ephemeral(actor, notHereText(runId), thread);
     }
@@ -293,8 +296,8 @@ export class Verbs {
     thread?: string,
   ): Promise<void> {
     const { runs, store, responder, access } = this.deps;
-    const card = await store.getCardState(runId);
-    const binding = boundHere(await store.getThreadBinding(runId), actor);
+    const card = await store.getCardState(runId, channelThreadKey(actor));
+    const binding = boundHere(await store.getThreadBinding(runId, channelThreadKey(actor)), actor);
     if (!cardTs || card?.cardRef !== cardTs || !binding) {
       return responder.ephemeral(actor, notHereText(runId), thread);
     }
@@ -355,7 +358,7 @@ export class Verbs {
 
   async status(actor: Actor, runId: string, thread?: string): Promise<void> {
     const { runs, store, responder, renderStatus } = this.deps;
-    const binding = boundHere(await store.getThreadBinding(runId), actor);
+    const binding = boundHere(await store.getThreadBinding(runId, channelThreadKey(actor)), actor);
     if (!binding) return responder.ephemeral(actor, notHereText(runId), thread);
     let run: RunItem;
     try {

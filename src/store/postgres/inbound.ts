@@ -106,7 +106,7 @@ export async function bindThread(db: Database, b: ThreadBinding): Promise<void> 
   await db.tx(async (tx) => {
     await tx.changes(
       `INSERT INTO thread_bindings (run_id, platform, workspace, channel, thread, trigger_ref, requester, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (run_id) DO NOTHING`,
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (run_id, platform, workspace, channel) DO NOTHING`,
       [b.runId, b.platform, b.workspace, b.channel, b.thread, b.triggerRef, b.requester, b.createdAt],
     );
     // Where the run reports to is part of its reporting state: the notifier can act on it now.
@@ -114,9 +114,34 @@ export async function bindThread(db: Database, b: ThreadBinding): Promise<void> 
   });
 }
 
-export async function getThreadBinding(db: Database, runId: string): Promise<ThreadBinding | undefined> {
-  const row = await db.row("SELECT * FROM thread_bindings WHERE run_id = $1", [runId]);
+/** The origin first: the earliest bound (ties, within a millisecond, in key order). */
+const BINDING_ORDER = "ORDER BY created_at, platform, workspace, channel";
+const KEY = "platform || ':' || workspace || ':' || channel";
+
+export async function getThreadBinding(
+  db: Database,
+  runId: string,
+  key?: string,
+): Promise<ThreadBinding | undefined> {
+  const row =
+    key === undefined
+      ? await db.row(`SELECT * FROM thread_bindings WHERE run_id = $1 ${BINDING_ORDER} LIMIT 1`, [runId])
+      : await db.row(`SELECT * FROM thread_bindings WHERE run_id = $1 AND ${KEY} = $2`, [runId, key]);
   return row ? toBinding(row) : undefined;
+}
+
+export async function listThreadBindings(db: Database, runId: string): Promise<ThreadBinding[]> {
+  return (await db.rows(`SELECT * FROM thread_bindings WHERE run_id = $1 ${BINDING_ORDER}`, [runId])).map(
+    toBinding,
+  );
+}
+
+export async function markThreadAsked(db: Database, runId: string, key: string, at: string): Promise<void> {
+  await db.changes(`UPDATE thread_bindings SET asked_at = $1 WHERE run_id = $2 AND ${KEY} = $3`, [
+    at,
+    runId,
+    key,
+  ]);
 }
 
 export async function listBoundPlaces(db: Database, teamId: string): Promise<BoundPlace[]> {
@@ -158,11 +183,16 @@ export async function listChannelBindings(
   return rows.map(toBinding);
 }
 
-export async function setBindingThread(db: Database, runId: string, thread: string): Promise<void> {
-  await db.changes("UPDATE thread_bindings SET thread = $1 WHERE run_id = $2 AND thread IS NULL", [
-    thread,
-    runId,
-  ]);
+export async function setBindingThread(
+  db: Database,
+  runId: string,
+  key: string,
+  thread: string,
+): Promise<void> {
+  await db.changes(
+    `UPDATE thread_bindings SET thread = $1 WHERE run_id = $2 AND ${KEY} = $3 AND thread IS NULL`,
+    [thread, runId, key],
+  );
 }
 
 export async function pruneInbox(db: Database, olderThan: string): Promise<number> {

@@ -1,17 +1,19 @@
-import type { ThreadBinding } from "../../model/thread-binding.ts";
-import { iso, maxIso, str, toBinding, toCardState, toOutbox } from "../rows.ts";
+import { threadKey as threadKeyOf } from "../../model/thread-binding.ts";
+import { addNotifierState, iso, maxIso, str, toCardState, toOutbox } from "../rows.ts";
 import {
   type CardChange,
   type CardState,
   type NotifierCursor,
+  type NotifierState,
   OUTBOX_STATES,
   type OutboxMessage,
   type OutboxRow,
   type OutboxState,
 } from "../store.ts";
 import { type Database, Rollback, type Tx } from "./database.ts";
+import { getThreadBinding } from "./inbound.ts";
 
-/** The notifier's tables: its read cursor, the status card of each run, and the outbox of messages. */
+/** The notifier's tables: its read cursor, the status card of each thread of a run, and the outbox of messages. */
 
 export async function getNotifierCursor(db: Database, name: string): Promise<NotifierCursor | undefined> {
   const row = await db.row("SELECT updated_at, run_id FROM notifier_cursors WHERE name = $1", [name]);
@@ -26,38 +28,46 @@ export async function setNotifierCursor(db: Database, name: string, cursor: Noti
   );
 }
 
-export async function loadNotifierState(
-  db: Database,
-  runIds: string[],
-): Promise<Map<string, { binding?: ThreadBinding; card?: CardState }>> {
-  const out = new Map<string, { binding?: ThreadBinding; card?: CardState }>();
-  if (runIds.length === 0) return out;
-  for (const row of await db.rows("SELECT * FROM thread_bindings WHERE run_id = ANY($1::text[])", [runIds])) {
-    out.set(String(row.run_id), { binding: toBinding(row) });
-  }
-  for (const row of await db.rows("SELECT * FROM notifier_cards WHERE run_id = ANY($1::text[])", [runIds])) {
-    const id = String(row.run_id);
-    out.set(id, { ...out.get(id), card: toCardState(row) });
-  }
-  return out;
+export async function loadNotifierState(db: Database, runIds: string[]): Promise<Map<string, NotifierState>> {
+  if (runIds.length === 0) return new Map();
+  return addNotifierState(
+    new Map(),
+    await db.rows(
+      "SELECT * FROM thread_bindings WHERE run_id = ANY($1::text[]) ORDER BY created_at, platform, workspace, channel",
+      [runIds],
+    ),
+    await db.rows("SELECT * FROM notifier_cards WHERE run_id = ANY($1::text[])", [runIds]),
+  );
 }
 
-export async function getCardState(db: Database, runId: string): Promise<CardState | undefined> {
-  const row = await db.row("SELECT * FROM notifier_cards WHERE run_id = $1", [runId]);
+export async function getCardState(
+  db: Database,
+  runId: string,
+  key?: string,
+): Promise<CardState | undefined> {
+  const threadKey = key ?? (await getThreadBinding(db, runId).then((b) => b && threadKeyOf(b)));
+  if (threadKey === undefined) return undefined;
+  const row = await db.row("SELECT * FROM notifier_cards WHERE run_id = $1 AND thread_key = $2", [
+    runId,
+    threadKey,
+  ]);
   return row ? toCardState(row) : undefined;
 }
 
 export async function recordCardChange(db: Database, c: CardChange): Promise<boolean> {
   return db.tx(async (tx) => {
-    const current = await tx.row("SELECT * FROM notifier_cards WHERE run_id = $1 FOR UPDATE", [c.runId]);
+    const current = await tx.row(
+      "SELECT * FROM notifier_cards WHERE run_id = $1 AND thread_key = $2 FOR UPDATE",
+      [c.runId, c.threadKey],
+    );
     if ((current ? Number(current.version) : 0) !== c.expectedVersion) return false;
     const version = c.expectedVersion + 1;
     let lastCardAt = current ? str(current.last_card_at as string | null) : null;
     if (c.card) {
       const superseded = await tx.rows(
         `UPDATE outbox SET state = 'superseded', updated_at = $1
-          WHERE run_id = $2 AND kind = 'card' AND state = 'pending' RETURNING not_before`,
-        [c.now, c.runId],
+          WHERE run_id = $2 AND thread_key = $3 AND kind = 'card' AND state = 'pending' RETURNING not_before`,
+        [c.now, c.runId, c.threadKey],
       );
       let notBefore: string;
       if (superseded.length > 0) {
@@ -71,24 +81,40 @@ export async function recordCardChange(db: Database, c: CardChange): Promise<boo
       lastCardAt = notBefore;
       await insertOutbox(
         tx,
-        { dedupeKey: `card:${c.runId}:${version}`, kind: "card", ...c.card },
+        {
+          dedupeKey: `card:${c.runId}:${c.threadKey}:${version}`,
+          kind: "card",
+          threadKey: c.threadKey,
+          ...c.card,
+        },
         c.runId,
         notBefore,
         c.now,
       );
     }
-    for (const m of c.messages) await insertOutbox(tx, m, c.runId, c.now, c.now);
+    for (const m of c.messages)
+      await insertOutbox(tx, { threadKey: c.threadKey, ...m }, c.runId, c.now, c.now);
     // Two notifiers that both found no card race to insert it: the guard lets only the first one through,
     // and the other's whole change (its outbox rows too) is rolled back.
     const stored = await tx.row(
-      `INSERT INTO notifier_cards (run_id, version, fingerprint, run_updated_at, last_card_at, last_final, card_ts, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, NULL, $7)
-       ON CONFLICT (run_id) DO UPDATE SET version = excluded.version, fingerprint = excluded.fingerprint,
+      `INSERT INTO notifier_cards (run_id, thread_key, version, fingerprint, run_updated_at, last_card_at, last_final, card_ts, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, $8)
+       ON CONFLICT (run_id, thread_key) DO UPDATE SET version = excluded.version, fingerprint = excluded.fingerprint,
          run_updated_at = excluded.run_updated_at, last_card_at = excluded.last_card_at,
          last_final = excluded.last_final, updated_at = excluded.updated_at
-       WHERE notifier_cards.version = $8
+       WHERE notifier_cards.version = $9
        RETURNING run_id`,
-      [c.runId, version, c.fingerprint, c.runUpdatedAt, lastCardAt, c.lastFinal, c.now, c.expectedVersion],
+      [
+        c.runId,
+        c.threadKey,
+        version,
+        c.fingerprint,
+        c.runUpdatedAt,
+        lastCardAt,
+        c.lastFinal,
+        c.now,
+        c.expectedVersion,
+      ],
     );
     if (!stored) throw new Rollback(false);
     tx.signal("outbox_enqueued", c.runId);
@@ -108,7 +134,7 @@ export async function claimOutbox(
   const now = Date.now();
   const nowIso = iso(now);
   // Candidates in due order; each must be the first unfinished row of its stream, and a thread
-  // message must wait for its run's card (a slash command's card is the thread it replies in).
+  // message must wait for its thread's card (a slash command's card is the thread it replies in).
   const rows = await db.rows(
     `UPDATE outbox SET state = 'sending', lease_owner = $1, lease_expires_at = $2, updated_at = $3
       WHERE id IN (
@@ -119,9 +145,10 @@ export async function claimOutbox(
            AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.stream = o.stream AND p.id < o.id
                              AND p.state IN ('pending', 'sending'))
            AND (o.kind = 'card'
-                OR EXISTS (SELECT 1 FROM notifier_cards c WHERE c.run_id = o.run_id AND c.card_ts IS NOT NULL)
-                OR NOT EXISTS (SELECT 1 FROM outbox q WHERE q.run_id = o.run_id AND q.kind = 'card'
-                                 AND q.id < o.id AND q.state IN ('pending', 'sending')))
+                OR EXISTS (SELECT 1 FROM notifier_cards c WHERE c.run_id = o.run_id
+                             AND c.thread_key = o.thread_key AND c.card_ts IS NOT NULL)
+                OR NOT EXISTS (SELECT 1 FROM outbox q WHERE q.run_id = o.run_id AND q.thread_key = o.thread_key
+                                 AND q.kind = 'card' AND q.id < o.id AND q.state IN ('pending', 'sending')))
          ORDER BY o.not_before, o.id LIMIT $5
          FOR UPDATE OF o SKIP LOCKED)
       RETURNING *`,
@@ -151,26 +178,29 @@ export async function completeOutbox(
   db: Database,
   id: number,
   owner: string,
-  result: { cardRef?: string } = {},
+  result: { cardRef?: string; thread?: string } = {},
 ): Promise<boolean> {
   return db.tx(async (tx) => {
     const now = iso(Date.now());
     const row = await tx.row(
       `UPDATE outbox SET state = 'sent', lease_owner = NULL, lease_expires_at = NULL, last_error = NULL, updated_at = $1
-        WHERE id = $2 AND state = 'sending' AND lease_owner = $3 RETURNING run_id`,
+        WHERE id = $2 AND state = 'sending' AND lease_owner = $3 RETURNING run_id, thread_key`,
       [now, id, owner],
     );
     if (!row) return false;
+    const runId = String(row.run_id);
+    const key = String(row.thread_key);
     if (result.cardRef) {
-      const runId = String(row.run_id);
-      await tx.changes("UPDATE notifier_cards SET card_ts = $1, updated_at = $2 WHERE run_id = $3", [
-        result.cardRef,
-        now,
-        runId,
-      ]);
       await tx.changes(
-        "UPDATE thread_bindings SET thread = $1 WHERE run_id = $2 AND thread IS NULL AND platform = 'slack'",
-        [result.cardRef, runId],
+        "UPDATE notifier_cards SET card_ts = $1, updated_at = $2 WHERE run_id = $3 AND thread_key = $4",
+        [result.cardRef, now, runId, key],
+      );
+    }
+    if (result.thread) {
+      await tx.changes(
+        `UPDATE thread_bindings SET thread = $1
+          WHERE run_id = $2 AND platform || ':' || workspace || ':' || channel = $3 AND thread IS NULL`,
+        [result.thread, runId, key],
       );
     }
     return true;
@@ -242,8 +272,18 @@ async function insertOutbox(
   now: string,
 ): Promise<void> {
   await tx.changes(
-    `INSERT INTO outbox (dedupe_key, run_id, kind, stream, target, payload, state, attempts, not_before, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $7, $8, $8) ON CONFLICT (dedupe_key) DO NOTHING`,
-    [m.dedupeKey, runId, m.kind, m.stream, m.target, JSON.stringify(m.payload), notBefore, now],
+    `INSERT INTO outbox (dedupe_key, run_id, kind, stream, target, thread_key, payload, state, attempts, not_before, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 0, $8, $9, $9) ON CONFLICT (dedupe_key) DO NOTHING`,
+    [
+      m.dedupeKey,
+      runId,
+      m.kind,
+      m.stream,
+      m.target,
+      m.threadKey ?? "",
+      JSON.stringify(m.payload),
+      notBefore,
+      now,
+    ],
   );
 }

@@ -114,7 +114,7 @@ export async function bindThread(db: Database, b: ThreadBinding): Promise<void> 
     db
       .sql(
         `INSERT INTO thread_bindings (run_id, platform, workspace, channel, thread, trigger_ref, requester, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING`,
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, platform, workspace, channel) DO NOTHING`,
       )
       .run(b.runId, b.platform, b.workspace, b.channel, b.thread, b.triggerRef, b.requester, b.createdAt),
   );
@@ -122,9 +122,41 @@ export async function bindThread(db: Database, b: ThreadBinding): Promise<void> 
   db.signals.emit("run_changed", b.runId);
 }
 
-export async function getThreadBinding(db: Database, runId: string): Promise<ThreadBinding | undefined> {
-  const row = db.sql("SELECT * FROM thread_bindings WHERE run_id = ?").get(runId) as Row | undefined;
+/** The origin first: the earliest bound (ties, within a millisecond, in key order). */
+const BINDING_ORDER = "ORDER BY created_at, platform, workspace, channel";
+
+export async function getThreadBinding(
+  db: Database,
+  runId: string,
+  key?: string,
+): Promise<ThreadBinding | undefined> {
+  const row = (
+    key === undefined
+      ? db.sql(`SELECT * FROM thread_bindings WHERE run_id = ? ${BINDING_ORDER} LIMIT 1`).get(runId)
+      : db
+          .sql(
+            "SELECT * FROM thread_bindings WHERE run_id = ? AND platform || ':' || workspace || ':' || channel = ?",
+          )
+          .get(runId, key)
+  ) as Row | undefined;
   return row ? toBinding(row) : undefined;
+}
+
+export async function listThreadBindings(db: Database, runId: string): Promise<ThreadBinding[]> {
+  return (db.sql(`SELECT * FROM thread_bindings WHERE run_id = ? ${BINDING_ORDER}`).all(runId) as Row[]).map(
+    toBinding,
+  );
+}
+
+export async function markThreadAsked(db: Database, runId: string, key: string, at: string): Promise<void> {
+  await db.grouped(() =>
+    db
+      .sql(
+        `UPDATE thread_bindings SET asked_at = ?
+          WHERE run_id = ? AND platform || ':' || workspace || ':' || channel = ?`,
+      )
+      .run(at, runId, key),
+  );
 }
 
 export async function listBoundPlaces(db: Database, teamId: string): Promise<BoundPlace[]> {
@@ -168,9 +200,19 @@ export async function listChannelBindings(
   return rows.map(toBinding);
 }
 
-export async function setBindingThread(db: Database, runId: string, thread: string): Promise<void> {
+export async function setBindingThread(
+  db: Database,
+  runId: string,
+  key: string,
+  thread: string,
+): Promise<void> {
   await db.grouped(() =>
-    db.sql("UPDATE thread_bindings SET thread = ? WHERE run_id = ? AND thread IS NULL").run(thread, runId),
+    db
+      .sql(
+        `UPDATE thread_bindings SET thread = ?
+          WHERE run_id = ? AND platform || ':' || workspace || ':' || channel = ? AND thread IS NULL`,
+      )
+      .run(thread, runId, key),
   );
 }
 

@@ -1,18 +1,20 @@
-import type { ThreadBinding } from "../../model/thread-binding.ts";
-import { iso, maxIso, str, toBinding, toCardState, toOutbox } from "../rows.ts";
+import { threadKey as threadKeyOf } from "../../model/thread-binding.ts";
+import { addNotifierState, iso, maxIso, str, toCardState, toOutbox } from "../rows.ts";
 import {
   type CardChange,
   type CardState,
   type NotifierCursor,
+  type NotifierState,
   OUTBOX_STATES,
   type OutboxMessage,
   type OutboxRow,
   type OutboxState,
 } from "../store.ts";
 import type { Database } from "./database.ts";
+import { getThreadBinding } from "./inbound.ts";
 import type { Row } from "./rows.ts";
 
-/** The notifier's tables: its read cursor, the status card of each run, and the outbox of messages. */
+/** The notifier's tables: its read cursor, the status card of each thread of a run, and the outbox of messages. */
 
 export async function getNotifierCursor(db: Database, name: string): Promise<NotifierCursor | undefined> {
   const row = db.sql("SELECT updated_at, run_id FROM notifier_cursors WHERE name = ?").get(name) as
@@ -32,38 +34,43 @@ export async function setNotifierCursor(db: Database, name: string, cursor: Noti
   );
 }
 
-export async function loadNotifierState(
-  db: Database,
-  runIds: string[],
-): Promise<Map<string, { binding?: ThreadBinding; card?: CardState }>> {
-  const out = new Map<string, { binding?: ThreadBinding; card?: CardState }>();
+export async function loadNotifierState(db: Database, runIds: string[]): Promise<Map<string, NotifierState>> {
+  const out = new Map<string, NotifierState>();
   // Bounded batches keep the number of distinct cached statements small.
   for (let i = 0; i < runIds.length; i += 100) {
     const ids = runIds.slice(i, i + 100);
     const marks = ids.map(() => "?").join(", ");
-    for (const row of db
-      .sql(`SELECT * FROM thread_bindings WHERE run_id IN (${marks})`)
-      .all(...ids) as Row[]) {
-      out.set(String(row.run_id), { binding: toBinding(row) });
-    }
-    for (const row of db
-      .sql(`SELECT * FROM notifier_cards WHERE run_id IN (${marks})`)
-      .all(...ids) as Row[]) {
-      const id = String(row.run_id);
-      out.set(id, { ...out.get(id), card: toCardState(row) });
-    }
+    addNotifierState(
+      out,
+      db
+        .sql(
+          `SELECT * FROM thread_bindings WHERE run_id IN (${marks}) ORDER BY created_at, platform, workspace, channel`,
+        )
+        .all(...ids) as Row[],
+      db.sql(`SELECT * FROM notifier_cards WHERE run_id IN (${marks})`).all(...ids) as Row[],
+    );
   }
   return out;
 }
 
-export async function getCardState(db: Database, runId: string): Promise<CardState | undefined> {
-  const row = db.sql("SELECT * FROM notifier_cards WHERE run_id = ?").get(runId) as Row | undefined;
+export async function getCardState(
+  db: Database,
+  runId: string,
+  key?: string,
+): Promise<CardState | undefined> {
+  const threadKey = key ?? (await getThreadBinding(db, runId).then((b) => b && threadKeyOf(b)));
+  if (threadKey === undefined) return undefined;
+  const row = db
+    .sql("SELECT * FROM notifier_cards WHERE run_id = ? AND thread_key = ?")
+    .get(runId, threadKey) as Row | undefined;
   return row ? toCardState(row) : undefined;
 }
 
 export async function recordCardChange(db: Database, c: CardChange): Promise<boolean> {
   const done = await db.grouped(() => {
-    const current = db.sql("SELECT * FROM notifier_cards WHERE run_id = ?").get(c.runId) as Row | undefined;
+    const current = db
+      .sql("SELECT * FROM notifier_cards WHERE run_id = ? AND thread_key = ?")
+      .get(c.runId, c.threadKey) as Row | undefined;
     if ((current ? Number(current.version) : 0) !== c.expectedVersion) return false;
     const version = c.expectedVersion + 1;
     let lastCardAt = current ? str(current.last_card_at) : null;
@@ -71,9 +78,9 @@ export async function recordCardChange(db: Database, c: CardChange): Promise<boo
       const superseded = db
         .sql(
           `UPDATE outbox SET state = 'superseded', updated_at = ?
-            WHERE run_id = ? AND kind = 'card' AND state = 'pending' RETURNING not_before`,
+            WHERE run_id = ? AND thread_key = ? AND kind = 'card' AND state = 'pending' RETURNING not_before`,
         )
-        .all(c.now, c.runId) as Row[];
+        .all(c.now, c.runId, c.threadKey) as Row[];
       let notBefore: string;
       if (superseded.length > 0) {
         // The newer content takes the place (and the due time) of the edit that was waiting.
@@ -86,20 +93,25 @@ export async function recordCardChange(db: Database, c: CardChange): Promise<boo
       lastCardAt = notBefore;
       insertOutbox(
         db,
-        { dedupeKey: `card:${c.runId}:${version}`, kind: "card", ...c.card },
+        {
+          dedupeKey: `card:${c.runId}:${c.threadKey}:${version}`,
+          kind: "card",
+          threadKey: c.threadKey,
+          ...c.card,
+        },
         c.runId,
         notBefore,
         c.now,
       );
     }
-    for (const m of c.messages) insertOutbox(db, m, c.runId, c.now, c.now);
+    for (const m of c.messages) insertOutbox(db, { threadKey: c.threadKey, ...m }, c.runId, c.now, c.now);
     db.sql(
-      `INSERT INTO notifier_cards (run_id, version, fingerprint, run_updated_at, last_card_at, last_final, card_ts, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, NULL, ?)
-       ON CONFLICT (run_id) DO UPDATE SET version = excluded.version, fingerprint = excluded.fingerprint,
+      `INSERT INTO notifier_cards (run_id, thread_key, version, fingerprint, run_updated_at, last_card_at, last_final, card_ts, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?)
+       ON CONFLICT (run_id, thread_key) DO UPDATE SET version = excluded.version, fingerprint = excluded.fingerprint,
          run_updated_at = excluded.run_updated_at, last_card_at = excluded.last_card_at,
          last_final = excluded.last_final, updated_at = excluded.updated_at`,
-    ).run(c.runId, version, c.fingerprint, c.runUpdatedAt, lastCardAt, c.lastFinal, c.now);
+    ).run(c.runId, c.threadKey, version, c.fingerprint, c.runUpdatedAt, lastCardAt, c.lastFinal, c.now);
     return true;
   });
   if (done) db.signals.emit("outbox_enqueued", c.runId);
@@ -116,7 +128,7 @@ export async function claimOutbox(
     const now = Date.now();
     const nowIso = iso(now);
     // Candidates in due order; each must be the first unfinished row of its stream, and a thread
-    // message must wait for its run's card (a slash command's card is the thread it replies in).
+    // message must wait for its thread's card (a slash command's card is the thread it replies in).
     const rows = db
       .sql(
         `SELECT o.* FROM outbox o
@@ -126,9 +138,10 @@ export async function claimOutbox(
             AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.stream = o.stream AND p.id < o.id
                               AND p.state IN ('pending', 'sending'))
             AND (o.kind = 'card'
-                 OR EXISTS (SELECT 1 FROM notifier_cards c WHERE c.run_id = o.run_id AND c.card_ts IS NOT NULL)
-                 OR NOT EXISTS (SELECT 1 FROM outbox q WHERE q.run_id = o.run_id AND q.kind = 'card'
-                                  AND q.id < o.id AND q.state IN ('pending', 'sending')))
+                 OR EXISTS (SELECT 1 FROM notifier_cards c WHERE c.run_id = o.run_id
+                              AND c.thread_key = o.thread_key AND c.card_ts IS NOT NULL)
+                 OR NOT EXISTS (SELECT 1 FROM outbox q WHERE q.run_id = o.run_id AND q.thread_key = o.thread_key
+                                  AND q.kind = 'card' AND q.id < o.id AND q.state IN ('pending', 'sending')))
           ORDER BY o.not_before, o.id LIMIT ?`,
       )
       .all(nowIso, nowIso, JSON.stringify(exclude), opts.limit) as Row[];
@@ -166,27 +179,32 @@ export async function completeOutbox(
   db: Database,
   id: number,
   owner: string,
-  result: { cardRef?: string } = {},
+  result: { cardRef?: string; thread?: string } = {},
 ): Promise<boolean> {
   return db.grouped(() => {
     const now = iso(Date.now());
     const row = db
       .sql(
         `UPDATE outbox SET state = 'sent', lease_owner = NULL, lease_expires_at = NULL, last_error = NULL, updated_at = ?
-          WHERE id = ? AND state = 'sending' AND lease_owner = ? RETURNING run_id`,
+          WHERE id = ? AND state = 'sending' AND lease_owner = ? RETURNING run_id, thread_key`,
       )
       .get(now, id, owner) as Row | undefined;
     if (!row) return false;
+    const runId = String(row.run_id);
+    const key = String(row.thread_key);
     if (result.cardRef) {
-      const runId = String(row.run_id);
-      db.sql("UPDATE notifier_cards SET card_ts = ?, updated_at = ? WHERE run_id = ?").run(
+      db.sql("UPDATE notifier_cards SET card_ts = ?, updated_at = ? WHERE run_id = ? AND thread_key = ?").run(
         result.cardRef,
         now,
         runId,
+        key,
       );
+    }
+    if (result.thread) {
       db.sql(
-        "UPDATE thread_bindings SET thread = ? WHERE run_id = ? AND thread IS NULL AND platform = 'slack'",
-      ).run(result.cardRef, runId);
+        `UPDATE thread_bindings SET thread = ?
+          WHERE run_id = ? AND platform || ':' || workspace || ':' || channel = ? AND thread IS NULL`,
+      ).run(result.thread, runId, key);
     }
     return true;
   });
@@ -260,7 +278,18 @@ export async function pruneOutbox(db: Database, olderThan: string): Promise<numb
 
 function insertOutbox(db: Database, m: OutboxMessage, runId: string, notBefore: string, now: string): void {
   db.sql(
-    `INSERT INTO outbox (dedupe_key, run_id, kind, stream, target, payload, state, attempts, not_before, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING`,
-  ).run(m.dedupeKey, runId, m.kind, m.stream, m.target, JSON.stringify(m.payload), notBefore, now, now);
+    `INSERT INTO outbox (dedupe_key, run_id, kind, stream, target, thread_key, payload, state, attempts, not_before, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?) ON CONFLICT (dedupe_key) DO NOTHING`,
+  ).run(
+    m.dedupeKey,
+    runId,
+    m.kind,
+    m.stream,
+    m.target,
+    m.threadKey ?? "",
+    JSON.stringify(m.payload),
+    notBefore,
+    now,
+    now,
+  );
 }

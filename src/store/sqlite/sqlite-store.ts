@@ -72,6 +72,8 @@ const statements: Statements<Database> = {
   releaseInboundDelivery: inbound.releaseInboundDelivery,
   bindThread: inbound.bindThread,
   getThreadBinding: inbound.getThreadBinding,
+  listThreadBindings: inbound.listThreadBindings,
+  markThreadAsked: inbound.markThreadAsked,
   listBoundPlaces: inbound.listBoundPlaces,
   findLatestBinding: inbound.findLatestBinding,
   listChannelBindings: inbound.listChannelBindings,

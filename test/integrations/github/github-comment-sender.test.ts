@@ -17,6 +17,7 @@ function row(over: Partial<OutboxRow>): OutboxRow {
     kind: "card",
     stream: "card:run-1",
     target: "github:acme",
+    threadKey: "github:acme/widgets:5",
     payload: { repo: "acme/widgets", issue_number: 5, body: `${trackingMarker("run-1")}\nQueued` },
     state: "sending",
     attempts: 0,

@@ -121,7 +121,7 @@ export function inboundConformance(t: StoreSuite): void {
           thread: "111.1",
         }),
       ).toMatchObject({ runId: a.id });
-      await t.store.setBindingThread(b.id, "111.1");
+      await t.store.setBindingThread(b.id, "slack:T1:C1", "111.1");
       expect(
         await t.store.findLatestBinding({
           platform: "slack",
@@ -130,7 +130,7 @@ export function inboundConformance(t: StoreSuite): void {
           thread: "111.1",
         }),
       ).toMatchObject({ runId: b.id });
-      await t.store.setBindingThread(b.id, "999.9"); // only a binding without a thread gets one
+      await t.store.setBindingThread(b.id, "slack:T1:C1", "999.9"); // only a binding without a thread gets one
       expect((await t.store.getThreadBinding(b.id))?.thread).toBe("111.1");
       expect(
         await t.store.findLatestBinding({ platform: "github", workspace: "T1", channel: "C1", thread: null }),

@@ -17,8 +17,10 @@ export function outboxConformance(t: StoreSuite): void {
       target,
       payload: { channel: "C1", text: key },
     });
+    const SLACK = "slack:T1:C1";
     const change = (runId: string, expectedVersion: number, over: Record<string, unknown> = {}) => ({
       runId,
+      threadKey: SLACK,
       expectedVersion,
       fingerprint: `fp${expectedVersion}`,
       runUpdatedAt: new Date().toISOString(),
@@ -47,9 +49,9 @@ export function outboxConformance(t: StoreSuite): void {
       expect(rows.filter((r) => r.dedupeKey === "final:1")).toHaveLength(1);
       // The newer card content replaced the one still waiting.
       expect(rows.filter((r) => r.kind === "card").map((r) => r.state)).toEqual(["superseded", "pending"]);
-      expect(await t.store.getCardState(run.id)).toMatchObject({ version: 2, fingerprint: "fp1" });
+      expect(await t.store.getCardState(run.id, SLACK)).toMatchObject({ version: 2, fingerprint: "fp1" });
       const state = await t.store.loadNotifierState([run.id, "nope"]);
-      expect(state.get(run.id)?.card?.version).toBe(2);
+      expect(state.get(run.id)?.cards.get(SLACK)?.version).toBe(2);
       expect(state.has("nope")).toBe(false);
     });
 
@@ -96,11 +98,11 @@ export function outboxConformance(t: StoreSuite): void {
       const claimed = claims.flat();
       expect(new Set(claimed.map((r) => r.id)).size).toBe(claimed.length);
       // The card of `run` and the reply of `other`; `run`'s replies wait for its card to be posted.
-      expect(claimed.map((r) => r.dedupeKey).sort()).toEqual([`card:${run.id}:1`, "x"]);
+      expect(claimed.map((r) => r.dedupeKey).sort()).toEqual([`card:${run.id}:${SLACK}:1`, "x"]);
       const card = claimed.find((r) => r.kind === "card")!;
       const owner = ["w1", "w2", "w3"][claims.findIndex((c) => c.some((r) => r.id === card.id))]!;
       expect(await t.store.completeOutbox(card.id, "intruder", { cardRef: "9.9" })).toBe(false);
-      expect(await t.store.completeOutbox(card.id, owner, { cardRef: "1.5" })).toBe(true);
+      expect(await t.store.completeOutbox(card.id, owner, { cardRef: "1.5", thread: "1.5" })).toBe(true);
       expect((await t.store.getCardState(run.id))?.cardRef).toBe("1.5");
       expect((await t.store.getThreadBinding(run.id))?.thread).toBe("1.5");
       const next = await t.store.claimOutbox("w1", { limit: 10, leaseMs: 60_000 });
@@ -167,7 +169,7 @@ export function outboxConformance(t: StoreSuite): void {
       expect(claimed.map((r) => r.dedupeKey)).toEqual(["gh-react:o/r:1:eyes"]);
     });
 
-    it("a GitHub tracking comment does not become the binding's thread (the issue is the thread)", async () => {
+    it("a card that does not start a thread leaves the binding's thread alone (a GitHub issue is its thread)", async () => {
       const run = await create();
       const binding = {
         runId: run.id,
@@ -182,6 +184,7 @@ export function outboxConformance(t: StoreSuite): void {
       await t.store.bindThread(binding);
       await t.store.recordCardChange({
         ...change(run.id, 0),
+        threadKey: "github:o/r:7",
         card: { stream: `card:${run.id}`, target: "github:o", payload: {}, editIntervalMs: 0 },
       });
       const [card] = await t.store.claimOutbox("w", { limit: 10, leaseMs: 60_000 });
@@ -195,6 +198,61 @@ export function outboxConformance(t: StoreSuite): void {
         thread: null,
       });
       expect(found?.runId).toBe(run.id);
+    });
+
+    it("keeps a card per thread of a run: each thread's replies wait for its own card", async () => {
+      const run = await create();
+      const slack = {
+        runId: run.id,
+        platform: "slack",
+        workspace: "T1",
+        channel: "C1",
+        thread: "1.1",
+        triggerRef: "1.1",
+        requester: "U1",
+        createdAt: "2026-01-01T00:00:00.000Z",
+      };
+      const pr = {
+        ...slack,
+        platform: "github",
+        workspace: "o/r",
+        channel: "12",
+        thread: null,
+        triggerRef: null,
+      };
+      await t.store.bindThread(slack);
+      await t.store.bindThread({ ...pr, createdAt: "2026-01-01T00:05:00.000Z" });
+      await t.store.bindThread({ ...pr, createdAt: "2026-01-01T00:09:00.000Z" }); // bound already: no change
+      const PR = "github:o/r:12";
+      expect(
+        (await t.store.listThreadBindings(run.id)).map((b) => `${b.platform}:${b.workspace}:${b.channel}`),
+      ).toEqual([SLACK, PR]);
+      expect(await t.store.getThreadBinding(run.id)).toMatchObject({ platform: "slack" }); // the origin
+      expect(await t.store.getThreadBinding(run.id, PR)).toMatchObject({ channel: "12", askedAt: null });
+      await t.store.markThreadAsked(run.id, PR, "2026-01-01T00:10:00.000Z");
+      expect((await t.store.getThreadBinding(run.id, PR))?.askedAt).toBe("2026-01-01T00:10:00.000Z");
+      expect((await t.store.getThreadBinding(run.id, SLACK))?.askedAt).toBeNull();
+
+      await t.store.recordCardChange({ ...change(run.id, 0), messages: [msg(run.id, "slack-final")] });
+      await t.store.recordCardChange({
+        ...change(run.id, 0),
+        threadKey: PR,
+        card: { stream: `card:${run.id}:${PR}`, target: "github:o", payload: {}, editIntervalMs: 0 },
+        messages: [{ ...msg(run.id, "pr-final", "reply", "github:o"), stream: `thread:${run.id}:${PR}` }],
+      });
+      const state = (await t.store.loadNotifierState([run.id])).get(run.id)!;
+      expect(state.bindings.map((b) => b.platform)).toEqual(["slack", "github"]);
+      expect([...state.cards.keys()].sort()).toEqual([PR, SLACK]);
+      // Both cards go out first; neither thread's reply before its own card exists.
+      const first = await t.store.claimOutbox("w", { limit: 10, leaseMs: 60_000 });
+      expect(first.map((r) => r.kind)).toEqual(["card", "card"]);
+      const prCard = first.find((r) => r.threadKey === PR)!;
+      await t.store.completeOutbox(prCard.id, "w", { cardRef: "777" });
+      expect(
+        (await t.store.claimOutbox("w", { limit: 10, leaseMs: 60_000 })).map((r) => r.dedupeKey),
+      ).toEqual(["pr-final"]);
+      expect((await t.store.getCardState(run.id, PR))?.cardRef).toBe("777");
+      expect((await t.store.getCardState(run.id, SLACK))?.cardRef).toBeNull();
     });
   });
 }

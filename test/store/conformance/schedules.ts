@@ -351,6 +351,7 @@ export function schedulesConformance(t: StoreSuite): void {
         triggerRef: null,
         requester: "U1",
         createdAt: run.createdAt,
+        askedAt: null,
       });
     });
 
