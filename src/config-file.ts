@@ -169,6 +169,12 @@ const GitSettingsSchema = z
   })
   .strict();
 
+const AUTOFIX_ATTEMPTS = z
+  .number({ error: "must be a whole number of attempts, such as 3 (0 turns autofix off)" })
+  .int("must be a whole number of attempts, such as 3 (0 turns autofix off)")
+  .min(0, "must be 0 (off) or more")
+  .max(10, "must be at most 10");
+
 /** The `github:` section: who may act through issue and pull-request comments. */
 const GitHubSettingsSchema = z
   .object({
@@ -186,9 +192,13 @@ const GitHubSettingsSchema = z
         z.string(),
         z
           .object({
-            agent: z.enum(AGENT_NAMES as [string, ...string[]], {
-              error: `must be one of the agents: ${AGENT_NAMES.join(", ")}`,
-            }),
+            agent: z
+              .enum(AGENT_NAMES as [string, ...string[]], {
+                error: `must be one of the agents: ${AGENT_NAMES.join(", ")}`,
+              })
+              .optional(),
+            /** This repository's own CI autofix limit (0: off here). */
+            autofix: z.object({ max_attempts: AUTOFIX_ATTEMPTS }).strict().optional(),
           })
           .strict(),
       )
@@ -201,6 +211,20 @@ const GitHubSettingsSchema = z
         }
       })
       .default({}),
+    /** Labelling an issue with this starts a run from its title and body (one active run per issue). */
+    label: z
+      .string()
+      .min(1, "must name a label, such as dispatch")
+      .max(50, "GitHub labels are at most 50 characters")
+      .default("dispatch"),
+    /**
+     * A failed CI run on the head commit of a pull request a run owns is an automatic follow-up on that run,
+     * at most `max_attempts` times per pull request (0: never).
+     */
+    autofix: z
+      .object({ max_attempts: AUTOFIX_ATTEMPTS.default(3) })
+      .strict()
+      .default({ max_attempts: 3 }),
   })
   .strict();
 
@@ -266,6 +290,8 @@ const SettingsSchema = z
       min_permission: "write",
       permission_cache_seconds: 60,
       repositories: {},
+      label: "dispatch",
+      autofix: { max_attempts: 3 },
     }),
     mcp: McpSettingsSchema.default({ allowed_urls: [] }),
     git: GitSettingsSchema.default({ allowed_hosts: [] }),

@@ -38,7 +38,8 @@ const CHECK_CONCURRENCY = 8;
  * The one access rule for runs (docs/architecture.md). A run's audience is derived from the threads it is
  * bound to — a Slack channel's current members, a GitHub repository's collaborators at min_permission;
  * with several threads (the Slack thread it was asked in and the pull request it opened), whoever is in
- * the audience of any of them — and a run bound to no thread (created through the API) has its team as audience. A viewer sees a run
+ * the audience of any of them — and a run asked for in no thread (created through the API) has its team as
+ * audience, also once the pull request it opened is bound to it (an adopted thread adds to an audience). A viewer sees a run
  * only in its audience, and steers it (follow up, cancel, retry) only where the surface's steering policy
  * lets them. Admins see and steer every run of their team. A run outside the audience does not exist for
  * the viewer: every surface answers it as an unknown id. Each surface registers its Audience here; the
@@ -69,7 +70,7 @@ export class RunAccess {
   async sees(viewer: Asker, run: Pick<RunRecord, "id">): Promise<boolean> {
     if (roleOf(viewer) === "admin" || viewer.surface) return true;
     const threads = await this.store.listThreadBindings(run.id);
-    if (threads.length === 0) return true;
+    if (askedNowhere(threads)) return true;
     for (const thread of threads) {
       if ((await this.membership(viewer, thread)).kind === "member") return true;
     }
@@ -104,7 +105,7 @@ export class RunAccess {
     if (viewer.surface) return undefined;
     if (from) return this.threadRefusal(viewer, from, action);
     const threads = await this.store.listThreadBindings(run.id);
-    if (threads.length === 0) return undefined; // the API's runs: anyone in the team with a member role
+    if (askedNowhere(threads)) return undefined; // the API's runs: anyone in the team with a member role
     let refusal: SteerRefusal | undefined;
     for (const thread of threads) {
       if (threads.length > 1 && (await this.membership(viewer, thread)).kind !== "member") continue;
@@ -163,4 +164,9 @@ export class RunAccess {
     await Promise.all(Array.from({ length: Math.min(CHECK_CONCURRENCY, queue.length) }, worker));
     return { unbound: true, places };
   }
+}
+
+/** A run asked for in no thread (through the API), whatever it delivered to since: its team is its audience. */
+function askedNowhere(threads: readonly ThreadBinding[]): boolean {
+  return threads.every((t) => t.adopted);
 }

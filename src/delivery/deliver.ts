@@ -403,6 +403,10 @@ async function pullRequest(
         ...(opened ? {} : { updated_at: new Date().toISOString() }),
       },
     });
+    await host.adopt(ctx.run, repository, pr).catch((err) => {
+      // The pull request is there and linked from the run; only steering from it is missing.
+      ctx.log.warn({ err, repository, number: pr.number }, "a run's pull request could not be bound to it");
+    });
     return {
       kind: "delivered",
       message: `PR #${pr.number} ${opened ? "opened" : "updated"}: ${pr.url} (${stat})`,

@@ -1,3 +1,5 @@
+import type { RunRecord } from "../model/run.ts";
+
 /**
  * What delivery needs of the git host's API (GitHub): a token for git, and pull requests. Implemented by
  * the GitHub integration; the executor only knows this port.
@@ -24,4 +26,10 @@ export interface PullRequestHost {
     signal?: AbortSignal,
   ): Promise<PullRequestRef>;
   comment(repository: string, number: number, body: string, signal?: AbortSignal): Promise<void>;
+  /**
+   * The run opened or updated this pull request: it becomes one of the run's threads (docs/surfaces.md,
+   * one run, many threads), whatever surface the run was asked from, so that comments, reviews and CI on
+   * it steer this run and its card shows there.
+   */
+  adopt(run: Pick<RunRecord, "id" | "creator">, repository: string, pr: PullRequestRef): Promise<void>;
 }

@@ -13,7 +13,10 @@ export interface AudiencePlace {
   channel: string | null;
 }
 
-/** The runs of a team a viewer sees: unbound runs (the API's: the team is their audience) when `unbound`, and runs bound to any of `places`. */
+/**
+ * The runs of a team a viewer sees: runs asked for in no thread (the API's, even once they opened a pull
+ * request: the team is their audience) when `unbound`, and runs bound to any of `places`.
+ */
 export interface AudienceFilter {
   unbound: boolean;
   places: AudiencePlace[];

@@ -9,7 +9,8 @@ export interface DeliverySummary {
   repository: string;
   base?: string;
   branch?: string;
-  pullRequest?: { number: number; url: string; updated: boolean };
+  /** `ended`: the pull request was merged or closed (the run no longer follows it). */
+  pullRequest?: { number: number; url: string; updated: boolean; ended?: "merged" | "closed" };
   /** "+12 −3 in 4 files", of the latest patch. */
   diffStat?: string;
   /** The latest patch's FILE artifact uid (GET /agent/artifacts/{uid}/download). */
@@ -38,7 +39,14 @@ export function deliverySummary(run: RunLike): DeliverySummary | undefined {
     ...(config.base_branch ? { base: config.base_branch } : {}),
     ...(config.branch ? { branch: config.branch } : {}),
     ...(pr && typeof pr.data.url === "string" && Number.isInteger(number)
-      ? { pullRequest: { number, url: pr.data.url, updated: typeof pr.data.updated_at === "string" } }
+      ? {
+          pullRequest: {
+            number,
+            url: pr.data.url,
+            updated: typeof pr.data.updated_at === "string",
+            ...(pr.data.state === "merged" || pr.data.state === "closed" ? { ended: pr.data.state } : {}),
+          },
+        }
       : {}),
     ...(typeof patch?.data.description === "string" ? { diffStat: patch.data.description } : {}),
     ...(typeof patch?.data.artifact_uid === "string" ? { patchUid: patch.data.artifact_uid } : {}),
@@ -51,10 +59,11 @@ export function repositoryLabel(summary: DeliverySummary): string {
   return summary.base ? `${summary.repository}@${summary.base}` : summary.repository;
 }
 
-/** "PR #123 opened · +12 −3 in 4 files", "No changes", or undefined while there is nothing to say. */
+/** "PR #123 opened · +12 −3 in 4 files" (updated, merged, closed), "No changes", or undefined while there is nothing to say. */
 export function deliveryLine(summary: DeliverySummary): string | undefined {
   if (summary.pullRequest) {
-    const pr = `PR #${summary.pullRequest.number} ${summary.pullRequest.updated ? "updated" : "opened"}`;
+    const { number, updated, ended } = summary.pullRequest;
+    const pr = `PR #${number} ${ended ?? (updated ? "updated" : "opened")}`;
     return summary.diffStat ? `${pr} · ${summary.diffStat}` : pr;
   }
   if (summary.noChanges) return "No changes";

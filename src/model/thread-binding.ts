@@ -21,6 +21,16 @@ export interface ThreadBinding {
   createdAt: string;
   /** When someone last asked the run something from this thread (a follow-up); null if never since binding. */
   askedAt?: string | null;
+  /**
+   * Bound because the run delivered there (the pull request it opened), not because it was asked there. A
+   * run whose threads are all adopted (an API run with a pull request) keeps its team as audience.
+   */
+  adopted?: boolean;
+  /**
+   * Why the thread no longer follows the run ("merged", "closed": its pull request is done); null while it
+   * does. An ended thread gets no more cards and steers nothing; it still counts for the run's audience.
+   */
+  ended?: string | null;
 }
 
 /** Names one binding among a run's threads: its card state and outbox rows carry it. */

@@ -242,13 +242,14 @@ export class Notifier {
     return { changed };
   }
 
-  /** The run's threads this notifier reports to (those of a surface served here), each with its card. */
+  /** The run's threads this notifier reports to (those of a surface served here, not ended), each with its card. */
   private threadsOf(entry: NotifierState): ReportedThread[] {
     const origin = entry.bindings[0];
     const threads: ReportedThread[] = [];
     for (const binding of entry.bindings) {
       const platform = this.platforms.get(binding.platform);
-      if (!platform) continue;
+      // An ended thread (a merged pull request) follows the run no more.
+      if (!platform || binding.ended) continue;
       const key = threadKey(binding);
       threads.push({ platform, binding, key, origin: binding === origin, card: entry.cards.get(key) });
     }

@@ -85,6 +85,8 @@ export function toBinding(row: Row): ThreadBinding {
     requester: String(row.requester),
     createdAt: String(row.created_at),
     askedAt: str(row.asked_at),
+    adopted: row.adopted === true || Number(row.adopted) === 1,
+    ended: str(row.ended),
   };
 }
 

@@ -302,6 +302,8 @@ export interface Store {
   listThreadBindings(runId: string): Promise<ThreadBinding[]>;
   /** Someone asked the run something from this thread at `at` (its next final reply goes there too). */
   markThreadAsked(runId: string, threadKey: string, at: string): Promise<void>;
+  /** The thread stops following the run (`why`: "merged", "closed"); true the first time. */
+  endThread(runId: string, threadKey: string, why: string): Promise<boolean>;
   /** Every place (platform, workspace, channel) a run of the team is bound to, once each. */
   listBoundPlaces(teamId: string): Promise<BoundPlace[]>;
   /** The binding of the latest run started in a thread (Slack) or on an issue (GitHub). */

@@ -23,9 +23,18 @@ describe("delivery of API runs", () => {
       {
         ...deliveryEnv(remotes, github),
       },
-      { surfaceOptions: { github: { throttle: false } } },
+      {
+        surfaceOptions: { github: { throttle: false } },
+        notifier: { tickMs: 50, editIntervalMs: { github: 200 }, outbox: { pollMs: 50 } },
+      },
     );
   });
+  /** Dispatch's tracking comment on a pull request (the run's card there). */
+  const onPrTracking = (number: number) =>
+    [...github.comments.values()].find(
+      (c) => c.issue_number === number && c.body.startsWith("<!-- dispatch:run="),
+    );
+
   afterAll(async () => {
     await t?.stop();
     await github?.stop();
@@ -113,8 +122,15 @@ describe("delivery of API runs", () => {
     expect(remotes.log("acme/app", branch)).toEqual(["Add a changelog", "Add a changelog", "seed"]);
     expect(remotes.show("acme/app", branch, "CHANGELOG.md")).toBe("# Changes\n- fixed login\n");
     expect(github.pulls.filter((p) => p.head === branch)).toHaveLength(1);
-    const comment = [...github.comments.values()].find((c) => c.issue_number === pr.number);
-    expect(comment?.body).toMatch(/^Follow-up pushed: [0-9a-f]{12} — Mention the fix too/);
+    const onPr = [...github.comments.values()].filter((c) => c.issue_number === pr.number);
+    const pushed = onPr.filter((c) => c.body.startsWith("Follow-up pushed"));
+    expect(pushed.map((c) => c.body)).toEqual([
+      expect.stringMatching(/^Follow-up pushed: [0-9a-f]{12} — Mention the fix too/),
+    ]);
+    // The pull request became a thread of the API run: its tracking comment follows the run there.
+    await waitFor(() => onPrTracking(pr.number)?.body.includes("updated"), {
+      what: "the PR's tracking comment",
+    });
     const prArtifacts = second.artifacts.filter(
       (a: { artifact_type: string }) => a.artifact_type === "PULL_REQUEST",
     );

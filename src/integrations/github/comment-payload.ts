@@ -24,17 +24,34 @@ export function whyIgnored(
   bot: Pick<GitHubConfig, "botHandle" | "appId">,
 ): string | undefined {
   if (p.action !== "created") return `action ${p.action}`;
-  const author = p.comment?.user;
-  if (!author || !p.repository?.full_name || !p.issue) return "incomplete payload";
-  // The bot must never trigger itself: bots, our own account (App "<slug>[bot]" or a token's user),
-  // anything posted through this App, and anything carrying our marker.
+  if (!p.comment?.user || !p.repository?.full_name || !p.issue) return "incomplete payload";
+  const why = whyNotAPerson(p, p.comment, bot);
+  if (why) return why;
+  if (!mentionsHandle(p.comment.body ?? "", bot.botHandle)) return "no mention";
+  return undefined;
+}
+
+/**
+ * Why a comment or review is not a person's asking: the bot must never trigger itself (bots, our own
+ * account — App "<slug>[bot]" or a token's user —, anything posted through this App, anything carrying
+ * our marker).
+ */
+export function whyNotAPerson(
+  p: { sender?: { type?: string } | null },
+  item: {
+    user?: { login?: string; type?: string } | null;
+    body?: string | null;
+    performed_via_github_app?: { id?: number } | null;
+  },
+  bot: Pick<GitHubConfig, "botHandle" | "appId">,
+): string | undefined {
+  const author = item?.user;
+  if (!author?.login) return "incomplete payload";
   if (p.sender?.type === "Bot" || author.type === "Bot") return "bot";
   const login = author.login.toLowerCase();
   const handle = bot.botHandle.toLowerCase();
   if (login === handle || login === `${handle}[bot]`) return "self";
-  if (bot.appId && String(p.comment.performed_via_github_app?.id ?? "") === bot.appId) return "self";
-  const body = p.comment.body ?? "";
-  if (body.includes(DISPATCH_MARKER_PREFIX)) return "self";
-  if (!mentionsHandle(body, bot.botHandle)) return "no mention";
+  if (bot.appId && String(item.performed_via_github_app?.id ?? "") === bot.appId) return "self";
+  if (String(item.body ?? "").includes(DISPATCH_MARKER_PREFIX)) return "self";
   return undefined;
 }

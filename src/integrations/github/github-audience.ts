@@ -8,6 +8,11 @@ export function githubPrincipalId(login: string): string {
   return `github:${login}`;
 }
 
+/** The GitHub login a principal id names, if it names a GitHub user. */
+export function githubLoginOf(principalId: string): string | undefined {
+  return principalId.startsWith("github:") ? principalId.slice("github:".length) : undefined;
+}
+
 /**
  * The audience of a GitHub issue or pull request: the repository's collaborators at `min_permission`, as
  * the collaborator-permission endpoint says (cached for `permission_cache_seconds`). Every issue of a

@@ -13,6 +13,10 @@ export interface GitHubOutboxPayload {
   /** Reaction target and content. */
   comment_id?: number;
   content?: string;
+  /** The reaction's comment is an inline review comment of the pull request (not an issue comment). */
+  review_comment?: boolean;
+  /** A reply in the review thread of this inline comment, instead of a comment on the conversation. */
+  in_reply_to?: number;
 }
 
 /** Where a GitHub binding's messages go: one target per repository owner (an App installation's scope). */
@@ -113,18 +117,32 @@ export class GitHubCommentSender {
         return { cardRef: String(data.id) };
       }
       case "reply":
+        if (p.in_reply_to !== undefined) {
+          await octokit.rest.pulls.createReplyForReviewComment({
+            owner,
+            repo,
+            pull_number: p.issue_number,
+            comment_id: p.in_reply_to,
+            body: p.body ?? "",
+            ...ONE_ATTEMPT,
+          });
+          return {};
+        }
         await octokit.rest.issues.createComment({ ...issue, body: p.body ?? "", ...ONE_ATTEMPT });
         return {};
-      case "reaction":
+      case "reaction": {
         // 200 when the reaction exists already (a redelivered row): fine either way.
-        await octokit.rest.reactions.createForIssueComment({
+        const reaction = {
           owner,
           repo,
           comment_id: p.comment_id!,
           content: p.content as "eyes",
           ...ONE_ATTEMPT,
-        });
+        };
+        if (p.review_comment) await octokit.rest.reactions.createForPullRequestReviewComment(reaction);
+        else await octokit.rest.reactions.createForIssueComment(reaction);
         return {};
+      }
     }
   }
 

@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import type { GitHubWebhookConfig } from "../../config.ts";
@@ -8,16 +7,21 @@ import type { RunsApi } from "../../runs/runs-api.ts";
 import type { InboundDelivery, Store } from "../../store/store.ts";
 import { type Command, GrammarError, parseCommand, selectsAgent } from "../grammar.ts";
 import { InboxQueue, type InboxStore } from "../inbox-queue.ts";
+import { CiAutofix } from "./ci-autofix.ts";
 import { CollaboratorPermissions } from "./collaborator-permissions.ts";
 import { CommentImages } from "./comment-images.ts";
 import type { CommentPayload } from "./comment-payload.ts";
 import { GitHubAudience, githubPrincipalId } from "./github-audience.ts";
 import type { GitHubClients } from "./github-clients.ts";
+import { idempotencyKey } from "./idempotency-key.ts";
+import { IssueStarts } from "./issue-starts.ts";
 import { IssueThread } from "./issue-thread.ts";
 import { commandText } from "./mention.ts";
 import { noticeText } from "./messages.ts";
+import { PullRequestEvents } from "./pull-request-events.ts";
 import { Verbs } from "./verbs.ts";
 import { type GitHubWebLogin, loginRefusalText, loginReply } from "./web-login.ts";
+import type { Payload } from "./webhook-events.ts";
 import { WebhookRoute } from "./webhook-route.ts";
 
 /** Deliveries handled at once (each is a few store writes and at most one GitHub call). */
@@ -28,7 +32,14 @@ const VERBS = new Set(["cancel", "status", "help", "list", "new", "login"]);
 
 export type GitHubStore = Pick<
   Store,
-  "claimInbound" | "bindThread" | "findLatestBinding" | "listThreadBindings" | "enqueueOutbox"
+  | "claimInbound"
+  | "bindThread"
+  | "findLatestBinding"
+  | "listThreadBindings"
+  | "enqueueOutbox"
+  | "markThreadAsked"
+  | "endThread"
+  | "recordArtifact"
 > &
   InboxStore;
 
@@ -49,10 +60,11 @@ export interface GitHubIntegrationDeps {
 }
 
 /**
- * The GitHub side of Dispatch: `issue_comment` webhooks that mention the bot start, steer, cancel and
- * report runs (docs/surfaces.md). The webhook route stores trigger comments in the inbox and acknowledges
- * them; the inbox queue hands each to this class: 👀 reaction, permission check, the command's verb, thread
- * binding. The notifier reports progress afterwards.
+ * The GitHub side of Dispatch (docs/surfaces.md): comments that mention the bot start, steer, cancel and
+ * report runs; on a pull request a run opened, review comments, reviews asking for changes and red CI steer
+ * that run (pull-request-events.ts, ci-autofix.ts); a label or an assignment starts one (issue-starts.ts).
+ * The webhook route stores triggers in the inbox and acknowledges them; the inbox queue hands each to this
+ * class. The notifier reports progress afterwards.
  */
 export class GitHubIntegration {
   private readonly deps: GitHubIntegrationDeps;
@@ -63,6 +75,9 @@ export class GitHubIntegration {
   readonly audience: GitHubAudience;
   private readonly verbs: Verbs;
   private readonly images: CommentImages;
+  private readonly pullRequests: PullRequestEvents;
+  private readonly autofix: CiAutofix;
+  private readonly issueStarts: IssueStarts;
 
   constructor(deps: GitHubIntegrationDeps) {
     this.deps = deps;
@@ -92,6 +107,31 @@ export class GitHubIntegration {
       log: log.child({ component: "github-verbs" }),
       repositoryAgent: repositoryAgents(settings),
     });
+    this.pullRequests = new PullRequestEvents({
+      botHandle: config.botHandle,
+      minPermission: settings.min_permission,
+      store: deps.store,
+      runs: deps.runs,
+      clients: deps.clients,
+      audience: this.audience,
+      verbs: this.verbs,
+      log: log.child({ component: "github-pull-requests" }),
+    });
+    this.autofix = new CiAutofix({
+      botHandle: config.botHandle,
+      settings,
+      store: deps.store,
+      runs: deps.runs,
+      clients: deps.clients,
+      log: log.child({ component: "github-autofix" }),
+    });
+    this.issueStarts = new IssueStarts({
+      store: deps.store,
+      runs: deps.runs,
+      audience: this.audience,
+      verbs: this.verbs,
+      log: log.child({ component: "github-issues" }),
+    });
     this.images = new CommentImages({
       clients: deps.clients,
       apiUrl: config.apiUrl,
@@ -100,6 +140,7 @@ export class GitHubIntegration {
     });
     this.route = new WebhookRoute({
       config,
+      label: settings.label,
       store: deps.store,
       queue: this.queue,
       log: log.child({ component: "github-webhook" }),
@@ -127,8 +168,23 @@ export class GitHubIntegration {
   }
 
   private async onDelivery(delivery: InboundDelivery): Promise<void> {
-    if (delivery.kind !== "issue_comment") return;
-    await this.onComment(delivery.deliveryId, JSON.parse(delivery.payload) as CommentPayload);
+    const p = JSON.parse(delivery.payload) as Payload;
+    this.deps.clients.rememberInstallation(p.repository.full_name, p.installation?.id);
+    switch (delivery.kind) {
+      case "issue_comment":
+        return this.onComment(delivery.deliveryId, p as CommentPayload);
+      case "pull_request_review_comment":
+        return this.pullRequests.onReviewComment(delivery.deliveryId, p);
+      case "pull_request_review":
+        return this.pullRequests.onReview(delivery.deliveryId, p);
+      case "pull_request":
+        return this.pullRequests.onClosed(p);
+      case "check_suite":
+      case "workflow_run":
+        return this.autofix.onFailure(delivery.kind, p);
+      case "issues":
+        return this.issueStarts.onIssue(delivery.deliveryId, p);
+    }
   }
 
   /** A comment that mentions the bot, acknowledged and deduped by the route. */
@@ -137,7 +193,6 @@ export class GitHubIntegration {
     const repo = p.repository.full_name;
     const login = p.comment.user!.login;
     const issue = new IssueThread(store, repo, p.issue.number, delivery);
-    this.deps.clients.rememberInstallation(repo, p.installation?.id);
     // Received.
     await issue.react(p.comment.id, "eyes");
 
@@ -176,10 +231,17 @@ export class GitHubIntegration {
     const followupImages = () => this.images.collect(repo, [p.comment.body]);
     const runImages = () => this.images.collect(repo, [p.comment.body, p.issue.body]);
 
+    const followup = async (runId: string) => {
+      if (binding?.ended)
+        return this.verbs.notice(
+          issue,
+          login,
+          endedText(p.issue.number, binding.ended, runId, config.botHandle),
+        );
+      await this.verbs.followup(issue, login, runId, text, key("followup"), followupImages);
+    };
     // On an issue that has a run, anything that is not a verb (or `/codex …`, a new run) is a follow-up.
-    if (binding && !VERBS.has(verb) && !selectsAgent(verb)) {
-      return this.verbs.followup(issue, login, binding.runId, text, key("followup"), followupImages);
-    }
+    if (binding && !VERBS.has(verb) && !selectsAgent(verb)) return followup(binding.runId);
     let command: Command;
     try {
       command = parseCommand(text, "github");
@@ -209,12 +271,27 @@ export class GitHubIntegration {
           noticeText(login, await loginReply(this.deps.webLogin, login, command.code)),
         );
       case "run":
-        if (binding && !command.forceNew) {
-          return this.verbs.followup(issue, login, binding.runId, text, key("followup"), followupImages);
-        }
-        return this.verbs.start(issue, p, creator, command, key("create"), runImages);
+        if (binding && !command.forceNew) return followup(binding.runId);
+        return this.verbs.start(
+          issue,
+          {
+            issue: { ...p.issue, isPullRequest: Boolean(p.issue.pull_request) },
+            requester: login,
+            triggerUrl: p.comment.html_url,
+            triggerRef: String(p.comment.id),
+          },
+          creator,
+          command,
+          key("create"),
+          runImages,
+        );
     }
   }
+}
+
+/** Why a comment on a pull request whose run is done with it steers nothing, and what to do instead. */
+export function endedText(number: number, why: string, runId: string, handle: string): string {
+  return `Pull request #${number} was ${why}: run \`${runId}\` no longer takes follow-ups from it. \`@${handle} new <task>\` starts a new run.`;
 }
 
 /** Each repository's default agent from the settings, looked up without regard to case (as GitHub names match). */
@@ -223,10 +300,4 @@ function repositoryAgents(settings: GitHubSettings): (repo: string) => string | 
     Object.entries(settings.repositories).map(([repo, s]) => [repo.toLowerCase(), s.agent] as const),
   );
   return (repo) => agents.get(repo.toLowerCase());
-}
-
-/** The same comment, however often delivered, makes one call of each purpose. */
-function idempotencyKey(purpose: string, repo: string, commentId: number): string {
-  const digest = createHash("sha256").update(`${repo}\n${commentId}`).digest("base64url").slice(0, 32);
-  return `github-${purpose}-${digest}`;
 }

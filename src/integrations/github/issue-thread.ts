@@ -1,3 +1,4 @@
+import { threadKey } from "../../model/thread-binding.ts";
 import type { OutboxMessage, Store } from "../../store/store.ts";
 import { githubTarget } from "./github-comment-sender.ts";
 
@@ -16,6 +17,11 @@ export class IssueThread {
     this.delivery = delivery;
   }
 
+  /** The key of a run's binding to this issue (model/thread-binding.ts). */
+  get threadKey(): string {
+    return threadKey({ platform: "github", workspace: this.repo, channel: String(this.number) });
+  }
+
   private get group(): string {
     return `github:${this.repo}#${this.number}`;
   }
@@ -27,6 +33,34 @@ export class IssueThread {
       stream: `gh-react:${this.repo}:${commentId}`,
       target: githubTarget({ workspace: this.repo }),
       payload: { repo: this.repo, issue_number: this.number, comment_id: commentId, content },
+    });
+  }
+
+  /** 👀 and friends on an inline review comment of the pull request. */
+  reactToReviewComment(commentId: number, content: string): Promise<void> {
+    return this.enqueue({
+      dedupeKey: `gh-react:${this.repo}:review:${commentId}:${content}`,
+      kind: "reaction",
+      stream: `gh-react:${this.repo}:review:${commentId}`,
+      target: githubTarget({ workspace: this.repo }),
+      payload: {
+        repo: this.repo,
+        issue_number: this.number,
+        comment_id: commentId,
+        content,
+        review_comment: true,
+      },
+    });
+  }
+
+  /** A reply in the review thread of an inline comment (the conversation tab stays quiet). */
+  replyInReview(commentId: number, purpose: string, body: string): Promise<void> {
+    return this.enqueue({
+      dedupeKey: `gh-reply:${this.delivery}:${purpose}`,
+      kind: "reply",
+      stream: `gh-issue:${this.group}`,
+      target: githubTarget({ workspace: this.repo }),
+      payload: { repo: this.repo, issue_number: this.number, body, in_reply_to: commentId },
     });
   }
 

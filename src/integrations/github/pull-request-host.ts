@@ -1,4 +1,7 @@
 import type { PullRequestHost, PullRequestRef } from "../../delivery/pull-request-host.ts";
+import type { RunRecord } from "../../model/run.ts";
+import type { Store } from "../../store/store.ts";
+import { githubLoginOf } from "./github-audience.ts";
 import { type GitHubClients, splitRepo } from "./github-clients.ts";
 
 /**
@@ -8,9 +11,29 @@ import { type GitHubClients, splitRepo } from "./github-clients.ts";
  */
 export class GitHubPullRequests implements PullRequestHost {
   private readonly clients: GitHubClients;
+  private readonly store: Pick<Store, "bindThread">;
 
-  constructor(clients: GitHubClients) {
+  constructor(clients: GitHubClients, store: Pick<Store, "bindThread">) {
     this.clients = clients;
+    this.store = store;
+  }
+
+  /**
+   * Binds the pull request to the run as a GitHub thread. Its requester is the run's creator when that is
+   * a GitHub user (the final comment mentions them); a run asked for elsewhere mentions nobody there.
+   */
+  async adopt(run: Pick<RunRecord, "id" | "creator">, repository: string, pr: PullRequestRef): Promise<void> {
+    await this.store.bindThread({
+      runId: run.id,
+      platform: "github",
+      workspace: repository,
+      channel: String(pr.number),
+      thread: null,
+      triggerRef: null,
+      requester: githubLoginOf(run.creator.uid) ?? "",
+      createdAt: new Date().toISOString(),
+      adopted: true,
+    });
   }
 
   async gitToken(repository: string): Promise<string | undefined> {

@@ -61,7 +61,7 @@ export async function createSurface(ctx: SurfaceContext): Promise<Surface> {
   return {
     platform: "github",
     ...(app ? { audience: app.audience, inbound: app } : {}),
-    pullRequests: new GitHubPullRequests(clients),
+    pullRequests: new GitHubPullRequests(clients, store),
     ...(commentSignIn ? { commentSignIn } : {}),
     ...(ctx.outbound
       ? {

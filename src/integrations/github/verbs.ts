@@ -7,7 +7,6 @@ import type { Store } from "../../store/store.ts";
 import type { CollectedImages } from "../attachments/collect-images.ts";
 import { type Command, createBody } from "../grammar.ts";
 import { describeError, refusedAgent, runErrorCode } from "../run-errors.ts";
-import type { CommentPayload } from "./comment-payload.ts";
 import { type GitHubClients, splitRepo } from "./github-clients.ts";
 import type { IssueThread } from "./issue-thread.ts";
 import { helpText, noticeText, promptWithContext, refusalText, statusComment, titleFor } from "./messages.ts";
@@ -26,10 +25,21 @@ export interface VerbsDeps {
   runs: RunsApi;
   /** Reads the pull request a comment was made on (its base and head), for where the run delivers. */
   clients: Pick<GitHubClients, "forRepo">;
-  store: Pick<Store, "bindThread" | "listThreadBindings" | "claimInbound">;
+  store: Pick<Store, "bindThread" | "listThreadBindings" | "claimInbound" | "markThreadAsked">;
   log: Logger;
   /** The repository's default agent (settings `github.repositories.<owner/repo>.agent`), if it has one. */
   repositoryAgent?: (repo: string) => string | undefined;
+}
+
+/** What a run started on an issue or pull request is asked from: a comment, a label, an assignment. */
+export interface StartRequest {
+  issue: { number: number; title: string; body?: string | null; html_url: string; isPullRequest: boolean };
+  /** The GitHub login the run is for (the final comment mentions them). */
+  requester: string;
+  /** The comment (or the issue) that asked. */
+  triggerUrl: string;
+  /** The comment that asked, for the outcome reaction; null when no comment did (a label). */
+  triggerRef: string | null;
 }
 
 /** The delivery fields of a run's config: repository, and a pull request's base and head branch. */
@@ -71,22 +81,22 @@ export class Verbs {
 
   async start(
     issue: IssueThread,
-    p: CommentPayload,
+    request: StartRequest,
     creator: Creator,
     command: Command & { verb: "run" },
     idempotencyKey: string,
     images?: SharedImages,
   ): Promise<void> {
-    const login = p.comment.user!.login;
+    const login = request.requester;
     const context = {
       repo: issue.repo,
-      number: p.issue.number,
-      title: p.issue.title,
-      body: p.issue.body,
-      url: p.issue.html_url,
-      isPullRequest: Boolean(p.issue.pull_request),
+      number: request.issue.number,
+      title: request.issue.title,
+      body: request.issue.body,
+      url: request.issue.html_url,
+      isPullRequest: request.issue.isPullRequest,
       requester: login,
-      commentUrl: p.comment.html_url,
+      commentUrl: request.triggerUrl,
     };
     // `/codex`, `--agent` or `harness=` in the comment beat the repository's default agent.
     const fallbackAgent = command.options.harness ? undefined : this.deps.repositoryAgent?.(issue.repo);
@@ -97,14 +107,14 @@ export class Verbs {
     };
     let delivery: DeliveryConfig;
     try {
-      delivery = await this.deliveryConfig(issue.repo, p);
+      delivery = await this.deliveryConfig(issue.repo, request.issue);
     } catch (err) {
       const status = (err as { status?: unknown }).status;
-      this.log.warn({ err, repo: issue.repo, pull: p.issue.number }, "could not read a pull request");
+      this.log.warn({ err, repo: issue.repo, pull: request.issue.number }, "could not read a pull request");
       return this.notice(
         issue,
         login,
-        `Could not start the run: pull request #${p.issue.number} could not be read from GitHub${typeof status === "number" ? ` (HTTP ${status})` : ""}; try again in a moment.`,
+        `Could not start the run: pull request #${request.issue.number} could not be read from GitHub${typeof status === "number" ? ` (HTTP ${status})` : ""}; try again in a moment.`,
       );
     }
     const attachments = await this.attachmentsOf(issue, login, images);
@@ -117,7 +127,7 @@ export class Verbs {
           config: { ...body.config, ...delivery },
           creator,
           source: "GITHUB_WEBHOOK",
-          trigger_url: p.comment.html_url,
+          trigger_url: request.triggerUrl,
           ...(attachments.length ? { attachments } : {}),
         },
         { idempotencyKey },
@@ -137,7 +147,7 @@ export class Verbs {
       workspace: issue.repo,
       channel: String(issue.number),
       thread: null,
-      triggerRef: String(p.comment.id),
+      triggerRef: request.triggerRef,
       requester: login,
       createdAt: new Date().toISOString(),
     });
@@ -153,11 +163,11 @@ export class Verbs {
    * branch is in this repository (and the PR is open) the work goes onto that branch, so the commits
    * land on the PR; a fork's PR gets a new dispatch/ branch and a PR of its own.
    */
-  private async deliveryConfig(repo: string, p: CommentPayload): Promise<DeliveryConfig> {
-    if (!p.issue.pull_request) return { repository: repo };
+  private async deliveryConfig(repo: string, issue: StartRequest["issue"]): Promise<DeliveryConfig> {
+    if (!issue.isPullRequest) return { repository: repo };
     const [owner, name] = splitRepo(repo);
     const octokit = await this.deps.clients.forRepo(repo);
-    const { data: pr } = await octokit.rest.pulls.get({ owner, repo: name, pull_number: p.issue.number });
+    const { data: pr } = await octokit.rest.pulls.get({ owner, repo: name, pull_number: issue.number });
     const sameRepository =
       pr.state === "open" && pr.head.repo?.full_name?.toLowerCase() === repo.toLowerCase();
     return {
@@ -167,6 +177,7 @@ export class Verbs {
     };
   }
 
+  /** Sends a follow-up asked on `issue` (a thread of the run); true when the run took it. */
   async followup(
     issue: IssueThread,
     login: string,
@@ -174,9 +185,10 @@ export class Verbs {
     message: string,
     idempotencyKey: string,
     images?: SharedImages,
-  ): Promise<void> {
+  ): Promise<boolean> {
     if (message.trim() === "") {
-      return this.notice(issue, login, "The follow-up is empty: say what the agent should do.");
+      await this.notice(issue, login, "The follow-up is empty: say what the agent should do.");
+      return false;
     }
     const attachments = await this.attachmentsOf(issue, login, images);
     try {
@@ -188,7 +200,11 @@ export class Verbs {
     } catch (err) {
       this.log.debug({ err, runId }, "could not send a follow-up from GitHub");
       await this.notice(issue, login, `Could not send the follow-up: ${describeError(err)}`);
+      return false;
     }
+    // The reply at the end of this execution comes here too (docs/surfaces.md, one run, many threads).
+    await this.deps.store.markThreadAsked(runId, issue.threadKey, new Date().toISOString());
+    return true;
   }
 
   async cancel(

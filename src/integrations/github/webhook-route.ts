@@ -5,7 +5,13 @@ import type { GitHubWebhookConfig } from "../../config.ts";
 import { RunError } from "../../model/errors.ts";
 import type { InboxQueue, InboxStore } from "../inbox-queue.ts";
 import { DEFAULT_UNVERIFIED_BODY_BUDGET_BYTES, UnverifiedBodyBudget } from "../unverified-body-budget.ts";
-import { type CommentPayload, whyIgnored } from "./comment-payload.ts";
+import {
+  isTriggerEvent,
+  type Payload,
+  type TriggerSettings,
+  triggerKeys,
+  whyIgnored,
+} from "./webhook-events.ts";
 
 export const GITHUB_WEBHOOK_PATH = "/github/webhooks";
 
@@ -13,11 +19,11 @@ export const GITHUB_WEBHOOK_PATH = "/github/webhooks";
 const HANDLED_EVENT_BODY_LIMIT = 25 * 1024 * 1024;
 /** Any other event (GitHub sends every event the App subscribes to) is refused beyond this. */
 const OTHER_EVENT_BODY_LIMIT = 1024 * 1024;
-/** Events whose payload Dispatch reads; the rest are only acknowledged. */
-const HANDLED_EVENTS = new Set(["issue_comment"]);
 
 export interface WebhookRouteDeps {
   config: Pick<GitHubWebhookConfig, "webhookSecret" | "botHandle" | "appId">;
+  /** The label that starts a run on an issue (settings `github.label`). */
+  label: string;
   store: Pick<InboxStore, "acceptInbound">;
   /** Handles the stored trigger comments, after the acknowledgement. */
   queue: Pick<InboxQueue, "kick">;
@@ -28,8 +34,9 @@ export interface WebhookRouteDeps {
 
 /**
  * POST /github/webhooks: refuses a body over its event's cap before reading it, verifies the signature on
- * the raw bytes before anything is parsed, drops what is not a trigger, stores the trigger in the inbox
- * (deduped on the delivery id and (repo, comment id)), answers 202 and leaves the work to the queue.
+ * the raw bytes before anything is parsed, drops what is not a trigger (webhook-events.ts), stores the
+ * trigger in the inbox (deduped on the delivery id and the event's own keys, such as (repo, comment id)),
+ * answers 202 and leaves the work to the queue.
  */
 export class WebhookRoute {
   private readonly deps: WebhookRouteDeps;
@@ -74,6 +81,10 @@ export class WebhookRoute {
     });
   }
 
+  private trigger(): TriggerSettings {
+    return { botHandle: this.deps.config.botHandle, appId: this.deps.config.appId, label: this.deps.label };
+  }
+
   private async handle(req: FastifyRequest, reply: FastifyReply): Promise<unknown> {
     const raw = Buffer.isBuffer(req.body) ? req.body.toString("utf8") : "";
     const signature = header(req, "x-hub-signature-256") ?? "";
@@ -94,11 +105,10 @@ export class WebhookRoute {
     if (!payload) throw new RunError("invalid_request", "GitHub webhook: the body is not a JSON payload");
     if (event === "ping") return reply.code(200).send({ ok: true });
 
-    const comment = payload as unknown as CommentPayload;
-    const ignored = event === "issue_comment" ? whyIgnored(comment, this.deps.config) : "not issue_comment";
+    const ignored = whyIgnored(event, payload, this.trigger());
     if (ignored) return reply.code(202).send({ ok: true, ignored });
 
-    if (!(await this.accept(event, delivery, comment))) {
+    if (!(await this.accept(event, delivery, payload))) {
       req.log.debug({ delivery }, "duplicate GitHub delivery acknowledged");
       return reply.code(200).send({ ok: true, duplicate: true });
     }
@@ -107,21 +117,18 @@ export class WebhookRoute {
   }
 
   /**
-   * Stores the delivery for the queue, deduped on the delivery id (redeliveries reuse it) and on (repo,
-   * comment id). Only a stored delivery is acknowledged: if the store cannot take it, GitHub is answered
+   * Stores the delivery for the queue, deduped on the delivery id (redeliveries reuse it) and on the
+   * event's own keys (a comment delivered under two ids is one comment). Only a stored delivery is acknowledged: if the store cannot take it, GitHub is answered
    * 503 and the delivery can be redelivered.
    */
-  private async accept(event: string, delivery: string, p: CommentPayload): Promise<boolean> {
+  private async accept(event: string, delivery: string, p: Payload): Promise<boolean> {
     try {
       return await this.deps.store.acceptInbound({
         source: "github",
         kind: event,
         deliveryId: delivery,
         payload: JSON.stringify(p),
-        keys: [
-          { key: `github:delivery:${delivery}` },
-          { key: `github:comment:${p.repository.full_name}:${p.comment.id}` },
-        ],
+        keys: [`github:delivery:${delivery}`, ...triggerKeys(event, p)].map((key) => ({ key })),
       });
     } catch (err) {
       this.deps.log.error({ err, delivery }, "could not store a GitHub delivery");
@@ -137,7 +144,7 @@ export class WebhookRoute {
 }
 
 function bodyLimit(req: FastifyRequest): number {
-  return HANDLED_EVENTS.has(header(req, "x-github-event") ?? "")
+  return isTriggerEvent(header(req, "x-github-event") ?? "")
     ? HANDLED_EVENT_BODY_LIMIT
     : OTHER_EVENT_BODY_LIMIT;
 }

@@ -105,17 +105,27 @@ export async function releaseInboundDelivery(
 export async function bindThread(db: Database, b: ThreadBinding): Promise<void> {
   await db.tx(async (tx) => {
     await tx.changes(
-      `INSERT INTO thread_bindings (run_id, platform, workspace, channel, thread, trigger_ref, requester, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (run_id, platform, workspace, channel) DO NOTHING`,
-      [b.runId, b.platform, b.workspace, b.channel, b.thread, b.triggerRef, b.requester, b.createdAt],
+      `INSERT INTO thread_bindings (run_id, platform, workspace, channel, thread, trigger_ref, requester, created_at, adopted)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (run_id, platform, workspace, channel) DO NOTHING`,
+      [
+        b.runId,
+        b.platform,
+        b.workspace,
+        b.channel,
+        b.thread,
+        b.triggerRef,
+        b.requester,
+        b.createdAt,
+        b.adopted === true,
+      ],
     );
     // Where the run reports to is part of its reporting state: the notifier can act on it now.
     tx.signal("run_changed", b.runId);
   });
 }
 
-/** The origin first: the earliest bound (ties, within a millisecond, in key order). */
-const BINDING_ORDER = "ORDER BY created_at, platform, workspace, channel";
+/** The origin first: the earliest thread the run was asked in (then adopted ones; ties in key order). */
+const BINDING_ORDER = "ORDER BY adopted, created_at, platform, workspace, channel";
 const KEY = "platform || ':' || workspace || ':' || channel";
 
 export async function getThreadBinding(
@@ -142,6 +152,14 @@ export async function markThreadAsked(db: Database, runId: string, key: string, 
     runId,
     key,
   ]);
+}
+
+export async function endThread(db: Database, runId: string, key: string, why: string): Promise<boolean> {
+  const changed = await db.changes(
+    `UPDATE thread_bindings SET ended = $1 WHERE run_id = $2 AND ${KEY} = $3 AND ended IS NULL`,
+    [why, runId, key],
+  );
+  return changed === 1;
 }
 
 export async function listBoundPlaces(db: Database, teamId: string): Promise<BoundPlace[]> {

@@ -33,7 +33,7 @@ export async function loadNotifierState(db: Database, runIds: string[]): Promise
   return addNotifierState(
     new Map(),
     await db.rows(
-      "SELECT * FROM thread_bindings WHERE run_id = ANY($1::text[]) ORDER BY created_at, platform, workspace, channel",
+      "SELECT * FROM thread_bindings WHERE run_id = ANY($1::text[]) ORDER BY adopted, created_at, platform, workspace, channel",
       [runIds],
     ),
     await db.rows("SELECT * FROM notifier_cards WHERE run_id = ANY($1::text[])", [runIds]),

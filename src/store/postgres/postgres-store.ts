@@ -77,6 +77,7 @@ const statements: Statements<Database> = {
   getThreadBinding: inbound.getThreadBinding,
   listThreadBindings: inbound.listThreadBindings,
   markThreadAsked: inbound.markThreadAsked,
+  endThread: inbound.endThread,
   listBoundPlaces: inbound.listBoundPlaces,
   findLatestBinding: inbound.findLatestBinding,
   listChannelBindings: inbound.listChannelBindings,

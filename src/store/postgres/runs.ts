@@ -121,7 +121,7 @@ export function audienceCondition(filter: AudienceFilter, bind: (value: unknown)
   const bound = `EXISTS (SELECT 1 FROM thread_bindings b, jsonb_array_elements(${bind(placesJson(filter))}::jsonb) p
     WHERE b.run_id = runs.id AND b.platform = p ->> 0 AND b.workspace = p ->> 1
       AND (p ->> 2 IS NULL OR b.channel = p ->> 2))`;
-  const unbound = "NOT EXISTS (SELECT 1 FROM thread_bindings b WHERE b.run_id = runs.id)";
+  const unbound = "NOT EXISTS (SELECT 1 FROM thread_bindings b WHERE b.run_id = runs.id AND NOT b.adopted)";
   return filter.unbound ? `(${unbound} OR ${bound})` : bound;
 }
 

@@ -113,17 +113,27 @@ export async function bindThread(db: Database, b: ThreadBinding): Promise<void> 
   await db.grouped(() =>
     db
       .sql(
-        `INSERT INTO thread_bindings (run_id, platform, workspace, channel, thread, trigger_ref, requester, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, platform, workspace, channel) DO NOTHING`,
+        `INSERT INTO thread_bindings (run_id, platform, workspace, channel, thread, trigger_ref, requester, created_at, adopted)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, platform, workspace, channel) DO NOTHING`,
       )
-      .run(b.runId, b.platform, b.workspace, b.channel, b.thread, b.triggerRef, b.requester, b.createdAt),
+      .run(
+        b.runId,
+        b.platform,
+        b.workspace,
+        b.channel,
+        b.thread,
+        b.triggerRef,
+        b.requester,
+        b.createdAt,
+        b.adopted ? 1 : 0,
+      ),
   );
   // Where the run reports to is part of its reporting state: the notifier can act on it now.
   db.signals.emit("run_changed", b.runId);
 }
 
-/** The origin first: the earliest bound (ties, within a millisecond, in key order). */
-const BINDING_ORDER = "ORDER BY created_at, platform, workspace, channel";
+/** The origin first: the earliest thread the run was asked in (then adopted ones; ties in key order). */
+const BINDING_ORDER = "ORDER BY adopted, created_at, platform, workspace, channel";
 
 export async function getThreadBinding(
   db: Database,
@@ -157,6 +167,19 @@ export async function markThreadAsked(db: Database, runId: string, key: string, 
       )
       .run(at, runId, key),
   );
+}
+
+export async function endThread(db: Database, runId: string, key: string, why: string): Promise<boolean> {
+  const changed = await db.grouped(
+    () =>
+      db
+        .sql(
+          `UPDATE thread_bindings SET ended = ?
+            WHERE run_id = ? AND platform || ':' || workspace || ':' || channel = ? AND ended IS NULL`,
+        )
+        .run(why, runId, key).changes,
+  );
+  return Number(changed) === 1;
 }
 
 export async function listBoundPlaces(db: Database, teamId: string): Promise<BoundPlace[]> {

@@ -44,7 +44,7 @@ export async function loadNotifierState(db: Database, runIds: string[]): Promise
       out,
       db
         .sql(
-          `SELECT * FROM thread_bindings WHERE run_id IN (${marks}) ORDER BY created_at, platform, workspace, channel`,
+          `SELECT * FROM thread_bindings WHERE run_id IN (${marks}) ORDER BY adopted, created_at, platform, workspace, channel`,
         )
         .all(...ids) as Row[],
       db.sql(`SELECT * FROM notifier_cards WHERE run_id IN (${marks})`).all(...ids) as Row[],

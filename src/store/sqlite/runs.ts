@@ -117,7 +117,7 @@ export async function getRunBySession(db: Database, sessionId: string): Promise<
 }
 
 /**
- * The SQL condition (on `runs`) of a viewer's audience filter, with its parameters: unbound runs when the
+ * The SQL condition (on `runs`) of a viewer's audience filter, with its parameters: runs asked for in no thread (the team's) when the
  * filter admits them, and runs with a binding at one of its places (a null channel: any in the workspace).
  */
 export function audienceCondition(filter: AudienceFilter): { sql: string; params: SQLInputValue[] } {
@@ -125,7 +125,7 @@ export function audienceCondition(filter: AudienceFilter): { sql: string; params
       ON b.platform = p.value ->> '$[0]' AND b.workspace = p.value ->> '$[1]'
       AND (p.value ->> '$[2]' IS NULL OR b.channel = p.value ->> '$[2]')
     WHERE b.run_id = runs.id)`;
-  const unbound = "NOT EXISTS (SELECT 1 FROM thread_bindings b WHERE b.run_id = runs.id)";
+  const unbound = "NOT EXISTS (SELECT 1 FROM thread_bindings b WHERE b.run_id = runs.id AND b.adopted = 0)";
   return { sql: filter.unbound ? `(${unbound} OR ${bound})` : bound, params: [placesJson(filter)] };
 }
 

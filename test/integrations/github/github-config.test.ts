@@ -103,6 +103,8 @@ describe("GitHub configuration", () => {
       min_permission: "write",
       permission_cache_seconds: 60,
       repositories: {},
+      label: "dispatch",
+      autofix: { max_attempts: 3 },
     });
   });
 

@@ -122,9 +122,12 @@ describe("GitHub-triggered runs deliver to the triggering repository", () => {
       const last = run.artifacts.findLast((a: Json) => a.artifact_type === "PULL_REQUEST");
       expect(last.data).toMatchObject({ number: pr.number, branch, repository: g.repo, base: "master" });
       const onPr = g.fake.issueComments(g.repo, pr.number);
-      expect(onPr.map((c) => c.body.split("\n")[0])).toEqual([
-        `Follow-up pushed: ${String(last.data.head_sha).slice(0, 12)} — say more`,
-      ]);
+      expect(
+        onPr.filter((c) => !c.body.startsWith("<!-- dispatch")).map((c) => c.body.split("\n")[0]),
+      ).toEqual([`Follow-up pushed: ${String(last.data.head_sha).slice(0, 12)} — say more`]);
+      // The pull request is one of the run's threads: its own tracking comment follows the run there too.
+      const onPrTracking = await trackingWith(pr.number, `[PR #${pr.number} updated]`);
+      expect(onPrTracking.body).toContain(`PR #${pr.number} updated`);
 
       const tracking = await trackingWith(issue, `[PR #${pr.number} updated]`);
       expect(tracking.body).toContain(

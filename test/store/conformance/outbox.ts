@@ -253,6 +253,12 @@ export function outboxConformance(t: StoreSuite): void {
       ).toEqual(["pr-final"]);
       expect((await t.store.getCardState(run.id, PR))?.cardRef).toBe("777");
       expect((await t.store.getCardState(run.id, SLACK))?.cardRef).toBeNull();
+
+      // The pull request merged: the thread ends once.
+      expect(await t.store.endThread(run.id, PR, "merged")).toBe(true);
+      expect(await t.store.endThread(run.id, PR, "closed")).toBe(false);
+      expect(await t.store.getThreadBinding(run.id, PR)).toMatchObject({ ended: "merged" });
+      expect(await t.store.getThreadBinding(run.id, SLACK)).toMatchObject({ ended: null });
     });
   });
 }

@@ -352,6 +352,8 @@ export function schedulesConformance(t: StoreSuite): void {
         requester: "U1",
         createdAt: run.createdAt,
         askedAt: null,
+        adopted: false,
+        ended: null,
       });
     });
 

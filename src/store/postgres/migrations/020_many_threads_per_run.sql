@@ -5,6 +5,11 @@ ALTER TABLE thread_bindings DROP CONSTRAINT thread_bindings_pkey;
 ALTER TABLE thread_bindings ADD PRIMARY KEY (run_id, platform, workspace, channel);
 -- When someone last asked the run something from this thread (its final reply then goes here too).
 ALTER TABLE thread_bindings ADD COLUMN asked_at text COLLATE "C";
+-- Bound because the run delivered there (the pull request it opened), not because it was asked there;
+-- such threads add to the run's audience without taking the team's away from an API run.
+ALTER TABLE thread_bindings ADD COLUMN adopted boolean NOT NULL DEFAULT false;
+-- Why the thread stopped following the run ("merged", "closed": its pull request is done); null while it follows.
+ALTER TABLE thread_bindings ADD COLUMN ended text;
 
 ALTER TABLE notifier_cards ADD COLUMN thread_key text COLLATE "C" NOT NULL DEFAULT '';
 UPDATE notifier_cards c SET thread_key = b.platform || ':' || b.workspace || ':' || b.channel

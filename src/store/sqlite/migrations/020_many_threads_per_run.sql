@@ -12,6 +12,11 @@ CREATE TABLE thread_bindings_many (
   created_at TEXT NOT NULL,
   -- When someone last asked the run something from this thread (its final reply then goes here too).
   asked_at TEXT,
+  -- 1: bound because the run delivered there (the pull request it opened), not because it was asked
+  -- there; such threads add to the run's audience without taking the team's away from an API run.
+  adopted INTEGER NOT NULL DEFAULT 0,
+  -- Why the thread stopped following the run ("merged", "closed": its pull request is done); null while it follows.
+  ended TEXT,
   PRIMARY KEY (run_id, platform, workspace, channel)
 ) WITHOUT ROWID;
 INSERT INTO thread_bindings_many (run_id, platform, workspace, channel, thread, trigger_ref, requester, created_at)
