@@ -47,6 +47,30 @@ export interface FakePullRequest {
   html_url: string;
 }
 
+export interface FakeReviewComment {
+  id: number;
+  path: string;
+  line: number | null;
+  body: string;
+  user: string;
+}
+
+export interface FakeCheckRun {
+  id: number;
+  name: string;
+  conclusion: string;
+  /** "github-actions" for a GitHub Actions job (its id is the job's). */
+  app: string;
+  output?: { title?: string; summary?: string; text?: string };
+}
+
+export interface FakeJob {
+  id: number;
+  name: string;
+  conclusion: string;
+  steps: Array<{ number: number; name: string; conclusion: string }>;
+}
+
 export type GitHubFailure =
   | { status: 403; retryAfter: number; secondary: true }
   | { status: 403; rateLimitReset: number }
@@ -81,6 +105,16 @@ export class FakeGitHub {
   gitRoot: string | undefined;
   /** The login comments are written as (an App writes as "<slug>[bot]"). */
   botLogin = "dispatch-bot";
+  /** Inline comments of a pull request review, by review id (GET …/pulls/{n}/reviews/{id}/comments). */
+  readonly reviewComments = new Map<number, FakeReviewComment[]>();
+  /** Replies Dispatch wrote in review threads (POST …/pulls/{n}/comments/{id}/replies). */
+  readonly reviewReplies: Array<{ repo: string; pull: number; inReplyTo: number; body: string }> = [];
+  /** Check runs of a check suite, by suite id (GET …/check-suites/{id}/check-runs). */
+  readonly checkRuns = new Map<number, FakeCheckRun[]>();
+  /** Jobs of a GitHub Actions workflow run, by run id (GET …/actions/runs/{id}/jobs). */
+  readonly workflowJobs = new Map<number, FakeJob[]>();
+  /** A job's log, by job id: …/actions/jobs/{id}/logs answers 302 to a link that serves it, as GitHub does. */
+  readonly jobLogs = new Map<number, string>();
 
   /** Accepts the GitHub App `appId` whose private key matches `publicKeyPem`. */
   app(appId: string, publicKeyPem: string, slug = "dispatch"): this {
@@ -251,6 +285,17 @@ export class FakeGitHub {
       }
     }
 
+    const logLink = method === "GET" ? /^\/job-logs\/(\d+)$/.exec(path) : null;
+    if (logLink) {
+      const text = this.jobLogs.get(Number(logLink[1]));
+      if (text === undefined || call.query.get("sig") !== "signed") return error(404, "Not Found");
+      return {
+        status: 200,
+        headers: { "content-type": "text/plain; charset=utf-8" },
+        body: Buffer.from(text),
+      };
+    }
+
     // --- everything else needs a token ---
     const token = /^(?:token|bearer)\s+(\S+)$/i.exec(call.auth ?? "")?.[1];
     const installationToken = token ? this.installationTokens.get(token) : undefined;
@@ -416,6 +461,86 @@ export class FakeGitHub {
       comment.updated_at = new Date().toISOString();
       comment.edits += 1;
       return ok(200, this.wire(comment));
+    }
+    m = route(/^\/repos\/([^/]+\/[^/]+)\/pulls\/(\d+)\/reviews\/(\d+)\/comments$/, "GET");
+    if (m) {
+      const comments = this.reviewComments.get(Number(m[3])) ?? [];
+      return ok(
+        200,
+        comments.map((c) => ({
+          id: c.id,
+          pull_request_review_id: Number(m![3]),
+          path: c.path,
+          line: c.line,
+          original_line: c.line,
+          body: c.body,
+          user: { login: c.user, type: "User" },
+          html_url: `https://github.com/${m![1]}/pull/${m![2]}#discussion_r${c.id}`,
+        })),
+      );
+    }
+    m = route(/^\/repos\/([^/]+\/[^/]+)\/pulls\/(\d+)\/comments\/(\d+)\/replies$/, "POST");
+    if (m) {
+      if (typeof call.body?.body !== "string") return error(422, "Validation Failed");
+      this.reviewReplies.push({
+        repo: m[1]!,
+        pull: Number(m[2]),
+        inReplyTo: Number(m[3]),
+        body: call.body.body,
+      });
+      const id = ++this.nextId;
+      return ok(201, {
+        id,
+        in_reply_to_id: Number(m[3]),
+        body: call.body.body,
+        user: { login: this.botLogin, type: "Bot" },
+      });
+    }
+    m = route(/^\/repos\/([^/]+\/[^/]+)\/check-suites\/(\d+)\/check-runs$/, "GET");
+    if (m) {
+      const runs = this.checkRuns.get(Number(m[2])) ?? [];
+      return ok(200, {
+        total_count: runs.length,
+        check_runs: runs.map((r) => ({
+          id: r.id,
+          name: r.name,
+          status: "completed",
+          conclusion: r.conclusion,
+          app: { slug: r.app, name: r.app },
+          output: { title: null, summary: null, text: null, annotations_count: 0, ...r.output },
+        })),
+      });
+    }
+    m = route(/^\/repos\/([^/]+\/[^/]+)\/actions\/runs\/(\d+)\/jobs$/, "GET");
+    if (m) {
+      const jobs = this.workflowJobs.get(Number(m[2])) ?? [];
+      return ok(200, {
+        total_count: jobs.length,
+        jobs: jobs.map((j) => ({
+          ...j,
+          run_id: Number(m![2]),
+          status: "completed",
+          steps: j.steps.map((st) => ({ ...st, status: "completed" })),
+        })),
+      });
+    }
+    m = route(/^\/repos\/([^/]+\/[^/]+)\/actions\/jobs\/(\d+)\/logs$/, "GET");
+    if (m) {
+      if (!this.jobLogs.has(Number(m[2]))) return error(404, "Not Found");
+      return { status: 302, headers: { location: `${this.url}/job-logs/${m[2]}?sig=signed` }, body: "" };
+    }
+    m = route(/^\/repos\/([^/]+\/[^/]+)\/pulls\/comments\/(\d+)\/reactions$/, "POST");
+    if (m) {
+      const content = String(call.body?.content ?? "");
+      if (!["+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"].includes(content)) {
+        return error(422, "Validation Failed");
+      }
+      const commentId = Number(m[2]);
+      const body = { id: commentId * 10 + 2, content, user: { login: this.botLogin, type: "Bot" } };
+      if (this.reactions.some((r) => r.comment_id === commentId && r.content === content))
+        return ok(200, body);
+      this.reactions.push({ repo: m[1]!, comment_id: commentId, content, user: this.botLogin });
+      return ok(201, body);
     }
     m = route(/^\/repos\/([^/]+\/[^/]+)\/issues\/comments\/(\d+)\/reactions$/, "POST");
     if (m) {

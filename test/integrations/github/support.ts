@@ -90,6 +90,22 @@ export function commentPayload(o: CommentOptions): Payload {
   return p;
 }
 
+/**
+ * A real-shaped payload of `event` with `action` (an example with an installation when there is one),
+ * deep-copied, its sender a user and its installation the test's.
+ */
+export function eventPayload(event: string, action: string): Payload {
+  const def = examples.find((e) => e.name === event);
+  const all = (def?.examples ?? []) as Payload[];
+  const example =
+    all.find((e) => e.action === action && e.installation) ?? all.find((e) => e.action === action);
+  if (!example) throw new Error(`no ${event}.${action} example`);
+  const p = structuredClone(example);
+  p.installation = { id: INSTALLATION_ID, node_id: "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ==" };
+  p.sender = { ...p.sender, type: "User" };
+  return p;
+}
+
 /** `sha256=<hex>` of the raw body under the webhook secret, exactly as GitHub signs deliveries. */
 export function signGitHub(secret: string, body: string): string {
   return `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`;
