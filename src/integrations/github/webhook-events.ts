@@ -86,6 +86,9 @@ const TRIGGERS: Record<string, TriggerEvent> = {
   },
 };
 
+/** The events Dispatch acts on: the App manifest subscribes to exactly these. */
+export const TRIGGER_EVENTS: readonly string[] = Object.keys(TRIGGERS);
+
 /** Events whose payload Dispatch reads (the rest are acknowledged and dropped). */
 export function isTriggerEvent(event: string): boolean {
   return Object.hasOwn(TRIGGERS, event);
