@@ -427,6 +427,20 @@ describe("one run from request to merge", () => {
           thread: null,
         }),
       ).toBeUndefined();
+      // Every event Dispatch acts on is verified before anything is read.
+      for (const [event, action] of [
+        ["pull_request_review_comment", "created"],
+        ["pull_request_review", "submitted"],
+        ["check_suite", "completed"],
+        ["workflow_run", "completed"],
+        ["pull_request", "closed"],
+      ] as const) {
+        const res = await g.deliver(eventPayload(event, action), {
+          event,
+          headers: { "x-hub-signature-256": `sha256=${"0".repeat(64)}` },
+        });
+        expect([event, res.status]).toEqual([event, 401]);
+      }
       expect((await g.deliver(assigned, { event: "issues" })).status).toBe(202);
       await waitFor(
         () =>
