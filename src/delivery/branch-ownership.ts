@@ -15,7 +15,9 @@ export type BranchClaim =
   /** The branch of the run this one continues (parent_run_id), in the same repository. */
   | { kind: "parent_run" }
   /** The head branch of the open pull request this run was started on (its GitHub trigger comment). */
-  | { kind: "pull_request"; number: number };
+  | { kind: "pull_request"; number: number }
+  /** An earlier run of the same schedule pushed it: a schedule that names its branch works on it each time. */
+  | { kind: "schedule"; runId: string };
 
 export interface BranchEvidence {
   run: RunRecord;
@@ -25,6 +27,10 @@ export interface BranchEvidence {
   transcript(): Promise<RunEvent[]>;
   /** The run this one continues (parent_run_id), if it has one and it exists. */
   parent(): Promise<RunRecord | undefined>;
+  /** The latest other runs of the schedule that fired this one, newest first (none for a run asked for directly). */
+  scheduleSiblings(): Promise<RunRecord[]>;
+  /** Another run's transcript. */
+  transcriptOf(runId: string): Promise<RunEvent[]>;
   pullRequests: PullRequestHost | undefined;
   signal: AbortSignal;
 }
@@ -40,6 +46,12 @@ export async function claimExistingBranch(e: BranchEvidence): Promise<BranchClai
     parent.agentConfig.branch === branch
   )
     return { kind: "parent_run" };
+  for (const sibling of await e.scheduleSiblings()) {
+    if (sibling.id === run.id || !sameRepository(sibling.agentConfig.repository, repository)) continue;
+    if (sibling.agentConfig.branch !== branch) continue;
+    if ((await e.transcriptOf(sibling.id)).some((event) => pushedBranchOf(event) === branch))
+      return { kind: "schedule", runId: sibling.id };
+  }
   const trigger = triggerOf(run.triggerUrl, repository);
   if (trigger?.kind === "pull" && e.pullRequests) {
     const pr = await e.pullRequests.findOpen(repository, branch, e.signal).catch(() => undefined);
@@ -51,7 +63,7 @@ export async function claimExistingBranch(e: BranchEvidence): Promise<BranchClai
 
 /** Why the run may not work on `branch`: it exists and is not the run's. */
 export function notOwnBranch(repository: string, branch: string): string {
-  return `config.branch: ${branch} already exists in ${repository} and is not this run's. A run pushes only to a branch it creates, to the branch of the run it continues (parent_run_id) or to the branch of the pull request it was started on; leave config.branch out for a new branch, or name one that does not exist yet.`;
+  return `config.branch: ${branch} already exists in ${repository} and is not this run's. A run pushes only to a branch it creates, to the branch of the run it continues (parent_run_id), to the branch of the pull request it was started on or to a branch an earlier run of its schedule pushed; leave config.branch out for a new branch, or name one that does not exist yet.`;
 }
 
 /** The transcript event delivery records once it has pushed: the evidence of `this_run` later on. */

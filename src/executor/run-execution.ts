@@ -67,6 +67,9 @@ export interface DeliveryDeps {
   sessionLink(run: RunRecord): string;
 }
 
+/** Earlier runs of a schedule looked at for its branch (the latest push is among the last few). */
+const SCHEDULE_SIBLINGS = 5;
+
 export type StopReason = "cancelled" | "lease_lost" | "shutdown" | "disk_quota" | "cost_limit";
 
 /**
@@ -364,6 +367,18 @@ export class RunExecution {
           transcript: () => readTranscript(this.deps.store, this.run.id),
           parent: async () =>
             this.run.parentRunId ? this.deps.store.getRun(this.run.teamId, this.run.parentRunId) : undefined,
+          scheduleSiblings: async () =>
+            this.run.schedule
+              ? (
+                  await this.deps.store.listRuns(this.run.teamId, {
+                    scheduleId: this.run.schedule.scheduleId,
+                    limit: SCHEDULE_SIBLINGS,
+                    sortBy: "created_at",
+                    sortOrder: "desc",
+                  })
+                ).runs
+              : [],
+          transcriptOf: (runId) => readTranscript(this.deps.store, runId),
           pullRequests: delivery.pullRequests,
           signal,
         }),

@@ -131,7 +131,12 @@ export function triggerOf(
   return { kind: m[2] as "issues" | "pull", number: Number(m[3]) };
 }
 
-/** The branch a run's work goes to: `dispatch/<first 8 of the run id>-<slug of the title, ≤ 40>`. */
+/**
+ * The branch a run's work goes to: `dispatch/<last 8 of the run id>-<slug of the title, ≤ 40>`. The
+ * last characters, not the first: a UUIDv7 starts with its timestamp, so runs made within a minute of each
+ * other share their first 8, and two with the same title would get one branch (the second then refused as
+ * another run's). Its last 8 are random.
+ */
 export function workBranchName(runId: string, title: string): string {
   const slug = title
     .normalize("NFKD")
@@ -141,6 +146,6 @@ export function workBranchName(runId: string, title: string): string {
     .replace(/^-+|-+$/g, "")
     .slice(0, 40)
     .replace(/-+$/, "");
-  const short = runId.replace(/-/g, "").slice(0, 8);
+  const short = runId.replace(/-/g, "").slice(-8);
   return `dispatch/${short}${slug ? `-${slug}` : ""}`;
 }

@@ -153,6 +153,23 @@ describe("delivery of API runs", () => {
     expect(remotes.branches("acme/app")).not.toContain(run.agent_config.branch);
   });
 
+  it("two runs with the same title made at once each get a branch and a pull request of their own", async () => {
+    const create = (n: number) =>
+      t.api("POST", "/api/v1/agent/runs", {
+        title: "Same title twice",
+        prompt: `$ echo ${n} > twin-${n}.txt`,
+        config: { repository: "acme/app" },
+      });
+    const [a, b] = await Promise.all([create(1), create(2)]);
+    const runs = await Promise.all(
+      [a, b].map((c) => waitForState(t, c.body.run_id, ["SUCCEEDED", "FAILED", "ERROR"], 30_000)),
+    );
+    expect(runs.map((r) => r.state)).toEqual(["SUCCEEDED", "SUCCEEDED"]);
+    const [first, second] = runs.map((r) => r.agent_config.branch as string);
+    expect(first).not.toBe(second);
+    expect(github.pulls.filter((p) => p.head === first || p.head === second)).toHaveLength(2);
+  });
+
   it("fails with delivery_failed and keeps the patch when the push is refused", async () => {
     remotes.protect("acme/plain", "dispatch/*", "error: GH006: Protected branch update failed");
     const created = await t.api("POST", "/api/v1/agent/runs", {
