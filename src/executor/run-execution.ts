@@ -27,7 +27,7 @@ import { prepareEnvironment } from "../workspace/environments.ts";
 import { joinBasePrompt, type SkillResolver } from "../workspace/skills.ts";
 import { prepareWorkspace } from "../workspace/workspace.ts";
 import { costLimitOf, costLimitReached, meterRunCost, type RunCost } from "./run-cost.ts";
-import { readAttachments, readTranscript } from "./run-history.ts";
+import { branchEvidence, readAttachments, readTranscript } from "./run-history.ts";
 
 export interface ExecutionDeps {
   store: Store;
@@ -66,9 +66,6 @@ export interface DeliveryDeps {
   pullRequests?: PullRequestHost;
   sessionLink(run: RunRecord): string;
 }
-
-/** Earlier runs of a schedule looked at for its branch (the latest push is among the last few). */
-const SCHEDULE_SIBLINGS = 5;
 
 export type StopReason = "cancelled" | "lease_lost" | "shutdown" | "disk_quota" | "cost_limit";
 
@@ -360,28 +357,16 @@ export class RunExecution {
       emit: (type, data) => this.emit(type, data),
       log: this.log,
       claimExistingBranch: () =>
-        claimExistingBranch({
-          run: this.run,
-          repository: target.repository,
-          branch: target.branch!,
-          transcript: () => readTranscript(this.deps.store, this.run.id),
-          parent: async () =>
-            this.run.parentRunId ? this.deps.store.getRun(this.run.teamId, this.run.parentRunId) : undefined,
-          scheduleSiblings: async () =>
-            this.run.schedule
-              ? (
-                  await this.deps.store.listRuns(this.run.teamId, {
-                    scheduleId: this.run.schedule.scheduleId,
-                    limit: SCHEDULE_SIBLINGS,
-                    sortBy: "created_at",
-                    sortOrder: "desc",
-                  })
-                ).runs
-              : [],
-          transcriptOf: (runId) => readTranscript(this.deps.store, runId),
-          pullRequests: delivery.pullRequests,
-          signal,
-        }),
+        claimExistingBranch(
+          branchEvidence(
+            this.deps.store,
+            this.run,
+            target.repository,
+            target.branch!,
+            delivery.pullRequests,
+            signal,
+          ),
+        ),
     });
     if (!result.ok) {
       if (!result.aborted) await this.failBeforeStart(result.message, result.errorCode);

@@ -1,3 +1,5 @@
+import type { BranchEvidence } from "../delivery/branch-ownership.ts";
+import type { PullRequestHost } from "../delivery/pull-request-host.ts";
 import type { AttachmentContent } from "../model/attachment.ts";
 import type { RunEvent, RunRecord } from "../model/run.ts";
 import type { Store } from "../store/store.ts";
@@ -24,4 +26,39 @@ export async function readAttachments(
     if (content) out.push({ ...a, content });
   }
   return out;
+}
+
+/** Earlier runs of a schedule looked at for its branch (the latest push is among the last few). */
+const SCHEDULE_SIBLINGS = 5;
+
+/** What the run's history says of whose `branch` is (delivery/branch-ownership.ts), read when asked. */
+export function branchEvidence(
+  store: Pick<Store, "getRun" | "listRuns" | "listEvents">,
+  run: RunRecord,
+  repository: string,
+  branch: string,
+  pullRequests: PullRequestHost | undefined,
+  signal: AbortSignal,
+): BranchEvidence {
+  return {
+    run,
+    repository,
+    branch,
+    transcript: () => readTranscript(store, run.id),
+    parent: async () => (run.parentRunId ? store.getRun(run.teamId, run.parentRunId) : undefined),
+    scheduleSiblings: async () =>
+      run.schedule
+        ? (
+            await store.listRuns(run.teamId, {
+              scheduleId: run.schedule.scheduleId,
+              limit: SCHEDULE_SIBLINGS,
+              sortBy: "created_at",
+              sortOrder: "desc",
+            })
+          ).runs
+        : [],
+    transcriptOf: (runId) => readTranscript(store, runId),
+    pullRequests,
+    signal,
+  };
 }
