@@ -85,3 +85,27 @@ export interface RunSchedule {
   /** The cron slot this run is for (RFC 3339 UTC). */
   fireTime: string;
 }
+
+/**
+ * Whom a schedule's runs mention in `reportTo`'s thread once `principalId` owns the schedule: that person
+ * on the same surface (a principal id is `<platform>:<workspace>:<user>` or `<platform>:<user>`), else
+ * nobody — never the previous owner, who no longer asked for the runs.
+ */
+export function reportRequesterFor(
+  reportTo: Pick<ReportTarget, "platform" | "workspace">,
+  principalId: string,
+): string {
+  const parts = principalId.split(":");
+  if (parts[0] !== reportTo.platform) return "";
+  if (parts.length === 3) return parts[1] === reportTo.workspace ? parts[2]! : "";
+  return parts.length === 2 ? parts[1]! : "";
+}
+
+/** The stored requester of a schedule's report target once `ownerUid` owns it (null: it reports nowhere). */
+export function reportRequesterAfter(
+  old: Pick<ScheduleRecord, "reportTo" | "createdBy">,
+  ownerUid: string,
+): string | null {
+  if (!old.reportTo) return null;
+  return ownerUid === old.createdBy.uid ? old.reportTo.requester : reportRequesterFor(old.reportTo, ownerUid);
+}

@@ -1,5 +1,10 @@
 import type { RunRecord } from "../../model/run.ts";
-import { type ScheduleLimits, type ScheduleRecord, skippedWhileQueuedText } from "../../model/schedule.ts";
+import {
+  reportRequesterAfter,
+  type ScheduleLimits,
+  type ScheduleRecord,
+  skippedWhileQueuedText,
+} from "../../model/schedule.ts";
 import { toSchedule } from "../rows.ts";
 import type {
   ChannelKey,
@@ -152,8 +157,8 @@ export async function updateSchedule(
     const row = await tx.row(
       `UPDATE schedules SET name = $1, cron_schedule = $2, timezone = $3, enabled = $4, prompt = $5, agent_config = $6,
          metadata = $7, created_by_uid = $8, created_by = $9, updated_by = $10, updated_at = $11,
-         revision = revision + 1, active_since = $12
-       WHERE id = $13 RETURNING *`,
+         revision = revision + 1, active_since = $12, report_requester = $13
+       WHERE id = $14 RETURNING *`,
       [
         c.name,
         c.cronSchedule,
@@ -167,6 +172,7 @@ export async function updateSchedule(
         JSON.stringify(c.updatedBy),
         c.updatedAt,
         restart ? c.updatedAt : old.activeSince,
+        reportRequesterAfter(old, owner.uid),
         id,
       ],
     );

@@ -1,6 +1,11 @@
 import type { SQLInputValue } from "node:sqlite";
 import type { RunRecord } from "../../model/run.ts";
-import { type ScheduleLimits, type ScheduleRecord, skippedWhileQueuedText } from "../../model/schedule.ts";
+import {
+  reportRequesterAfter,
+  type ScheduleLimits,
+  type ScheduleRecord,
+  skippedWhileQueuedText,
+} from "../../model/schedule.ts";
 import { toSchedule } from "../rows.ts";
 import type {
   ChannelKey,
@@ -140,7 +145,7 @@ export async function updateSchedule(
     db.sql(
       `UPDATE schedules SET name = ?, cron_schedule = ?, timezone = ?, enabled = ?, prompt = ?, agent_config = ?,
          metadata = ?, created_by_uid = ?, created_by = ?, updated_by = ?, updated_at = ?, revision = revision + 1,
-         active_since = ?
+         active_since = ?, report_requester = ?
        WHERE id = ?`,
     ).run(
       c.name,
@@ -155,6 +160,7 @@ export async function updateSchedule(
       JSON.stringify(c.updatedBy),
       c.updatedAt,
       restart ? c.updatedAt : old.activeSince,
+      reportRequesterAfter(old, owner.uid),
       id,
     );
     return readSchedule(db, id);

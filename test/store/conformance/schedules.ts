@@ -160,6 +160,28 @@ export function schedulesConformance(t: StoreSuite): void {
       ).toMatchObject({ createdBy: BOB, prompt: "$ echo again" });
     });
 
+    it("a schedule reporting to a channel mentions its new owner there after a take-over, or nobody", async () => {
+      const target = {
+        platform: "slack" as const,
+        workspace: "T1",
+        channel: "C1",
+        thread: null,
+        requester: "U1",
+      };
+      const s = await created({ name: "channel-report", reportTo: target });
+      const takeOver = (by: typeof ALICE) =>
+        t.store.updateSchedule("t1", s.id, {
+          ...change(s),
+          updatedBy: by,
+          takeOver: { perCreator: 5 },
+        });
+      // Taken over by someone of the API (no Slack account): nobody is mentioned, not the first owner.
+      expect(await takeOver(BOB)).toMatchObject({ createdBy: BOB, reportTo: { ...target, requester: "" } });
+      // Then by a Slack user of that workspace: they are.
+      const slackUser = { type: "user" as const, uid: "slack:T1:U7", display_name: "Grace" };
+      expect(await takeOver(slackUser)).toMatchObject({ reportTo: { ...target, requester: "U7" } });
+    });
+
     it("replaces the user's fields, bumps the revision, and restarts the clock only on resume or a new cron", async () => {
       const s = await created();
       const renamed = await t.store.updateSchedule(
