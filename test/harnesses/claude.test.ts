@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "../support/dispatch.ts";
-import { type ScriptedTurn, startFakeAnthropic } from "../support/fake-anthropic.ts";
+import { type FakeModel, type ScriptedTurn, startFakeModel } from "../support/fake-model/server.ts";
 import { processesOf, requestText, startHarnessDispatch, testKey } from "./support.ts";
 
 /**
@@ -13,12 +13,12 @@ import { processesOf, requestText, startHarnessDispatch, testKey } from "./suppo
 
 const KEY = testKey("anthropic");
 const turns: ScriptedTurn[] = [];
-let fake: Awaited<ReturnType<typeof startFakeAnthropic>>;
+let fake: FakeModel;
 let d: Awaited<ReturnType<typeof startHarnessDispatch>>;
 
 beforeAll(async () => {
-  fake = await startFakeAnthropic(turns);
-  d = await startHarnessDispatch({ ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: fake.baseUrl });
+  fake = await startFakeModel(turns);
+  d = await startHarnessDispatch({ ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: fake.baseUrl("anthropic") });
 });
 
 afterAll(async () => {
@@ -221,7 +221,7 @@ describe("claude harness", () => {
 
   it("stops at the step limit and at the wall-clock limit", async () => {
     const limited = await startHarnessDispatch(
-      { ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: fake.baseUrl },
+      { ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: fake.baseUrl("anthropic") },
       { maxSteps: 2, minuteMs: 1500 },
     );
     try {

@@ -2,8 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "../support/dispatch.ts";
-import type { ScriptedTurn } from "../support/fake-anthropic.ts";
-import { startFakeResponses } from "../support/fake-openai-responses.ts";
+import { type FakeModel, type ScriptedTurn, startFakeModel } from "../support/fake-model/server.ts";
 import { processesOf, requestText, startHarnessDispatch, testKey } from "./support.ts";
 
 /**
@@ -14,12 +13,12 @@ import { processesOf, requestText, startHarnessDispatch, testKey } from "./suppo
 
 const KEY = testKey("openai");
 const turns: ScriptedTurn[] = [];
-let fake: Awaited<ReturnType<typeof startFakeResponses>>;
+let fake: FakeModel;
 let d: Awaited<ReturnType<typeof startHarnessDispatch>>;
 
 beforeAll(async () => {
-  fake = await startFakeResponses(turns);
-  d = await startHarnessDispatch({ OPENAI_API_KEY: KEY, OPENAI_BASE_URL: fake.baseUrl });
+  fake = await startFakeModel(turns);
+  d = await startHarnessDispatch({ OPENAI_API_KEY: KEY, OPENAI_BASE_URL: fake.baseUrl("openai") });
 });
 
 afterAll(async () => {

@@ -2,8 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "../support/dispatch.ts";
-import type { ScriptedTurn } from "../support/fake-anthropic.ts";
-import { startFakeGemini } from "../support/fake-gemini.ts";
+import { type FakeModel, type ScriptedTurn, startFakeModel } from "../support/fake-model/server.ts";
 import { processesOf, requestText, startHarnessDispatch, testKey } from "./support.ts";
 
 /**
@@ -15,12 +14,12 @@ import { processesOf, requestText, startHarnessDispatch, testKey } from "./suppo
 
 const KEY = testKey("gemini");
 const turns: ScriptedTurn[] = [];
-let fake: Awaited<ReturnType<typeof startFakeGemini>>;
+let fake: FakeModel;
 let d: Awaited<ReturnType<typeof startHarnessDispatch>>;
 
 beforeAll(async () => {
-  fake = await startFakeGemini(turns);
-  d = await startHarnessDispatch({ GEMINI_API_KEY: KEY, GEMINI_BASE_URL: fake.baseUrl });
+  fake = await startFakeModel(turns);
+  d = await startHarnessDispatch({ GEMINI_API_KEY: KEY, GEMINI_BASE_URL: fake.baseUrl("gemini") });
 });
 
 afterAll(async () => {
