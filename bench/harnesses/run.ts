@@ -35,10 +35,12 @@ import type {
 import { GeminiHarness } from "../../src/harnesses/external/gemini.ts";
 import { EXTERNAL_DEFAULT_MODELS } from "../../src/model/harness-wire.ts";
 import type { RunRecord } from "../../src/model/run.ts";
-import type { ScriptedTurn } from "../../test/support/fake-anthropic.ts";
-import { startFakeAnthropic } from "../../test/support/fake-anthropic.ts";
-import { startFakeGemini } from "../../test/support/fake-gemini.ts";
-import { startFakeResponses } from "../../test/support/fake-openai-responses.ts";
+import {
+  type FakeModel,
+  type Provider,
+  type ScriptedTurn,
+  startFakeModel,
+} from "../../test/support/fake-model/server.ts";
 import { type BenchDispatchProcess, startDispatchProcess } from "../support/dispatch.ts";
 import { machineNow, type ResultRow, recordResults } from "../support/results.ts";
 
@@ -52,11 +54,6 @@ const KEY = "bench-provider-key";
 const TICKS_PER_SECOND = 100;
 
 const log = (line: string) => process.stderr.write(`[bench:harnesses] ${line}\n`);
-
-interface Fake {
-  baseUrl: string;
-  close(): Promise<void>;
-}
 
 /** Each harness's program and session, exactly as Dispatch makes them (their protected parts, opened here). */
 interface BareParts {
@@ -79,8 +76,8 @@ function opened<T extends new (opts: ExternalHarnessOptions) => ExternalHarness>
 interface Spec {
   key: "claude" | "codex" | "gemini";
   label: string;
-  /** The fake provider serving the scripted turns. */
-  fake(turns: ScriptedTurn[]): Promise<Fake>;
+  /** The provider whose wire format the fake model server speaks to this agent. */
+  provider: Provider;
   /** Dispatch's variables pointing the harness's provider at the fake. */
   env(baseUrl: string): Record<string, string>;
   /** The model both runs name (provider/model), when the agent needs one named to act as with a real model. */
@@ -94,7 +91,7 @@ const SPECS: Spec[] = [
   {
     key: "claude",
     label: "Claude Code",
-    fake: startFakeAnthropic,
+    provider: "anthropic",
     env: (baseUrl) => ({ ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: baseUrl }),
     call: { name: "Bash", input: { command: "echo benchmark", description: "Say benchmark" } },
     harness: opened(ClaudeHarness),
@@ -102,7 +99,7 @@ const SPECS: Spec[] = [
   {
     key: "codex",
     label: "Codex",
-    fake: startFakeResponses,
+    provider: "openai",
     env: (baseUrl) => ({ OPENAI_API_KEY: KEY, OPENAI_BASE_URL: baseUrl }),
     // As test/harnesses/codex.test.ts: without a model named, Codex's first request offers no tools.
     model: "openai/gpt-fake",
@@ -112,7 +109,7 @@ const SPECS: Spec[] = [
   {
     key: "gemini",
     label: "Gemini CLI",
-    fake: (turns) => startFakeGemini(turns),
+    provider: "gemini",
     env: (baseUrl) => ({ GEMINI_API_KEY: KEY, GEMINI_BASE_URL: baseUrl }),
     call: { name: "run_shell_command", input: { command: "echo benchmark" } },
     harness: opened(GeminiHarness),
@@ -161,14 +158,14 @@ function modelOf(spec: Spec): string {
 }
 
 /** (a) The CLI started directly against the fake, driven by the harness's own session. */
-async function bareRun(spec: Spec, fake: Fake, turns: ScriptedTurn[]): Promise<Sample> {
+async function bareRun(spec: Spec, fake: FakeModel, turns: ScriptedTurn[]): Promise<Sample> {
   const dir = await mkdtemp(join(tmpdir(), "dispatch-bench-harness-"));
   try {
     const workspace = join(dir, "workspace");
     const home = join(dir, "home");
     await mkdir(workspace);
     await mkdir(home);
-    const harness = new spec.harness({ provider: { apiKey: KEY, baseUrl: fake.baseUrl } });
+    const harness = new spec.harness({ provider: { apiKey: KEY, baseUrl: fake.baseUrl(spec.provider) } });
     const { program, session } = harness.parts({
       run: { agentConfig: {} } as RunRecord,
       workspace,
@@ -177,7 +174,7 @@ async function bareRun(spec: Spec, fake: Fake, turns: ScriptedTurn[]): Promise<S
       // The model Dispatch runs too: the one named, else the agent's default (EXTERNAL_DEFAULT_MODELS).
       model: modelOf(spec).slice(modelOf(spec).indexOf("/") + 1),
       home,
-      baseUrl: fake.baseUrl,
+      baseUrl: fake.baseUrl(spec.provider),
     });
     if ("problem" in program) throw new Error(program.problem);
     await session.prepare?.();
@@ -332,7 +329,7 @@ interface Result {
 
 async function measure(spec: Spec): Promise<Result | string> {
   const turns: ScriptedTurn[] = [];
-  const fake = await spec.fake(turns);
+  const fake = await startFakeModel(turns);
   let server: BenchDispatchProcess | undefined;
   try {
     const probe = new spec.harness({ provider: { apiKey: KEY } }).parts({
@@ -342,13 +339,13 @@ async function measure(spec: Spec): Promise<Result | string> {
       resume: undefined,
       model: modelOf(spec),
       home: tmpdir(),
-      baseUrl: fake.baseUrl,
+      baseUrl: fake.baseUrl(spec.provider),
     }).program;
     if ("problem" in probe) return probe.problem;
     server = await startDispatchProcess({
       bench: "harnesses",
       env: {
-        ...spec.env(fake.baseUrl),
+        ...spec.env(fake.baseUrl(spec.provider)),
         ...(process.env.DISPATCH_SANDBOX ? { DISPATCH_SANDBOX: process.env.DISPATCH_SANDBOX } : {}),
         DISPATCH_LOG_LEVEL: "warn",
       },

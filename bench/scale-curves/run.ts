@@ -28,7 +28,7 @@ import { DatabaseSync } from "node:sqlite";
 import { v7 as uuidv7 } from "uuid";
 import { signSlackRequest } from "../../src/integrations/slack/signature.ts";
 import { waitFor } from "../../test/support/dispatch.ts";
-import { startFakeAnthropic } from "../../test/support/fake-anthropic.ts";
+import { startFakeModel } from "../../test/support/fake-model/server.ts";
 import { FakeSlack } from "../../test/support/fake-slack.ts";
 import { keepAlivePoster, latencySummary } from "../support/acks.ts";
 import {
@@ -324,7 +324,7 @@ async function memoryCurve(harness: "scripted" | "builtin"): Promise<{ idle: num
   const most = Math.max(...CONCURRENT);
   const fake =
     harness === "builtin"
-      ? await startFakeAnthropic(
+      ? await startFakeModel(
           Array.from({ length: most * 3 + 10 }, () => ({
             calls: [{ name: "shell", input: { command: "sleep 120" } }],
             usage: { input_tokens: 100, output_tokens: 10 },
@@ -337,7 +337,9 @@ async function memoryCurve(harness: "scripted" | "builtin"): Promise<{ idle: num
       DISPATCH_SANDBOX: "none",
       DISPATCH_LOG_LEVEL: "warn",
       DISPATCH_MAX_CONCURRENT_RUNS: String(most),
-      ...(fake ? { ANTHROPIC_API_KEY: "bench-key", ANTHROPIC_BASE_URL: `${fake.baseUrl}/v1` } : {}),
+      ...(fake
+        ? { ANTHROPIC_API_KEY: "bench-key", ANTHROPIC_BASE_URL: `${fake.baseUrl("anthropic")}/v1` }
+        : {}),
     },
   });
   const pid = server.child.proc.pid!;

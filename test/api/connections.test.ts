@@ -1,7 +1,7 @@
 import { connect, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { startTestDispatch, type TestDispatch, waitFor } from "../support/dispatch.ts";
-import { readSse } from "../support/sse.ts";
+import { SseStream } from "../support/sse.ts";
 
 let t: TestDispatch | undefined;
 const sockets: Socket[] = [];
@@ -31,13 +31,10 @@ describe("HTTP connections", () => {
     t = await startTestDispatch({ DISPATCH_REQUEST_TIMEOUT_MS: "300", DISPATCH_MAX_CONCURRENT_RUNS: "0" });
     const { url, key } = t;
     const runId = (await t.api("POST", "/api/v1/agent/runs", { prompt: "wait" })).body.run_id;
-    const reading = new AbortController();
-    const stream = await fetch(`${url}/api/v1/agent/runs/${runId}/events`, {
-      headers: { authorization: `Bearer ${key}`, accept: "text/event-stream" },
-      signal: reading.signal,
+    const events = await SseStream.open(`${url}/api/v1/agent/runs/${runId}/events`, {
+      headers: { authorization: `Bearer ${key}` },
     });
-    const events = readSse(stream);
-    expect(JSON.parse((await events.next()).value!.data).data.state).toBe("QUEUED");
+    expect(JSON.parse((await events.next())!.data).data.state).toBe("QUEUED");
 
     // Headers, then a tenth of the promised body, then nothing.
     const slow = Array.from({ length: 50 }, () =>
@@ -53,8 +50,8 @@ describe("HTTP connections", () => {
 
     // The stream opened before all of them is still being served.
     await t.dispatch.store.appendEvent(runId, "log", { message: "still streaming" });
-    expect(JSON.parse((await events.next()).value!.data).data.message).toBe("still streaming");
-    reading.abort();
+    expect(JSON.parse((await events.next())!.data).data.message).toBe("still streaming");
+    events.close();
   });
 
   it("closes connections over the cap at once, and serves again once they are gone", async () => {

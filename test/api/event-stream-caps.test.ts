@@ -1,13 +1,13 @@
-import { type ClientRequest, request } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.ts";
 import { type SlackDispatch, startSlackDispatch } from "../integrations/slack/support.ts";
 import { startTestDispatch, type TestDispatch, waitFor } from "../support/dispatch.ts";
+import { SseStream } from "../support/sse.ts";
 import { Browser, signInWithKey } from "../web/browser.ts";
 
 let t: TestDispatch | undefined;
 let s: SlackDispatch | undefined;
-const streams: Stream[] = [];
+const streams: SseStream[] = [];
 afterEach(async () => {
   for (const stream of streams.splice(0)) stream.close();
   await t?.stop();
@@ -16,54 +16,11 @@ afterEach(async () => {
   s = undefined;
 });
 
-/** An event stream as a client holds it: its answer, the events it has received, and a way to hang up. */
-interface Stream {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  /** The body of a refusal; the raw SSE text received so far for an open stream. */
-  text: string;
-  close(): void;
-}
-
-/**
- * Opens `url` as an EventSource would, on a connection of its own from the loopback address `from` (as
- * another machine would); resolves once the answer's headers (and a refusal's body) have arrived.
- */
-function openStream(
-  url: string,
-  opts: { from?: string; headers?: Record<string, string> } = {},
-): Promise<Stream> {
-  return new Promise((resolve, reject) => {
-    let req: ClientRequest | undefined;
-    req = request(
-      url,
-      {
-        headers: { accept: "text/event-stream", ...opts.headers },
-        agent: false,
-        ...(opts.from ? { localAddress: opts.from } : {}),
-      },
-      (res) => {
-        const stream: Stream = {
-          status: res.statusCode ?? 0,
-          headers: res.headers,
-          text: "",
-          close: () => req?.destroy(),
-        };
-        streams.push(stream);
-        res.setEncoding("utf8");
-        res.on("error", () => {});
-        res.on("data", (chunk: string) => {
-          stream.text += chunk;
-        });
-        if (stream.status === 200) resolve(stream);
-        else res.on("end", () => resolve(stream));
-      },
-    );
-    req.on("error", (err) => {
-      if (!req?.destroyed) reject(err);
-    });
-    req.end();
-  });
+/** Opens an event stream (closed after the test), from the loopback address `from` when given. */
+async function openStream(url: string, opts: { from?: string; headers?: Record<string, string> } = {}) {
+  const stream = await SseStream.open(url, opts);
+  streams.push(stream);
+  return stream;
 }
 
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
@@ -101,7 +58,7 @@ describe("caps on event streams", () => {
     const other = await openStream(events, { headers: bearer(await t.newKey("team_default")) });
     expect(other.status).toBe(200);
     await t.dispatch.store.appendEvent(run.id, "log", { message: "still streaming" });
-    await waitFor(() => other.text.includes("still streaming"), { what: "the other key's stream" });
+    await other.waitFor((e) => e.data.includes("still streaming"), "the other key's stream");
 
     // A stream that ends frees its slot.
     first.close();

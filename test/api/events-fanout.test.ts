@@ -1,5 +1,5 @@
 import { EventEmitter } from "node:events";
-import { type IncomingMessage, request, type ServerResponse } from "node:http";
+import type { ServerResponse } from "node:http";
 import Fastify, { type FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
 import { type RunTranscript, resumeAfter, streamRunEvents } from "../../src/api/event-stream.ts";
@@ -7,6 +7,7 @@ import { EventStreamSlots } from "../../src/api/event-stream-slots.ts";
 import type { RunEvent } from "../../src/model/run.ts";
 import { EVENT_DATA_MAX_BYTES } from "../../src/store/event-cap.ts";
 import { waitFor } from "../support/dispatch.ts";
+import { SseStream } from "../support/sse.ts";
 
 /**
  * Transcripts held in memory, announced like the store announces them, and every read counted: what the
@@ -43,16 +44,15 @@ class CountedTranscripts implements RunTranscript {
 interface Watcher {
   name: string;
   after: number;
+  stream: SseStream;
   seqs: number[];
   runs: Set<unknown>;
-  response: IncomingMessage;
-  close(): void;
 }
 
 let app: FastifyInstance | undefined;
 const open: Watcher[] = [];
 afterEach(async () => {
-  for (const w of open.splice(0)) w.close();
+  for (const w of open.splice(0)) w.stream.close();
   await app?.close();
   app = undefined;
 });
@@ -78,46 +78,31 @@ async function serve(
   return `http://127.0.0.1:${port}`;
 }
 
-function watch(url: string, runId: string, name: string, after = 0): Promise<Watcher> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { accept: "text/event-stream", "x-watcher": name };
-    if (after > 0) headers["last-event-id"] = String(after);
-    const req = request(`${url}/runs/${runId}/events`, { headers, agent: false }, (response) => {
-      if (response.statusCode !== 200) return reject(new Error(`${name}: answered ${response.statusCode}`));
-      const w: Watcher = { name, after, seqs: [], runs: new Set(), response, close: () => req.destroy() };
-      open.push(w);
-      response.setEncoding("utf8");
-      let buffer = "";
-      response.on("data", (chunk: string) => {
-        buffer += chunk;
-        let end = buffer.indexOf("\n\n");
-        while (end >= 0) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          end = buffer.indexOf("\n\n");
-          const id = /^id: (.*)$/m.exec(block)?.[1];
-          const data = /^data: (.*)$/m.exec(block)?.[1];
-          if (data === undefined) continue;
-          const event = JSON.parse(data) as RunEvent;
-          expect(id).toBe(String(event.seq));
-          w.seqs.push(event.seq);
-          w.runs.add(event.data.run);
-        }
-      });
-      response.on("error", () => {});
-      resolve(w);
-    });
-    req.on("error", (err) => {
-      if (!req.destroyed) reject(err);
-    });
-    req.end();
-  });
+async function watch(url: string, runId: string, name: string, after = 0): Promise<Watcher> {
+  const headers: Record<string, string> = { "x-watcher": name };
+  if (after > 0) headers["last-event-id"] = String(after);
+  const stream = await SseStream.open(`${url}/runs/${runId}/events`, { headers });
+  if (stream.status !== 200) throw new Error(`${name}: answered ${stream.status}`);
+  const w: Watcher = { name, after, stream, seqs: [], runs: new Set() };
+  open.push(w);
+  return w;
+}
+
+/** The seqs the watcher received so far, taking in its new events: each one's SSE id is its seq. */
+function received(w: Watcher): number[] {
+  for (const message of w.stream.events.slice(w.seqs.length)) {
+    const event = JSON.parse(message.data) as RunEvent;
+    expect(message.id).toBe(String(event.seq));
+    w.seqs.push(event.seq);
+    w.runs.add(event.data.run);
+  }
+  return w.seqs;
 }
 
 const upTo = (after: number, last: number) => Array.from({ length: last - after }, (_, i) => after + i + 1);
 
 async function allReceived(watchers: Watcher[], last: number) {
-  await waitFor(() => watchers.every((w) => w.seqs.at(-1) === last), {
+  await waitFor(() => watchers.every((w) => received(w).at(-1) === last), {
     timeoutMs: 30_000,
     what: `every watcher to receive event ${last}`,
   });
@@ -153,10 +138,10 @@ describe("many watchers of one run's event stream", () => {
     const reads = (transcripts.reads.get("run-a") ?? 0) - readsBefore;
     await allReceived(other, 3);
 
-    for (const w of watchers) expect(w.seqs, w.name).toEqual(upTo(w.after, 55));
+    for (const w of watchers) expect(received(w), w.name).toEqual(upTo(w.after, 55));
     for (const w of watchers) expect([...w.runs], w.name).toEqual(["run-a"]);
     for (const w of other) expect([...w.runs], w.name).toEqual(["run-b"]);
-    for (const w of other) expect(w.seqs, w.name).toEqual(upTo(0, 3));
+    for (const w of other) expect(received(w), w.name).toEqual(upTo(0, 3));
     // One read per append (a coalesced signal saves one; the 2 s backstop may add one): 50 watchers each
     // reading for themselves would make 1,500.
     expect(reads).toBeGreaterThan(0);
@@ -183,7 +168,7 @@ describe("many watchers of one run's event stream", () => {
     await allReceived([...fast, lagging], 1);
 
     // The slow client stops reading; large events keep coming until its socket is full, and then some.
-    lagging.response.pause();
+    lagging.stream.pause();
     let last = 1;
     let extra = 0;
     while (extra < 20) {
@@ -197,9 +182,9 @@ describe("many watchers of one run's event stream", () => {
       slow.res!.writableHighWaterMark + EVENT_DATA_MAX_BYTES + 1024,
     );
 
-    lagging.response.resume();
+    lagging.stream.resume();
     last = transcripts.append("run-c", { output });
     await allReceived([...fast, lagging], last);
-    for (const w of [...fast, lagging]) expect(w.seqs, w.name).toEqual(upTo(0, last));
+    for (const w of [...fast, lagging]) expect(received(w), w.name).toEqual(upTo(0, last));
   });
 });

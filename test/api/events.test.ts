@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
-import { readSse } from "../support/sse.ts";
+import { SseStream } from "../support/sse.ts";
 
 let t: TestDispatch;
 beforeAll(async () => {
@@ -8,10 +8,9 @@ beforeAll(async () => {
 });
 afterAll(() => t.stop());
 
-function stream(runId: string, headers: Record<string, string> = {}, signal?: AbortSignal) {
-  return fetch(`${t.url}/api/v1/agent/runs/${runId}/events`, {
-    headers: { authorization: `Bearer ${t.key}`, accept: "text/event-stream", ...headers },
-    ...(signal ? { signal } : {}),
+function stream(runId: string, headers: Record<string, string> = {}) {
+  return SseStream.open(`${t.url}/api/v1/agent/runs/${runId}/events`, {
+    headers: { authorization: `Bearer ${t.key}`, ...headers },
   });
 }
 
@@ -55,11 +54,10 @@ describe("GET /agent/runs/{id}/events", () => {
     const id = (await t.api("POST", "/api/v1/agent/runs", { prompt: lines })).body.run_id;
     const received: number[] = [];
     let lastId: string | undefined;
-    const first = new AbortController();
-    const res1 = await stream(id, {}, first.signal);
+    const res1 = await stream(id);
     expect(res1.status).toBe(200);
-    expect(res1.headers.get("content-type")).toContain("text/event-stream");
-    for await (const msg of readSse(res1)) {
+    expect(res1.headers["content-type"]).toContain("text/event-stream");
+    for await (const msg of res1) {
       expect(msg.event).toBeUndefined();
       const event = JSON.parse(msg.data);
       expect(msg.id).toBe(String(event.seq));
@@ -67,15 +65,14 @@ describe("GET /agent/runs/{id}/events", () => {
       lastId = msg.id;
       if (received.length === 12) break;
     }
-    first.abort();
+    res1.close();
     const res2 = await stream(id, { "last-event-id": lastId! });
-    const second = new AbortController();
-    for await (const msg of readSse(res2)) {
+    for await (const msg of res2) {
       const event = JSON.parse(msg.data);
       received.push(event.seq);
       if (event.type === "state" && event.data.state === "SUCCEEDED") break;
     }
-    second.abort();
+    res2.close();
     expect(received).toEqual(Array.from({ length: received.length }, (_, i) => i + 1));
     const stored = (await t.api("GET", `/api/v1/agent/runs/${id}/events?limit=1000`)).body.events;
     expect(received.length).toBe(stored.length);
@@ -84,15 +81,11 @@ describe("GET /agent/runs/{id}/events", () => {
   it("?after= starts a stream after that event", async () => {
     const id = (await t.api("POST", "/api/v1/agent/runs", { prompt: "$ true" })).body.run_id;
     await waitForState(t, id, ["SUCCEEDED"]);
-    const controller = new AbortController();
-    const res = await fetch(`${t.url}/api/v1/agent/runs/${id}/events?after=3`, {
-      headers: { authorization: `Bearer ${t.key}`, accept: "text/event-stream" },
-      signal: controller.signal,
+    const res = await SseStream.open(`${t.url}/api/v1/agent/runs/${id}/events?after=3`, {
+      headers: { authorization: `Bearer ${t.key}` },
     });
-    for await (const msg of readSse(res)) {
-      expect(JSON.parse(msg.data).seq).toBe(4);
-      break;
-    }
-    controller.abort();
+    const first = await res.next();
+    res.close();
+    expect(JSON.parse(first!.data).seq).toBe(4);
   });
 });

@@ -1,11 +1,8 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
-import { startDispatch } from "../../src/app.ts";
 import { loadConfig } from "../../src/config.ts";
 import { createLogger, prettyWanted } from "../../src/log.ts";
+import { startTestDispatch } from "../support/dispatch.ts";
 
 function sink(): { lines: string[]; stream: Writable } {
   const lines: string[] = [];
@@ -58,30 +55,15 @@ describe("access log", () => {
   });
 
   async function serve(accessLog: string | undefined, level: string) {
-    const out = sink();
-    const dataDir = await mkdtemp(join(tmpdir(), "dispatch-access-log-"));
-    const key = `dsp_${"A".repeat(40)}`;
-    const d = await startDispatch(
-      loadConfig({
-        DISPATCH_DATA_DIR: dataDir,
-        DISPATCH_PORT: "0",
-        DISPATCH_ADMIN_API_KEY: key,
-        DISPATCH_MAX_CONCURRENT_RUNS: "0",
-        ...(accessLog ? { DISPATCH_ACCESS_LOG: accessLog } : {}),
-      }),
-      createLogger(level, out.stream),
+    const logs: string[] = [];
+    const t = await startTestDispatch(
+      { DISPATCH_MAX_CONCURRENT_RUNS: "0", ...(accessLog ? { DISPATCH_ACCESS_LOG: accessLog } : {}) },
+      { logs, logLevel: level },
     );
-    cleanup = async () => {
-      await d.stop();
-      await rm(dataDir, { recursive: true, force: true });
-    };
-    const get = async (path: string) => {
-      const res = await fetch(`${d.url}${path}`, { headers: { authorization: `Bearer ${key}` } });
-      await res.arrayBuffer();
-      return res.status;
-    };
+    cleanup = () => t.stop();
+    const get = async (path: string) => (await t.api("GET", path)).status;
     const accessLines = () =>
-      out.lines.map((l) => JSON.parse(l)).filter((r) => typeof r.status === "number" && r.method);
+      logs.map((l) => JSON.parse(l)).filter((r) => typeof r.status === "number" && r.method);
     return { get, accessLines };
   }
 

@@ -1,27 +1,10 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { Writable } from "node:stream";
 import { expect, it } from "vitest";
-import { startDispatch } from "../../src/app.ts";
-import { loadConfig } from "../../src/config.ts";
-import { createLogger } from "../../src/log.ts";
-import { waitFor } from "../support/dispatch.ts";
+import { startTestDispatch, waitFor } from "../support/dispatch.ts";
 
 it("logs JSON lines with request ids and never the API key, even at trace level and on errors", async () => {
   const lines: string[] = [];
-  const sink = new Writable({
-    write(chunk, _enc, done) {
-      lines.push(...String(chunk).split("\n").filter(Boolean));
-      done();
-    },
-  });
-  const dataDir = await mkdtemp(join(tmpdir(), "dispatch-log-"));
   const key = `dsp_${"K".repeat(40)}`;
-  const d = await startDispatch(
-    loadConfig({ DISPATCH_DATA_DIR: dataDir, DISPATCH_PORT: "0", DISPATCH_ADMIN_API_KEY: key }),
-    createLogger("trace", sink),
-  );
+  const t = await startTestDispatch({ DISPATCH_ADMIN_API_KEY: key }, { logs: lines, logLevel: "trace" });
   try {
     const h = {
       authorization: `Bearer ${key}`,
@@ -29,26 +12,25 @@ it("logs JSON lines with request ids and never the API key, even at trace level 
       "x-request-id": "trace-me",
     };
     const created = await (
-      await fetch(`${d.url}/api/v1/agent/runs`, { method: "POST", headers: h, body: '{"prompt":"$ true"}' })
+      await fetch(`${t.url}/api/v1/agent/runs`, { method: "POST", headers: h, body: '{"prompt":"$ true"}' })
     ).json();
-    await fetch(`${d.url}/api/v1/agent/runs`, { method: "POST", headers: h, body: "{broken" });
-    await fetch(`${d.url}/api/v1/agent/runs/${created.run_id}`, {
+    await fetch(`${t.url}/api/v1/agent/runs`, { method: "POST", headers: h, body: "{broken" });
+    await fetch(`${t.url}/api/v1/agent/runs/${created.run_id}`, {
       headers: { authorization: `Bearer dsp_${"X".repeat(40)}` },
     });
-    const original = d.store.listRuns;
-    d.store.listRuns = async () => {
+    const original = t.dispatch.store.listRuns;
+    t.dispatch.store.listRuns = async () => {
       throw new Error(`fault while handling ${key}`);
     };
-    await fetch(`${d.url}/api/v1/agent/runs`, { headers: h });
-    d.store.listRuns = original;
+    await fetch(`${t.url}/api/v1/agent/runs`, { headers: h });
+    t.dispatch.store.listRuns = original;
     await waitFor(
       async () =>
-        (await (await fetch(`${d.url}/api/v1/agent/runs/${created.run_id}`, { headers: h })).json()).state ===
+        (await (await fetch(`${t.url}/api/v1/agent/runs/${created.run_id}`, { headers: h })).json()).state ===
         "SUCCEEDED",
     );
   } finally {
-    await d.stop();
-    await rm(dataDir, { recursive: true, force: true });
+    await t.stop();
   }
   const records = lines.map((l) => JSON.parse(l));
   expect(records.some((r) => r.reqId === "trace-me")).toBe(true);

@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOpenAI } from "../harnesses/builtin/fake-openai.ts";
 import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
+import { type FakeModel, startFakeModel } from "../support/fake-model/server.ts";
 
 /**
  * The values of a run's MCP servers' `env` and `headers` are its creator's tokens: anyone who may read the
@@ -15,7 +15,7 @@ describe("secrets in config.mcp_servers", () => {
   const ENV_SECRET = "env-secret-6f1d2a9c";
   const HEADER_SECRET = "header-secret-93b7e0d4";
   let t: TestDispatch;
-  let fake: Awaited<ReturnType<typeof startFakeOpenAI>>;
+  let fake: FakeModel;
   let dir: string;
   let serverSource: string;
 
@@ -28,13 +28,13 @@ describe("secrets in config.mcp_servers", () => {
       "utf8",
     );
     // The agent asks the stdio server for its own environment: what the executor gave it.
-    fake = await startFakeOpenAI([
-      { calls: [{ name: "tools__read", arguments: { path: "/proc/self/environ" } }] },
+    fake = await startFakeModel([
+      { calls: [{ name: "tools__read", input: { path: "/proc/self/environ" } }] },
       { text: "Read it." },
     ]);
     t = await startTestDispatch({
       DISPATCH_CONFIG_FILE: configFile,
-      OPENAI_COMPATIBLE_BASE_URL: fake.baseUrl,
+      OPENAI_COMPATIBLE_BASE_URL: fake.baseUrl("openai"),
     });
   });
   afterAll(async () => {

@@ -1,20 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOpenAI } from "../harnesses/builtin/fake-openai.ts";
 import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
+import { type FakeModel, startFakeModel } from "../support/fake-model/server.ts";
 import { GIF_1x1, PNG_1x1, wireAttachment } from "./images.ts";
 
 type Ev = { type: string; data: Record<string, unknown> };
 type ChatMessage = { role: string; content: string | Array<Record<string, unknown>> };
 
-let fake: Awaited<ReturnType<typeof startFakeOpenAI>>;
+let fake: FakeModel;
 let t: TestDispatch;
 beforeAll(async () => {
-  fake = await startFakeOpenAI([
+  fake = await startFakeModel([
     { text: "A single pixel." },
     { text: "A GIF this time." },
     { text: "I cannot see images." },
   ]);
-  t = await startTestDispatch({ OPENAI_COMPATIBLE_BASE_URL: fake.baseUrl });
+  t = await startTestDispatch({ OPENAI_COMPATIBLE_BASE_URL: fake.baseUrl("openai") });
 });
 afterAll(async () => {
   await t?.stop();
@@ -43,7 +43,7 @@ describe("images reach a vision model as image parts of their turn (loopback Ope
     expect(res.status).toBe(200);
     const id = res.body.run_id as string;
     expect((await waitForState(t, id, ["SUCCEEDED", "FAILED", "ERROR"])).state).toBe("SUCCEEDED");
-    const first = users(fake.requests[0]!);
+    const first = users(fake.agentRequests()[0]!.body);
     expect(first).toHaveLength(1);
     expect(images(first[0]!)).toEqual([dataUrl("image/png", PNG_1x1)]);
     expect(JSON.stringify(first[0]!.content)).toContain("What is in the picture?");
@@ -55,7 +55,7 @@ describe("images reach a vision model as image parts of their turn (loopback Ope
     expect(followup.body.outcome).toBe("handoff_execution");
     await waitForState(t, id, ["SUCCEEDED", "FAILED", "ERROR"]);
     // The handoff execution rebuilds the conversation from the transcript: each image stays in its turn.
-    const second = users(fake.requests[1]!);
+    const second = users(fake.agentRequests()[1]!.body);
     expect(second.map(images)).toEqual([[dataUrl("image/png", PNG_1x1)], [dataUrl("image/gif", GIF_1x1)]]);
     expect(JSON.stringify(second[1]!.content)).toContain("And this one?");
     // Nothing said they were not shown.
@@ -70,7 +70,7 @@ describe("images reach a vision model as image parts of their turn (loopback Ope
     });
     const id = res.body.run_id as string;
     expect((await waitForState(t, id, ["SUCCEEDED", "FAILED", "ERROR"])).state).toBe("SUCCEEDED");
-    const request = fake.requests[2]!;
+    const request = fake.agentRequests()[2]!.body;
     expect(users(request).flatMap(images)).toEqual([]);
     expect(JSON.stringify(request.messages)).toContain("diagram.png");
     const notes = (await events(id)).filter((e) => e.type === "log" && e.data.phase === "attachments");

@@ -4,9 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { startDispatch } from "../../src/app.ts";
-import { loadConfig } from "../../src/config.ts";
-import { createLogger } from "../../src/log.ts";
+import { startTestDispatch } from "../support/dispatch.ts";
 
 const run = promisify(execFile);
 const MAIN = new URL("../../src/main.ts", import.meta.url).pathname;
@@ -52,10 +50,7 @@ describe("dispatch keys", () => {
     expect(listed.stdout).toContain(`${key.slice(0, 10)}…`);
     expect(listed.stdout).not.toContain(key);
 
-    const server = await startDispatch(
-      loadConfig({ DISPATCH_DATA_DIR: dataDir, DISPATCH_PORT: "0", DISPATCH_MAX_CONCURRENT_RUNS: "0" }),
-      createLogger("silent"),
-    );
+    const server = await startTestDispatch({ DISPATCH_DATA_DIR: dataDir, DISPATCH_MAX_CONCURRENT_RUNS: "0" });
     try {
       const get = () =>
         fetch(`${server.url}/api/v1/agent/runs`, { headers: { authorization: `Bearer ${key}` } });
@@ -103,21 +98,17 @@ describe("dispatch keys", () => {
 
 describe("bootstrap admin key", () => {
   it("is generated on the first start only, and DISPATCH_ADMIN_API_KEY ensures a chosen key", async () => {
-    const config = loadConfig({
-      DISPATCH_DATA_DIR: dataDir,
-      DISPATCH_PORT: "0",
-      DISPATCH_MAX_CONCURRENT_RUNS: "0",
-    });
-    const first = await startDispatch(config, createLogger("silent"));
-    const generated = first.generatedAdminKey;
+    const env = { DISPATCH_DATA_DIR: dataDir, DISPATCH_MAX_CONCURRENT_RUNS: "0" };
+    const first = await startTestDispatch(env);
+    const generated = first.dispatch.generatedAdminKey;
     await first.stop();
     expect(generated).toMatch(/^dsp_[A-Za-z0-9]{40}$/);
-    const second = await startDispatch(config, createLogger("silent"));
-    expect(second.generatedAdminKey).toBeUndefined();
+    const second = await startTestDispatch(env);
+    expect(second.dispatch.generatedAdminKey).toBeUndefined();
     await second.stop();
 
     const chosen = `dsp_${"Z".repeat(40)}`;
-    const third = await startDispatch({ ...config, adminApiKey: chosen }, createLogger("silent"));
+    const third = await startTestDispatch({ ...env, DISPATCH_ADMIN_API_KEY: chosen });
     try {
       const res = await fetch(`${third.url}/api/v1/agent/runs`, {
         headers: { authorization: `Bearer ${chosen}` },

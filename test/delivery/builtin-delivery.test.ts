@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeOpenAI } from "../harnesses/builtin/fake-openai.ts";
 import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
 import { FakeGitHub } from "../support/fake-github.ts";
+import { type FakeModel, startFakeModel } from "../support/fake-model/server.ts";
 import { deliveryEnv, GitRemotes } from "../support/git-remotes.ts";
 
 type Ev = { type: string; data: Record<string, unknown> };
@@ -14,7 +14,7 @@ type Ev = { type: string; data: Record<string, unknown> };
 describe("delivery of a builtin harness run", () => {
   let remotes: GitRemotes;
   let github: FakeGitHub;
-  let model: Awaited<ReturnType<typeof startFakeOpenAI>>;
+  let model: FakeModel;
   let t: TestDispatch;
 
   beforeAll(async () => {
@@ -22,22 +22,22 @@ describe("delivery of a builtin harness run", () => {
     remotes.create("acme/app", { "README.md": "# app\n", "src/login.ts": "export const retries = 1;\n" });
     github = await new FakeGitHub().start();
     github.gitRoot = remotes.root;
-    model = await startFakeOpenAI([
-      { calls: [{ name: "shell", arguments: { command: "git log --format=%s -1 && git status --short" } }] },
+    model = await startFakeModel([
+      { calls: [{ name: "shell", input: { command: "git log --format=%s -1 && git status --short" } }] },
       {
         text: "Raising the retries.",
         calls: [
           {
             name: "edit_file",
-            arguments: { path: "src/login.ts", old_string: "retries = 1", new_string: "retries = 3" },
+            input: { path: "src/login.ts", old_string: "retries = 1", new_string: "retries = 3" },
           },
-          { name: "write_file", arguments: { path: "docs/retries.md", content: "Login retries 3 times.\n" } },
+          { name: "write_file", input: { path: "docs/retries.md", content: "Login retries 3 times.\n" } },
         ],
       },
       { text: "Raised the login retries to 3 and documented it." },
     ]);
     t = await startTestDispatch({
-      OPENAI_COMPATIBLE_BASE_URL: model.baseUrl,
+      OPENAI_COMPATIBLE_BASE_URL: model.baseUrl("openai"),
       ...deliveryEnv(remotes, github),
     });
   });

@@ -1,13 +1,7 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Dispatch, startDispatch } from "../../src/app.ts";
-import { loadConfig } from "../../src/config.ts";
-import { createLogger } from "../../src/log.ts";
-import { waitFor } from "../support/dispatch.ts";
+import { startTestDispatch, type TestDispatch, waitFor } from "../support/dispatch.ts";
 import { FakeGitHub } from "../support/fake-github.ts";
 import { GitHttpServer } from "../support/git-http-server.ts";
 import { GitRemotes } from "../support/git-remotes.ts";
@@ -21,20 +15,9 @@ describe("delivery credentials", () => {
   let remotes: GitRemotes;
   let github: FakeGitHub;
   let gitServer: GitHttpServer;
-  let dispatch: Dispatch;
-  let dataDir: string;
+  let t: TestDispatch;
   const lines: string[] = [];
-  const api = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(dispatch.url + path, {
-      method,
-      headers: {
-        authorization: `Bearer ${dispatch.generatedAdminKey}`,
-        ...(body ? { "content-type": "application/json" } : {}),
-      },
-      ...(body ? { body: JSON.stringify(body) } : {}),
-    });
-    return res.json();
-  };
+  const api = async (method: string, path: string, body?: unknown) => (await t.api(method, path, body)).body;
   const finished = (id: string) =>
     waitFor(
       async () => {
@@ -50,35 +33,22 @@ describe("delivery credentials", () => {
     github = await new FakeGitHub().start();
     github.gitRoot = remotes.root;
     gitServer = await new GitHttpServer(remotes.root, github.token).start();
-    dataDir = await mkdtemp(join(tmpdir(), "dispatch-cred-"));
-    const sink = new Writable({
-      write(chunk, _enc, done) {
-        lines.push(...String(chunk).split("\n").filter(Boolean));
-        done();
-      },
-    });
-    dispatch = await startDispatch(
-      loadConfig({
-        DISPATCH_DATA_DIR: dataDir,
-        DISPATCH_PORT: "0",
-        DISPATCH_POLL_INTERVAL_MS: "200",
-        DISPATCH_SHUTDOWN_GRACE_MS: "0",
+    t = await startTestDispatch(
+      {
         GITHUB_SERVER_URL: gitServer.url,
         GITHUB_API_URL: github.url,
         GITHUB_TOKEN: github.token,
         GITHUB_WEBHOOK_SECRET: "webhook-secret-1",
         GITHUB_BOT_HANDLE: "dispatch",
-      }),
-      createLogger("debug", sink),
-      { surfaceOptions: { github: { throttle: false } } },
+      },
+      { surfaceOptions: { github: { throttle: false } }, logs: lines },
     );
   });
   afterAll(async () => {
-    await dispatch?.stop();
+    await t?.stop();
     await gitServer?.stop();
     await github?.stop();
     remotes?.remove();
-    await rm(dataDir, { recursive: true, force: true });
   });
 
   it("uses the token for git over HTTPS and leaves it nowhere else", async () => {
@@ -109,7 +79,7 @@ describe("delivery credentials", () => {
     for (const secret of secrets) {
       expect(transcript).not.toContain(secret);
       expect(lines.filter((l) => l.includes(secret))).toEqual([]);
-      expect(filesContaining(dataDir, secret)).toEqual([]);
+      expect(filesContaining(t.dataDir, secret)).toEqual([]);
     }
   });
 

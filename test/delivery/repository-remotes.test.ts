@@ -46,8 +46,8 @@ describe("repositories named by URL", () => {
           if (!addresses) throw new Error(`getaddrinfo ENOTFOUND ${host}`);
           return addresses.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
         },
+        logs,
       },
-      logs,
     );
   });
   afterAll(async () => {

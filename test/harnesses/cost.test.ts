@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ScriptedTurn, startFakeAnthropic } from "../support/fake-anthropic.ts";
+import { type FakeModel, type ScriptedTurn, startFakeModel } from "../support/fake-model/server.ts";
 import { startHarnessDispatch, testKey } from "./support.ts";
 
 /**
@@ -9,14 +9,14 @@ import { startHarnessDispatch, testKey } from "./support.ts";
  */
 
 const turns: ScriptedTurn[] = [];
-let fake: Awaited<ReturnType<typeof startFakeAnthropic>>;
+let fake: FakeModel;
 let d: Awaited<ReturnType<typeof startHarnessDispatch>>;
 
 beforeAll(async () => {
-  fake = await startFakeAnthropic(turns);
+  fake = await startFakeModel(turns);
   d = await startHarnessDispatch({
     ANTHROPIC_API_KEY: testKey("anthropic"),
-    ANTHROPIC_BASE_URL: fake.baseUrl,
+    ANTHROPIC_BASE_URL: fake.baseUrl("anthropic"),
   });
 });
 afterAll(async () => {

@@ -2,8 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ScriptedTurn, startFakeAnthropic } from "../support/fake-anthropic.ts";
-import { startFakeResponses } from "../support/fake-openai-responses.ts";
+import { type FakeModel, type ScriptedTurn, startFakeModel } from "../support/fake-model/server.ts";
 import { startHarnessDispatch, testKey } from "./support.ts";
 
 /**
@@ -16,25 +15,25 @@ import { startHarnessDispatch, testKey } from "./support.ts";
  */
 
 const turns: ScriptedTurn[] = [];
-let anthropic: Awaited<ReturnType<typeof startFakeAnthropic>>;
-let openai: Awaited<ReturnType<typeof startFakeResponses>>;
+let fake: FakeModel;
 let d: Awaited<ReturnType<typeof startHarnessDispatch>>;
 
 beforeAll(async () => {
-  anthropic = await startFakeAnthropic(turns);
-  openai = await startFakeResponses(turns);
+  fake = await startFakeModel(turns);
   d = await startHarnessDispatch({
     ANTHROPIC_API_KEY: testKey("anthropic"),
-    ANTHROPIC_BASE_URL: anthropic.baseUrl,
+    ANTHROPIC_BASE_URL: fake.baseUrl("anthropic"),
     OPENAI_API_KEY: testKey("openai"),
-    OPENAI_BASE_URL: openai.baseUrl,
+    OPENAI_BASE_URL: fake.baseUrl("openai"),
   });
 });
 afterAll(async () => {
   await d?.stop();
-  await anthropic?.close();
-  await openai?.close();
+  await fake?.close();
 });
+
+/** What reached the provider on Anthropic's routes (the agents' turns and their side requests). */
+const anthropicRequests = () => fake.requests.filter((r) => r.provider === "anthropic");
 
 /** A shell command that asks the gateway for one Anthropic Messages call of `model`, printing the status. */
 function askAnthropic(model: string): string {
@@ -62,13 +61,13 @@ describe("the model gateway", () => {
     const output = await toolOutput(d, res.body.run_id);
     expect(output).toContain("status:403");
     expect(output).toContain("claude-opus-4-1 is not allowed");
-    expect(anthropic.requests.filter((r) => r.body.model === "claude-opus-4-1")).toEqual([]);
+    expect(anthropicRequests().filter((r) => r.body.model === "claude-opus-4-1")).toEqual([]);
     // The agent's own calls were the run's model.
-    expect(anthropic.agentRequests().every((r) => r.body.model === "claude-sonnet-4-5")).toBe(true);
+    expect(fake.agentRequests("anthropic").every((r) => r.body.model === "claude-sonnet-4-5")).toBe(true);
   });
 
   it("keeps Claude Code's subagents on the run's model: a subagent asking for haiku runs it", async () => {
-    const before = anthropic.requests.length;
+    const before = anthropicRequests().length;
     turns.push(
       {
         calls: [
@@ -92,7 +91,9 @@ describe("the model gateway", () => {
     });
     const run = await d.state(res.body.run_id, ["SUCCEEDED", "FAILED", "ERROR"]);
     expect(run.state, JSON.stringify(run.status_message)).toBe("SUCCEEDED");
-    const models = anthropic.requests.slice(before).map((r) => r.body.model);
+    const models = anthropicRequests()
+      .slice(before)
+      .map((r) => r.body.model);
     expect(models.length).toBeGreaterThanOrEqual(3);
     expect(new Set(models)).toEqual(new Set(["claude-sonnet-4-5"]));
   });
@@ -114,7 +115,7 @@ describe("the model gateway", () => {
     const output = await toolOutput(d, res.body.run_id);
     expect(output).toContain("status:403");
     expect(output).toContain("gpt-4o is not allowed");
-    expect(openai.requests.filter((r) => r.body.model === "gpt-4o")).toEqual([]);
+    expect(fake.requests.filter((r) => r.body.model === "gpt-4o")).toEqual([]);
   });
 
   it("holds a run that names no model to the agent's default, which has a price", async () => {
@@ -127,7 +128,7 @@ describe("the model gateway", () => {
     const run = await d.state(res.body.run_id, ["SUCCEEDED", "FAILED", "ERROR"]);
     expect(run.state, JSON.stringify(run.status_message)).toBe("SUCCEEDED");
     expect(run.agent_config.model_id).toBe("anthropic/claude-sonnet-4-5");
-    expect(anthropic.requests.at(-1)?.body.model).toBe("claude-sonnet-4-5");
+    expect(anthropicRequests().at(-1)?.body.model).toBe("claude-sonnet-4-5");
     expect(run.request_usage.inference_cost).toBeGreaterThan(0);
   });
 });
@@ -148,7 +149,7 @@ describe("a cost limit and a model without a price", () => {
     }
     const limited = await startHarnessDispatch({
       ANTHROPIC_API_KEY: testKey("anthropic"),
-      ANTHROPIC_BASE_URL: anthropic.baseUrl,
+      ANTHROPIC_BASE_URL: fake.baseUrl("anthropic"),
       DISPATCH_MAX_COST_USD: "2",
     });
     try {
@@ -173,7 +174,7 @@ describe("a cost limit and a model without a price", () => {
       await writeFile(configFile, "models:\n  gateway_allowed: [anthropic/claude-unpriced-9]\n");
       allowing = await startHarnessDispatch({
         ANTHROPIC_API_KEY: testKey("anthropic"),
-        ANTHROPIC_BASE_URL: anthropic.baseUrl,
+        ANTHROPIC_BASE_URL: fake.baseUrl("anthropic"),
         DISPATCH_CONFIG_FILE: configFile,
       });
     });
@@ -191,11 +192,11 @@ describe("a cost limit and a model without a price", () => {
       const run = await allowing.state(res.body.run_id, ["SUCCEEDED", "FAILED", "ERROR"]);
       expect(run.state, JSON.stringify(run.status_message)).toBe("SUCCEEDED");
       expect(await toolOutput(allowing, res.body.run_id)).toContain("status:200");
-      expect(anthropic.requests.filter((r) => r.body.model === "claude-unpriced-9")).toHaveLength(1);
+      expect(anthropicRequests().filter((r) => r.body.model === "claude-unpriced-9")).toHaveLength(1);
     });
 
     it("stops a run with a limit that asks for it: FAILED, budget_exceeded, saying the model has no price", async () => {
-      const before = anthropic.requests.filter((r) => r.body.model === "claude-unpriced-9").length;
+      const before = anthropicRequests().filter((r) => r.body.model === "claude-unpriced-9").length;
       turns.push({ calls: [bash(askAnthropic("claude-unpriced-9"))] }, { text: "Asked." });
       const res = await allowing.api("POST", "/api/v1/agent/runs", {
         prompt: "Ask for the other model",
@@ -210,7 +211,7 @@ describe("a cost limit and a model without a price", () => {
         "model anthropic/claude-unpriced-9 has no price on this server",
       );
       expect(run.status_message.message).toContain("$5.00");
-      expect(anthropic.requests.filter((r) => r.body.model === "claude-unpriced-9")).toHaveLength(before);
+      expect(anthropicRequests().filter((r) => r.body.model === "claude-unpriced-9")).toHaveLength(before);
     });
   });
 });

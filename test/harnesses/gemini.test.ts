@@ -1,207 +1,30 @@
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { waitFor } from "../support/dispatch.ts";
-import type { ScriptedTurn } from "../support/fake-anthropic.ts";
-import { startFakeGemini } from "../support/fake-gemini.ts";
-import { processesOf, requestText, startHarnessDispatch, testKey } from "./support.ts";
+import { expect } from "vitest";
+import { describeExternalAgent } from "./external-agent-suite.ts";
 
 /**
- * Gemini CLI (the installed @google/gemini-cli, on Dispatch's Node) as the `gemini` harness, for real: in
- * the run's bubblewrap sandbox, against a loopback Gemini API (streamGenerateContent) that scripts its tool
- * calls, reached only through Dispatch's model gateway. Nothing is skipped: without the package these
- * tests fail.
+ * Gemini CLI (the installed @google/gemini-cli, on Dispatch's Node) as the `gemini` harness, against the
+ * fake model server's Gemini API (streamGenerateContent): the shared scenarios
+ * (./external-agent-suite.ts).
  */
 
-const KEY = testKey("gemini");
-const turns: ScriptedTurn[] = [];
-let fake: Awaited<ReturnType<typeof startFakeGemini>>;
-let d: Awaited<ReturnType<typeof startHarnessDispatch>>;
-
-beforeAll(async () => {
-  fake = await startFakeGemini(turns);
-  d = await startHarnessDispatch({ GEMINI_API_KEY: KEY, GEMINI_BASE_URL: fake.baseUrl });
-});
-
-afterAll(async () => {
-  await d?.stop();
-  await fake?.close();
-  expect(d.logs.join("")).not.toContain(KEY);
-});
-
-function script(...next: ScriptedTurn[]) {
-  turns.push(...next);
-}
-
-function gate() {
-  let open!: () => void;
-  const promise = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { promise, open };
-}
-
-async function create(prompt: string) {
-  const res = await d.api("POST", "/api/v1/agent/runs", {
-    prompt,
-    config: { harness: { type: "gemini" }, model_id: "gemini/gemini-2.5-pro" },
-  });
-  expect(res.status, res.text).toBe(200);
-  return res.body.run_id as string;
-}
-
-describe("gemini harness", () => {
-  it("edits a file and runs a command in the sandbox; the transcript and usage say so; the key stays in Dispatch", async () => {
-    let runId = "";
-    const before = fake.agentRequests().length;
-    script(
-      {
-        text: "Creating hello.txt.",
-        calls: [
-          {
-            name: "write_file",
-            // Answered once the agent runs, in its workspace.
-            input: () => ({
-              file_path: join(d.workspace(runId), "hello.txt"),
-              content: "hello from gemini\n",
-            }),
-          },
-        ],
-        usage: { input_tokens: 1000, output_tokens: 50 },
-      },
-      {
-        calls: [
-          { name: "run_shell_command", input: { command: "cat hello.txt && printenv GEMINI_API_KEY" } },
-        ],
-        usage: { input_tokens: 1100, output_tokens: 30 },
-      },
-      { text: "Wrote hello.txt and printed it.", usage: { input_tokens: 1200, output_tokens: 20 } },
-    );
-    runId = await create("Write hello.txt and show it");
-    const run = await d.state(runId, ["SUCCEEDED", "FAILED", "ERROR"]);
-    expect(run.state, JSON.stringify(run.status_message)).toBe("SUCCEEDED");
-
-    const workspace = d.workspace(runId);
-    expect(readFileSync(join(workspace, "hello.txt"), "utf8")).toBe("hello from gemini\n");
-    const events = await d.events(runId);
-    const of = (type: string) => events.filter((e) => e.type === type).map((e) => e.data);
-    expect(of("message").map((m) => [m.role, m.text])).toEqual([
-      ["user", "Write hello.txt and show it"],
-      ["assistant", "Creating hello.txt."],
-      ["assistant", "Wrote hello.txt and printed it."],
-    ]);
-    const calls = of("tool_call");
+describeExternalAgent({
+  harness: "gemini",
+  process: "gemini",
+  provider: "gemini",
+  keyVariable: "GEMINI_API_KEY",
+  baseUrlVariable: "GEMINI_BASE_URL",
+  modelId: "gemini/gemini-2.5-pro",
+  otherProvidersModel: "openai/gpt-5",
+  stateFolder: ".gemini",
+  write: (path, content) => ({ name: "write_file", input: () => ({ file_path: path(), content }) }),
+  shell: (command) => ({ name: "run_shell_command", input: { command } }),
+  expectWriteThenShell(calls, _results, file, command) {
     expect(calls).toMatchObject([
-      { tool: "write_file", kind: "file_edit", path: join(workspace, "hello.txt") },
-      { tool: "run_shell_command", kind: "command", command: "cat hello.txt && printenv GEMINI_API_KEY" },
+      { tool: "write_file", kind: "file_edit", path: file },
+      { tool: "run_shell_command", kind: "command", command },
     ]);
-    const results = of("tool_result");
-    expect(results.map((r) => r.call_id)).toEqual(calls.map((c) => c.call_id));
-    expect(results[1].output).toContain("hello from gemini");
-    // The agent's own environment holds a placeholder, never Dispatch's key.
-    expect(results[1].output).toContain("dispatch-model-gateway");
-
-    expect(run.request_usage).toMatchObject({ input_tokens: 3300, output_tokens: 100 });
-
-    const requests = fake.agentRequests().slice(before);
-    expect(requests).toHaveLength(3);
-    for (const r of requests) {
-      expect(r.headers["x-goog-api-key"]).toBe(KEY);
-    }
-    expect(JSON.stringify(events)).not.toContain(KEY);
-    expect(await d.agentAreaText(runId)).not.toContain(KEY);
-    expect(existsSync(join(workspace, ".gemini"))).toBe(false);
-  });
-
-  it("takes a follow-up sent while it works at its next turn, resuming the same session", async () => {
-    const held = gate();
-    const before = fake.agentRequests().length;
-    script({ gate: held.promise, text: "First part done." }, { text: "Second part done." });
-    const runId = await create("Do the first part");
-    await waitFor(() => fake.agentRequests().length > before, {
-      timeoutMs: 60_000,
-      what: "the first model call",
-    });
-    const sent = await d.api("POST", `/api/v1/agent/runs/${runId}/followups`, {
-      message: "Now the second part",
-    });
-    expect(sent.status, sent.text).toBeLessThan(300);
-    held.open();
-    await waitFor(() => fake.agentRequests().length === before + 2, {
-      timeoutMs: 60_000,
-      what: "the follow-up's model call",
-    });
-    const run = await d.state(runId, ["SUCCEEDED", "FAILED", "ERROR"]);
-    expect(run.state, JSON.stringify(run.status_message)).toBe("SUCCEEDED");
-    const second = requestText(fake.agentRequests()[before + 1]!.body);
-    expect(second).toContain("Do the first part");
-    expect(second).toContain("First part done.");
-    expect(second).toContain("Now the second part");
-    const followup = (await d.events(runId)).find((e) => e.type === "followup");
-    expect(followup?.data.outcome).toBe("live_session");
-  });
-
-  it("resumes the same Gemini CLI session for a follow-up after the run finished", async () => {
-    const before = fake.agentRequests().length;
-    script({ text: "The capital is Paris." });
-    const runId = await create("What is the capital of France?");
-    expect((await d.state(runId, ["SUCCEEDED", "FAILED", "ERROR"])).state).toBe("SUCCEEDED");
-    const sessions = JSON.parse(readFileSync(join(`${d.workspace(runId)}.agent`, "sessions.json"), "utf8"));
-    expect(sessions.gemini).toBeTruthy();
-
-    script({ text: "About two million people." });
-    const sent = await d.api("POST", `/api/v1/agent/runs/${runId}/followups`, {
-      message: "How many live there?",
-    });
-    expect(sent.status, sent.text).toBeLessThan(300);
-    await waitFor(() => fake.agentRequests().length === before + 2, {
-      timeoutMs: 60_000,
-      what: "the follow-up's model call",
-    });
-    const run = await d.state(runId, ["SUCCEEDED", "FAILED", "ERROR"]);
-    expect(run.state, JSON.stringify(run.status_message)).toBe("SUCCEEDED");
-    const resumed = requestText(fake.agentRequests()[before + 1]!.body);
-    expect(resumed).toContain("What is the capital of France?");
-    expect(resumed).toContain("The capital is Paris.");
-    expect(resumed).toContain("How many live there?");
-    const again = JSON.parse(readFileSync(join(`${d.workspace(runId)}.agent`, "sessions.json"), "utf8"));
-    expect(again.gemini).toBe(sessions.gemini);
-  });
-
-  it("cancel mid-stream ends the agent and everything it started", async () => {
-    const before = fake.agentRequests().length;
-    script({ text: "Thinking about it at great length", stall: true });
-    const runId = await create("Take your time");
-    await waitFor(() => fake.agentRequests().length > before && fake.openStreams() > 0, {
-      timeoutMs: 60_000,
-      what: "the model stream to start",
-    });
-    const workspace = d.workspace(runId);
-    expect(processesOf(workspace).some((p) => p.includes("gemini"))).toBe(true);
-    const res = await d.api("POST", `/api/v1/agent/runs/${runId}/cancel`);
-    expect(res.status, res.text).toBe(200);
-    expect((await d.state(runId, ["CANCELLED", "SUCCEEDED", "FAILED"])).state).toBe("CANCELLED");
-    await waitFor(() => processesOf(workspace).length === 0, { what: "no process of the run left" });
-    await waitFor(() => fake.openStreams() === 0, { what: "the model stream to be closed" });
-  });
-
-  it("refuses a gemini run at create when no Gemini key is configured, or for another provider's model", async () => {
-    const bare = await startHarnessDispatch({});
-    try {
-      const res = await bare.api("POST", "/api/v1/agent/runs", {
-        prompt: "hello",
-        config: { harness: { type: "gemini" } },
-      });
-      expect(res.status, res.text).toBe(400);
-      expect(res.text).toContain("GEMINI_API_KEY");
-    } finally {
-      await bare.stop();
-    }
-    const res = await d.api("POST", "/api/v1/agent/runs", {
-      prompt: "hello",
-      config: { harness: { type: "gemini" }, model_id: "openai/gpt-5" },
-    });
-    expect(res.status, res.text).toBe(400);
-    expect(res.text).toContain("config.model_id");
-  });
+  },
+  expectKey(headers, key) {
+    expect(headers["x-goog-api-key"]).toBe(key);
+  },
 });

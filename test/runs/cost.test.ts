@@ -11,7 +11,7 @@ import { costOf, DEFAULT_PRICES, priceTable } from "../../src/model/pricing.ts";
 import { formatCost } from "../../src/model/run-wording.ts";
 import type { RunItem } from "../../src/runs/run-item.ts";
 import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
-import { type ScriptedTurn, startFakeAnthropic } from "../support/fake-anthropic.ts";
+import { type FakeModel, type ScriptedTurn, startFakeModel } from "../support/fake-model/server.ts";
 
 /**
  * Run costs: each model call priced from the price table (Dispatch's defaults, the operator's
@@ -21,12 +21,12 @@ import { type ScriptedTurn, startFakeAnthropic } from "../support/fake-anthropic
 
 const SONNET = "anthropic/claude-sonnet-4-5";
 const turns: ScriptedTurn[] = [];
-let fake: Awaited<ReturnType<typeof startFakeAnthropic>>;
+let fake: FakeModel;
 let t: TestDispatch;
 let configDir: string;
 
 beforeAll(async () => {
-  fake = await startFakeAnthropic(turns);
+  fake = await startFakeModel(turns);
   configDir = await mkdtemp(join(tmpdir(), "dispatch-prices-"));
   const configFile = join(configDir, "dispatch.config.yaml");
   // An operator's price for a model Dispatch has no default for.
@@ -37,7 +37,7 @@ beforeAll(async () => {
   t = await startTestDispatch({
     ANTHROPIC_API_KEY: "test-anthropic-key",
     // The AI SDK's Anthropic provider takes the base URL with /v1.
-    ANTHROPIC_BASE_URL: fake.baseUrl,
+    ANTHROPIC_BASE_URL: fake.baseUrl("anthropic"),
     DISPATCH_CONFIG_FILE: configFile,
   });
 });

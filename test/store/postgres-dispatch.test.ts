@@ -12,7 +12,7 @@ import {
   startServerProcess,
   stopServerProcess,
 } from "../support/server-process.ts";
-import { readSse } from "../support/sse.ts";
+import { SseStream } from "../support/sse.ts";
 
 /**
  * A whole Dispatch on PostgreSQL: two real `dispatch serve` processes (replicas A and B) on one database
@@ -139,16 +139,14 @@ describe.skipIf(Boolean(missing))("Dispatch on PostgreSQL: two replicas on one d
       }),
     );
     const id = created.run_id as string;
-    const controller = new AbortController();
+    const res = await SseStream.open(`${b.url}/api/v1/agent/runs/${id}/events`, {
+      headers: { authorization: `Bearer ${b.key}` },
+    });
     try {
-      const res = await fetch(`${b.url}/api/v1/agent/runs/${id}/events`, {
-        headers: { authorization: `Bearer ${b.key}`, accept: "text/event-stream" },
-        signal: controller.signal,
-      });
       expect(res.status).toBe(200);
       const streamed: Json[] = [];
       let gateOpened = false;
-      for await (const msg of readSse(res)) {
+      for await (const msg of res) {
         const event = JSON.parse(msg.data);
         expect(msg.id).toBe(String(event.seq));
         streamed.push(event);
@@ -173,7 +171,7 @@ describe.skipIf(Boolean(missing))("Dispatch on PostgreSQL: two replicas on one d
       expect(await transcript(a, id)).toEqual(streamed);
       expect(await runAt(b, id)).toEqual(await runAt(a, id));
     } finally {
-      controller.abort();
+      res.close();
     }
   });
 

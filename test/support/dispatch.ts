@@ -28,16 +28,26 @@ export interface ApiResponse {
   text: string;
 }
 
+/** startDispatch's own options, and how the test keeps Dispatch's log. */
+export type TestDispatchOptions = NonNullable<Parameters<typeof startDispatch>[2]> & {
+  /** Dispatch's log lines (JSON, one entry a line) are kept here for the test to read. */
+  logs?: string[];
+  /** The log level: debug when `logs` are kept, else TEST_LOG_LEVEL or silent. */
+  logLevel?: string;
+};
+
 /**
- * A real Dispatch on 127.0.0.1 with a fresh SQLite store in a temporary directory. With `logs`, its log
- * lines (debug level, JSON) are kept there for the test to read.
+ * A real Dispatch on 127.0.0.1 with a fresh SQLite store in a temporary directory: the one way a test
+ * starts Dispatch in its own process (the Slack, GitHub and external-agent helpers add their fakes and
+ * settings around it; test/support/server-process.ts starts it as a child process to kill).
  */
 export async function startTestDispatch(
   env: Record<string, string> = {},
-  opts: Parameters<typeof startDispatch>[2] = {},
-  logs?: string[],
+  { logs, logLevel, ...opts }: TestDispatchOptions = {},
 ): Promise<TestDispatch> {
-  const dataDir = await mkdtemp(join(tmpdir(), "dispatch-test-"));
+  // A test may name the data directory (to restart on it); it then removes it itself.
+  const ownDataDir = env.DISPATCH_DATA_DIR === undefined;
+  const dataDir = env.DISPATCH_DATA_DIR ?? (await mkdtemp(join(tmpdir(), "dispatch-test-")));
   const config = loadConfig({
     DISPATCH_DATA_DIR: dataDir,
     DISPATCH_PORT: "0",
@@ -49,19 +59,18 @@ export async function startTestDispatch(
     DISPATCH_RATE_LIMIT_BURST: "100000",
     ...env,
   });
-  const log = logs
-    ? createLogger(
-        "debug",
-        new Writable({
-          write(chunk, _encoding, done) {
-            logs.push(String(chunk));
-            done();
-          },
-        }),
-      )
-    : createLogger(process.env.TEST_LOG_LEVEL ?? "silent");
-  const dispatch = await startDispatch(config, log, opts);
-  const key = dispatch.generatedAdminKey!;
+  const level = logLevel ?? (logs ? "debug" : (process.env.TEST_LOG_LEVEL ?? "silent"));
+  const sink = logs
+    ? new Writable({
+        write(chunk, _encoding, done) {
+          logs.push(...String(chunk).split("\n").filter(Boolean));
+          done();
+        },
+      })
+    : undefined;
+  const dispatch = await startDispatch(config, createLogger(level, sink), opts);
+  // With DISPATCH_ADMIN_API_KEY no key is generated: that one is the admin key.
+  const key = env.DISPATCH_ADMIN_API_KEY || dispatch.generatedAdminKey!;
   const api = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
     const res = await fetch(dispatch.url + path, {
       method,
@@ -98,7 +107,7 @@ export async function startTestDispatch(
     },
     async stop() {
       await dispatch.stop();
-      await rm(dataDir, { recursive: true, force: true });
+      if (ownDataDir) await rm(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestDispatch, type TestDispatch } from "../support/dispatch.ts";
+import { type SseEvent, SseStream } from "../support/sse.ts";
 import { Browser, runIdsOf, signInWithKey } from "./browser.ts";
-import { type SseEvent, SseStream } from "./sse.ts";
 
 interface RunsFrame {
   runs: Array<{ id: string; state: string; row: string }>;
@@ -26,10 +26,12 @@ describe("web dashboard live updates", () => {
     cookie: [...b.cookies].map(([k, v]) => `${k}=${v}`).join("; "),
   });
   const open = async (b: Browser, headers: Record<string, string> = {}) => {
-    const stream = await SseStream.open(`${t.url}/dashboard/events`, { ...cookieOf(b), ...headers });
+    const stream = await SseStream.open(`${t.url}/dashboard/events`, {
+      headers: { ...cookieOf(b), ...headers },
+    });
     streams.push(stream);
     expect(stream.status).toBe(200);
-    expect(stream.headers.get("content-type")).toContain("text/event-stream");
+    expect(stream.headers["content-type"]).toContain("text/event-stream");
     // The stream is registered once its first comment arrived.
     await waitForComment(stream);
     return stream;

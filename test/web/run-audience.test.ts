@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SlackDispatch, startSlackDispatch } from "../integrations/slack/support.ts";
 import { waitFor } from "../support/dispatch.ts";
+import { SseStream } from "../support/sse.ts";
 import { Browser, csrfOf, runIdsOf, submitFirstForm } from "./browser.ts";
-import { SseStream } from "./sse.ts";
 
 /** A private channel that only U1 is in; the default channel has U1 to U9. */
 const PRIVATE = "C0PRIVATE";
@@ -104,7 +104,7 @@ describe("a run's audience on the web app and the API", () => {
   it("keeps a private channel's changes out of an outsider's live feed", async () => {
     const outsider = await signIn("U3");
     const cookie = `dispatch_session=${outsider.cookies.get("dispatch_session")}`;
-    const feed = await SseStream.open(`${s.t.url}/dashboard/events`, { cookie });
+    const feed = await SseStream.open(`${s.t.url}/dashboard/events`, { headers: { cookie } });
     try {
       expect(feed.status).toBe(200);
       // A change to the private run, then one to the public run: the feed shows the second only.

@@ -7,7 +7,7 @@ import { hashToken, newToken } from "../../src/web/auth/secrets.ts";
 import { startTestDispatch, type TestDispatch, waitFor, waitForState } from "../support/dispatch.ts";
 import { FakeGitHub } from "../support/fake-github.ts";
 import { deliveryEnv, GitRemotes } from "../support/git-remotes.ts";
-import { readSse } from "../support/sse.ts";
+import { SseStream } from "../support/sse.ts";
 import { Browser, csrfOf, type Page, signInWithKey } from "./browser.ts";
 
 /** A scripted run that stays INPROGRESS until its workspace has a `gate` file. */
@@ -95,16 +95,14 @@ describe("web run page", () => {
     expect(Buffer.byteLength(page.html)).toBeLessThan(100 * 1024);
 
     // The live transcript, for the signed-in member only.
-    const controller = new AbortController();
-    const stream = await fetch(`${t.url}/runs/${runId}/events`, {
+    const stream = await SseStream.open(`${t.url}/runs/${runId}/events`, {
       headers: { cookie: `${SESSION_COOKIE}=${browser.cookies.get(SESSION_COOKIE)}` },
-      signal: controller.signal,
     });
     expect(stream.status).toBe(200);
-    expect(stream.headers.get("content-type")).toMatch(/^text\/event-stream/);
-    const first = await readSse(stream).next();
-    expect(JSON.parse(first.value!.data).type).toBe("state");
-    controller.abort();
+    expect(stream.headers["content-type"]).toMatch(/^text\/event-stream/);
+    const first = await stream.next();
+    stream.close();
+    expect(JSON.parse(first!.data).type).toBe("state");
     expect((await fetch(`${t.url}/runs/${runId}/events`)).status).toBe(404);
     await openGate(runId);
   });

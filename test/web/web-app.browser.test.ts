@@ -7,7 +7,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SlackDispatch, startSlackDispatch } from "../integrations/slack/support.ts";
 import { waitForState } from "../support/dispatch.ts";
-import { type ScriptedTurn, startFakeAnthropic } from "../support/fake-anthropic.ts";
+import { type FakeModel, type ScriptedTurn, startFakeModel } from "../support/fake-model/server.ts";
 import { launchChromium, runBrowserTests, warnIfSkipped } from "./chromium.ts";
 
 /**
@@ -33,7 +33,7 @@ warnIfSkipped("web app browser tests");
 
 describe.runIf(runBrowserTests)("the team's web app in headless Chromium", () => {
   const turns: ScriptedTurn[] = [];
-  let fake: Awaited<ReturnType<typeof startFakeAnthropic>>;
+  let fake: FakeModel;
   let s: SlackDispatch;
   let browser: Browser;
   /** The signed-in person's browser (cookies shared by its pages). */
@@ -135,11 +135,11 @@ describe.runIf(runBrowserTests)("the team's web app in headless Chromium", () =>
   };
 
   beforeAll(async () => {
-    fake = await startFakeAnthropic(turns);
+    fake = await startFakeModel(turns);
     s = await startSlackDispatch({
       // Runs without a model use the scripted harness; a run with an Anthropic model_id uses the builtin
       // harness against the fake Anthropic, which reports usage: that run has a cost.
-      env: { ANTHROPIC_API_KEY: "test-anthropic-key", ANTHROPIC_BASE_URL: fake.baseUrl },
+      env: { ANTHROPIC_API_KEY: "test-anthropic-key", ANTHROPIC_BASE_URL: fake.baseUrl("anthropic") },
       dispatch: { web: { now: () => new Date(Date.now() + skewMs) } },
     });
     notesRunId = await createRun({ title: "Write the release notes", prompt: "$ echo release notes" });

@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ModelConfigError } from "../../../src/harnesses/builtin/models.ts";
 import { startTestDispatch, type TestDispatch, waitFor, waitForState } from "../../support/dispatch.ts";
-import { startFakeOpenAI } from "./fake-openai.ts";
+import { type FakeModel, startFakeModel } from "../../support/fake-model/server.ts";
 import { scriptedModel, type Turn, userTexts } from "./support.ts";
 
 type Ev = { type: string; data: Record<string, unknown> };
@@ -187,7 +187,7 @@ async function processesWith(marker: string): Promise<boolean> {
 
 describe("builtin harness with configured providers", () => {
   let real: TestDispatch;
-  let fake: Awaited<ReturnType<typeof startFakeOpenAI>>;
+  let fake: FakeModel;
   // Stdio servers run in the run's sandbox, which shows the system's programs but not this checkout: the
   // fixture's source goes on the command line, to the system's node.
   const server = fileURLToPath(new URL("../../fixtures/mcp-test-server.cjs", import.meta.url));
@@ -199,25 +199,25 @@ describe("builtin harness with configured providers", () => {
     serverSource = await readFile(server, "utf8");
     hostDir = await mkdtemp(join(tmpdir(), "dispatch-host-"));
     await writeFile(HOST_SECRET_FILE(), "host-secret-b71c\n");
-    fake = await startFakeOpenAI([
-      { calls: [{ name: "write_file", arguments: { path: "hello.py", content: "print('hi')\n" } }] },
+    fake = await startFakeModel([
+      { calls: [{ name: "write_file", input: { path: "hello.py", content: "print('hi')\n" } }] },
       { text: "Wrote hello.py." },
       {
         calls: [
-          { name: "tools__shout", arguments: { text: "hello" } },
-          { name: "tools__env", arguments: {} },
+          { name: "tools__shout", input: { text: "hello" } },
+          { name: "tools__env", input: {} },
         ],
       },
       { text: "The server shouted." },
       {
         calls: [
-          { name: "tools__read", arguments: { path: HOST_SECRET_FILE() } },
-          { name: "tools__read", arguments: { path: `/proc/${process.pid}/environ` } },
+          { name: "tools__read", input: { path: HOST_SECRET_FILE() } },
+          { name: "tools__read", input: { path: `/proc/${process.pid}/environ` } },
         ],
       },
       { text: "Tried." },
     ]);
-    real = await startTestDispatch({ OPENAI_COMPATIBLE_BASE_URL: fake.baseUrl });
+    real = await startTestDispatch({ OPENAI_COMPATIBLE_BASE_URL: fake.baseUrl("openai") });
   });
   afterAll(async () => {
     delete process.env.ANTHROPIC_API_KEY;
@@ -233,9 +233,9 @@ describe("builtin harness with configured providers", () => {
     expect(run.state).toBe("SUCCEEDED");
     expect(await readFile(ws(real, id, "hello.py"), "utf8")).toBe("print('hi')\n");
     expect(run.request_usage).toEqual({ input_tokens: 200, output_tokens: 40, total_tokens: 240 });
-    expect(fake.requests[0]!.model).toBe("fake-coder");
-    expect(fake.requests[0]!.stream).toBe(true);
-    const second = JSON.stringify(fake.requests[1]!.messages);
+    expect(fake.agentRequests()[0]!.body.model).toBe("fake-coder");
+    expect(fake.agentRequests()[0]!.body.stream).toBe(true);
+    const second = JSON.stringify(fake.agentRequests()[1]!.body.messages);
     expect(second).toContain("wrote 12 bytes to hello.py");
     expect(second).toContain("Write hello.py");
   });
@@ -250,7 +250,7 @@ describe("builtin harness with configured providers", () => {
     });
     const run = await waitForState(real, id, ["SUCCEEDED", "FAILED", "ERROR"]);
     expect(run.status_message).toBeUndefined();
-    const offered = (fake.requests[2]!.tools as Array<{ function: { name: string } }>).map(
+    const offered = (fake.agentRequests()[2]!.body.tools as Array<{ function: { name: string } }>).map(
       (x) => x.function.name,
     );
     expect(offered).toEqual(expect.arrayContaining(["tools__shout", "tools__env", "shell", "edit_file"]));

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseSettings } from "../../../src/config-file.ts";
 import { waitFor } from "../../support/dispatch.ts";
-import { type ScriptedTurn, startFakeAnthropic } from "../../support/fake-anthropic.ts";
+import { type FakeModel, type ScriptedTurn, startFakeModel } from "../../support/fake-model/server.ts";
 import { commentPayload, type GitHubDispatch, HANDLE, startGitHubDispatch, uniqueIssue } from "./support.ts";
 
 /**
@@ -12,16 +12,16 @@ import { commentPayload, type GitHubDispatch, HANDLE, startGitHubDispatch, uniqu
 
 const MARKER = /<!-- dispatch:run=([A-Za-z0-9_-]+) -->/;
 const turns: ScriptedTurn[] = [];
-let fake: Awaited<ReturnType<typeof startFakeAnthropic>>;
+let fake: FakeModel;
 let g: GitHubDispatch;
 
 beforeAll(async () => {
-  fake = await startFakeAnthropic(turns);
+  fake = await startFakeModel(turns);
   // The setting names the repository in another case than GitHub does: names match without regard to case.
   const repo = String(commentPayload({ body: "" }).repository.full_name).toUpperCase();
   g = await startGitHubDispatch({
     settings: `github:\n  repositories:\n    ${repo}:\n      agent: claude\n`,
-    env: { ANTHROPIC_API_KEY: "test-anthropic-key", ANTHROPIC_BASE_URL: fake.baseUrl },
+    env: { ANTHROPIC_API_KEY: "test-anthropic-key", ANTHROPIC_BASE_URL: fake.baseUrl("anthropic") },
   });
   g.fake.permissions.set("octocat", "write");
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "../../support/dispatch.ts";
-import { type ScriptedTurn, startFakeAnthropic } from "../../support/fake-anthropic.ts";
+import { type FakeModel, type ScriptedTurn, startFakeModel } from "../../support/fake-model/server.ts";
 import { CHANNEL, type SlackDispatch, startSlackDispatch } from "./support.ts";
 
 /**
@@ -10,15 +10,15 @@ import { CHANNEL, type SlackDispatch, startSlackDispatch } from "./support.ts";
  */
 
 const turns: ScriptedTurn[] = [];
-let fake: Awaited<ReturnType<typeof startFakeAnthropic>>;
+let fake: FakeModel;
 let s: SlackDispatch;
 
 beforeAll(async () => {
-  fake = await startFakeAnthropic(turns);
+  fake = await startFakeModel(turns);
   s = await startSlackDispatch({
     env: {
       ANTHROPIC_API_KEY: "test-anthropic-key",
-      ANTHROPIC_BASE_URL: fake.baseUrl,
+      ANTHROPIC_BASE_URL: fake.baseUrl("anthropic"),
       DISPATCH_DEFAULT_MODEL: "anthropic/claude-sonnet-4-5",
       DISPATCH_MAX_COST_USD: "0.05",
     },

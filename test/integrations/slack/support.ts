@@ -91,8 +91,6 @@ export async function startSlackDispatch(
     },
     opts.dispatch,
   );
-  // With DISPATCH_ADMIN_API_KEY no key is generated: that one is the admin key.
-  const key = opts.env?.DISPATCH_ADMIN_API_KEY ?? t.key;
   const post = async (body: string, contentType: string, headers: Record<string, string> = {}) => {
     const timestamp = String(Math.floor(Date.now() / 1000));
     const res = await fetch(`${t.url}/slack/events`, {
@@ -198,9 +196,7 @@ export async function startSlackDispatch(
       return post(form.toString(), "application/x-www-form-urlencoded");
     },
     async runs() {
-      const res = await t.api("GET", "/api/v1/agent/runs?limit=500", undefined, {
-        authorization: `Bearer ${key}`,
-      });
+      const res = await t.api("GET", "/api/v1/agent/runs?limit=500");
       if (res.status !== 200) throw new Error(`listing runs: ${res.status} ${res.text}`);
       return res.body.runs;
     },
