@@ -206,6 +206,31 @@ const GitHubSettingsSchema = z
 
 export type GitHubSettings = z.infer<typeof GitHubSettingsSchema>;
 
+/** Who may follow up on or stop a run from its Linear session: anyone in the team, or only who started it. */
+const LinearPolicy = z.enum(["anyone", "requester"]);
+
+/** The `linear:` section: the Linear agent's steering policy and each team's default repository. */
+const LinearSettingsSchema = z
+  .object({
+    followup: LinearPolicy.default("anyone"),
+    cancel: LinearPolicy.default("anyone"),
+    /** How long a team's member list is remembered (a burst of checks makes one GraphQL query). */
+    membership_cache_seconds: z.number().int().min(0).max(3600).default(30),
+    /**
+     * Per team, by its key (`ENG`): `repository`, where runs of the team's issues work when neither the
+     * prompt (`in owner/repo[@base]`) nor a GitHub link on the issue names one.
+     */
+    teams: z
+      .record(
+        z.string().regex(/^[A-Za-z0-9_]{1,20}$/, "team keys are Linear team keys such as ENG"),
+        z.object({ repository: z.string().min(1) }).strict(),
+      )
+      .default({}),
+  })
+  .strict();
+
+export type LinearSettings = z.infer<typeof LinearSettingsSchema>;
+
 /** USD per million tokens: a price of the table in pricing.ts. */
 const perMtok = z
   .number({ error: "must be a number of US dollars per million tokens, such as 3 or 0.25" })
@@ -266,6 +291,12 @@ const SettingsSchema = z
       min_permission: "write",
       permission_cache_seconds: 60,
       repositories: {},
+    }),
+    linear: LinearSettingsSchema.default({
+      followup: "anyone",
+      cancel: "anyone",
+      membership_cache_seconds: 30,
+      teams: {},
     }),
     mcp: McpSettingsSchema.default({ allowed_urls: [] }),
     git: GitSettingsSchema.default({ allowed_hosts: [] }),
