@@ -54,6 +54,16 @@ export interface FakeUser {
   email: string;
 }
 
+/** A payload as it travels: the SDK types Linear's DateTime scalars as Date, JSON carries ISO strings. */
+export type Wire<T> = T extends Date
+  ? string
+  : T extends Array<infer U>
+    ? Array<Wire<U>>
+    : T extends object
+      ? { [K in keyof T]: Wire<T[K]> }
+      : T;
+export type SessionEventPayload = Wire<AgentSessionEventWebhookPayload>;
+
 type Fault = { field: string; match: (variables: Record<string, unknown>) => boolean } & (
   | { kind: "ratelimit"; resetInMs: number }
   | { kind: "status"; status: number }
@@ -178,7 +188,7 @@ export class FakeLinear {
     issue: FakeIssue,
     creator: FakeUser,
     opts: { comment?: string; sessionId?: string } = {},
-  ): AgentSessionEventWebhookPayload {
+  ): SessionEventPayload {
     const sessionId = opts.sessionId ?? randomUUID();
     this.sessions.set(sessionId, issue.id);
     const team = this.teams.get(issue.teamId)!;
@@ -240,7 +250,7 @@ export class FakeLinear {
         },
         ...(comment ? { commentId: comment.id, comment } : {}),
       },
-    } as AgentSessionEventWebhookPayload;
+    };
   }
 
   /** A `prompted` event: `body` written in the session, or the stop signal. */
@@ -249,7 +259,7 @@ export class FakeLinear {
     user: FakeUser,
     body: string,
     opts: { signal?: "stop" } = {},
-  ): AgentSessionEventWebhookPayload {
+  ): SessionEventPayload {
     const issue = this.issues.get(this.sessions.get(sessionId)!)!;
     const team = this.teams.get(issue.teamId)!;
     const now = new Date().toISOString();
@@ -296,7 +306,7 @@ export class FakeLinear {
           url: `https://linear.app/acme/profiles/${user.id}`,
         },
       },
-    } as AgentSessionEventWebhookPayload;
+    };
   }
 
   /** Headers and body of a delivery as Linear sends it (override anything to break it). */
