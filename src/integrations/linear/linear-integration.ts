@@ -71,6 +71,7 @@ export class LinearIntegration {
       webhookSecret: deps.webhookSecret,
       store: deps.store,
       queue: this.queue,
+      heard: (event) => this.heard(event),
       log: deps.log.child({ component: "linear-webhook" }),
     });
   }
@@ -91,6 +92,16 @@ export class LinearIntegration {
     return this.queue.idle();
   }
 
+  /** The "On it" thought of a new session, recorded as the event is acknowledged (docs/surfaces.md: never silent). */
+  private async heard(event: SessionEvent): Promise<void> {
+    const issue = event.agentSession.issue;
+    if (event.action !== "created" || !issue) return;
+    await new SessionMessages(this.deps.store, event.organizationId, event.agentSession.id).activity(
+      "on-it",
+      onItThought(issue),
+    );
+  }
+
   private async onDelivery(delivery: InboundDelivery): Promise<void> {
     const event = JSON.parse(delivery.payload) as SessionEvent;
     const session = new SessionMessages(this.deps.store, event.organizationId, event.agentSession.id);
@@ -106,7 +117,7 @@ export class LinearIntegration {
         body: "Dispatch works on issues: delegate an issue to me, or mention me in an issue's comment.",
       });
     }
-    // Heard: the first activity goes out before anything that can be slow or fail.
+    // Recorded as the event was acknowledged (heard); again here, deduped, in case that did not happen.
     await session.activity("on-it", onItThought(issue));
     const actor = actorOf(event);
     if (!actor) return session.activity("refused", errorBody("I could not tell who asked for this session."));

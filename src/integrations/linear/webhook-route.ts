@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import { RunError } from "../../model/errors.ts";
 import type { InboxQueue, InboxStore } from "../inbox-queue.ts";
 import { DEFAULT_UNVERIFIED_BODY_BUDGET_BYTES, UnverifiedBodyBudget } from "../unverified-body-budget.ts";
-import { parseSessionEvent } from "./session-event.ts";
+import { parseSessionEvent, type SessionEvent } from "./session-event.ts";
 
 export const LINEAR_WEBHOOK_PATH = "/linear/webhooks";
 
@@ -13,6 +13,11 @@ export interface LinearWebhookRouteDeps {
   store: Pick<InboxStore, "acceptInbound">;
   /** Handles the stored events, after the acknowledgement. */
   queue: Pick<InboxQueue, "kick">;
+  /**
+   * Called for a newly stored event before it is acknowledged: the first answer on Linear goes out
+   * without waiting for a free handler. A failure is logged; the handler answers too (deduped).
+   */
+  heard?: (event: SessionEvent) => Promise<void>;
   log: Logger;
   /** Bytes of not-yet-verified bodies this route holds at most across requests. */
   unverifiedBodyBudgetBytes?: number;
@@ -105,7 +110,14 @@ export class LinearWebhookRoute {
         },
       );
     }
-    if (accepted) this.deps.queue.kick();
+    if (accepted) {
+      this.deps.queue.kick();
+      await this.deps
+        .heard?.(event)
+        .catch((err: unknown) =>
+          this.deps.log.warn({ err, delivery }, "could not record the first answer to a Linear event"),
+        );
+    }
     return reply.code(200).send({ ok: true, ...(accepted ? {} : { duplicate: true }) });
   }
 
