@@ -221,10 +221,19 @@ const LinearSettingsSchema = z
      * prompt (`in owner/repo[@base]`) nor a GitHub link on the issue names one.
      */
     teams: z
-      .record(
-        z.string().regex(/^[A-Za-z0-9_]{1,20}$/, "team keys are Linear team keys such as ENG"),
-        z.object({ repository: z.string().min(1) }).strict(),
-      )
+      .record(z.string(), z.object({ repository: z.string().min(1) }).strict())
+      // Checked here rather than by the key's schema, so that the message names the key and says why.
+      .superRefine((teams, ctx) => {
+        for (const key of Object.keys(teams)) {
+          if (!/^[A-Za-z0-9_]{1,20}$/.test(key)) {
+            ctx.addIssue({
+              code: "custom",
+              path: [key],
+              message: "team keys are Linear team keys such as ENG",
+            });
+          }
+        }
+      })
       .default({}),
   })
   .strict();

@@ -28,7 +28,8 @@ export function chooseRepository(input: {
 }): RepositoryChoice {
   for (const text of input.texts) {
     const match = text ? IN_REPOSITORY.exec(withoutCode(text)) : null;
-    if (match) return parsed(match[1]!, "the request", input.parsing);
+    // A sentence's full stop or comma after it is not part of the name.
+    if (match) return parsed(match[1]!.replace(/[.,;:!?]+$/, ""), "the request", input.parsing);
   }
   for (const link of input.links) {
     const match = GITHUB_LINK.exec(link);
