@@ -60,6 +60,8 @@ describe("Linear agent sessions", { timeout: 120_000 }, () => {
     const final = await l.activity(sessionId, (a) => a.content.type === "response", "the final response");
     expect(String(final.content.body)).toContain("Succeeded");
     expect(String(final.content.body)).toContain(runPage);
+    // The agent's summary (its last message) leads the response.
+    expect(String(final.content.body)).toContain("Ran 1 command");
 
     const activities = l.fake.activitiesOf(sessionId);
     const step = activities.find((a) => a.content.type === "action" && a.content.result !== undefined);
