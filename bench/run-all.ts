@@ -35,6 +35,7 @@ const BENCHES = [
   { script: "api/run.ts", results: "api", env: { BENCH_DURATION_S: "5", BENCH_WARMUP_S: "1" } },
   { script: "slack/run.ts", results: "slack" },
   { script: "github/run.ts", results: "github" },
+  { script: "linear/run.ts", results: "linear" },
   { script: "runtime/run.ts", results: "runtime" },
   { script: "delivery/run.ts", results: "delivery" },
   { script: "harnesses/run.ts", results: "harnesses" },

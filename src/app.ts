@@ -229,6 +229,8 @@ export async function startDispatch(
         ...(opts.notifier ? { options: opts.notifier } : {}),
       })
     : undefined;
+  // A surface's own reporting (Linear's steps) goes through the outbox the notifier delivers.
+  if (notifier) for (const surface of lent) surface.reporter?.start();
   const scheduler = roles.has("scheduler")
     ? new Scheduler({ store, runService, log, ...opts.scheduler })
     : undefined;
@@ -262,6 +264,7 @@ export async function startDispatch(
         stopHousekeeping();
         await scheduler?.stop(); // a firing under way commits (or not) before the store closes
         for (const surface of lent) await surface.inbound?.stop(); // lets acknowledged requests finish
+        for (const surface of lent) await surface.reporter?.stop();
         await notifier?.stop(); // hands claimed outbox rows back
         await executor?.stop(config.shutdownGraceMs);
         await server.close();

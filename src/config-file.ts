@@ -230,6 +230,40 @@ const GitHubSettingsSchema = z
 
 export type GitHubSettings = z.infer<typeof GitHubSettingsSchema>;
 
+/** Who may follow up on or stop a run from its Linear session: anyone in the team, or only who started it. */
+const LinearPolicy = z.enum(["anyone", "requester"]);
+
+/** The `linear:` section: the Linear agent's steering policy and each team's default repository. */
+const LinearSettingsSchema = z
+  .object({
+    followup: LinearPolicy.default("anyone"),
+    cancel: LinearPolicy.default("anyone"),
+    /** How long a team's member list is remembered (a burst of checks makes one GraphQL query). */
+    membership_cache_seconds: z.number().int().min(0).max(3600).default(30),
+    /**
+     * Per team, by its key (`ENG`): `repository`, where runs of the team's issues work when neither the
+     * prompt (`in owner/repo[@base]`) nor a GitHub link on the issue names one.
+     */
+    teams: z
+      .record(z.string(), z.object({ repository: z.string().min(1) }).strict())
+      // Checked here rather than by the key's schema, so that the message names the key and says why.
+      .superRefine((teams, ctx) => {
+        for (const key of Object.keys(teams)) {
+          if (!/^[A-Za-z0-9_]{1,20}$/.test(key)) {
+            ctx.addIssue({
+              code: "custom",
+              path: [key],
+              message: "team keys are Linear team keys such as ENG",
+            });
+          }
+        }
+      })
+      .default({}),
+  })
+  .strict();
+
+export type LinearSettings = z.infer<typeof LinearSettingsSchema>;
+
 /** USD per million tokens: a price of the table in pricing.ts. */
 const perMtok = z
   .number({ error: "must be a number of US dollars per million tokens, such as 3 or 0.25" })
@@ -292,6 +326,12 @@ const SettingsSchema = z
       repositories: {},
       label: "dispatch",
       autofix: { max_attempts: 3 },
+    }),
+    linear: LinearSettingsSchema.default({
+      followup: "anyone",
+      cancel: "anyone",
+      membership_cache_seconds: 30,
+      teams: {},
     }),
     mcp: McpSettingsSchema.default({ allowed_urls: [] }),
     git: GitSettingsSchema.default({ allowed_hosts: [] }),

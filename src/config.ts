@@ -193,6 +193,12 @@ const EnvSchema = z.object({
     .string()
     .regex(/^\/[a-z0-9_-]{1,31}$/, "must be a slash command such as /agent")
     .default("/agent"),
+  LINEAR_ACCESS_TOKEN: z
+    .string()
+    .min(8, "must be the Linear app's OAuth access token (actor=app)")
+    .optional(),
+  LINEAR_WEBHOOK_SECRET: z.string().min(8, "must be at least 8 characters").optional(),
+  LINEAR_API_URL: z.url().default("https://api.linear.app/graphql"),
 });
 
 /**
@@ -255,6 +261,12 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
     }
     if (!e.SLACK_BOT_TOKEN && (e.SLACK_SIGNING_SECRET || e.SLACK_APP_TOKEN)) {
       problems.add("SLACK_BOT_TOKEN", "required to enable the Slack app");
+    }
+    if (e.LINEAR_ACCESS_TOKEN && !e.LINEAR_WEBHOOK_SECRET && e.DISPATCH_ROLES.has("api")) {
+      problems.add("LINEAR_WEBHOOK_SECRET", "required with LINEAR_ACCESS_TOKEN to receive Linear webhooks");
+    }
+    if (!e.LINEAR_ACCESS_TOKEN && e.LINEAR_WEBHOOK_SECRET) {
+      problems.add("LINEAR_ACCESS_TOKEN", "required to enable the Linear agent");
     }
     // Streams past this many are refused (429), so that this many connections stay for everything else.
     const maxEventStreams =
@@ -353,6 +365,17 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
         : undefined,
       /** The Slack Web API base (SLACK_API_URL, ends in /); also used by the notifier. */
       slackApiUrl: e.SLACK_API_URL,
+      /**
+       * The Linear agent (docs/surfaces.md), when LINEAR_ACCESS_TOKEN is set: the app's token, the secret
+       * that verifies POST /linear/webhooks (unset only without the api role) and the GraphQL endpoint.
+       */
+      linear: e.LINEAR_ACCESS_TOKEN
+        ? {
+            accessToken: e.LINEAR_ACCESS_TOKEN,
+            webhookSecret: e.LINEAR_WEBHOOK_SECRET,
+            apiUrl: e.LINEAR_API_URL,
+          }
+        : undefined,
       /** dispatch.config.yaml (or its defaults). */
       settings,
       /**
@@ -411,6 +434,7 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
 export type Config = z.output<ReturnType<typeof configSchema>>;
 export type SandboxConfig = Config["sandbox"];
 export type SlackConfig = NonNullable<Config["slack"]>;
+export type LinearConfig = NonNullable<Config["linear"]>;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return parseVariables(configSchema(env), variablesFor(EnvSchema, env));

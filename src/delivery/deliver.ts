@@ -444,8 +444,15 @@ function prBody(ctx: DeliverContext): string {
   if (trigger?.kind === "issues") parts.push(`Closes #${trigger.number}`);
   // A run started on a pull request it cannot push to (a fork's) delivers its own PR, pointing back.
   if (trigger?.kind === "pull") parts.push(`Follows up #${trigger.number}`);
+  // A tracker issue the run works on (`metadata.fixes`, such as Linear's ENG-123), named the way the
+  // tracker's GitHub integration links and closes it (docs/delivery.md).
+  const fixes = ctx.run.metadata.fixes;
+  if (fixes && TRACKER_ISSUE.test(fixes)) parts.push(`Fixes ${fixes}`);
   return parts.join("\n\n");
 }
+
+/** A tracker's issue key: team or project key, dash, number (ENG-123). Anything else is not written. */
+const TRACKER_ISSUE = /^[A-Za-z][A-Za-z0-9_]{0,19}-\d{1,9}$/;
 
 function coAuthor(run: RunRecord): string | undefined {
   const m = /^github:([A-Za-z0-9-]{1,39})$/.exec(run.creator.uid);

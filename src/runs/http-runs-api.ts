@@ -3,6 +3,7 @@ import { isRunErrorCode, RunError, type RunErrorCode } from "../model/errors.ts"
 import type { Creator } from "../model/run.ts";
 import type { RunItem } from "./run-item.ts";
 import type {
+  RunEventsPage,
   RunsApi,
   RunsApiCallOptions,
   RunsApiCreate,
@@ -87,6 +88,12 @@ export class HttpRunsApi implements RunsApi {
         ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {}),
       });
     });
+  }
+
+  events(runId: string, after: number, limit: number): Promise<RunEventsPage> {
+    return asRunError(
+      async () => (await this.client.runs.listEvents(runId, { after, limit })) as unknown as RunEventsPage,
+    );
   }
 }
 

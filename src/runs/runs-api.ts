@@ -1,12 +1,12 @@
 import type { ApiKeyRole, Caller } from "../model/identity.ts";
-import type { Creator, FollowupOutcome } from "../model/run.ts";
+import type { Creator, FollowupOutcome, RunEvent } from "../model/run.ts";
 import type { AttachmentInput } from "./attachments.ts";
 import { type RunItem, toRunItem } from "./run-item.ts";
 import type { ListInput, RunService } from "./run-service.ts";
 
 /**
- * What the integrations (Slack, GitHub) and the notifier use to reach runs: the five operations of the
- * HTTP API, in its wire shapes. The in-process implementation calls the run service directly; an HTTP
+ * What the integrations (Slack, GitHub, Linear) and the notifier use to reach runs: the operations of the
+ * HTTP API they need (create, get, list, follow up, cancel, and a page of the transcript), in its wire shapes. The in-process implementation calls the run service directly; an HTTP
  * one (the TypeScript client) lets the bot front a remote Dispatch. Integrations never touch the store.
  */
 export interface RunsApi {
@@ -22,6 +22,14 @@ export interface RunsApi {
     opts?: RunsApiFollowupOptions,
   ): Promise<{ followup_id: string; outcome: FollowupOutcome }>;
   cancel(runId: string, opts?: RunsApiCallOptions & { by?: Creator }): Promise<void>;
+  /** The run's transcript after seq `after` (GET /agent/runs/{id}/events): a surface reports its steps from it. */
+  events(runId: string, after: number, limit: number): Promise<RunEventsPage>;
+}
+
+/** One page of a run's transcript, as GET /agent/runs/{id}/events answers it. */
+export interface RunEventsPage {
+  events: RunEvent[];
+  next_after: number;
 }
 
 export interface RunsApiCreate {
@@ -131,6 +139,11 @@ export class InProcessRunsApi implements RunsApi {
       },
       runId,
     );
+  }
+
+  async events(runId: string, after: number, limit: number): Promise<RunEventsPage> {
+    const events = await this.service.events(this.caller, runId, after, limit);
+    return { events, next_after: events.at(-1)?.seq ?? after };
   }
 }
 

@@ -1,8 +1,8 @@
 import type { SurfaceDefinition } from "./surface.ts";
 
 /**
- * Every surface Dispatch has, in one place: a new one (Linear, Jira, …) is a folder under src/integrations
- * and one line here. Each folder is loaded only when its surface is configured: Bolt and Octokit are
+ * Every surface Dispatch has, in one place: a new one (Jira, …) is a folder under src/integrations
+ * and one line here. Each folder is loaded only when its surface is configured: Bolt, Octokit and the Linear SDK are
  * megabytes a server without them would hold for nothing.
  */
 export const SURFACES: readonly SurfaceDefinition[] = [
@@ -15,5 +15,10 @@ export const SURFACES: readonly SurfaceDefinition[] = [
     platform: "github",
     configured: (config) => config.github !== undefined,
     load: () => import("../integrations/github/surface.ts"),
+  },
+  {
+    platform: "linear",
+    configured: (config) => config.linear !== undefined,
+    load: () => import("../integrations/linear/surface.ts"),
   },
 ];

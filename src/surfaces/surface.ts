@@ -29,6 +29,11 @@ export interface Surface {
   readonly audience?: Audience;
   /** Its side of the notifier; present where this process reports to it. */
   readonly notifier?: NotifierPlatform;
+  /**
+   * What it reports besides cards and final replies, where this process reports to it: Linear's step
+   * activities, read from runs' transcripts. Started after the notifier and stopped before it.
+   */
+  readonly reporter?: SurfaceReporter;
   /** Inbound, where this process serves the API: mounted before the server listens, started after. */
   readonly inbound?: SurfaceInbound;
   /** What it lends delivery: opening and updating pull requests on its host (GitHub). */
@@ -46,6 +51,12 @@ export interface SurfaceInbound {
   stop(): Promise<void>;
   /** Resolves once every delivery acknowledged so far has been handled (tests, benchmarks). */
   idle(): Promise<void>;
+}
+
+export interface SurfaceReporter {
+  start(): void;
+  /** Lets what it is sending to the outbox finish. */
+  stop(): Promise<void>;
 }
 
 /** What a surface is built with: the process's configuration, store and run access, and its roles. */
