@@ -5,7 +5,7 @@ import type { LinearSettings } from "../../config-file.ts";
 import type { RepositoryParsing } from "../../model/repository.ts";
 import type { Creator } from "../../model/run.ts";
 import { stateWords, truncate } from "../../model/run-wording.ts";
-import type { ThreadBinding } from "../../model/thread-binding.ts";
+import { type ThreadBinding, threadKey } from "../../model/thread-binding.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
 import type { InboundDelivery, Store } from "../../store/store.ts";
 import { createBody } from "../grammar.ts";
@@ -25,7 +25,11 @@ const WORK_CONCURRENCY = 4;
 /** The inbox's attempts per delivery (inbox-queue.ts): a follow-up waits this long for its session's run. */
 const LAST_ATTEMPT = 5;
 
-export type LinearStore = Pick<Store, "bindThread" | "listChannelBindings" | "enqueueOutbox"> & InboxStore;
+export type LinearStore = Pick<
+  Store,
+  "bindThread" | "listChannelBindings" | "enqueueOutbox" | "markThreadAsked"
+> &
+  InboxStore;
 
 export interface LinearIntegrationDeps {
   webhookSecret: string;
@@ -225,6 +229,8 @@ export class LinearIntegration {
       const { outcome } = await this.deps.runs.followup(binding.runId, message, {
         idempotencyKey: `linear-followup-${activity.id}`,
       });
+      // The reply at the end of this execution comes to this session (docs/surfaces.md, one run, many threads).
+      await this.deps.store.markThreadAsked(binding.runId, threadKey(binding), new Date().toISOString());
       await session.activity(key, followupThought(outcome));
     } catch (err) {
       this.log.debug({ err, runId: binding.runId }, "could not send a follow-up from Linear");

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { RunEvent } from "../../model/run.ts";
 import { isTerminal } from "../../model/run-state.ts";
-import type { ThreadBinding } from "../../model/thread-binding.ts";
+import { type ThreadBinding, threadKey } from "../../model/thread-binding.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
 import type { OutboxMessage, Store } from "../../store/store.ts";
 import { stepActivity } from "./activity-words.ts";
@@ -30,7 +30,7 @@ interface Followed {
  */
 export class StepReporter {
   private readonly runs: Pick<RunsApi, "events" | "get" | "list">;
-  private readonly store: Pick<Store, "signals" | "getThreadBinding" | "enqueueOutbox">;
+  private readonly store: Pick<Store, "signals" | "listThreadBindings" | "enqueueOutbox">;
   private readonly log: Logger;
   private readonly pollMs: number;
   private readonly followed = new Map<string, Followed>();
@@ -41,7 +41,7 @@ export class StepReporter {
 
   constructor(deps: {
     runs: Pick<RunsApi, "events" | "get" | "list">;
-    store: Pick<Store, "signals" | "getThreadBinding" | "enqueueOutbox">;
+    store: Pick<Store, "signals" | "listThreadBindings" | "enqueueOutbox">;
     log: Logger;
     pollMs: number;
   }) {
@@ -113,8 +113,9 @@ export class StepReporter {
 
   /** A run seen for the first time here: a Linear one is followed from the start of its current execution. */
   private async begin(runId: string): Promise<Followed | undefined> {
-    const binding = await this.store.getThreadBinding(runId);
-    if (binding?.platform !== "linear") return undefined;
+    // The run's Linear session among its threads (a run asked for in Linear is its origin).
+    const binding = (await this.store.listThreadBindings(runId)).find((b) => b.platform === "linear");
+    if (!binding) return undefined;
     let after = 0;
     let executionStart = 0;
     for (;;) {
@@ -132,17 +133,18 @@ export class StepReporter {
     const where = {
       organizationId: followed.binding.workspace,
       sessionId: followed.binding.channel,
-      stream: `thread:${runId}`,
+      stream: `thread:${runId}:${threadKey(followed.binding)}`,
     };
     const messages: OutboxMessage[] = [];
     for (const event of events) {
       const step = stepActivity(event, followed.calls);
       if (!step) continue;
-      messages.push(
-        activityMessage(`linear-step:${runId}:${event.seq}`, where, step.content, {
+      messages.push({
+        ...activityMessage(`linear-step:${runId}:${event.seq}`, where, step.content, {
           ...(step.ephemeral ? { ephemeral: true } : {}),
         }),
-      );
+        threadKey: threadKey(followed.binding),
+      });
     }
     if (messages.length > 0) await this.store.enqueueOutbox(runId, messages);
   }
