@@ -4,6 +4,7 @@ import type { SteerAction } from "../access/audience.ts";
 import type { RunAccess, Viewer } from "../access/run-access.ts";
 import type { AudienceFilter } from "../model/audience.ts";
 import { RunError } from "../model/errors.ts";
+import { issueArtifactOf } from "../model/external-reference.ts";
 import { type Caller, DEFAULT_TEAM } from "../model/identity.ts";
 import type { AgentConfig, Creator, FollowupOutcome, RunEvent, RunRecord } from "../model/run.ts";
 import { isRunMode, type RunMode } from "../model/run-mode.ts";
@@ -164,14 +165,14 @@ export class RunService {
       agentConfig,
       agentSkill,
       statusMessage: null,
-      artifacts: [],
+      artifacts: [issueArtifactOf(ctx.triggerUrl, now)].filter((a) => a !== undefined),
       requestUsage: { input_tokens: 0, output_tokens: 0, total_tokens: 0 },
       metadata: input.metadata ?? {},
       workerId: null,
       leaseExpiresAt: null,
       agentStarted: false,
       requeueCount: 0,
-      ...(parentRunId !== undefined ? { parentRunId } : {}),
+      ...(parent ? { parentRunId: parent.id, rootRunId: parent.rootRunId ?? parent.id } : {}),
       ...(mode !== "normal" ? { mode } : {}),
     };
     return run;
@@ -353,6 +354,14 @@ export class RunService {
       runs,
       ...(hasMore && last ? { nextCursor: encodeCursor(query.sortBy, query.sortOrder, last) } : {}),
     };
+  }
+
+  /**
+   * For runs the viewer was given (by `get` or `list`): the follow-ups added to each one's prompt before it
+   * started, oldest first (RunItem.submitted_prompt).
+   */
+  queuedPrompts(runs: readonly RunRecord[]): Promise<Map<string, string[]>> {
+    return runs.length ? this.store.listQueuedPrompts(runs.map((r) => r.id)) : Promise.resolve(new Map());
   }
 
   async followup(

@@ -250,6 +250,8 @@ export interface Store {
   ): Promise<IdempotentResult<{ followup: FollowupRecord; run: RunRecord }> | undefined>;
   /** Marks every undelivered follow-up of the run delivered to `execution` and returns them, oldest first. */
   takePendingFollowups(runId: string, execution: number): Promise<FollowupRecord[]>;
+  /** The messages of follow-ups that were added to these runs' prompts before they started, oldest first. */
+  listQueuedPrompts(runIds: readonly string[]): Promise<Map<string, string[]>>;
 
   // Transcript
   /**

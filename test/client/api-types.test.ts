@@ -21,6 +21,7 @@ const fieldNamesMatch: {
   CancelRunRequest: true,
   CreateRunResponse: true,
   RunItem: true,
+  RequestUsage: true,
   ListRunsResponse: true,
   FollowupRequest: true,
   FollowupResponse: true,
@@ -56,6 +57,7 @@ type ApiTypes = {
   CancelRunRequest: Api.CancelRunRequest;
   CreateRunResponse: Api.CreateRunResponse;
   RunItem: Api.RunItem;
+  RequestUsage: Api.RequestUsage;
   ListRunsResponse: Api.ListRunsResponse;
   FollowupRequest: Api.FollowupRequest;
   FollowupResponse: Api.FollowupResponse;

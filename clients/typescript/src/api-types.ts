@@ -66,6 +66,38 @@ export interface AgentSkill {
   }>;
 }
 
+export type ArtifactItem =
+  | {
+      artifact_type: "PULL_REQUEST";
+      created_at: string;
+      data: {
+        url: string;
+        branch: string;
+        status: "open" | "draft" | "merged" | "closed" | "unknown";
+      };
+    }
+  | {
+      artifact_type: "FILE";
+      created_at: string;
+      data: {
+        artifact_uid: string;
+        filename: string;
+        filepath: string;
+        mime_type: string;
+        size_bytes?: number;
+        description?: string;
+      };
+    }
+  | {
+      artifact_type: "EXTERNAL_REFERENCE";
+      created_at: string;
+      data: {
+        reference_type: string;
+        url: string;
+        title?: string;
+      };
+    };
+
 export interface Attachment {
   file_name: string;
   mime_type: string;
@@ -193,7 +225,7 @@ export interface FollowupRequest {
 
 export interface FollowupResponse {
   followup_id: string;
-  outcome: "queued_prompt" | "live_session" | "handoff_execution";
+  outcome: "queued_prompt" | "live_session" | "queue_pending" | "handoff_execution";
 }
 
 export interface ListAgentIdentitiesResponse {
@@ -267,6 +299,64 @@ export interface Problem {
   trace_id?: string;
 }
 
+export interface RequestUsage {
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens: number;
+  inference_cost?: number;
+  inference_cost_usd?: number;
+  model_token_usage?: Array<{
+    model_id: string;
+    total_tokens: number;
+    usage_type: "byok" | "custom_endpoint";
+    tokens_by_category: Record<string, number>;
+  }>;
+  usage_by_category?: Record<
+    string,
+    {
+      platform_usage_in_cents: number;
+      byok_inference_usage?: Record<
+        string,
+        {
+          token_count: {
+            input: number;
+            input_cache_read: number;
+            input_cache_write: number;
+            output: number;
+          };
+          cost_in_cents: {
+            input_cost_in_cents: number;
+            input_cache_read_cost_in_cents: number;
+            input_cache_write_cost_in_cents: number;
+            output_cost_in_cents: number;
+          };
+          web_search_count: number;
+          web_search_cost_in_cents: number;
+        }
+      >;
+      custom_endpoint_inference_usage?: Record<
+        string,
+        {
+          token_count: {
+            input: number;
+            input_cache_read: number;
+            input_cache_write: number;
+            output: number;
+          };
+          cost_in_cents: {
+            input_cost_in_cents: number;
+            input_cache_read_cost_in_cents: number;
+            input_cache_write_cost_in_cents: number;
+            output_cost_in_cents: number;
+          };
+          web_search_count: number;
+          web_search_cost_in_cents: number;
+        }
+      >;
+    }
+  >;
+}
+
 export interface RunAgentConfig {
   name?: string | null;
   model_id?: string | null;
@@ -304,6 +394,7 @@ export interface RunItem {
   task_id: string;
   title: string;
   prompt: string;
+  submitted_prompt?: string;
   state: RunState;
   created_at: string;
   updated_at: string;
@@ -315,6 +406,12 @@ export interface RunItem {
   trigger_url?: string;
   source: string;
   creator: {
+    type: "user" | "service_account";
+    uid: string;
+    display_name: string;
+    email?: string;
+  };
+  executor: {
     type: "user" | "service_account";
     uid: string;
     display_name: string;
@@ -348,17 +445,9 @@ export interface RunItem {
     reason?: string;
     retryable?: boolean;
   };
-  artifacts: Array<{
-    artifact_type: string;
-    created_at: string;
-    data: Record<string, unknown>;
-  }>;
-  request_usage: {
-    input_tokens: number;
-    output_tokens: number;
-    total_tokens: number;
-    inference_cost?: number;
-  };
+  artifacts: ArtifactItem[];
+  request_usage: RequestUsage;
+  is_run_type_cancellable: true;
   is_sandbox_running: boolean;
   schedule?: {
     schedule_id: string;
@@ -373,6 +462,7 @@ export interface RunItem {
   metadata: Record<string, string>;
   conversation_id: string;
   parent_run_id?: string;
+  root_run_id: string;
   execution_location: "REMOTE";
 }
 
@@ -484,6 +574,13 @@ export interface ListRunsQuery {
   created_before?: string;
   updated_after?: string;
   q?: string;
+  task_status?:
+    | "running"
+    | "failed"
+    | "blocked"
+    | "cancelled"
+    | "complete"
+    | Array<"running" | "failed" | "blocked" | "cancelled" | "complete">;
 }
 
 /** Query parameters of listRunEvents; whole numbers travel as strings but are given as numbers. */

@@ -144,7 +144,15 @@ export function idempotencyKey(req: FastifyRequest): string | undefined {
 export interface RunRoutesOptions {
   runService: Pick<
     RunService,
-    "create" | "list" | "get" | "followup" | "cancel" | "events" | "transcript" | "onEventAppended"
+    | "create"
+    | "list"
+    | "get"
+    | "queuedPrompts"
+    | "followup"
+    | "cancel"
+    | "events"
+    | "transcript"
+    | "onEventAppended"
   >;
   /** Base for session links; known only once the server listens when not configured. */
   publicUrl: () => string;
@@ -180,8 +188,11 @@ export async function runRoutes(app: FastifyInstance, opts: RunRoutesOptions): P
   route(app, ops.listRuns, async (req, _reply, { query }) => {
     const page = await runService.list(req.caller!, listInputOf(query, LIMITS.listDefault));
     const base = publicUrl();
+    const queued = await runService.queuedPrompts(page.runs);
     return {
-      runs: page.runs.map((r) => toRunItem(r, base, { promptLimit: LIST_PROMPT_LIMIT })),
+      runs: page.runs.map((r) =>
+        toRunItem(r, base, { promptLimit: LIST_PROMPT_LIMIT, queuedPrompts: queued.get(r.id) ?? [] }),
+      ),
       page_info: {
         has_next_page: page.nextCursor !== undefined,
         ...(page.nextCursor ? { next_cursor: page.nextCursor } : {}),
@@ -189,9 +200,11 @@ export async function runRoutes(app: FastifyInstance, opts: RunRoutesOptions): P
     };
   });
 
-  route(app, ops.getRun, async (req) =>
-    toRunItem(await runService.get(req.caller!, req.params.runId), publicUrl()),
-  );
+  route(app, ops.getRun, async (req) => {
+    const run = await runService.get(req.caller!, req.params.runId);
+    const queued = await runService.queuedPrompts([run]);
+    return toRunItem(run, publicUrl(), { queuedPrompts: queued.get(run.id) ?? [] });
+  });
 
   route(
     app,

@@ -64,6 +64,7 @@ const statements: Statements<Database> = {
   readAttachmentContent: attachments.readAttachmentContent,
   addFollowup: followups.addFollowup,
   takePendingFollowups: followups.takePendingFollowups,
+  listQueuedPrompts: followups.listQueuedPrompts,
   appendEvent: events.appendEvent,
   listEvents: events.listEvents,
   listRunsByProgress: progress.listRunsByProgress,

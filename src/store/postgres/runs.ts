@@ -47,9 +47,10 @@ export async function insertRun(
     `INSERT INTO runs (id, team_id, title, prompt, state, created_at, updated_at, queued_at, started_at, finished_at,
        run_time_ms, execution_started_at, execution, session_id, trigger_url, source, creator_uid, creator,
        config_name, model_id, environment_id, skill_spec, agent_config, agent_skill, status_message, artifacts,
-       request_usage, metadata, schedule_id, schedule_name, schedule_cron, schedule_fire_time, parent_run_id, mode)
+       request_usage, metadata, schedule_id, schedule_name, schedule_cron, schedule_fire_time, parent_run_id, mode,
+       root_run_id)
      VALUES ($1, $2, $3, $4, 'QUEUED', $5, $6, $5, NULL, NULL, 0, NULL, 1, $7, $8, $9, $10, $11, $12, $13, $14,
-       $15, $16, $17, NULL, '[]', $18, $19, $20, $21, $22, $23, $24, $25)`,
+       $15, $16, $17, NULL, $27, $18, $19, $20, $21, $22, $23, $24, $25, $26)`,
     [
       run.id,
       run.teamId,
@@ -76,6 +77,8 @@ export async function insertRun(
       run.schedule?.fireTime ?? null,
       run.parentRunId ?? null,
       run.mode ?? "normal",
+      run.rootRunId ?? null,
+      JSON.stringify(run.artifacts),
     ],
   );
   const search = runSearchText(run);
@@ -201,10 +204,29 @@ export async function listRuns(
   }
   if (q.q) {
     const needle = bind(foldCase(q.q));
+    const byRef = q.qRef?.runId
+      ? ` OR id = ${bind(q.qRef.runId)}`
+      : q.qRef?.sessionId
+        ? ` OR session_id = ${bind(q.qRef.sessionId)}`
+        : "";
     where.push(
-      `EXISTS (SELECT 1 FROM run_search_text s WHERE s.run_id = runs.id
-                 AND (strpos(s.title, ${needle}) > 0 OR strpos(s.prompt, ${needle}) > 0))`,
+      `(EXISTS (SELECT 1 FROM run_search_text s WHERE s.run_id = runs.id
+                 AND (strpos(s.title, ${needle}) > 0 OR strpos(s.prompt, ${needle}) > 0))${byRef})`,
     );
+  }
+  if (q.taskStatus) {
+    const { states, orActiveBelow } = q.taskStatus;
+    if (states.length === 0 && !orActiveBelow) return { runs: [], hasMore: false };
+    const either: string[] = [];
+    if (states.length) either.push(`state = ANY(${bind(states)}::text[])`);
+    if (orActiveBelow) {
+      // The active runs of the team and every run above them: few, whatever the size of the team's history.
+      either.push(`id IN (WITH RECURSIVE above(id, parent) AS (
+           SELECT id, parent_run_id FROM runs WHERE team_id = ${bind(teamId)} AND state IN ('QUEUED', 'INPROGRESS')
+           UNION SELECT runs.id, runs.parent_run_id FROM runs JOIN above ON runs.id = above.parent
+         ) SELECT id FROM above)`);
+    }
+    where.push(`(${either.join(" OR ")})`);
   }
   const beyond = dir === "ASC" ? ">" : "<";
   if (q.after && q.after.value === null) {

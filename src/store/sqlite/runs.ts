@@ -52,7 +52,7 @@ export function insertRun(
        run_time_ms, execution_started_at, execution, session_id, trigger_url, source, creator_uid, creator,
        config_name, model_id, environment_id, skill_spec, agent_config, agent_skill, status_message, artifacts,
        request_usage, metadata)
-     VALUES (?, ?, ?, ?, 'QUEUED', ?, ?, ?, NULL, NULL, 0, NULL, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, '[]', ?, ?)`,
+     VALUES (?, ?, ?, ?, 'QUEUED', ?, ?, ?, NULL, NULL, 0, NULL, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)`,
   ).run(
     run.id,
     run.teamId,
@@ -72,6 +72,7 @@ export function insertRun(
     run.agentConfig.skill_spec ?? null,
     JSON.stringify(run.agentConfig),
     run.agentSkill ? JSON.stringify(run.agentSkill) : null,
+    JSON.stringify(run.artifacts),
     JSON.stringify(run.requestUsage),
     JSON.stringify(run.metadata),
   );
@@ -92,8 +93,9 @@ export function insertRun(
     );
   }
   if (run.parentRunId || (run.mode && run.mode !== "normal")) {
-    db.sql("UPDATE runs SET parent_run_id = ?, mode = ? WHERE id = ?").run(
+    db.sql("UPDATE runs SET parent_run_id = ?, root_run_id = ?, mode = ? WHERE id = ?").run(
       run.parentRunId ?? null,
+      run.rootRunId ?? null,
       run.mode ?? "normal",
       run.id,
     );
@@ -216,9 +218,29 @@ export async function listRuns(
     params.push(...audience.params);
   }
   if (q.q) {
-    where.push("(instr(fold_case(title), ?) > 0 OR instr(fold_case(prompt), ?) > 0)");
     const needle = foldCase(q.q);
+    const byRef = q.qRef?.runId ? " OR id = ?" : q.qRef?.sessionId ? " OR session_id = ?" : "";
+    where.push(`(instr(fold_case(title), ?) > 0 OR instr(fold_case(prompt), ?) > 0${byRef})`);
     params.push(needle, needle);
+    if (byRef) params.push(q.qRef?.runId ?? q.qRef?.sessionId ?? "");
+  }
+  if (q.taskStatus) {
+    const { states, orActiveBelow } = q.taskStatus;
+    if (states.length === 0 && !orActiveBelow) return { runs: [], hasMore: false };
+    const either: string[] = [];
+    if (states.length) {
+      either.push(`state IN (${states.map(() => "?").join(", ")})`);
+      params.push(...states);
+    }
+    if (orActiveBelow) {
+      // The active runs of the team and every run above them: few, whatever the size of the team's history.
+      either.push(`id IN (WITH RECURSIVE above(id, parent) AS (
+           SELECT id, parent_run_id FROM runs WHERE team_id = ? AND state IN ('QUEUED', 'INPROGRESS')
+           UNION SELECT runs.id, runs.parent_run_id FROM runs JOIN above ON runs.id = above.parent
+         ) SELECT id FROM above)`);
+      params.push(teamId);
+    }
+    where.push(`(${either.join(" OR ")})`);
   }
   const beyond = dir === "ASC" ? ">" : "<";
   if (q.after && q.after.value === null) {
