@@ -117,6 +117,8 @@ export interface RunRecord {
   lastEventAt?: string;
   /** The run that spawned this one (Oz's `parent_run_id`, same team); `ancestor_run_id` lists by it. */
   parentRunId?: string | null;
+  /** How many times the run was interrupted (its agent's turn stopped); absent when never. */
+  interrupts?: number;
   /** The top of the run's tree of parents (Oz's `root_run_id`); absent or null for a run without a parent. */
   rootRunId?: string | null;
   /** How the run's first execution answers (run-mode.ts); a follow-up handoff carries its own mode. */

@@ -20,6 +20,7 @@ import { type AttachmentInput, decodeAttachments } from "./attachments.ts";
 import { idempotencyClaim } from "./idempotency-claim.ts";
 import { decodeCursor, encodeCursor } from "./list-cursor.ts";
 import { checkCostLimit, resolveConfig, resolveCreateTime } from "./run-config.ts";
+import { findByExternalReference } from "./run-lookup.ts";
 import { type RepositoryDelivery, resolveRepository } from "./run-repository.ts";
 import { deriveTitle, skillNameOf } from "./run-title.ts";
 
@@ -417,6 +418,46 @@ export class RunService {
     ) as string;
   }
 
+  /**
+   * Stops the agent's turn under way; the run, its sandbox and its workspace stay, and a follow-up starts
+   * the next turn (docs/api.md). Only a run whose agent is running can be interrupted.
+   */
+  async interrupt(ctx: RequestContext, runId: string): Promise<RunRecord> {
+    await this.getToSteer(ctx.caller, runId, "cancel");
+    const who = ctx.creator?.display_name ?? ctx.caller.principal.displayName;
+    const result = await this.store.interruptRun(ctx.caller.team.id, runId, who);
+    if (!result) throw notFound(runId);
+    if (result.kind === "refused") {
+      throw new RunError(
+        "invalid_request",
+        result.state === "INPROGRESS"
+          ? `run ${runId} is getting ready and its agent has not started: there is no turn to interrupt yet; cancel the run, or send a follow-up (the agent gets it when it starts)`
+          : `run ${runId} is ${result.state}: only a run in progress can be interrupted`,
+      );
+    }
+    return result.run;
+  }
+
+  /** The run (one the viewer sees) and its whole transcript, oldest first. */
+  async history(viewer: Viewer, runId: string): Promise<{ run: RunRecord; events: RunEvent[] }> {
+    const run = await this.get(viewer, runId);
+    const events: RunEvent[] = [];
+    for (;;) {
+      const page = await this.store.listEvents(run.id, events.at(-1)?.seq ?? 0, HISTORY_PAGE);
+      events.push(...page);
+      if (page.length < HISTORY_PAGE) return { run, events };
+    }
+  }
+
+  /** The run behind a URL outside Dispatch (a pull request, an issue, a Slack message): run-lookup.ts. */
+  findByExternalReference(viewer: Viewer, url: string): Promise<RunRecord> {
+    return findByExternalReference(url, {
+      store: this.store,
+      teamId: viewer.team.id,
+      sees: (run) => this.options.access.sees(viewer, run),
+    });
+  }
+
   /** The run's transcript after seq `after`, at most `limit` events; the run must be one the viewer sees. */
   async events(viewer: Viewer, runId: string, after: number, limit: number): Promise<RunEvent[]> {
     const run = await this.get(viewer, runId);
@@ -511,6 +552,9 @@ export function creatorOf(caller: Pick<Caller, "principal">): Creator {
     ...(caller.principal.email ? { email: caller.principal.email } : {}),
   };
 }
+
+/** Events read at a time when a whole transcript is read. */
+const HISTORY_PAGE = 1000;
 
 function notFound(runId: string): RunError {
   return new RunError("resource_not_found", `no run ${runId}`);

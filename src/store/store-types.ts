@@ -262,3 +262,9 @@ export interface UsageSummary {
   /** Requesters, most runs first (then by uid); `displayName` as on their latest run. */
   people: Array<UsageTotals & { uid: string; displayName: string }>;
 }
+
+/** What `interruptRun` did: undefined when the team has no such run. */
+export type InterruptResult =
+  | { kind: "interrupted"; run: RunRecord }
+  | { kind: "refused"; state: RunState; agentStarted: boolean }
+  | undefined;

@@ -46,6 +46,13 @@ const fieldNamesMatch: {
   DeleteScheduleResponse: true,
   Attachment: true,
   ListAttachmentsResponse: true,
+  ConversationStep: true,
+  ConversationResponse: true,
+  TimelineResponse: true,
+  HarnessUsageResponse: true,
+  InterruptResponse: true,
+  RunReferenceResponse: true,
+  ConversationFollowupResponse: true,
 };
 type ApiTypes = {
   MCPServerConfig: Api.MCPServerConfig;
@@ -82,6 +89,13 @@ type ApiTypes = {
   DeleteScheduleResponse: Api.DeleteScheduleResponse;
   Attachment: Api.Attachment;
   ListAttachmentsResponse: Api.ListAttachmentsResponse;
+  ConversationStep: Api.ConversationStep;
+  ConversationResponse: Api.ConversationResponse;
+  TimelineResponse: Api.TimelineResponse;
+  HarnessUsageResponse: Api.HarnessUsageResponse;
+  InterruptResponse: Api.InterruptResponse;
+  RunReferenceResponse: Api.RunReferenceResponse;
+  ConversationFollowupResponse: Api.ConversationFollowupResponse;
 };
 
 describe("client wire types", () => {

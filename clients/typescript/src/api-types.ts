@@ -139,8 +139,78 @@ export interface CloudEnvironment {
   } | null;
 }
 
+export interface ConversationFollowupResponse {
+  followup_id: string;
+  outcome: "queued_prompt" | "live_session" | "queue_pending" | "handoff_execution";
+  run_id: string;
+}
+
 export interface ConversationRedirectResponse {
   session_id?: string;
+}
+
+export interface ConversationResponse {
+  conversation_id: string;
+  steps: ConversationStep[];
+}
+
+export interface ConversationStep {
+  id: string;
+  description?: string;
+  messages: Array<{
+    role: "user" | "assistant" | "tool" | "system";
+    content: Array<
+      | {
+          type: "text";
+          text: string;
+          message_id?: string;
+        }
+      | {
+          type: "action";
+          id: string;
+          category:
+            | "command"
+            | "files"
+            | "search"
+            | "integration"
+            | "documents"
+            | "computer"
+            | "review"
+            | "skill";
+          name: string;
+          input: Record<string, unknown>;
+          message_id?: string;
+        }
+      | {
+          type: "action_result";
+          action_id: string;
+          category:
+            | "command"
+            | "files"
+            | "search"
+            | "integration"
+            | "documents"
+            | "computer"
+            | "review"
+            | "skill";
+          name: string;
+          output: Record<string, unknown>;
+          state: "running" | "completed" | "failed" | "denied";
+          message_id?: string;
+        }
+      | {
+          type: "event";
+          name: string;
+          data: Record<string, unknown>;
+          message_id?: string;
+        }
+    >;
+    message_ids?: string[];
+    timestamp?: string;
+  }>;
+  steps: ConversationStep[];
+  started_at?: string;
+  completed_at?: string;
 }
 
 export interface CreateAgentIdentityRequest {
@@ -226,6 +296,41 @@ export interface FollowupRequest {
 export interface FollowupResponse {
   followup_id: string;
   outcome: "queued_prompt" | "live_session" | "queue_pending" | "handoff_execution";
+}
+
+export interface HarnessUsageResponse {
+  run_id: string;
+  conversation_id: string;
+  available: boolean;
+  age_seconds?: number;
+  usage?: {
+    harness: "CLAUDE_CODE" | "CODEX";
+    metricsVersion: 1;
+    executionId: number;
+    captureSequence: number;
+    capturedAt: string;
+    snapshot: {
+      coverage: {
+        tokenStatus: "known" | "partial" | "unavailable";
+        toolStatus: "known" | "partial" | "unavailable";
+      };
+      payload: {
+        usage: Record<string, number>;
+        attribution: Array<{
+          model: string;
+          usage: Record<string, number>;
+        }>;
+        toolCalls: {
+          byName: Record<string, number>;
+          total: number;
+        };
+      };
+    };
+  };
+}
+
+export interface InterruptResponse {
+  run_id: string;
 }
 
 export interface ListAgentIdentitiesResponse {
@@ -466,6 +571,10 @@ export interface RunItem {
   execution_location: "REMOTE";
 }
 
+export interface RunReferenceResponse {
+  run_id: string;
+}
+
 export type RunState = "QUEUED" | "INPROGRESS" | "SUCCEEDED" | "FAILED" | "ERROR" | "CANCELLED";
 
 export interface ScheduledAgentItem {
@@ -504,6 +613,28 @@ export interface ScheduledAgentItem {
 
 export interface SessionRedirectResponse {
   conversation_id?: string;
+}
+
+export interface TimelineResponse {
+  events: Array<{
+    event_type:
+      | "oz_run_created"
+      | "oz_run_claimed"
+      | "worker_container_ready"
+      | "shared_session_started"
+      | "agent_started"
+      | "oz_run_done"
+      | "oz_run_blocked"
+      | "oz_run_cancelled"
+      | "oz_run_failed"
+      | "oz_run_errored"
+      | "vm_shutdown";
+    event_uuid: string;
+    occurred_at: string;
+    run_id: string;
+    execution_id: number;
+    payload: Record<string, unknown>;
+  }>;
 }
 
 export interface UpdateAgentIdentityRequest {

@@ -1,7 +1,7 @@
 import { attachmentSummary, type NewAttachment } from "../../model/attachment.ts";
 import type { FollowupRecord, RunRecord } from "../../model/run.ts";
-import { followupOutcome, groupMessages } from "../followup-rows.ts";
 import { iso, toFollowup } from "../rows.ts";
+import { followupOutcome, groupMessages } from "../run-steering.ts";
 import type { IdempotencyClaim, IdempotentResult } from "../store.ts";
 import { insertAttachments } from "./attachments.ts";
 import type { Database, Tx } from "./database.ts";

@@ -12,6 +12,7 @@ import * as githubSignIns from "./github-sign-ins.ts";
 import * as idempotency from "./idempotency.ts";
 import * as identities from "./identities.ts";
 import * as inbound from "./inbound.ts";
+import * as interrupts from "./interrupts.ts";
 import * as leases from "./leases.ts";
 import * as outbox from "./outbox.ts";
 import * as progress from "./progress.ts";
@@ -39,6 +40,7 @@ const statements: Statements<Database> = {
   createRun: runs.createRun,
   getRun: runs.getRun,
   getRunBySession: runs.getRunBySession,
+  findRunsByUrl: runs.findRunsByUrl,
   listRuns: runs.listRuns,
   countRunsByState: runs.countRunsByState,
   summarizeUsage: usageSummary.summarizeUsage,
@@ -65,6 +67,7 @@ const statements: Statements<Database> = {
   addFollowup: followups.addFollowup,
   takePendingFollowups: followups.takePendingFollowups,
   listQueuedPrompts: followups.listQueuedPrompts,
+  interruptRun: interrupts.interruptRun,
   appendEvent: events.appendEvent,
   listEvents: events.listEvents,
   listRunsByProgress: progress.listRunsByProgress,

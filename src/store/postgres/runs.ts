@@ -6,6 +6,7 @@ import { wireStatusMessage } from "../../model/status-reason.ts";
 import { foldCase } from "../fold-case.ts";
 import { iso, toRun } from "../rows.ts";
 import { transitionColumns } from "../run-columns.ts";
+import { URL_MATCHES_MAX } from "../run-steering.ts";
 import type { IdempotencyClaim, IdempotentResult, RunListQuery, RunPatch } from "../store.ts";
 import { insertAttachments } from "./attachments.ts";
 import type { Database, Sql, Tx } from "./database.ts";
@@ -114,6 +115,18 @@ export async function getRun(db: Database, teamId: string, runId: string): Promi
 export async function getRunBySession(db: Database, sessionId: string): Promise<RunRecord | undefined> {
   const row = await db.row("SELECT * FROM runs WHERE session_id = $1", [sessionId]);
   return row ? toRun(row) : undefined;
+}
+
+export async function findRunsByUrl(db: Database, teamId: string, url: string): Promise<RunRecord[]> {
+  // A trigger URL may carry a comment anchor or a query after the URL looked for.
+  const rows = await db.rows(
+    `SELECT * FROM runs WHERE team_id = $1 AND (trigger_url = $2
+       OR left(trigger_url, length($3)) = $3 OR left(trigger_url, length($4)) = $4
+       OR EXISTS (SELECT 1 FROM json_array_elements(artifacts) a WHERE a -> 'data' ->> 'url' = $2))
+     ORDER BY created_at DESC, id DESC LIMIT $5`,
+    [teamId, url, `${url}#`, `${url}?`, URL_MATCHES_MAX],
+  );
+  return rows.map(toRun);
 }
 
 /**

@@ -7,6 +7,7 @@ import { wireStatusMessage } from "../../model/status-reason.ts";
 import { foldCase } from "../fold-case.ts";
 import { iso } from "../rows.ts";
 import { transitionColumns } from "../run-columns.ts";
+import { URL_MATCHES_MAX } from "../run-steering.ts";
 import type { IdempotencyClaim, IdempotentResult, RunListQuery, RunPatch } from "../store.ts";
 import { insertAttachments } from "./attachments.ts";
 import type { Database } from "./database.ts";
@@ -116,6 +117,29 @@ export async function getRunBySession(db: Database, sessionId: string): Promise<
     .sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE session_id = ?`, { arrays: true })
     .get(sessionId) as unknown as SQLInputValue[] | undefined;
   return row ? runFromValues(row) : undefined;
+}
+
+export async function findRunsByUrl(db: Database, teamId: string, url: string): Promise<RunRecord[]> {
+  // A trigger URL may carry a comment anchor or a query after the URL looked for.
+  const rows = db
+    .sql(
+      `SELECT ${RUN_COLUMNS} FROM runs WHERE team_id = ? AND (trigger_url = ?
+         OR substr(trigger_url, 1, length(?)) = ? OR substr(trigger_url, 1, length(?)) = ?
+         OR EXISTS (SELECT 1 FROM json_each(artifacts) WHERE json_extract(value, '$.data.url') = ?))
+       ORDER BY created_at DESC, id DESC LIMIT ?`,
+      { arrays: true },
+    )
+    .all(
+      teamId,
+      url,
+      `${url}#`,
+      `${url}#`,
+      `${url}?`,
+      `${url}?`,
+      url,
+      URL_MATCHES_MAX,
+    ) as unknown as SQLInputValue[][];
+  return rows.map(runFromValues);
 }
 
 /**

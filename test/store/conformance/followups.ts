@@ -68,6 +68,24 @@ export function followupsConformance(t: StoreSuite): void {
       expect(queued.get(c.id)).toBeUndefined();
     });
 
+    it("interruptRun: counts an interrupt of a run whose agent started, refuses any other", async () => {
+      const queued = await create();
+      expect(await t.store.interruptRun("t1", queued.id, "Ann")).toEqual({
+        kind: "refused",
+        state: "QUEUED",
+        agentStarted: false,
+      });
+      await t.store.claimNextRun(W, 60_000);
+      expect((await t.store.interruptRun("t1", queued.id, "Ann"))?.kind).toBe("refused");
+      await t.store.startAgent(queued.id, W);
+      const result = await t.store.interruptRun("t1", queued.id, "Ann");
+      expect(result?.kind === "interrupted" && result.run.interrupts).toBe(1);
+      expect((await t.store.getRun("t1", queued.id))?.interrupts).toBe(1);
+      const events = await t.store.listEvents(queued.id, 0, 100);
+      expect(events.at(-1)?.data).toMatchObject({ phase: "interrupt", interrupted_by: "Ann" });
+      expect(await t.store.interruptRun("t2", queued.id, "Ann")).toBeUndefined();
+    });
+
     it("is refused for another team's run", async () => {
       const run = await create();
       expect(

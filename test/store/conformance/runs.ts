@@ -265,6 +265,23 @@ export function runsConformance(t: StoreSuite): void {
       expect(await ids({ taskStatus: running })).toEqual([]);
     });
 
+    it("findRunsByUrl: by trigger URL (with an anchor or query after it) or an artifact's url, latest first", async () => {
+      const issue = "https://github.com/a/b/issues/1";
+      const byComment = await create({ triggerUrl: `${issue}#issuecomment-5` });
+      const byIssue = await create({ triggerUrl: issue });
+      await create({ triggerUrl: `${issue}0` });
+      const pr = "https://github.com/a/b/pull/2";
+      const opened = await create();
+      await t.store.recordArtifact(opened.id, {
+        artifact_type: "PULL_REQUEST",
+        created_at: opened.createdAt,
+        data: { url: pr },
+      });
+      expect((await t.store.findRunsByUrl("t1", issue)).map((r) => r.id)).toEqual([byIssue.id, byComment.id]);
+      expect((await t.store.findRunsByUrl("t1", pr)).map((r) => r.id)).toEqual([opened.id]);
+      expect(await t.store.findRunsByUrl("t2", pr)).toEqual([]);
+    });
+
     it("qRef: q also finds the run by its id or its session id", async () => {
       const run = await create({ title: "plain" });
       await create({ title: "other" });

@@ -1,4 +1,4 @@
-/** What both backends decide alike about follow-ups: where one goes, and messages grouped by run. */
+/** What both backends decide alike when a run is steered: where a follow-up goes, what an interrupt records. */
 
 import type { FollowupOutcome } from "../model/run.ts";
 import type { RunState } from "../model/run-state.ts";
@@ -25,3 +25,11 @@ export function groupMessages(rows: ReadonlyArray<Record<string, unknown>>): Map
   }
   return byRun;
 }
+
+/** The transcript's record of an interrupt (a `log` event). */
+export function interruptEvent(by: string): Record<string, unknown> {
+  return { level: "info", phase: "interrupt", message: `Interrupted by ${by}`, interrupted_by: by };
+}
+
+/** At most this many runs are answered for one URL (findRunsByUrl): the latest. */
+export const URL_MATCHES_MAX = 20;
