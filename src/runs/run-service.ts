@@ -449,6 +449,28 @@ export class RunService {
     }
   }
 
+  /**
+   * Whom a run is for when the request names a user (`on_behalf_of` as a user id or email, the Warp
+   * Platform API's form, docs/api.md): only an admin key or an agent identity's key may name one, and only
+   * a user of its team.
+   */
+  async onBehalfOf(caller: Caller, who: string): Promise<Creator> {
+    const isAgent =
+      caller.principal.type === "service_account" &&
+      (await this.store.getIdentity(caller.team.id, caller.principal.id)) !== undefined;
+    if (caller.key.role !== "admin" && !isAgent) {
+      throw new RunError(
+        "not_authorized",
+        "on_behalf_of: only an admin key or an agent identity's key may create a run for someone else; leave it out",
+      );
+    }
+    const user = await this.store.findUser(caller.team.id, who);
+    if (!user) {
+      throw new RunError("invalid_request", `on_behalf_of: no user "${who}" in this team; give a member's user id or email`);
+    }
+    return creatorOf({ principal: user });
+  }
+
   /** The run behind a URL outside Dispatch (a pull request, an issue, a Slack message): run-lookup.ts. */
   findByExternalReference(viewer: Viewer, url: string): Promise<RunRecord> {
     return findByExternalReference(url, {

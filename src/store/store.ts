@@ -80,6 +80,8 @@ export interface Store {
   // Teams, principals, API keys
   ensureTeam(team: Team): Promise<Team>;
   ensurePrincipal(principal: Principal): Promise<Principal>;
+  /** The team's user (not deleted) with this id, or else with this email (any case). */
+  findUser(teamId: string, idOrEmail: string): Promise<Principal | undefined>;
   insertApiKey(key: NewApiKey): Promise<ApiKeyRecord>;
   findCallerByKeyHash(hash: string): Promise<Caller | undefined>;
   listApiKeys(): Promise<Array<ApiKeyRecord & { principal: Principal }>>;

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RunItemSchema } from "../../src/api/schemas/runs.ts";
+import { createApiKey } from "../../src/auth/bootstrap.ts";
 import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
 
 /**
@@ -89,6 +90,50 @@ describe("Warp Platform API run fields", () => {
       url: "https://linear.app/acme/issue/ENG-12",
     });
     expect((await get(await create({ prompt: "plain" }))).artifacts).toEqual([]);
+  });
+});
+
+describe("on_behalf_of as a user id or email", () => {
+  it("an agent identity's key creates the run for that user; a member's key may not; an unknown user is 400", async () => {
+    const email = "bea@example.com";
+    const bea = await t.newKey("team_default", { displayName: "Bea", email });
+    const own = await t.api(
+      "POST",
+      "/api/v1/agent/runs",
+      { prompt: "hers" },
+      { authorization: `Bearer ${bea}` },
+    );
+    const uid = (await get(own.body.run_id)).creator.uid;
+    const identity = await t.api("POST", "/api/v1/agent/identities", { name: "deployer" });
+    expect(identity.status, identity.text).toBe(201);
+    const agentKey = (
+      await createApiKey(t.dispatch.store, { principalUid: identity.body.uid, role: "member" })
+    ).key;
+    for (const who of [uid, "BEA@example.com"]) {
+      const res = await t.api(
+        "POST",
+        "/api/v1/agent/runs",
+        { prompt: "for bea", on_behalf_of: who },
+        { authorization: `Bearer ${agentKey}` },
+      );
+      expect(res.status, res.text).toBe(200);
+      expect((await get(res.body.run_id)).creator).toEqual({ type: "user", uid, display_name: "Bea", email });
+    }
+    const member = await t.newKey("team_default");
+    const refused = await t.api(
+      "POST",
+      "/api/v1/agent/runs",
+      { prompt: "x", on_behalf_of: uid },
+      { authorization: `Bearer ${member}` },
+    );
+    expect(refused.status).toBe(403);
+    expect(refused.body.detail).toContain("on_behalf_of");
+    const unknown = await t.api("POST", "/api/v1/agent/runs", {
+      prompt: "x",
+      on_behalf_of: "nobody@example.com",
+    });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.detail).toContain("nobody@example.com");
   });
 });
 

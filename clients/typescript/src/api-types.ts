@@ -236,16 +236,19 @@ export interface CreateRunRequest {
   parent_run_id?: string | null;
   mode?: "normal" | "plan" | "orchestrate" | null;
   attachments?: Attachment[] | null;
-  on_behalf_of?: {
-    creator?: {
-      type: "user" | "service_account";
-      uid: string;
-      display_name: string;
-      email?: string;
-    };
-    source?: string;
-    trigger_url?: string;
-  } | null;
+  on_behalf_of?:
+    | string
+    | {
+        creator?: {
+          type: "user" | "service_account";
+          uid: string;
+          display_name: string;
+          email?: string;
+        };
+        source?: string;
+        trigger_url?: string;
+      }
+    | null;
 }
 
 export interface CreateRunResponse {

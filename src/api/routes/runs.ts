@@ -148,6 +148,7 @@ export interface RunRoutesOptions {
     | "list"
     | "get"
     | "queuedPrompts"
+    | "onBehalfOf"
     | "followup"
     | "cancel"
     | "events"
@@ -168,14 +169,17 @@ export async function runRoutes(app: FastifyInstance, opts: RunRoutesOptions): P
 
   const create = async (req: FastifyRequest, body: z.output<typeof CreateRunRequestSchema>) => {
     const { on_behalf_of: behalf, ...fields } = body;
-    // Only an admin key (an integration fronting this service) may say whom a run is for.
-    const extension = behalf && req.caller!.key.role === "admin" ? behalf : undefined;
+    // The Warp Platform API's form: a user id or email, for admin and agent identities' keys.
+    const named = typeof behalf === "string" ? await runService.onBehalfOf(req.caller!, behalf) : undefined;
+    // Dispatch's: only an admin key (an integration fronting this service) may say whom a run is for.
+    const extension = behalf && typeof behalf === "object" && req.caller!.key.role === "admin" ? behalf : undefined;
+    const creator = named ?? extension?.creator;
     return runService.create(
       {
         caller: req.caller!,
         idempotencyKey: idempotencyKey(req),
         rawBody: req.body,
-        ...(extension?.creator ? { creator: extension.creator } : {}),
+        ...(creator ? { creator } : {}),
         ...(extension?.source ? { source: extension.source } : {}),
         ...(extension?.trigger_url ? { triggerUrl: extension.trigger_url } : {}),
       },

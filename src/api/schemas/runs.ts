@@ -70,18 +70,24 @@ export const CreateRunRequestSchema = z
     metadata: MetadataSchema.nullish(),
     ...OzCreateFields,
     attachments: AttachmentsSchema,
-    /** Dispatch extension, honoured for admin keys only: an integration creating runs for its users. */
     on_behalf_of: z
-      .object({
-        creator: CreatorSchema.optional(),
-        source: z.string().min(1).max(100).optional(),
-        trigger_url: z.url().max(2000).optional(),
-      })
-      .nullish()
-      .meta({
-        description:
-          "Dispatch extension for integrations (admin keys only; ignored for other keys): the user the run is for, where it was started and from which surface.",
-      }),
+      .union([
+        z.string().min(1).max(300).meta({
+          description:
+            "The Warp Platform API's form: a user id or email of the team; the run is created for that user. Admin keys and agent identities' keys only (403 otherwise).",
+        }),
+        z
+          .object({
+            creator: CreatorSchema.optional(),
+            source: z.string().min(1).max(100).optional(),
+            trigger_url: z.url().max(2000).optional(),
+          })
+          .meta({
+            description:
+              "Dispatch extension for integrations (admin keys only; ignored for other keys): the user the run is for, where it was started and from which surface.",
+          }),
+      ])
+      .nullish(),
   })
   .refine(
     (b) => (b.prompt != null && b.prompt.trim() !== "") || b.skill != null || b.config?.skill_spec != null,

@@ -27,6 +27,7 @@ const LISTEN_WAIT_MS = 5_000;
 const statements: Statements<Database> = {
   ensureTeam: apiKeys.ensureTeam,
   ensurePrincipal: apiKeys.ensurePrincipal,
+  findUser: apiKeys.findUser,
   insertApiKey: apiKeys.insertApiKey,
   findCallerByKeyHash: apiKeys.findCallerByKeyHash,
   listApiKeys: apiKeys.listApiKeys,

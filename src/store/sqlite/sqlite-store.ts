@@ -24,6 +24,7 @@ import * as webSessions from "./web-sessions.ts";
 const statements: Statements<Database> = {
   ensureTeam: apiKeys.ensureTeam,
   ensurePrincipal: apiKeys.ensurePrincipal,
+  findUser: apiKeys.findUser,
   insertApiKey: apiKeys.insertApiKey,
   findCallerByKeyHash: apiKeys.findCallerByKeyHash,
   listApiKeys: apiKeys.listApiKeys,

@@ -91,7 +91,7 @@ def _create_body(
     config: AgentConfigParam | AgentConfig | None,
     skill: str | None,
     metadata: Mapping[str, str] | None,
-    on_behalf_of: Mapping[str, object] | None,
+    on_behalf_of: str | Mapping[str, object] | None,
     extra_body: Mapping[str, object] | None,
 ) -> dict[str, object]:
     body: dict[str, object] = {}
@@ -108,7 +108,7 @@ def _create_body(
     if metadata is not None:
         body["metadata"] = dict(metadata)
     if on_behalf_of is not None:
-        body["on_behalf_of"] = dict(on_behalf_of)
+        body["on_behalf_of"] = on_behalf_of if isinstance(on_behalf_of, str) else dict(on_behalf_of)
     body.update(extra_body or {})
     return body
 
@@ -208,7 +208,7 @@ class Runs:
         parent_run_id: str | None = None,
         mode: str | None = None,
         attachments: Sequence[AttachmentParam] | None = None,
-        on_behalf_of: Mapping[str, object] | None = None,
+        on_behalf_of: str | Mapping[str, object] | None = None,
         idempotency_key: str | None = None,
         extra_headers: Mapping[str, str] | None = None,
         extra_query: Mapping[str, object] | None = None,
@@ -217,7 +217,9 @@ class Runs:
         max_retries: int | NotGiven = NOT_GIVEN,
     ) -> CreateRunResponse:
         """Queues a run (``POST /agent/runs``). ``prompt`` is required unless ``skill`` is given.
-        ``on_behalf_of`` (creator, source, trigger_url) is a Dispatch extension honoured for admin keys.
+        ``on_behalf_of`` is either a user id or email of the team (the Warp Platform API's form: the run is
+        that user's; admin keys and agent identities' keys only) or Dispatch's ``{creator, source,
+        trigger_url}`` extension, honoured for admin keys.
 
         Every attempt of one call carries the same Idempotency-Key (``idempotency_key`` or a generated
         one), so retries never create a second run.
@@ -516,7 +518,7 @@ class AsyncRuns:
         parent_run_id: str | None = None,
         mode: str | None = None,
         attachments: Sequence[AttachmentParam] | None = None,
-        on_behalf_of: Mapping[str, object] | None = None,
+        on_behalf_of: str | Mapping[str, object] | None = None,
         idempotency_key: str | None = None,
         extra_headers: Mapping[str, str] | None = None,
         extra_query: Mapping[str, object] | None = None,
