@@ -9,6 +9,7 @@ import { conversationOperations } from "./routes/conversations.ts";
 import { environmentOperations } from "./routes/environments.ts";
 import { identityOperations } from "./routes/identities.ts";
 import { modelOperations } from "./routes/models.ts";
+import { networkingOperations } from "./routes/networking.ts";
 import { redirectOperations } from "./routes/redirects.ts";
 import { runInsightOperations } from "./routes/run-insights.ts";
 import { runOperations } from "./routes/runs.ts";
@@ -31,6 +32,7 @@ const OPERATIONS: Operation[] = [
   identityOperations,
   artifactOperations,
   attachmentOperations,
+  networkingOperations,
 ].flatMap((ops) => Object.values(ops));
 
 /** What any route that needs a key may answer, whatever it does. */

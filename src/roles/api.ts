@@ -8,6 +8,7 @@ import { conversationRoutes } from "../api/routes/conversations.ts";
 import { environmentRoutes } from "../api/routes/environments.ts";
 import { identityRoutes } from "../api/routes/identities.ts";
 import { modelRoutes } from "../api/routes/models.ts";
+import { networkingRoutes } from "../api/routes/networking.ts";
 import { redirectRoutes } from "../api/routes/redirects.ts";
 import { runInsightRoutes, transcriptContentPath } from "../api/routes/run-insights.ts";
 import { runRoutes } from "../api/routes/runs.ts";
@@ -52,6 +53,7 @@ export function registerApi(
   server.register(redirectRoutes, { runService });
   const models = listModels(config.models);
   server.register(modelRoutes, { models: () => models });
+  server.register(networkingRoutes, { egressCidrs: config.egressCidrs });
   const environments = new EnvironmentCatalog(config.settings.environments, store, new Date());
   server.register(environmentRoutes, { environments });
   const agents = new AgentCatalog({

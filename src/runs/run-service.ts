@@ -466,7 +466,10 @@ export class RunService {
     }
     const user = await this.store.findUser(caller.team.id, who);
     if (!user) {
-      throw new RunError("invalid_request", `on_behalf_of: no user "${who}" in this team; give a member's user id or email`);
+      throw new RunError(
+        "invalid_request",
+        `on_behalf_of: no user "${who}" in this team; give a member's user id or email`,
+      );
     }
     return creatorOf({ principal: user });
   }

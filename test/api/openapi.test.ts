@@ -52,6 +52,7 @@ describe("OpenAPI document", () => {
         "/agent/conversations/{conversationId}/transcript",
         "/agent/conversations/{conversationId}/screenshots/{screenshotUid}/download",
         "/agent/run-by-external-reference",
+        "/networking/egress-ranges",
         "/agent/sessions/{sessionUuid}/redirect",
         "/agent/conversations/{conversationId}/redirect",
         "/agent/models",

@@ -211,3 +211,21 @@ describe("the follow-up answer", () => {
     }
   });
 });
+
+describe("GET /networking/egress-ranges", () => {
+  it("answers the ranges the operator configured, and 404 saying how when none is", async () => {
+    const none = await t.api("GET", "/api/v1/networking/egress-ranges");
+    expect(none.status).toBe(404);
+    expect(none.body.detail).toContain("DISPATCH_EGRESS_CIDRS");
+    const configured = await startTestDispatch({
+      DISPATCH_EGRESS_CIDRS: "203.0.113.0/24, 2001:db8::/32,203.0.113.0/24",
+    });
+    try {
+      const res = await configured.api("GET", "/api/v1/networking/egress-ranges");
+      expect(res.body).toEqual({ cidrs: ["203.0.113.0/24", "2001:db8::/32"] });
+    } finally {
+      await configured.stop();
+    }
+    await expect(startTestDispatch({ DISPATCH_EGRESS_CIDRS: "10.0.0.0/33" })).rejects.toThrow("10.0.0.0/33");
+  });
+});

@@ -53,6 +53,7 @@ const fieldNamesMatch: {
   InterruptResponse: true,
   RunReferenceResponse: true,
   ConversationFollowupResponse: true,
+  EgressRangesResponse: true,
 };
 type ApiTypes = {
   MCPServerConfig: Api.MCPServerConfig;
@@ -96,6 +97,7 @@ type ApiTypes = {
   InterruptResponse: Api.InterruptResponse;
   RunReferenceResponse: Api.RunReferenceResponse;
   ConversationFollowupResponse: Api.ConversationFollowupResponse;
+  EgressRangesResponse: Api.EgressRangesResponse;
 };
 
 describe("client wire types", () => {

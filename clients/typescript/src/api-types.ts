@@ -275,6 +275,10 @@ export interface DeleteScheduleResponse {
   success: boolean;
 }
 
+export interface EgressRangesResponse {
+  cidrs: string[];
+}
+
 export interface FileArtifactResponse {
   artifact_uid: string;
   artifact_type: "FILE";

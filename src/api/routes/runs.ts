@@ -172,7 +172,8 @@ export async function runRoutes(app: FastifyInstance, opts: RunRoutesOptions): P
     // The Warp Platform API's form: a user id or email, for admin and agent identities' keys.
     const named = typeof behalf === "string" ? await runService.onBehalfOf(req.caller!, behalf) : undefined;
     // Dispatch's: only an admin key (an integration fronting this service) may say whom a run is for.
-    const extension = behalf && typeof behalf === "object" && req.caller!.key.role === "admin" ? behalf : undefined;
+    const extension =
+      behalf && typeof behalf === "object" && req.caller!.key.role === "admin" ? behalf : undefined;
     const creator = named ?? extension?.creator;
     return runService.create(
       {

@@ -90,7 +90,11 @@ export async function countActiveApiKeys(db: Database): Promise<number> {
   return Number(row.n);
 }
 
-export async function findUser(db: Database, teamId: string, idOrEmail: string): Promise<Principal | undefined> {
+export async function findUser(
+  db: Database,
+  teamId: string,
+  idOrEmail: string,
+): Promise<Principal | undefined> {
   const row = db
     .sql(
       `SELECT * FROM principals WHERE team_id = ? AND type = 'user' AND deleted_at IS NULL
