@@ -230,7 +230,7 @@ class RunItem(DispatchModel):
     trigger_url: str | None = None
     source: str
     creator: Creator
-    executor: Creator | None = None
+    executor: Creator
     """Who the agent ran for: the creator."""
     agent_config: AgentConfig
     agent_skill: AgentSkill | None = None
@@ -238,14 +238,14 @@ class RunItem(DispatchModel):
     artifacts: list[Artifact]
     request_usage: RequestUsage
     is_sandbox_running: bool
-    is_run_type_cancellable: bool | None = None
+    is_run_type_cancellable: bool
     scope: Scope
     metadata: dict[str, str]
     conversation_id: str
     """The run's conversation: its own id (a create with ``conversation_id`` continues the run)."""
     parent_run_id: str | None = None
     """The run that spawned this one, when one did."""
-    root_run_id: str | None = None
+    root_run_id: str
     """The top of the run's tree of parents: the run itself when it has none."""
     schedule: RunSchedule | None = None
     """The schedule that fired this run (``source`` ``SCHEDULED_AGENT``)."""

@@ -145,6 +145,7 @@ def _list_query(
     ancestor_run_id: str | None,
     executor: str | None,
     execution_location: str | None,
+    task_status: str | Sequence[str] | None,
     extra_query: Mapping[str, object] | None,
 ) -> dict[str, object]:
     states: list[str] | None = None
@@ -172,12 +173,17 @@ def _list_query(
         "ancestor_run_id": ancestor_run_id,
         "executor": executor,
         "execution_location": execution_location,
+        "task_status": [task_status] if isinstance(task_status, str) else _listed(task_status),
     }
     # Oz's metadata filter: one metadata[key]=value pair per entry, all of which must match.
     for key, value in (metadata or {}).items():
         query[f"metadata[{key}]"] = value
     query.update(extra_query or {})
     return {k: v for k, v in query.items() if v is not None}
+
+
+def _listed(values: Sequence[str] | None) -> list[str] | None:
+    return list(values) if values is not None else None
 
 
 def _later_state_in(page: RunEventsResponse) -> bool:
@@ -275,6 +281,7 @@ class Runs:
         ancestor_run_id: str | None = None,
         executor: str | None = None,
         execution_location: str | None = None,
+        task_status: str | Sequence[str] | None = None,
         extra_headers: Mapping[str, str] | None = None,
         extra_query: Mapping[str, object] | None = None,
         timeout: TimeoutTypes | NotGiven = NOT_GIVEN,
@@ -308,6 +315,7 @@ class Runs:
             ancestor_run_id=ancestor_run_id,
             executor=executor,
             execution_location=execution_location,
+            task_status=task_status,
             extra_query=extra_query,
         )
 
@@ -578,6 +586,7 @@ class AsyncRuns:
         ancestor_run_id: str | None = None,
         executor: str | None = None,
         execution_location: str | None = None,
+        task_status: str | Sequence[str] | None = None,
         extra_headers: Mapping[str, str] | None = None,
         extra_query: Mapping[str, object] | None = None,
         timeout: TimeoutTypes | NotGiven = NOT_GIVEN,
@@ -608,6 +617,7 @@ class AsyncRuns:
             ancestor_run_id=ancestor_run_id,
             executor=executor,
             execution_location=execution_location,
+            task_status=task_status,
             extra_query=extra_query,
         )
 
