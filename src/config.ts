@@ -117,6 +117,29 @@ const EnvSchema = z.object({
   DISPATCH_POLL_INTERVAL_MS: intFrom(10, 600_000).default(1000),
   DISPATCH_LEASE_MS: intFrom(1000, 3_600_000).default(30_000),
   DISPATCH_STALL_AFTER_S: intFrom(1, 604_800).default(300),
+  DISPATCH_EGRESS_CIDRS: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined) return undefined;
+      const cidrs = [
+        ...new Set(
+          v
+            .split(",")
+            .map((c) => c.trim())
+            .filter(Boolean),
+        ),
+      ];
+      const bad = cidrs.filter((c) => !isCidr(c));
+      if (bad.length) {
+        ctx.addIssue({
+          code: "custom",
+          message: `not a CIDR range: ${bad.join(", ")}; give a comma-separated list such as 203.0.113.0/24,2001:db8::/32`,
+        });
+        return z.NEVER;
+      }
+      return cidrs;
+    }),
   DISPATCH_SHUTDOWN_GRACE_MS: intFrom(0, 600_000).default(10_000),
   DISPATCH_RATE_LIMIT_PER_MINUTE: intFrom(1, 10_000_000).default(1200),
   DISPATCH_RATE_LIMIT_BURST: intFrom(1, 10_000_000).default(200),
@@ -310,6 +333,11 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
       leaseMs: e.DISPATCH_LEASE_MS,
       /** A run in progress with no transcript event for this long is shown as stalled (model/stall.ts). */
       stallAfterMs: e.DISPATCH_STALL_AFTER_S * 1000,
+      /**
+       * The ranges runs' traffic leaves this deployment from (DISPATCH_EGRESS_CIDRS), as the operator states
+       * them for others' allowlists; GET /networking/egress-ranges answers them. Undefined: not published.
+       */
+      egressCidrs: e.DISPATCH_EGRESS_CIDRS,
       shutdownGraceMs: e.DISPATCH_SHUTDOWN_GRACE_MS,
       rateLimitPerMinute: e.DISPATCH_RATE_LIMIT_PER_MINUTE,
       rateLimitBurst: e.DISPATCH_RATE_LIMIT_BURST,
@@ -573,4 +601,12 @@ function secretFiles(configFile: string | undefined, privateKey: string | undefi
     resolve(configFile ?? DEFAULT_SETTINGS_FILE),
     ...(privateKey && !privateKey.includes("-----BEGIN") ? [resolve(privateKey)] : []),
   ];
+}
+
+/** `address/prefix` with an IPv4 or IPv6 address and a prefix length in range. */
+function isCidr(value: string): boolean {
+  const [address, prefix, ...rest] = value.split("/");
+  if (rest.length || !address || !prefix || !/^\d{1,3}$/.test(prefix)) return false;
+  const version = isIP(address);
+  return version !== 0 && Number(prefix) <= (version === 4 ? 32 : 128);
 }

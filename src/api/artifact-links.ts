@@ -48,8 +48,9 @@ export type LinkCheck = "valid" | "expired" | "invalid";
  * expires=…&signature=…`, the signature an HMAC-SHA256 of the team, the uid and the expiry (Unix
  * seconds). The link is all a downloader needs: no API key.
  *
- * Run attachments get links of the same kind from an instance with `kind: "attachment"` (and their own
- * path): the kind is part of what is signed, so a link to one kind never opens the other.
+ * Run attachments and run transcripts get links of the same kind from an instance with `kind: "attachment"`
+ * or `"transcript"` (and their own path): the kind is part of what is signed, so a link to one kind never
+ * opens another.
  */
 export class ArtifactLinks {
   readonly #key: Buffer;
@@ -59,7 +60,11 @@ export class ArtifactLinks {
 
   constructor(
     key: Buffer,
-    opts: { ttlMs?: number; kind?: "artifact" | "attachment"; path?: (uid: string) => string } = {},
+    opts: {
+      ttlMs?: number;
+      kind?: "artifact" | "attachment" | "transcript";
+      path?: (uid: string) => string;
+    } = {},
   ) {
     this.#key = key;
     this.#ttlMs = opts.ttlMs ?? DOWNLOAD_LINK_TTL_MS;

@@ -5,10 +5,13 @@ import { ERROR_CODES, type ErrorCode } from "./problem.ts";
 import { agentOperations } from "./routes/agents.ts";
 import { artifactOperations } from "./routes/artifacts.ts";
 import { attachmentOperations } from "./routes/attachments.ts";
+import { conversationOperations } from "./routes/conversations.ts";
 import { environmentOperations } from "./routes/environments.ts";
 import { identityOperations } from "./routes/identities.ts";
 import { modelOperations } from "./routes/models.ts";
+import { networkingOperations } from "./routes/networking.ts";
 import { redirectOperations } from "./routes/redirects.ts";
+import { runInsightOperations } from "./routes/run-insights.ts";
 import { runOperations } from "./routes/runs.ts";
 import { scheduleOperations } from "./routes/schedules.ts";
 import { SignedLinkQuerySchema } from "./schemas/artifacts.ts";
@@ -19,6 +22,8 @@ type Json = Record<string, unknown>;
 /** Every operation of API v1, in the document's order. */
 const OPERATIONS: Operation[] = [
   runOperations,
+  runInsightOperations,
+  conversationOperations,
   redirectOperations,
   modelOperations,
   environmentOperations,
@@ -27,6 +32,7 @@ const OPERATIONS: Operation[] = [
   identityOperations,
   artifactOperations,
   attachmentOperations,
+  networkingOperations,
 ].flatMap((ops) => Object.values(ops));
 
 /** What any route that needs a key may answer, whatever it does. */

@@ -227,6 +227,7 @@ async function followup(argv: string[]): Promise<number> {
     const where = {
       queued_prompt: "the run has not started; the agent receives it when it does",
       live_session: "delivered to the running agent at its next step",
+      queue_pending: "the run is getting ready; the agent receives it when it starts",
       handoff_execution: "the run is queued again to continue the conversation",
     }[sent.outcome];
     process.stdout.write(`${sent.followup_id}\n`);

@@ -2,8 +2,16 @@ import type { Logger } from "pino";
 import { canonicalModelId } from "../harnesses/builtin/models.ts";
 import type { CostMeter } from "../harnesses/harness.ts";
 import { EXTERNAL_MODEL_PROVIDERS } from "../model/harness-wire.ts";
-import { costOf, type PriceTable, priceOf, roundCost, type TokenCount } from "../model/pricing.ts";
-import type { AgentConfig, RequestUsage, RunRecord, StatusMessage } from "../model/run.ts";
+import {
+  cachedOf,
+  costOf,
+  costPartsOf,
+  type PriceTable,
+  priceOf,
+  roundCost,
+  type TokenCount,
+} from "../model/pricing.ts";
+import type { AgentConfig, ModelUsage, RequestUsage, RunRecord, StatusMessage } from "../model/run.ts";
 import type { ModelsConfig } from "../models-config.ts";
 
 const UNNAMED_MODEL = "(unnamed model)";
@@ -42,9 +50,12 @@ export class RunCost implements CostMeter {
   private over = false;
   private readonly unpriced = new Set<string>();
   private readonly opts: RunCostOptions;
+  /** Each model's tokens and cost over the run's executions (request_usage's per-model breakdown). */
+  private readonly models: Record<string, ModelUsage>;
 
   constructor(opts: RunCostOptions) {
     this.opts = opts;
+    this.models = structuredClone(opts.before.models ?? {});
     const earlier = opts.before.inference_cost;
     this.total = earlier ?? 0;
     // Tokens without a cost were used by an unpriced model (or before costs were recorded).
@@ -67,7 +78,9 @@ export class RunCost implements CostMeter {
 
   charge(modelId: string | undefined, tokens: TokenCount): number | undefined {
     if (tokens.input_tokens === 0 && tokens.output_tokens === 0) return 0;
-    const cost = costOf(this.opts.prices, modelId, tokens); // unrounded: the run's total adds these
+    const parts = costPartsOf(this.opts.prices, modelId, tokens); // unrounded: the run's total adds these
+    this.count(modelId ?? UNNAMED_MODEL, tokens, parts);
+    const cost = parts && parts.input + parts.cached_input + parts.output;
     const { limit } = this.opts;
     if (cost === undefined) {
       this.known = false;
@@ -88,6 +101,26 @@ export class RunCost implements CostMeter {
     return roundCost(cost);
   }
 
+  /** Adds one call to its model's part of the run's usage. */
+  private count(modelId: string, tokens: TokenCount, parts: ReturnType<typeof costPartsOf>): void {
+    const model = this.models[modelId] ?? { input_tokens: 0, cached_input_tokens: 0, output_tokens: 0 };
+    this.models[modelId] = model;
+    model.input_tokens += tokens.input_tokens;
+    model.cached_input_tokens += cachedOf(tokens);
+    model.output_tokens += tokens.output_tokens;
+    if (!parts || model.unpriced) {
+      delete model.cost;
+      model.unpriced = true;
+      return;
+    }
+    const cost = model.cost ?? { input: 0, cached_input: 0, output: 0 };
+    model.cost = {
+      input: cost.input + parts.input,
+      cached_input: cost.cached_input + parts.cached_input,
+      output: cost.output + parts.output,
+    };
+  }
+
   private overLimit(status: StatusMessage): void {
     if (this.over) return;
     this.over = true;
@@ -106,11 +139,12 @@ export class RunCost implements CostMeter {
     return this.opts.limit !== undefined && this.total >= this.opts.limit.usd;
   }
 
-  /** `usage` with the run's inference_cost (absent when not known). */
+  /** `usage` with the run's inference_cost (absent when not known) and its per-model breakdown. */
   withCost(usage: RequestUsage): RequestUsage {
-    const { inference_cost: _stale, ...tokens } = usage;
+    const { inference_cost: _stale, models: _counted, ...tokens } = usage;
     const usd = this.usd;
-    return usd === undefined ? tokens : { ...tokens, inference_cost: usd };
+    const models = Object.keys(this.models).length ? { models: structuredClone(this.models) } : {};
+    return usd === undefined ? { ...tokens, ...models } : { ...tokens, inference_cost: usd, ...models };
   }
 
   /** What was spent so far, for the message of a run stopped at its limit. */

@@ -24,10 +24,12 @@ import {
   runDiskPaths,
 } from "../workspace/disk-quota.ts";
 import { prepareEnvironment } from "../workspace/environments.ts";
-import { joinBasePrompt, type SkillResolver } from "../workspace/skills.ts";
+import type { SkillResolver } from "../workspace/skills.ts";
 import { prepareWorkspace } from "../workspace/workspace.ts";
 import { costLimitOf, costLimitReached, meterRunCost, type RunCost } from "./run-cost.ts";
 import { branchEvidence, readAttachments, readTranscript } from "./run-history.ts";
+import { withSkill } from "./run-skill.ts";
+import { DEFAULT_IDLE_AFTER_INTERRUPT_MS, TurnControl } from "./turn-control.ts";
 
 export interface ExecutionDeps {
   store: Store;
@@ -89,11 +91,14 @@ export class RunExecution {
   private overBudget: RunPatch["statusMessage"];
   /** The run's cost (its earlier executions' and this one's model calls); set once the agent may start. */
   private cost: RunCost | undefined;
+  /** The agent's turns: each one's signal, stopped alone by an interrupt. */
+  private readonly turns: TurnControl;
 
   constructor(run: RunRecord, deps: ExecutionDeps) {
     this.run = run;
     this.deps = deps;
     this.log = deps.log.child({ component: "executor", runId: run.id });
+    this.turns = new TurnControl(this.controller.signal, run.interrupts ?? 0);
     this.done = this.execute().catch((err) => {
       this.log.error({ err }, "execution crashed");
     });
@@ -116,7 +121,9 @@ export class RunExecution {
       if (id === run.id) this.checkOwnership().catch((err) => this.backgroundFailed(err));
     };
     const onFollowup = (id: string) => {
-      if (id === run.id) this.followupHint = true;
+      if (id !== run.id) return;
+      this.followupHint = true;
+      this.turns.nudge();
     };
     store.signals.on("run_changed", onChange);
     store.signals.on("followup_added", onFollowup);
@@ -193,11 +200,18 @@ export class RunExecution {
           return;
         }
       }
-      const agentRun = await this.withSkill(
+      const agentRun = await withSkill(
         repository.target
           ? { ...run, agentConfig: { ...run.agentConfig, base_branch: repository.target.base } }
           : run,
-        signal,
+        {
+          store,
+          workerId,
+          ...(this.deps.skills ? { skills: this.deps.skills } : {}),
+          signal,
+          emit: (type, data) => this.emit(type, data),
+          fail: (message, errorCode) => this.failBeforeStart(message, errorCode),
+        },
       );
       if (!agentRun) return;
       this.cost = meterRunCost({
@@ -247,7 +261,7 @@ export class RunExecution {
             sandbox,
             input,
             mode,
-            signal,
+            signal: this.turns.begin(),
             emit: (type, data) => this.emit(type, data),
             takeFollowups: () => this.takeFollowups(),
             transcript: () => readTranscript(this.deps.store, this.run.id),
@@ -274,6 +288,20 @@ export class RunExecution {
             );
           }
           return;
+        }
+        if (this.turns.interrupted) {
+          if (outcome.usage) await store.recordUsage(run.id, this.withCost(outcome.usage));
+          const next = await this.awaitFollowupAfterInterrupt();
+          if (signal.aborted) return;
+          if (next.length) {
+            input = next;
+            continue;
+          }
+          outcome = {
+            status: "succeeded",
+            message: "Interrupted; no follow-up came before the run's idle timeout",
+            ...(outcome.usage ? { usage: outcome.usage } : {}),
+          };
         }
         // A plan changes nothing, so nothing is delivered (the repository stays as it was).
         if (repository.target && mode !== "plan") {
@@ -492,44 +520,6 @@ export class RunExecution {
     );
   }
 
-  /**
-   * The run as the harness sees it: a skill that could only be fetched now (a remote repo) becomes its
-   * base prompt and name. Undefined when the skill cannot be found (the run has FAILED) or on abort.
-   */
-  private async withSkill(run: RunRecord, signal: AbortSignal): Promise<RunRecord | undefined> {
-    const spec = run.agentConfig.skill_spec;
-    if (!spec || run.agentSkill || !this.deps.skills) return run;
-    const found = await this.deps.skills.resolve(spec, signal);
-    if (signal.aborted) return undefined;
-    if (found.kind !== "found") {
-      await this.failBeforeStart(
-        found.kind === "not_found" ? found.message : `skill "${spec}" could not be resolved`,
-        "skill_not_found",
-      );
-      return undefined;
-    }
-    const { skill } = found;
-    await this.emit("log", {
-      level: "info",
-      phase: "skill",
-      message: `Skill "${skill.name}" loaded from ${skill.fullPath}`,
-    });
-    const agentConfig = {
-      ...run.agentConfig,
-      base_prompt: joinBasePrompt(skill.body, run.agentConfig.base_prompt),
-      name: run.agentConfig.name ?? skill.name,
-    };
-    const agentSkill = {
-      name: skill.name,
-      ...(skill.description ? { description: skill.description } : {}),
-      full_path: skill.fullPath,
-    };
-    // On the run for everyone to see, and for later executions, which then need not fetch it again.
-    if (!(await this.deps.store.recordSkill(run.id, this.deps.workerId, agentConfig, agentSkill)))
-      return undefined;
-    return { ...run, agentConfig, agentSkill };
-  }
-
   private async emit(
     type: Parameters<Store["appendEvent"]>[1],
     data: Record<string, unknown>,
@@ -571,6 +561,18 @@ export class RunExecution {
     return result.pending.map((f) => f.message);
   }
 
+  /** After an interrupted turn: the run stays INPROGRESS, its sandbox up, until a follow-up or its idle timeout. */
+  private async awaitFollowupAfterInterrupt(): Promise<string[]> {
+    const minutes = this.run.agentConfig.idle_timeout_minutes;
+    const idleMs = minutes !== undefined ? minutes * 60_000 : DEFAULT_IDLE_AFTER_INTERRUPT_MS;
+    await this.emit("log", {
+      level: "info",
+      phase: "interrupt",
+      message: `The agent's turn was stopped; the run waits up to ${Math.round(idleMs / 60_000)} minutes for a follow-up`,
+    });
+    return this.turns.waitForFollowups(() => this.takeFollowups(), idleMs);
+  }
+
   /** A heartbeat or ownership check failed (the store is unreachable): the next tick tries again. */
   private backgroundFailed(err: unknown): void {
     this.log.warn({ err }, "lease heartbeat failed; retrying at the next tick");
@@ -585,7 +587,11 @@ export class RunExecution {
   private async checkOwnership(): Promise<void> {
     if (this.controller.signal.aborted) return;
     const current = await this.deps.store.getRun(this.run.teamId, this.run.id);
-    if (!current || (current.state === "INPROGRESS" && current.workerId === this.deps.workerId)) return;
+    if (current?.state === "INPROGRESS" && current.workerId === this.deps.workerId) {
+      this.turns.observe(current.interrupts);
+      return;
+    }
+    if (!current) return;
     this.stop(current.state === "CANCELLED" ? "cancelled" : "lease_lost");
   }
 }

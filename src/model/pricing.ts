@@ -86,16 +86,42 @@ export function withoutSnapshot(model: string): string {
   return model.replace(/-(\d{8}|\d{4}-\d{2}-\d{2})$/, "");
 }
 
+/** What one call's tokens cost at `p`, in USD, by kind of token. */
+function costPartsAt(p: ModelPrice, tokens: TokenCount): CostParts {
+  const cached = cachedOf(tokens);
+  return {
+    input: ((tokens.input_tokens - cached) * p.input_per_mtok) / 1_000_000,
+    cached_input: (cached * (p.cached_input_per_mtok ?? p.input_per_mtok)) / 1_000_000,
+    output: (tokens.output_tokens * p.output_per_mtok) / 1_000_000,
+  };
+}
+
 /** What one call's tokens cost at `p`, in USD. */
 function costAt(p: ModelPrice, tokens: TokenCount): number {
-  const cached = Math.min(Math.max(0, tokens.cached_input_tokens ?? 0), tokens.input_tokens);
-  const fresh = tokens.input_tokens - cached;
-  return (
-    (fresh * p.input_per_mtok +
-      cached * (p.cached_input_per_mtok ?? p.input_per_mtok) +
-      tokens.output_tokens * p.output_per_mtok) /
-    1_000_000
-  );
+  const parts = costPartsAt(p, tokens);
+  return parts.input + parts.cached_input + parts.output;
+}
+
+/** Of a call's input tokens, those read from the prompt cache (never more than its input). */
+export function cachedOf(tokens: TokenCount): number {
+  return Math.min(Math.max(0, tokens.cached_input_tokens ?? 0), tokens.input_tokens);
+}
+
+/** A cost in USD by kind of token: non-cached input, cached input, output. */
+export interface CostParts {
+  input: number;
+  cached_input: number;
+  output: number;
+}
+
+/** What `tokens` of `modelId` cost by kind of token, in USD; undefined when the model has no price. */
+export function costPartsOf(
+  table: PriceTable,
+  modelId: string | undefined,
+  tokens: TokenCount,
+): CostParts | undefined {
+  const p = priceOf(table, modelId);
+  return p ? costPartsAt(p, tokens) : undefined;
 }
 
 /** What `tokens` of `modelId` cost, in USD; undefined when the model has no price. */

@@ -61,6 +61,21 @@ export interface RequestUsage {
   output_tokens: number;
   total_tokens: number;
   inference_cost?: number;
+  /** Per model (`provider/model`), as the run's cost meter counted its calls; absent for older runs. */
+  models?: Record<string, ModelUsage>;
+}
+
+/** One model's part of a run's usage, over all its executions. */
+export interface ModelUsage {
+  /** Every input token, cached ones included. */
+  input_tokens: number;
+  /** Of input_tokens, those read from the provider's prompt cache. */
+  cached_input_tokens: number;
+  output_tokens: number;
+  /** What its calls cost in USD, by kind of token; absent when one of its calls had no price. */
+  cost?: { input: number; cached_input: number; output: number };
+  /** Set once a call of it had no price: its cost is not known, even if a later call has one. */
+  unpriced?: true;
 }
 
 /** A run as the store keeps it. Timestamps are RFC 3339 UTC strings with milliseconds. */
@@ -102,6 +117,10 @@ export interface RunRecord {
   lastEventAt?: string;
   /** The run that spawned this one (Oz's `parent_run_id`, same team); `ancestor_run_id` lists by it. */
   parentRunId?: string | null;
+  /** How many times the run was interrupted (its agent's turn stopped); absent when never. */
+  interrupts?: number;
+  /** The top of the run's tree of parents (Oz's `root_run_id`); absent or null for a run without a parent. */
+  rootRunId?: string | null;
   /** How the run's first execution answers (run-mode.ts); a follow-up handoff carries its own mode. */
   mode?: RunMode;
   /** The schedule that fired the run; absent or null for a run asked for directly. */
@@ -120,7 +139,11 @@ export interface FollowupRecord {
   deliveredExecution: number | null;
 }
 
-export type FollowupOutcome = "queued_prompt" | "live_session" | "handoff_execution";
+/**
+ * Where a follow-up went: appended to a QUEUED run's prompt, given to the running agent, queued until the
+ * agent of an INPROGRESS run starts (its workspace is still being prepared), or a new execution.
+ */
+export type FollowupOutcome = "queued_prompt" | "live_session" | "queue_pending" | "handoff_execution";
 
 export const EVENT_TYPES = [
   "state",

@@ -4,10 +4,13 @@ import { ArtifactLinks } from "../api/artifact-links.ts";
 import { agentRoutes } from "../api/routes/agents.ts";
 import { artifactRoutes } from "../api/routes/artifacts.ts";
 import { attachmentContentPath, attachmentRoutes } from "../api/routes/attachments.ts";
+import { conversationRoutes } from "../api/routes/conversations.ts";
 import { environmentRoutes } from "../api/routes/environments.ts";
 import { identityRoutes } from "../api/routes/identities.ts";
 import { modelRoutes } from "../api/routes/models.ts";
+import { networkingRoutes } from "../api/routes/networking.ts";
 import { redirectRoutes } from "../api/routes/redirects.ts";
+import { runInsightRoutes, transcriptContentPath } from "../api/routes/run-insights.ts";
 import { runRoutes } from "../api/routes/runs.ts";
 import { scheduleRoutes } from "../api/routes/schedules.ts";
 import { AgentCatalog } from "../catalog/agents.ts";
@@ -50,6 +53,7 @@ export function registerApi(
   server.register(redirectRoutes, { runService });
   const models = listModels(config.models);
   server.register(modelRoutes, { models: () => models });
+  server.register(networkingRoutes, { egressCidrs: config.egressCidrs });
   const environments = new EnvironmentCatalog(config.settings.environments, store, new Date());
   server.register(environmentRoutes, { environments });
   const agents = new AgentCatalog({
@@ -72,6 +76,12 @@ export function registerApi(
     path: attachmentContentPath,
   });
   server.register(attachmentRoutes, { store, runService, links: attachmentLinks, publicUrl });
+  const transcriptLinks = new ArtifactLinks(deps.signingKey, {
+    kind: "transcript",
+    path: transcriptContentPath,
+  });
+  server.register(runInsightRoutes, { runService, links: transcriptLinks, publicUrl });
+  server.register(conversationRoutes, { runService, links: transcriptLinks, publicUrl });
   server.register(sessionPage, {
     runService,
     artifacts: store,

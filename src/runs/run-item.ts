@@ -1,19 +1,29 @@
 import { withoutSecrets } from "../model/config-secrets.ts";
 import { wireHarnessOf } from "../model/harness-wire.ts";
-import type { AgentConfig, RunRecord } from "../model/run.ts";
+import type { AgentConfig, Artifact, RunRecord } from "../model/run.ts";
 import { wireStatusMessage } from "../model/status-reason.ts";
+import { wireRequestUsage } from "./request-usage-wire.ts";
+
+export interface RunItemOptions {
+  /** Cut the prompt (and submitted_prompt) to this many characters (list items). */
+  promptLimit?: number;
+  /** Follow-ups added to the prompt before the run started (RunService.queuedPrompts): submitted_prompt. */
+  queuedPrompts?: readonly string[];
+}
 
 /** The RunItem of the API (docs/api.md, openapi.json), as GET responses carry it. */
-export function toRunItem(run: RunRecord, publicUrl: string, opts: { promptLimit?: number } = {}) {
-  const prompt =
-    opts.promptLimit !== undefined && run.prompt.length > opts.promptLimit
-      ? run.prompt.slice(0, opts.promptLimit)
-      : run.prompt;
+export function toRunItem(run: RunRecord, publicUrl: string, opts: RunItemOptions = {}) {
+  const cut = (text: string) =>
+    opts.promptLimit !== undefined && text.length > opts.promptLimit ? text.slice(0, opts.promptLimit) : text;
+  const prompt = cut(run.prompt);
   return {
     run_id: run.id,
     task_id: run.id,
     title: run.title,
     prompt,
+    ...(opts.queuedPrompts
+      ? { submitted_prompt: cut([run.prompt, ...opts.queuedPrompts].filter((p) => p !== "").join("\n\n")) }
+      : {}),
     state: run.state,
     created_at: run.createdAt,
     updated_at: run.updatedAt,
@@ -25,11 +35,15 @@ export function toRunItem(run: RunRecord, publicUrl: string, opts: { promptLimit
     ...(run.triggerUrl ? { trigger_url: run.triggerUrl } : {}),
     source: run.source,
     creator: run.creator,
+    // Dispatch runs the agent for its creator: the executor is the creator (the list's `executor` filter).
+    executor: run.creator,
     agent_config: wireAgentConfig(run.agentConfig),
     ...(run.agentSkill ? { agent_skill: run.agentSkill } : {}),
     ...(run.statusMessage ? { status_message: wireStatusMessage(run.statusMessage) } : {}),
-    artifacts: run.artifacts,
-    request_usage: run.requestUsage,
+    artifacts: wireArtifacts(run),
+    request_usage: wireRequestUsage(run.requestUsage, run.agentConfig.harness?.type),
+    // Every Dispatch run can be cancelled through the API while it is QUEUED or INPROGRESS.
+    is_run_type_cancellable: true,
     is_sandbox_running: run.state === "INPROGRESS",
     ...(run.schedule
       ? {
@@ -46,8 +60,22 @@ export function toRunItem(run: RunRecord, publicUrl: string, opts: { promptLimit
     // A run is its own conversation: follow-ups (or a create with this conversation_id) continue it.
     conversation_id: run.id,
     ...(run.parentRunId ? { parent_run_id: run.parentRunId } : {}),
+    root_run_id: run.rootRunId ?? run.id,
     execution_location: "REMOTE" as const,
   };
+}
+
+/**
+ * The run's artifacts on the wire: as recorded, pull requests with the Warp Platform API's `status`:
+ * `merged` or `closed` once the GitHub surface saw it happen (the thread ended), else `unknown` (whether
+ * it is still open, or a draft, is GitHub's to say).
+ */
+function wireArtifacts(run: RunRecord): Artifact[] {
+  return run.artifacts.map((a) => {
+    if (a.artifact_type !== "PULL_REQUEST") return a;
+    const ended = a.data.state === "merged" || a.data.state === "closed" ? a.data.state : undefined;
+    return { ...a, data: { status: ended ?? "unknown", ...a.data } };
+  });
 }
 
 /**

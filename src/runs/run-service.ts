@@ -3,15 +3,12 @@ import { v7 as uuidv7 } from "uuid";
 import type { SteerAction } from "../access/audience.ts";
 import type { RunAccess, Viewer } from "../access/run-access.ts";
 import type { AudienceFilter } from "../model/audience.ts";
-import { shownSecretProblem } from "../model/config-secrets.ts";
 import { RunError } from "../model/errors.ts";
-import { defaultModelFor, harnessKeyOf } from "../model/harness-wire.ts";
+import { issueArtifactOf } from "../model/external-reference.ts";
 import { type Caller, DEFAULT_TEAM } from "../model/identity.ts";
-import { mcpUrlAllowed } from "../model/mcp-url-allowlist.ts";
 import type { AgentConfig, Creator, FollowupOutcome, RunEvent, RunRecord } from "../model/run.ts";
 import { isRunMode, type RunMode } from "../model/run-mode.ts";
 import type { RunState } from "../model/run-state.ts";
-import { parseSkillSpec } from "../model/skill-spec.ts";
 import type {
   IdempotencyClaim,
   RunListQuery,
@@ -22,6 +19,8 @@ import type {
 import { type AttachmentInput, decodeAttachments } from "./attachments.ts";
 import { idempotencyClaim } from "./idempotency-claim.ts";
 import { decodeCursor, encodeCursor } from "./list-cursor.ts";
+import { checkCostLimit, resolveConfig, resolveCreateTime } from "./run-config.ts";
+import { findByExternalReference } from "./run-lookup.ts";
 import { type RepositoryDelivery, resolveRepository } from "./run-repository.ts";
 import { deriveTitle, skillNameOf } from "./run-title.ts";
 
@@ -129,18 +128,18 @@ export class RunService {
   /** The run `create` inserts, validated and resolved but not stored (attachments apart). */
   private async build(ctx: RequestContext, input: CreateRunInput): Promise<RunRecord> {
     const now = new Date().toISOString();
-    const agentConfig = this.resolveConfig(input);
+    const agentConfig = resolveConfig(this.options, input);
     const mode = this.requestedMode(input.mode);
     const harnessKey = agentConfig.harness?.type ?? "scripted";
     const refusal = this.options.harnessRefusal?.(harnessKey, agentConfig);
     if (refusal) throw new RunError("operation_not_supported", refusal);
-    this.checkCostLimit(agentConfig);
+    checkCostLimit(this.options, agentConfig);
     const parentRunId = input.parent_run_id ?? undefined;
     const parent = parentRunId !== undefined ? await this.visible(ctx.caller, parentRunId) : undefined;
     if (parentRunId !== undefined && !parent) {
       throw new RunError("invalid_request", `parent_run_id: no run ${parentRunId} in this team`);
     }
-    const agentSkill = await this.resolveCreateTime(agentConfig, input);
+    const agentSkill = await resolveCreateTime(this.options, agentConfig, input);
     const skillName =
       agentSkill?.name ?? (agentConfig.skill_spec ? skillNameOf(agentConfig.skill_spec) : undefined);
     const prompt = input.prompt ?? "";
@@ -167,14 +166,14 @@ export class RunService {
       agentConfig,
       agentSkill,
       statusMessage: null,
-      artifacts: [],
+      artifacts: [issueArtifactOf(ctx.triggerUrl, now)].filter((a) => a !== undefined),
       requestUsage: { input_tokens: 0, output_tokens: 0, total_tokens: 0 },
       metadata: input.metadata ?? {},
       workerId: null,
       leaseExpiresAt: null,
       agentStarted: false,
       requeueCount: 0,
-      ...(parentRunId !== undefined ? { parentRunId } : {}),
+      ...(parent ? { parentRunId: parent.id, rootRunId: parent.rootRunId ?? parent.id } : {}),
       ...(mode !== "normal" ? { mode } : {}),
     };
     return run;
@@ -358,6 +357,14 @@ export class RunService {
     };
   }
 
+  /**
+   * For runs the viewer was given (by `get` or `list`): the follow-ups added to each one's prompt before it
+   * started, oldest first (RunItem.submitted_prompt).
+   */
+  queuedPrompts(runs: readonly RunRecord[]): Promise<Map<string, string[]>> {
+    return runs.length ? this.store.listQueuedPrompts(runs.map((r) => r.id)) : Promise.resolve(new Map());
+  }
+
   async followup(
     ctx: RequestContext,
     runId: string,
@@ -409,6 +416,71 @@ export class RunService {
     return this.unwrap(result, () =>
       result.kind === "created" ? respond(result.value) : undefined,
     ) as string;
+  }
+
+  /**
+   * Stops the agent's turn under way; the run, its sandbox and its workspace stay, and a follow-up starts
+   * the next turn (docs/api.md). Only a run whose agent is running can be interrupted.
+   */
+  async interrupt(ctx: RequestContext, runId: string): Promise<RunRecord> {
+    await this.getToSteer(ctx.caller, runId, "cancel");
+    const who = ctx.creator?.display_name ?? ctx.caller.principal.displayName;
+    const result = await this.store.interruptRun(ctx.caller.team.id, runId, who);
+    if (!result) throw notFound(runId);
+    if (result.kind === "refused") {
+      throw new RunError(
+        "invalid_request",
+        result.state === "INPROGRESS"
+          ? `run ${runId} is getting ready and its agent has not started: there is no turn to interrupt yet; cancel the run, or send a follow-up (the agent gets it when it starts)`
+          : `run ${runId} is ${result.state}: only a run in progress can be interrupted`,
+      );
+    }
+    return result.run;
+  }
+
+  /** The run (one the viewer sees) and its whole transcript, oldest first. */
+  async history(viewer: Viewer, runId: string): Promise<{ run: RunRecord; events: RunEvent[] }> {
+    const run = await this.get(viewer, runId);
+    const events: RunEvent[] = [];
+    for (;;) {
+      const page = await this.store.listEvents(run.id, events.at(-1)?.seq ?? 0, HISTORY_PAGE);
+      events.push(...page);
+      if (page.length < HISTORY_PAGE) return { run, events };
+    }
+  }
+
+  /**
+   * Whom a run is for when the request names a user (`on_behalf_of` as a user id or email, the Warp
+   * Platform API's form, docs/api.md): only an admin key or an agent identity's key may name one, and only
+   * a user of its team.
+   */
+  async onBehalfOf(caller: Caller, who: string): Promise<Creator> {
+    const isAgent =
+      caller.principal.type === "service_account" &&
+      (await this.store.getIdentity(caller.team.id, caller.principal.id)) !== undefined;
+    if (caller.key.role !== "admin" && !isAgent) {
+      throw new RunError(
+        "not_authorized",
+        "on_behalf_of: only an admin key or an agent identity's key may create a run for someone else; leave it out",
+      );
+    }
+    const user = await this.store.findUser(caller.team.id, who);
+    if (!user) {
+      throw new RunError(
+        "invalid_request",
+        `on_behalf_of: no user "${who}" in this team; give a member's user id or email`,
+      );
+    }
+    return creatorOf({ principal: user });
+  }
+
+  /** The run behind a URL outside Dispatch (a pull request, an issue, a Slack message): run-lookup.ts. */
+  findByExternalReference(viewer: Viewer, url: string): Promise<RunRecord> {
+    return findByExternalReference(url, {
+      store: this.store,
+      teamId: viewer.team.id,
+      sees: (run) => this.options.access.sees(viewer, run),
+    });
   }
 
   /** The run's transcript after seq `after`, at most `limit` events; the run must be one the viewer sees. */
@@ -465,90 +537,6 @@ export class RunService {
     return { principal, team };
   }
 
-  /**
-   * Create-time checks of what the server configures: the environment must exist; a skill readable now
-   * (local directory or repo) must exist, and becomes the base prompt (and the name, when none is given).
-   */
-  private async resolveCreateTime(
-    config: AgentConfig,
-    input: CreateRunInput,
-  ): Promise<RunRecord["agentSkill"]> {
-    const shown = shownSecretProblem(config, "config");
-    if (shown) throw new RunError("invalid_request", shown);
-    for (const [name, server] of Object.entries(config.mcp_servers ?? {})) {
-      const allowed = this.options.mcpAllowedUrls ?? [];
-      if (server.url && !mcpUrlAllowed(server.url, allowed)) {
-        throw new RunError(
-          "invalid_request",
-          `config.mcp_servers.${name}.url: ${server.url} is not an allowed MCP server URL on this server (${
-            allowed.length ? `allowed: ${allowed.join(", ")}` : "none is allowed"
-          }); an operator allows URLs with mcp.allowed_urls in dispatch.config.yaml`,
-        );
-      }
-    }
-    const envIds = this.options.environmentIds;
-    if (config.environment_id && envIds && !envIds.includes(config.environment_id)) {
-      throw new RunError(
-        "invalid_request",
-        `config.environment_id: no environment "${config.environment_id}" is configured on this server (${
-          envIds.length ? `configured: ${envIds.join(", ")}` : "none is configured in dispatch.config.yaml"
-        })`,
-      );
-    }
-    const spec = config.skill_spec;
-    if (!spec) return null;
-    const field = input.config?.skill_spec ? "config.skill_spec" : "skill";
-    // Refused whether or not this server resolves skills now: the executor resolves the same spec later.
-    const parsed = parseSkillSpec(spec);
-    if (typeof parsed === "string") throw new RunError("invalid_request", `${field}: ${parsed}`);
-    if (!this.options.skills) return null;
-    const found = await this.options.skills.resolveNow(spec);
-    if (found.kind === "not_found") throw new RunError("invalid_request", `${field}: ${found.message}`);
-    if (found.kind === "deferred") return null;
-    const { skill } = found;
-    config.base_prompt = config.base_prompt?.trim() ? `${skill.body}\n\n${config.base_prompt}` : skill.body;
-    if (!input.config?.name) config.name = skill.name;
-    return {
-      name: skill.name,
-      ...(skill.description ? { description: skill.description } : {}),
-      full_path: skill.fullPath,
-    };
-  }
-
-  /** A cost limit needs a model with a price: without one, nothing could count the run's calls. */
-  private checkCostLimit(config: AgentConfig): void {
-    const cost = this.options.cost;
-    const serverLimit = config.max_cost_usd === undefined ? cost?.defaultMaxCostUsd : undefined;
-    if (!cost || (config.max_cost_usd === undefined && serverLimit === undefined)) return;
-    const unpriced = cost.unpricedModel(config);
-    if (!unpriced) return;
-    throw new RunError(
-      "invalid_request",
-      serverLimit === undefined
-        ? `config.max_cost_usd: model ${unpriced} has no price on this server, so the run's cost limit could not be held; choose a model with a price, leave max_cost_usd out, or ask the operator to add one under prices in dispatch.config.yaml`
-        : `config.model_id: model ${unpriced} has no price on this server, so the server's default cost limit (DISPATCH_MAX_COST_USD, $${serverLimit}) could not be held; choose a model with a price, or ask the operator to add one under prices in dispatch.config.yaml`,
-    );
-  }
-
-  private resolveConfig(input: CreateRunInput): AgentConfig {
-    const given = Object.fromEntries(
-      Object.entries(input.config ?? {}).filter(([, v]) => v !== null && v !== undefined),
-    ) as AgentConfig;
-    const skillSpec = given.skill_spec ?? input.skill ?? undefined;
-    // An external agent (claude, codex, gemini) named without a model_id gets the default model only when
-    // it is of the agent's provider, else its own default rather than a refusal (harness-wire.ts).
-    const modelId = given.model_id ?? defaultModelFor(given.harness, this.options.defaultModel);
-    const config: AgentConfig = { ...given };
-    if (skillSpec) config.skill_spec = skillSpec;
-    if (modelId) config.model_id = modelId;
-    if (!config.name && skillSpec) config.name = skillNameOf(skillSpec);
-    // Stored as the registry key; runs show it in Oz's form (harness-wire.ts).
-    const harness = harnessKeyOf(given.harness ?? { type: "oz" }, modelId ? "builtin" : "scripted");
-    if (typeof harness !== "string") throw new RunError("invalid_request", harness.problem);
-    config.harness = { type: harness };
-    return config;
-  }
-
   private idempotency(
     ctx: RequestContext,
     endpoint: string,
@@ -589,6 +577,9 @@ export function creatorOf(caller: Pick<Caller, "principal">): Creator {
     ...(caller.principal.email ? { email: caller.principal.email } : {}),
   };
 }
+
+/** Events read at a time when a whole transcript is read. */
+const HISTORY_PAGE = 1000;
 
 function notFound(runId: string): RunError {
   return new RunError("resource_not_found", `no run ${runId}`);

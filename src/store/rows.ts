@@ -59,6 +59,8 @@ export function toRun(row: Row): RunRecord {
     ...(row.last_event_at == null ? {} : { lastEventAt: String(row.last_event_at) }),
     // Only set when they differ from a plain run's, like the schedule below.
     ...(row.parent_run_id == null ? {} : { parentRunId: String(row.parent_run_id) }),
+    ...(row.root_run_id == null ? {} : { rootRunId: String(row.root_run_id) }),
+    ...(Number(row.interrupts) > 0 ? { interrupts: Number(row.interrupts) } : {}),
     ...(row.mode === "plan" ? { mode: "plan" as const } : {}),
     // Only a fired run carries the key, so records of other runs compare equal to what was inserted.
     ...(row.schedule_id == null

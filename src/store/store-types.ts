@@ -246,6 +246,13 @@ export interface RunListQuery {
   updatedAfter?: string;
   /** Substring of the title or prompt, compared after `foldCase` on both sides (Unicode, not ASCII only). */
   q?: string;
+  /** With `q`: also the run with this id or this session id (`q` was a run's id or one of its URLs). */
+  qRef?: { runId?: string; sessionId?: string };
+  /**
+   * The Warp Platform API's `task_status`: runs in one of `states`, or, with `orActiveBelow`, with a QUEUED
+   * or INPROGRESS run anywhere below them through `parentRunId` (task_status=running).
+   */
+  taskStatus?: { states: RunState[]; orActiveBelow: boolean };
   /**
    * Only runs among these ids (the web dashboard reads the runs a change signal named, and asks which of
    * them match its filters). An empty list matches nothing.
@@ -268,3 +275,9 @@ export interface UsageSummary {
   /** Requesters, most runs first (then by uid); `displayName` as on their latest run. */
   people: Array<UsageTotals & { uid: string; displayName: string }>;
 }
+
+/** What `interruptRun` did: undefined when the team has no such run. */
+export type InterruptResult =
+  | { kind: "interrupted"; run: RunRecord }
+  | { kind: "refused"; state: RunState; agentStarted: boolean }
+  | undefined;

@@ -38,6 +38,7 @@ import type {
   IdempotencyClaim,
   IdempotentResult,
   InboundDelivery,
+  InterruptResult,
   NewApiKey,
   NewArtifactFile,
   NewInboundDelivery,
@@ -80,6 +81,8 @@ export interface Store {
   // Teams, principals, API keys
   ensureTeam(team: Team): Promise<Team>;
   ensurePrincipal(principal: Principal): Promise<Principal>;
+  /** The team's user (not deleted) with this id, or else with this email (any case). */
+  findUser(teamId: string, idOrEmail: string): Promise<Principal | undefined>;
   insertApiKey(key: NewApiKey): Promise<ApiKeyRecord>;
   findCallerByKeyHash(hash: string): Promise<Caller | undefined>;
   listApiKeys(): Promise<Array<ApiKeyRecord & { principal: Principal }>>;
@@ -124,6 +127,11 @@ export interface Store {
   ): Promise<IdempotentResult<RunRecord>>;
   getRun(teamId: string, runId: string): Promise<RunRecord | undefined>;
   getRunBySession(sessionId: string): Promise<RunRecord | undefined>;
+  /**
+   * The team's runs (the latest first, at most URL_MATCHES_MAX) whose trigger URL is `url` (or `url` with an
+   * anchor or query after it), or with an artifact whose `data.url` is `url`.
+   */
+  findRunsByUrl(teamId: string, url: string): Promise<RunRecord[]>;
   listRuns(teamId: string, query: RunListQuery): Promise<{ runs: RunRecord[]; hasMore: boolean }>;
   /** Across teams, or with `teamId` that team's runs only (the web dashboard's counts). */
   countRunsByState(teamId?: string, audience?: AudienceFilter): Promise<Record<RunState, number>>;
@@ -251,6 +259,13 @@ export interface Store {
   ): Promise<IdempotentResult<{ followup: FollowupRecord; run: RunRecord }> | undefined>;
   /** Marks every undelivered follow-up of the run delivered to `execution` and returns them, oldest first. */
   takePendingFollowups(runId: string, execution: number): Promise<FollowupRecord[]>;
+  /** The messages of follow-ups that were added to these runs' prompts before they started, oldest first. */
+  listQueuedPrompts(runIds: readonly string[]): Promise<Map<string, string[]>>;
+  /**
+   * Asks the executor to stop the agent's turn under way (`interrupts` grows, a `log` event says who):
+   * only an INPROGRESS run whose agent has started; any other is refused with its state.
+   */
+  interruptRun(teamId: string, runId: string, by: string): Promise<InterruptResult>;
 
   // Transcript
   /**

@@ -21,6 +21,7 @@ const fieldNamesMatch: {
   CancelRunRequest: true,
   CreateRunResponse: true,
   RunItem: true,
+  RequestUsage: true,
   ListRunsResponse: true,
   FollowupRequest: true,
   FollowupResponse: true,
@@ -45,6 +46,14 @@ const fieldNamesMatch: {
   DeleteScheduleResponse: true,
   Attachment: true,
   ListAttachmentsResponse: true,
+  ConversationStep: true,
+  ConversationResponse: true,
+  TimelineResponse: true,
+  HarnessUsageResponse: true,
+  InterruptResponse: true,
+  RunReferenceResponse: true,
+  ConversationFollowupResponse: true,
+  EgressRangesResponse: true,
 };
 type ApiTypes = {
   MCPServerConfig: Api.MCPServerConfig;
@@ -56,6 +65,7 @@ type ApiTypes = {
   CancelRunRequest: Api.CancelRunRequest;
   CreateRunResponse: Api.CreateRunResponse;
   RunItem: Api.RunItem;
+  RequestUsage: Api.RequestUsage;
   ListRunsResponse: Api.ListRunsResponse;
   FollowupRequest: Api.FollowupRequest;
   FollowupResponse: Api.FollowupResponse;
@@ -80,6 +90,14 @@ type ApiTypes = {
   DeleteScheduleResponse: Api.DeleteScheduleResponse;
   Attachment: Api.Attachment;
   ListAttachmentsResponse: Api.ListAttachmentsResponse;
+  ConversationStep: Api.ConversationStep;
+  ConversationResponse: Api.ConversationResponse;
+  TimelineResponse: Api.TimelineResponse;
+  HarnessUsageResponse: Api.HarnessUsageResponse;
+  InterruptResponse: Api.InterruptResponse;
+  RunReferenceResponse: Api.RunReferenceResponse;
+  ConversationFollowupResponse: Api.ConversationFollowupResponse;
+  EgressRangesResponse: Api.EgressRangesResponse;
 };
 
 describe("client wire types", () => {

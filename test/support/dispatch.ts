@@ -16,7 +16,10 @@ export interface TestDispatch {
   /** Calls the API with the default key unless `headers.authorization` is given. */
   api(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse>;
   /** A new key in `team` (a new principal each time). */
-  newKey(team: string, opts?: { role?: "member" | "read" | "admin"; displayName?: string }): Promise<string>;
+  newKey(
+    team: string,
+    opts?: { role?: "member" | "read" | "admin"; displayName?: string; email?: string },
+  ): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -101,6 +104,7 @@ export async function startTestDispatch(
         team,
         principalType: "user",
         ...(opts.displayName ? { displayName: opts.displayName } : {}),
+        ...(opts.email ? { email: opts.email } : {}),
         role: opts.role ?? "member",
       });
       return created.key;

@@ -76,16 +76,17 @@ class DispatchServer:
     def base_url(self) -> str:
         return f"{self.root_url}/api/v1"
 
-    def create_key(self, *, role: str = "member", team: str = "team_default") -> str:
-        """A new API key made with ``dispatch keys create`` on the server's own store."""
+    def create_key(self, *, role: str = "member", team: str = "team_default", args: tuple[str, ...] = ()) -> str:
+        """A new API key made with ``dispatch keys create`` on the server's own store (``args``: more options)."""
         result = subprocess.run(
             [
                 "bash",
                 "-c",
-                f'{NODE_ENV} && exec node src/main.ts keys create --role "$1" --team "$2"',
+                f'{NODE_ENV} && exec node src/main.ts keys create --role "$1" --team "$2" "${{@:3}}"',
                 "keys",
                 role,
                 team,
+                *args,
             ],
             cwd=REPO_ROOT,
             env=self.env,
@@ -231,12 +232,15 @@ RUN: dict[str, Any] = {
     "session_link": "http://x/sessions/s",
     "source": "API",
     "creator": {"type": "user", "uid": "u", "display_name": "U"},
+    "executor": {"type": "user", "uid": "u", "display_name": "U"},
     "agent_config": {},
     "artifacts": [],
     "request_usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0},
     "is_sandbox_running": False,
+    "is_run_type_cancellable": True,
     "scope": {"type": "Team", "uid": "team"},
     "metadata": {},
     "conversation_id": "r",
+    "root_run_id": "r",
     "execution_location": "REMOTE",
 }

@@ -7,7 +7,9 @@ import uuid
 
 import pytest
 
-from agent_dispatch import AsyncDispatch, BadRequestError, Dispatch, RunEvent
+from agent_dispatch import AsyncDispatch, BadRequestError, Dispatch, PermissionDeniedError, RunEvent
+
+from .support import DispatchServer
 
 pytestmark = pytest.mark.live
 
@@ -147,3 +149,24 @@ def test_list_filters_by_metadata_and_several_sources(client: Dispatch) -> None:
     assert [r.run_id for r in found] == [tagged.run_id]
     assert list(client.runs.list(metadata={"ticket": tag}, source=["SLACK"])) == []
     assert len(list(client.runs.list(metadata={"ticket": tag}, execution_location="REMOTE"))) == 2
+
+
+def test_on_behalf_of_a_user_id_or_email_or_dispatchs_object(client: Dispatch, server: DispatchServer) -> None:
+    email = f"ann-{uuid.uuid4().hex[:8]}@example.com"
+    user_key = server.create_key(args=("--type", "user", "--email", email, "--display-name", "Ann"))
+    with Dispatch(api_key=user_key, base_url=server.base_url) as ann:
+        uid = ann.runs.retrieve(ann.runs.create(prompt="$ true").run_id).creator.uid
+        # A member key may not name someone else.
+        with pytest.raises(PermissionDeniedError):
+            ann.runs.create(prompt="$ true", on_behalf_of=uid)
+    # The Warp Platform API's form: the user's id or email; the run is that user's.
+    for who in (uid, email.upper()):
+        run = client.runs.retrieve(client.runs.create(prompt="$ true", on_behalf_of=who).run_id)
+        assert (run.creator.uid, run.creator.display_name, run.creator.email) == (uid, "Ann", email)
+    # Dispatch's object form, as integrations send it.
+    someone = {"type": "user", "uid": "slack:T1:U9", "display_name": "Someone"}
+    created = client.runs.create(prompt="$ true", on_behalf_of={"creator": someone, "source": "SLACK"})
+    run = client.runs.retrieve(created.run_id)
+    assert run.creator.uid == "slack:T1:U9" and run.source == "SLACK"
+    with pytest.raises(BadRequestError):
+        client.runs.create(prompt="$ true", on_behalf_of="nobody@example.com")

@@ -97,13 +97,22 @@ def test_component_schemas_match(openapi: dict[str, Any], model: type[BaseModel]
     assert_matches(model, schema(openapi, model.__name__))
 
 
+def resolved(openapi: dict[str, Any], property_: dict[str, Any]) -> dict[str, Any]:
+    """The schema a ``$ref`` names, or the schema itself."""
+    ref = property_.get("$ref")
+    return schema(openapi, ref.rsplit("/", 1)[-1]) if isinstance(ref, str) else property_
+
+
 def test_nested_objects_match(openapi: dict[str, Any]) -> None:
     run = schema(openapi, "RunItem")["properties"]
     assert_matches(Creator, run["creator"])
+    assert_matches(Creator, run["executor"])
     assert_matches(AgentSkill, run["agent_skill"])
     assert_matches(StatusMessage, run["status_message"])
-    assert_matches(Artifact, run["artifacts"]["items"])
-    assert_matches(RequestUsage, run["request_usage"])
+    # One model for every artifact type: each variant has the same three fields.
+    for variant in resolved(openapi, run["artifacts"]["items"])["oneOf"]:
+        assert_matches(Artifact, variant)
+    assert_matches(RequestUsage, resolved(openapi, run["request_usage"]))
     assert_matches(Scope, run["scope"])
     assert_matches(PageInfo, schema(openapi, "ListRunsResponse")["properties"]["page_info"])
 

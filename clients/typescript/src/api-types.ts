@@ -66,6 +66,38 @@ export interface AgentSkill {
   }>;
 }
 
+export type ArtifactItem =
+  | {
+      artifact_type: "PULL_REQUEST";
+      created_at: string;
+      data: {
+        url: string;
+        branch: string;
+        status: "open" | "draft" | "merged" | "closed" | "unknown";
+      };
+    }
+  | {
+      artifact_type: "FILE";
+      created_at: string;
+      data: {
+        artifact_uid: string;
+        filename: string;
+        filepath: string;
+        mime_type: string;
+        size_bytes?: number;
+        description?: string;
+      };
+    }
+  | {
+      artifact_type: "EXTERNAL_REFERENCE";
+      created_at: string;
+      data: {
+        reference_type: string;
+        url: string;
+        title?: string;
+      };
+    };
+
 export interface Attachment {
   file_name: string;
   mime_type: string;
@@ -107,8 +139,78 @@ export interface CloudEnvironment {
   } | null;
 }
 
+export interface ConversationFollowupResponse {
+  followup_id: string;
+  outcome: "queued_prompt" | "live_session" | "queue_pending" | "handoff_execution";
+  run_id: string;
+}
+
 export interface ConversationRedirectResponse {
   session_id?: string;
+}
+
+export interface ConversationResponse {
+  conversation_id: string;
+  steps: ConversationStep[];
+}
+
+export interface ConversationStep {
+  id: string;
+  description?: string;
+  messages: Array<{
+    role: "user" | "assistant" | "tool" | "system";
+    content: Array<
+      | {
+          type: "text";
+          text: string;
+          message_id?: string;
+        }
+      | {
+          type: "action";
+          id: string;
+          category:
+            | "command"
+            | "files"
+            | "search"
+            | "integration"
+            | "documents"
+            | "computer"
+            | "review"
+            | "skill";
+          name: string;
+          input: Record<string, unknown>;
+          message_id?: string;
+        }
+      | {
+          type: "action_result";
+          action_id: string;
+          category:
+            | "command"
+            | "files"
+            | "search"
+            | "integration"
+            | "documents"
+            | "computer"
+            | "review"
+            | "skill";
+          name: string;
+          output: Record<string, unknown>;
+          state: "running" | "completed" | "failed" | "denied";
+          message_id?: string;
+        }
+      | {
+          type: "event";
+          name: string;
+          data: Record<string, unknown>;
+          message_id?: string;
+        }
+    >;
+    message_ids?: string[];
+    timestamp?: string;
+  }>;
+  steps: ConversationStep[];
+  started_at?: string;
+  completed_at?: string;
 }
 
 export interface CreateAgentIdentityRequest {
@@ -134,16 +236,19 @@ export interface CreateRunRequest {
   parent_run_id?: string | null;
   mode?: "normal" | "plan" | "orchestrate" | null;
   attachments?: Attachment[] | null;
-  on_behalf_of?: {
-    creator?: {
-      type: "user" | "service_account";
-      uid: string;
-      display_name: string;
-      email?: string;
-    };
-    source?: string;
-    trigger_url?: string;
-  } | null;
+  on_behalf_of?:
+    | string
+    | {
+        creator?: {
+          type: "user" | "service_account";
+          uid: string;
+          display_name: string;
+          email?: string;
+        };
+        source?: string;
+        trigger_url?: string;
+      }
+    | null;
 }
 
 export interface CreateRunResponse {
@@ -170,6 +275,10 @@ export interface DeleteScheduleResponse {
   success: boolean;
 }
 
+export interface EgressRangesResponse {
+  cidrs: string[];
+}
+
 export interface FileArtifactResponse {
   artifact_uid: string;
   artifact_type: "FILE";
@@ -193,7 +302,42 @@ export interface FollowupRequest {
 
 export interface FollowupResponse {
   followup_id: string;
-  outcome: "queued_prompt" | "live_session" | "handoff_execution";
+  outcome: "queued_prompt" | "live_session" | "queue_pending" | "handoff_execution";
+}
+
+export interface HarnessUsageResponse {
+  run_id: string;
+  conversation_id: string;
+  available: boolean;
+  age_seconds?: number;
+  usage?: {
+    harness: "CLAUDE_CODE" | "CODEX";
+    metricsVersion: 1;
+    executionId: number;
+    captureSequence: number;
+    capturedAt: string;
+    snapshot: {
+      coverage: {
+        tokenStatus: "known" | "partial" | "unavailable";
+        toolStatus: "known" | "partial" | "unavailable";
+      };
+      payload: {
+        usage: Record<string, number>;
+        attribution: Array<{
+          model: string;
+          usage: Record<string, number>;
+        }>;
+        toolCalls: {
+          byName: Record<string, number>;
+          total: number;
+        };
+      };
+    };
+  };
+}
+
+export interface InterruptResponse {
+  run_id: string;
 }
 
 export interface ListAgentIdentitiesResponse {
@@ -267,6 +411,64 @@ export interface Problem {
   trace_id?: string;
 }
 
+export interface RequestUsage {
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens: number;
+  inference_cost?: number;
+  inference_cost_usd?: number;
+  model_token_usage?: Array<{
+    model_id: string;
+    total_tokens: number;
+    usage_type: "byok" | "custom_endpoint";
+    tokens_by_category: Record<string, number>;
+  }>;
+  usage_by_category?: Record<
+    string,
+    {
+      platform_usage_in_cents: number;
+      byok_inference_usage?: Record<
+        string,
+        {
+          token_count: {
+            input: number;
+            input_cache_read: number;
+            input_cache_write: number;
+            output: number;
+          };
+          cost_in_cents: {
+            input_cost_in_cents: number;
+            input_cache_read_cost_in_cents: number;
+            input_cache_write_cost_in_cents: number;
+            output_cost_in_cents: number;
+          };
+          web_search_count: number;
+          web_search_cost_in_cents: number;
+        }
+      >;
+      custom_endpoint_inference_usage?: Record<
+        string,
+        {
+          token_count: {
+            input: number;
+            input_cache_read: number;
+            input_cache_write: number;
+            output: number;
+          };
+          cost_in_cents: {
+            input_cost_in_cents: number;
+            input_cache_read_cost_in_cents: number;
+            input_cache_write_cost_in_cents: number;
+            output_cost_in_cents: number;
+          };
+          web_search_count: number;
+          web_search_cost_in_cents: number;
+        }
+      >;
+    }
+  >;
+}
+
 export interface RunAgentConfig {
   name?: string | null;
   model_id?: string | null;
@@ -304,6 +506,7 @@ export interface RunItem {
   task_id: string;
   title: string;
   prompt: string;
+  submitted_prompt?: string;
   state: RunState;
   created_at: string;
   updated_at: string;
@@ -315,6 +518,12 @@ export interface RunItem {
   trigger_url?: string;
   source: string;
   creator: {
+    type: "user" | "service_account";
+    uid: string;
+    display_name: string;
+    email?: string;
+  };
+  executor: {
     type: "user" | "service_account";
     uid: string;
     display_name: string;
@@ -348,17 +557,9 @@ export interface RunItem {
     reason?: string;
     retryable?: boolean;
   };
-  artifacts: Array<{
-    artifact_type: string;
-    created_at: string;
-    data: Record<string, unknown>;
-  }>;
-  request_usage: {
-    input_tokens: number;
-    output_tokens: number;
-    total_tokens: number;
-    inference_cost?: number;
-  };
+  artifacts: ArtifactItem[];
+  request_usage: RequestUsage;
+  is_run_type_cancellable: true;
   is_sandbox_running: boolean;
   schedule?: {
     schedule_id: string;
@@ -373,7 +574,12 @@ export interface RunItem {
   metadata: Record<string, string>;
   conversation_id: string;
   parent_run_id?: string;
+  root_run_id: string;
   execution_location: "REMOTE";
+}
+
+export interface RunReferenceResponse {
+  run_id: string;
 }
 
 export type RunState = "QUEUED" | "INPROGRESS" | "SUCCEEDED" | "FAILED" | "ERROR" | "CANCELLED";
@@ -414,6 +620,28 @@ export interface ScheduledAgentItem {
 
 export interface SessionRedirectResponse {
   conversation_id?: string;
+}
+
+export interface TimelineResponse {
+  events: Array<{
+    event_type:
+      | "oz_run_created"
+      | "oz_run_claimed"
+      | "worker_container_ready"
+      | "shared_session_started"
+      | "agent_started"
+      | "oz_run_done"
+      | "oz_run_blocked"
+      | "oz_run_cancelled"
+      | "oz_run_failed"
+      | "oz_run_errored"
+      | "vm_shutdown";
+    event_uuid: string;
+    occurred_at: string;
+    run_id: string;
+    execution_id: number;
+    payload: Record<string, unknown>;
+  }>;
 }
 
 export interface UpdateAgentIdentityRequest {
@@ -484,6 +712,13 @@ export interface ListRunsQuery {
   created_before?: string;
   updated_after?: string;
   q?: string;
+  task_status?:
+    | "running"
+    | "failed"
+    | "blocked"
+    | "cancelled"
+    | "complete"
+    | Array<"running" | "failed" | "blocked" | "cancelled" | "complete">;
 }
 
 /** Query parameters of listRunEvents; whole numbers travel as strings but are given as numbers. */

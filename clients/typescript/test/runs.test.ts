@@ -225,6 +225,27 @@ describe("idempotency across a lost response", () => {
     return { fetch: fetchImpl, keys };
   }
 
+  it("creates a run for a user named by id or email, or by Dispatch's on_behalf_of object", async () => {
+    const email = `ann-${Date.now()}@example.com`;
+    const ann = new Dispatch({
+      apiKey: await t.newKey("team_default", { role: "member", displayName: "Ann", email }),
+      baseURL: `${t.url}/api/v1`,
+    });
+    const uid = (await ann.runs.retrieve((await ann.runs.create({ prompt: "$ true" })).run_id)).creator.uid;
+    for (const who of [uid, email]) {
+      const run = await client.runs.retrieve(
+        (await client.runs.create({ prompt: "$ true", on_behalf_of: who })).run_id,
+      );
+      expect(run.creator).toMatchObject({ uid, display_name: "Ann", email });
+    }
+    const creator = { type: "user" as const, uid: "github:octo", display_name: "Octo" };
+    const created = await client.runs.create({
+      prompt: "$ true",
+      on_behalf_of: { creator, source: "GITHUB_WEBHOOK" },
+    });
+    expect((await client.runs.retrieve(created.run_id)).creator).toEqual(creator);
+  });
+
   it("a retried create makes one run", async () => {
     const lossy = losingFirstPost();
     const dispatch = new Dispatch({ apiKey: t.key, baseURL: t.url, fetch: lossy.fetch });

@@ -144,7 +144,16 @@ export function idempotencyKey(req: FastifyRequest): string | undefined {
 export interface RunRoutesOptions {
   runService: Pick<
     RunService,
-    "create" | "list" | "get" | "followup" | "cancel" | "events" | "transcript" | "onEventAppended"
+    | "create"
+    | "list"
+    | "get"
+    | "queuedPrompts"
+    | "onBehalfOf"
+    | "followup"
+    | "cancel"
+    | "events"
+    | "transcript"
+    | "onEventAppended"
   >;
   /** Base for session links; known only once the server listens when not configured. */
   publicUrl: () => string;
@@ -160,14 +169,18 @@ export async function runRoutes(app: FastifyInstance, opts: RunRoutesOptions): P
 
   const create = async (req: FastifyRequest, body: z.output<typeof CreateRunRequestSchema>) => {
     const { on_behalf_of: behalf, ...fields } = body;
-    // Only an admin key (an integration fronting this service) may say whom a run is for.
-    const extension = behalf && req.caller!.key.role === "admin" ? behalf : undefined;
+    // The Warp Platform API's form: a user id or email, for admin and agent identities' keys.
+    const named = typeof behalf === "string" ? await runService.onBehalfOf(req.caller!, behalf) : undefined;
+    // Dispatch's: only an admin key (an integration fronting this service) may say whom a run is for.
+    const extension =
+      behalf && typeof behalf === "object" && req.caller!.key.role === "admin" ? behalf : undefined;
+    const creator = named ?? extension?.creator;
     return runService.create(
       {
         caller: req.caller!,
         idempotencyKey: idempotencyKey(req),
         rawBody: req.body,
-        ...(extension?.creator ? { creator: extension.creator } : {}),
+        ...(creator ? { creator } : {}),
         ...(extension?.source ? { source: extension.source } : {}),
         ...(extension?.trigger_url ? { triggerUrl: extension.trigger_url } : {}),
       },
@@ -180,8 +193,11 @@ export async function runRoutes(app: FastifyInstance, opts: RunRoutesOptions): P
   route(app, ops.listRuns, async (req, _reply, { query }) => {
     const page = await runService.list(req.caller!, listInputOf(query, LIMITS.listDefault));
     const base = publicUrl();
+    const queued = await runService.queuedPrompts(page.runs);
     return {
-      runs: page.runs.map((r) => toRunItem(r, base, { promptLimit: LIST_PROMPT_LIMIT })),
+      runs: page.runs.map((r) =>
+        toRunItem(r, base, { promptLimit: LIST_PROMPT_LIMIT, queuedPrompts: queued.get(r.id) ?? [] }),
+      ),
       page_info: {
         has_next_page: page.nextCursor !== undefined,
         ...(page.nextCursor ? { next_cursor: page.nextCursor } : {}),
@@ -189,9 +205,11 @@ export async function runRoutes(app: FastifyInstance, opts: RunRoutesOptions): P
     };
   });
 
-  route(app, ops.getRun, async (req) =>
-    toRunItem(await runService.get(req.caller!, req.params.runId), publicUrl()),
-  );
+  route(app, ops.getRun, async (req) => {
+    const run = await runService.get(req.caller!, req.params.runId);
+    const queued = await runService.queuedPrompts([run]);
+    return toRunItem(run, publicUrl(), { queuedPrompts: queued.get(run.id) ?? [] });
+  });
 
   route(
     app,

@@ -2,8 +2,7 @@ import { z } from "zod";
 import { MAX_ATTACHMENTS } from "../../model/attachment.ts";
 import { WIRE_RUN_MODES } from "../../model/run-mode.ts";
 import { FOREIGN_RUN_STATES, RUN_STATES } from "../../model/run-state.ts";
-import { OZ_ERROR_CODES } from "../../model/status-reason.ts";
-import { AgentConfigSchema, RunAgentConfigSchema } from "./agent-config.ts";
+import { AgentConfigSchema } from "./agent-config.ts";
 import { boundedText, LIMITS, MetadataSchema, SkillSpecSchema, Timestamp } from "./common.ts";
 
 /** Runs on the wire: create, list, get, follow up, cancel, the transcript, attachments and redirects. */
@@ -71,18 +70,24 @@ export const CreateRunRequestSchema = z
     metadata: MetadataSchema.nullish(),
     ...OzCreateFields,
     attachments: AttachmentsSchema,
-    /** Dispatch extension, honoured for admin keys only: an integration creating runs for its users. */
     on_behalf_of: z
-      .object({
-        creator: CreatorSchema.optional(),
-        source: z.string().min(1).max(100).optional(),
-        trigger_url: z.url().max(2000).optional(),
-      })
-      .nullish()
-      .meta({
-        description:
-          "Dispatch extension for integrations (admin keys only; ignored for other keys): the user the run is for, where it was started and from which surface.",
-      }),
+      .union([
+        z.string().min(1).max(300).meta({
+          description:
+            "The Warp Platform API's form: a user id or email of the team; the run is created for that user. Admin keys and agent identities' keys only (403 otherwise).",
+        }),
+        z
+          .object({
+            creator: CreatorSchema.optional(),
+            source: z.string().min(1).max(100).optional(),
+            trigger_url: z.url().max(2000).optional(),
+          })
+          .meta({
+            description:
+              "Dispatch extension for integrations (admin keys only; ignored for other keys): the user the run is for, where it was started and from which surface.",
+          }),
+      ])
+      .nullish(),
   })
   .refine(
     (b) => (b.prompt != null && b.prompt.trim() !== "") || b.skill != null || b.config?.skill_spec != null,
@@ -114,82 +119,7 @@ export const CreateRunResponseSchema = z
   })
   .meta({ id: "CreateRunResponse" });
 
-export const RunStateSchema = z.enum(RUN_STATES).meta({ id: "RunState" });
-export const RunItemSchema = z
-  .object({
-    run_id: z.string(),
-    task_id: z.string(),
-    title: z.string(),
-    prompt: z.string(),
-    state: RunStateSchema,
-    created_at: Timestamp,
-    updated_at: Timestamp,
-    started_at: Timestamp.nullable(),
-    finished_at: Timestamp.nullable(),
-    run_time: z.string(),
-    session_id: z.string(),
-    session_link: z.string(),
-    trigger_url: z.string().optional(),
-    source: z.string(),
-    creator: z.object({
-      type: z.enum(["user", "service_account"]),
-      uid: z.string(),
-      display_name: z.string(),
-      email: z.string().optional(),
-    }),
-    agent_config: RunAgentConfigSchema,
-    agent_skill: z
-      .object({ name: z.string(), description: z.string().optional(), full_path: z.string() })
-      .optional(),
-    status_message: z
-      .object({
-        message: z.string(),
-        error_code: z.enum(OZ_ERROR_CODES).optional().meta({ description: "Oz's ErrorCode, when one fits." }),
-        reason: z.string().optional().meta({
-          description:
-            "Dispatch extension: the finer reason, e.g. time_limit, command_failed, delivery_failed, worker_lost, cancelled.",
-        }),
-        retryable: z.boolean().optional(),
-      })
-      .optional(),
-    artifacts: z.array(
-      z.object({ artifact_type: z.string(), created_at: Timestamp, data: z.record(z.string(), z.unknown()) }),
-    ),
-    request_usage: z.object({
-      input_tokens: z.number(),
-      output_tokens: z.number(),
-      total_tokens: z.number(),
-      inference_cost: z.number().optional().meta({
-        description:
-          "What the run's model calls cost so far, in US dollars, at the server's model prices; absent when a model it used has no price.",
-      }),
-    }),
-    is_sandbox_running: z.boolean(),
-    schedule: z
-      .object({
-        schedule_id: z.string(),
-        schedule_name: z.string().meta({ description: "The schedule's name when it fired this run." }),
-        cron_schedule: z.string(),
-        fire_time: Timestamp.meta({ description: "Dispatch extension: the cron slot this run is for." }),
-      })
-      .optional()
-      .meta({ description: "The schedule that fired this run (scheduled runs only)." }),
-    scope: z.object({ type: z.literal("Team"), uid: z.string() }),
-    metadata: z.record(z.string(), z.string()),
-    conversation_id: z.string().meta({
-      description: "The run's conversation: the run id (create with conversation_id continues the run).",
-    }),
-    parent_run_id: z.string().optional(),
-    execution_location: z.literal("REMOTE"),
-  })
-  .meta({ id: "RunItem" });
-
-export const ListRunsResponseSchema = z
-  .object({
-    runs: z.array(RunItemSchema),
-    page_info: z.object({ has_next_page: z.boolean(), next_cursor: z.string().optional() }),
-  })
-  .meta({ id: "ListRunsResponse" });
+export { ListRunsResponseSchema, RunItemSchema, RunStateSchema } from "./run-item.ts";
 
 /** RFC 3339 with fields in range: the document says exactly which strings the server reads as a time. */
 const RFC3339 =
@@ -200,6 +130,9 @@ const timestampParam = (name: string) =>
     .string()
     .regex(RFC3339, `${name} must be an RFC 3339 timestamp such as 2026-11-21T05:20:11.123Z`)
     .transform((s) => new Date(s).toISOString());
+
+/** The Warp Platform API's coarse statuses of a run and what it spawned (list-runs-query.ts maps them). */
+export const TASK_STATUSES = ["running", "failed", "blocked", "cancelled", "complete"] as const;
 
 /** Oz caps a list request at this many `metadata[key]=value` filters. */
 export const METADATA_FILTERS_MAX = 5;
@@ -249,7 +182,14 @@ export const ListRunsQuerySchema = z
     created_after: timestampParam("created_after").optional(),
     created_before: timestampParam("created_before").optional(),
     updated_after: timestampParam("updated_after").optional(),
-    q: z.string().min(1).max(1000).optional(),
+    q: z.string().min(1).max(1000).optional().meta({
+      description:
+        "A case-insensitive substring of the title or prompt, or a run's id or URL (its run page, session link or API path).",
+    }),
+    task_status: oneOrMany(z.enum(TASK_STATUSES)).optional().meta({
+      description:
+        "running: the run or a run below it is QUEUED or INPROGRESS; failed (FAILED or ERROR), cancelled, complete (SUCCEEDED): the run's own state; blocked matches nothing. Repeatable (OR).",
+    }),
   })
   .refine((q) => q.name === undefined || q.config_name === undefined || q.name === q.config_name, {
     message: "name and config_name were both given with different values; give one",
@@ -274,10 +214,22 @@ export const FollowupRequestSchema = z
   })
   .meta({ id: "FollowupRequest" });
 
+export const FOLLOWUP_OUTCOMES = [
+  "queued_prompt",
+  "live_session",
+  "queue_pending",
+  "handoff_execution",
+] as const;
+
 export const FollowupResponseSchema = z
   .object({
-    followup_id: z.string(),
-    outcome: z.enum(["queued_prompt", "live_session", "handoff_execution"]),
+    followup_id: z
+      .string()
+      .meta({ description: "The durable follow-up record (Dispatch keeps one for every outcome)." }),
+    outcome: z.enum(FOLLOWUP_OUTCOMES).meta({
+      description:
+        "queued_prompt: added to a queued run's prompt; queue_pending: held until the agent of a run that is getting ready starts; live_session: given to the running agent; handoff_execution: a new execution of the finished run.",
+    }),
   })
   .meta({ id: "FollowupResponse" });
 

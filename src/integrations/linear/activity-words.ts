@@ -28,6 +28,7 @@ export function onItThought(issue: { identifier: string; title: string }): Activ
 export function followupThought(outcome: FollowupOutcome): ActivityContent {
   const how: Record<FollowupOutcome, string> = {
     queued_prompt: "it goes to the agent when the run starts",
+    queue_pending: "the run is getting ready; the agent gets it when it starts",
     live_session: "the agent takes it at its next step",
     handoff_execution: "the run continues with it, in the same workspace and branch",
   };

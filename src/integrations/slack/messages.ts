@@ -68,6 +68,8 @@ export function followupText(outcome: FollowupOutcome): string {
       return "Follow-up added: the run has not started yet, the agent gets it when it starts.";
     case "live_session":
       return "Follow-up sent to the running agent.";
+    case "queue_pending":
+      return "Follow-up added: the run is getting ready, the agent gets it when it starts.";
     case "handoff_execution":
       return "The run had finished; it continues with your follow-up.";
   }

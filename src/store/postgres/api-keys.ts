@@ -89,3 +89,16 @@ export async function countActiveApiKeys(db: Database): Promise<number> {
   const row = await db.row("SELECT COUNT(*) AS n FROM api_keys WHERE revoked_at IS NULL");
   return Number(row?.n ?? 0);
 }
+
+export async function findUser(
+  db: Database,
+  teamId: string,
+  idOrEmail: string,
+): Promise<Principal | undefined> {
+  const row = await db.row(
+    `SELECT * FROM principals WHERE team_id = $1 AND type = 'user' AND deleted_at IS NULL
+       AND (id = $2 OR lower(email) = lower($2)) ORDER BY id = $2 DESC, created_at LIMIT 1`,
+    [teamId, idOrEmail],
+  );
+  return row ? toPrincipal(row) : undefined;
+}

@@ -1,6 +1,7 @@
 import { attachmentSummary, type NewAttachment } from "../../model/attachment.ts";
-import type { FollowupOutcome, FollowupRecord, RunRecord } from "../../model/run.ts";
+import type { FollowupRecord, RunRecord } from "../../model/run.ts";
 import { iso, toFollowup } from "../rows.ts";
+import { followupOutcome, groupMessages } from "../run-steering.ts";
 import type { IdempotencyClaim, IdempotentResult } from "../store.ts";
 import { insertAttachments } from "./attachments.ts";
 import type { Database, Tx } from "./database.ts";
@@ -24,8 +25,8 @@ export async function addFollowup(
       if (!state) return undefined;
       const seen = idem && (await checkIdempotency(tx, idem));
       if (seen) return seen;
-      const outcome: FollowupOutcome =
-        state === "QUEUED" ? "queued_prompt" : state === "INPROGRESS" ? "live_session" : "handoff_execution";
+      const started = await tx.row("SELECT agent_started FROM runs WHERE id = $1", [runId]);
+      const outcome = followupOutcome(state, Number(started?.agent_started) === 1);
       const now = iso(Date.now());
       const inserted = await tx.row(
         "INSERT INTO followups (id, run_id, message, mode, outcome, created_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING *",
@@ -77,4 +78,16 @@ export async function takePending(tx: Tx, runId: string, execution: number): Pro
   return rows
     .map(toFollowup)
     .sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));
+}
+
+export async function listQueuedPrompts(
+  db: Database,
+  runIds: readonly string[],
+): Promise<Map<string, string[]>> {
+  const rows = await db.rows(
+    `SELECT run_id, message FROM followups
+     WHERE run_id = ANY($1::text[]) AND outcome = 'queued_prompt' ORDER BY created_at, id`,
+    [runIds],
+  );
+  return groupMessages(rows);
 }

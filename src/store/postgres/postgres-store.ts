@@ -12,6 +12,7 @@ import * as githubSignIns from "./github-sign-ins.ts";
 import * as idempotency from "./idempotency.ts";
 import * as identities from "./identities.ts";
 import * as inbound from "./inbound.ts";
+import * as interrupts from "./interrupts.ts";
 import * as leases from "./leases.ts";
 import * as outbox from "./outbox.ts";
 import * as progress from "./progress.ts";
@@ -26,6 +27,7 @@ const LISTEN_WAIT_MS = 5_000;
 const statements: Statements<Database> = {
   ensureTeam: apiKeys.ensureTeam,
   ensurePrincipal: apiKeys.ensurePrincipal,
+  findUser: apiKeys.findUser,
   insertApiKey: apiKeys.insertApiKey,
   findCallerByKeyHash: apiKeys.findCallerByKeyHash,
   listApiKeys: apiKeys.listApiKeys,
@@ -39,6 +41,7 @@ const statements: Statements<Database> = {
   createRun: runs.createRun,
   getRun: runs.getRun,
   getRunBySession: runs.getRunBySession,
+  findRunsByUrl: runs.findRunsByUrl,
   listRuns: runs.listRuns,
   countRunsByState: runs.countRunsByState,
   summarizeUsage: usageSummary.summarizeUsage,
@@ -64,6 +67,8 @@ const statements: Statements<Database> = {
   readAttachmentContent: attachments.readAttachmentContent,
   addFollowup: followups.addFollowup,
   takePendingFollowups: followups.takePendingFollowups,
+  listQueuedPrompts: followups.listQueuedPrompts,
+  interruptRun: interrupts.interruptRun,
   appendEvent: events.appendEvent,
   listEvents: events.listEvents,
   listRunsByProgress: progress.listRunsByProgress,

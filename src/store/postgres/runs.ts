@@ -6,6 +6,7 @@ import { wireStatusMessage } from "../../model/status-reason.ts";
 import { foldCase } from "../fold-case.ts";
 import { iso, toRun } from "../rows.ts";
 import { transitionColumns } from "../run-columns.ts";
+import { URL_MATCHES_MAX } from "../run-steering.ts";
 import type { IdempotencyClaim, IdempotentResult, RunListQuery, RunPatch } from "../store.ts";
 import { insertAttachments } from "./attachments.ts";
 import type { Database, Sql, Tx } from "./database.ts";
@@ -47,9 +48,10 @@ export async function insertRun(
     `INSERT INTO runs (id, team_id, title, prompt, state, created_at, updated_at, queued_at, started_at, finished_at,
        run_time_ms, execution_started_at, execution, session_id, trigger_url, source, creator_uid, creator,
        config_name, model_id, environment_id, skill_spec, agent_config, agent_skill, status_message, artifacts,
-       request_usage, metadata, schedule_id, schedule_name, schedule_cron, schedule_fire_time, parent_run_id, mode)
+       request_usage, metadata, schedule_id, schedule_name, schedule_cron, schedule_fire_time, parent_run_id, mode,
+       root_run_id)
      VALUES ($1, $2, $3, $4, 'QUEUED', $5, $6, $5, NULL, NULL, 0, NULL, 1, $7, $8, $9, $10, $11, $12, $13, $14,
-       $15, $16, $17, NULL, '[]', $18, $19, $20, $21, $22, $23, $24, $25)`,
+       $15, $16, $17, NULL, $27, $18, $19, $20, $21, $22, $23, $24, $25, $26)`,
     [
       run.id,
       run.teamId,
@@ -76,6 +78,8 @@ export async function insertRun(
       run.schedule?.fireTime ?? null,
       run.parentRunId ?? null,
       run.mode ?? "normal",
+      run.rootRunId ?? null,
+      JSON.stringify(run.artifacts),
     ],
   );
   const search = runSearchText(run);
@@ -111,6 +115,18 @@ export async function getRun(db: Database, teamId: string, runId: string): Promi
 export async function getRunBySession(db: Database, sessionId: string): Promise<RunRecord | undefined> {
   const row = await db.row("SELECT * FROM runs WHERE session_id = $1", [sessionId]);
   return row ? toRun(row) : undefined;
+}
+
+export async function findRunsByUrl(db: Database, teamId: string, url: string): Promise<RunRecord[]> {
+  // A trigger URL may carry a comment anchor or a query after the URL looked for.
+  const rows = await db.rows(
+    `SELECT * FROM runs WHERE team_id = $1 AND (trigger_url = $2
+       OR left(trigger_url, length($3)) = $3 OR left(trigger_url, length($4)) = $4
+       OR EXISTS (SELECT 1 FROM json_array_elements(artifacts) a WHERE a -> 'data' ->> 'url' = $2))
+     ORDER BY created_at DESC, id DESC LIMIT $5`,
+    [teamId, url, `${url}#`, `${url}?`, URL_MATCHES_MAX],
+  );
+  return rows.map(toRun);
 }
 
 /**
@@ -201,10 +217,29 @@ export async function listRuns(
   }
   if (q.q) {
     const needle = bind(foldCase(q.q));
+    const byRef = q.qRef?.runId
+      ? ` OR id = ${bind(q.qRef.runId)}`
+      : q.qRef?.sessionId
+        ? ` OR session_id = ${bind(q.qRef.sessionId)}`
+        : "";
     where.push(
-      `EXISTS (SELECT 1 FROM run_search_text s WHERE s.run_id = runs.id
-                 AND (strpos(s.title, ${needle}) > 0 OR strpos(s.prompt, ${needle}) > 0))`,
+      `(EXISTS (SELECT 1 FROM run_search_text s WHERE s.run_id = runs.id
+                 AND (strpos(s.title, ${needle}) > 0 OR strpos(s.prompt, ${needle}) > 0))${byRef})`,
     );
+  }
+  if (q.taskStatus) {
+    const { states, orActiveBelow } = q.taskStatus;
+    if (states.length === 0 && !orActiveBelow) return { runs: [], hasMore: false };
+    const either: string[] = [];
+    if (states.length) either.push(`state = ANY(${bind(states)}::text[])`);
+    if (orActiveBelow) {
+      // The active runs of the team and every run above them: few, whatever the size of the team's history.
+      either.push(`id IN (WITH RECURSIVE above(id, parent) AS (
+           SELECT id, parent_run_id FROM runs WHERE team_id = ${bind(teamId)} AND state IN ('QUEUED', 'INPROGRESS')
+           UNION SELECT runs.id, runs.parent_run_id FROM runs JOIN above ON runs.id = above.parent
+         ) SELECT id FROM above)`);
+    }
+    where.push(`(${either.join(" OR ")})`);
   }
   const beyond = dir === "ASC" ? ">" : "<";
   if (q.after && q.after.value === null) {

@@ -89,3 +89,17 @@ export async function countActiveApiKeys(db: Database): Promise<number> {
   const row = db.sql("SELECT COUNT(*) AS n FROM api_keys WHERE revoked_at IS NULL").get() as Row;
   return Number(row.n);
 }
+
+export async function findUser(
+  db: Database,
+  teamId: string,
+  idOrEmail: string,
+): Promise<Principal | undefined> {
+  const row = db
+    .sql(
+      `SELECT * FROM principals WHERE team_id = ? AND type = 'user' AND deleted_at IS NULL
+         AND (id = ? OR lower(email) = lower(?)) ORDER BY id = ? DESC, created_at LIMIT 1`,
+    )
+    .get(teamId, idOrEmail, idOrEmail, idOrEmail) as Row | undefined;
+  return row ? toPrincipal(row) : undefined;
+}

@@ -1,6 +1,7 @@
 import { attachmentSummary, type NewAttachment } from "../../model/attachment.ts";
-import type { FollowupOutcome, FollowupRecord, RunRecord } from "../../model/run.ts";
+import type { FollowupRecord, RunRecord } from "../../model/run.ts";
 import { iso, toFollowup } from "../rows.ts";
+import { followupOutcome, groupMessages } from "../run-steering.ts";
 import type { IdempotencyClaim, IdempotentResult } from "../store.ts";
 import { insertAttachments } from "./attachments.ts";
 import type { Database } from "./database.ts";
@@ -24,8 +25,8 @@ export async function addFollowup(
       if (!state) return undefined;
       const seen = idem && checkIdempotency(db, idem);
       if (seen) return seen;
-      const outcome: FollowupOutcome =
-        state === "QUEUED" ? "queued_prompt" : state === "INPROGRESS" ? "live_session" : "handoff_execution";
+      const started = db.sql("SELECT agent_started FROM runs WHERE id = ?").get(runId) as Row;
+      const outcome = followupOutcome(state, Number(started.agent_started) === 1);
       const now = iso(Date.now());
       db.sql(
         "INSERT INTO followups (id, run_id, message, mode, outcome, created_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -83,4 +84,17 @@ export function takePending(db: Database, runId: string, execution: number): Fol
     );
   }
   return rows.map((r) => toFollowup({ ...r, delivered_at: now, delivered_execution: execution }));
+}
+
+export async function listQueuedPrompts(
+  db: Database,
+  runIds: readonly string[],
+): Promise<Map<string, string[]>> {
+  const rows = db
+    .sql(
+      `SELECT run_id, message FROM followups
+       WHERE run_id IN (SELECT value FROM json_each(?)) AND outcome = 'queued_prompt' ORDER BY created_at, id`,
+    )
+    .all(JSON.stringify(runIds)) as Row[];
+  return groupMessages(rows);
 }

@@ -7,6 +7,7 @@ import { wireStatusMessage } from "../../model/status-reason.ts";
 import { foldCase } from "../fold-case.ts";
 import { iso } from "../rows.ts";
 import { transitionColumns } from "../run-columns.ts";
+import { URL_MATCHES_MAX } from "../run-steering.ts";
 import type { IdempotencyClaim, IdempotentResult, RunListQuery, RunPatch } from "../store.ts";
 import { insertAttachments } from "./attachments.ts";
 import type { Database } from "./database.ts";
@@ -52,7 +53,7 @@ export function insertRun(
        run_time_ms, execution_started_at, execution, session_id, trigger_url, source, creator_uid, creator,
        config_name, model_id, environment_id, skill_spec, agent_config, agent_skill, status_message, artifacts,
        request_usage, metadata)
-     VALUES (?, ?, ?, ?, 'QUEUED', ?, ?, ?, NULL, NULL, 0, NULL, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, '[]', ?, ?)`,
+     VALUES (?, ?, ?, ?, 'QUEUED', ?, ?, ?, NULL, NULL, 0, NULL, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)`,
   ).run(
     run.id,
     run.teamId,
@@ -72,6 +73,7 @@ export function insertRun(
     run.agentConfig.skill_spec ?? null,
     JSON.stringify(run.agentConfig),
     run.agentSkill ? JSON.stringify(run.agentSkill) : null,
+    JSON.stringify(run.artifacts),
     JSON.stringify(run.requestUsage),
     JSON.stringify(run.metadata),
   );
@@ -92,8 +94,9 @@ export function insertRun(
     );
   }
   if (run.parentRunId || (run.mode && run.mode !== "normal")) {
-    db.sql("UPDATE runs SET parent_run_id = ?, mode = ? WHERE id = ?").run(
+    db.sql("UPDATE runs SET parent_run_id = ?, root_run_id = ?, mode = ? WHERE id = ?").run(
       run.parentRunId ?? null,
+      run.rootRunId ?? null,
       run.mode ?? "normal",
       run.id,
     );
@@ -114,6 +117,29 @@ export async function getRunBySession(db: Database, sessionId: string): Promise<
     .sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE session_id = ?`, { arrays: true })
     .get(sessionId) as unknown as SQLInputValue[] | undefined;
   return row ? runFromValues(row) : undefined;
+}
+
+export async function findRunsByUrl(db: Database, teamId: string, url: string): Promise<RunRecord[]> {
+  // A trigger URL may carry a comment anchor or a query after the URL looked for.
+  const rows = db
+    .sql(
+      `SELECT ${RUN_COLUMNS} FROM runs WHERE team_id = ? AND (trigger_url = ?
+         OR substr(trigger_url, 1, length(?)) = ? OR substr(trigger_url, 1, length(?)) = ?
+         OR EXISTS (SELECT 1 FROM json_each(artifacts) WHERE json_extract(value, '$.data.url') = ?))
+       ORDER BY created_at DESC, id DESC LIMIT ?`,
+      { arrays: true },
+    )
+    .all(
+      teamId,
+      url,
+      `${url}#`,
+      `${url}#`,
+      `${url}?`,
+      `${url}?`,
+      url,
+      URL_MATCHES_MAX,
+    ) as unknown as SQLInputValue[][];
+  return rows.map(runFromValues);
 }
 
 /**
@@ -216,9 +242,29 @@ export async function listRuns(
     params.push(...audience.params);
   }
   if (q.q) {
-    where.push("(instr(fold_case(title), ?) > 0 OR instr(fold_case(prompt), ?) > 0)");
     const needle = foldCase(q.q);
+    const byRef = q.qRef?.runId ? " OR id = ?" : q.qRef?.sessionId ? " OR session_id = ?" : "";
+    where.push(`(instr(fold_case(title), ?) > 0 OR instr(fold_case(prompt), ?) > 0${byRef})`);
     params.push(needle, needle);
+    if (byRef) params.push(q.qRef?.runId ?? q.qRef?.sessionId ?? "");
+  }
+  if (q.taskStatus) {
+    const { states, orActiveBelow } = q.taskStatus;
+    if (states.length === 0 && !orActiveBelow) return { runs: [], hasMore: false };
+    const either: string[] = [];
+    if (states.length) {
+      either.push(`state IN (${states.map(() => "?").join(", ")})`);
+      params.push(...states);
+    }
+    if (orActiveBelow) {
+      // The active runs of the team and every run above them: few, whatever the size of the team's history.
+      either.push(`id IN (WITH RECURSIVE above(id, parent) AS (
+           SELECT id, parent_run_id FROM runs WHERE team_id = ? AND state IN ('QUEUED', 'INPROGRESS')
+           UNION SELECT runs.id, runs.parent_run_id FROM runs JOIN above ON runs.id = above.parent
+         ) SELECT id FROM above)`);
+      params.push(teamId);
+    }
+    where.push(`(${either.join(" OR ")})`);
   }
   const beyond = dir === "ASC" ? ">" : "<";
   if (q.after && q.after.value === null) {

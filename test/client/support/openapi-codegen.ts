@@ -82,7 +82,7 @@ function format(source: string): string {
 }
 
 function declaration(name: string, schema: Schema): string {
-  if (schema.type === "object" && schema.properties) {
+  if (schema.type === "object" && schema.properties && !schema.oneOf) {
     return `export interface ${name} ${objectBody(schema, 0)}`;
   }
   return `export type ${name} = ${members(schema, 0).join(" | ")};`;
@@ -102,6 +102,7 @@ function objectBody(schema: Schema, depth: number): string {
 function members(schema: Schema, depth: number): string[] {
   if (typeof schema.$ref === "string") return [schema.$ref.replace("#/components/schemas/", "")];
   if (Array.isArray(schema.anyOf)) return (schema.anyOf as Schema[]).flatMap((s) => members(s, depth));
+  if (Array.isArray(schema.oneOf)) return (schema.oneOf as Schema[]).flatMap((s) => members(s, depth));
   if ("const" in schema) return [JSON.stringify(schema.const)];
   if (Array.isArray(schema.enum)) return schema.enum.map((v) => JSON.stringify(v));
   if (Array.isArray(schema.type)) return schema.type.flatMap((t) => members({ ...schema, type: t }, depth));

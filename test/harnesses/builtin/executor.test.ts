@@ -64,7 +64,20 @@ describe("builtin harness through the executor (MockLanguageModelV4)", () => {
     const run = await waitForState(t, id, ["SUCCEEDED", "FAILED", "ERROR"]);
     expect(run.state).toBe("SUCCEEDED");
     expect(await readFile(ws(t, id, "notes.md"), "utf8")).toBe("# Notes\nDone\n");
-    expect(run.request_usage).toEqual({ input_tokens: 30, output_tokens: 15, total_tokens: 45 });
+    expect(run.request_usage).toEqual({
+      input_tokens: 30,
+      output_tokens: 15,
+      total_tokens: 45,
+      // The mock model has no price: its tokens are shown per model, without a cost.
+      model_token_usage: [
+        {
+          model_id: "mock/edit",
+          total_tokens: 45,
+          usage_type: "byok",
+          tokens_by_category: { primary_agent: 45 },
+        },
+      ],
+    });
     const evs = await events(t, id);
     expect(evs.filter((e) => e.type === "tool_call").map((e) => e.data.tool)).toEqual([
       "write_file",
@@ -232,7 +245,19 @@ describe("builtin harness with configured providers", () => {
     expect(run.status_message).toBeUndefined();
     expect(run.state).toBe("SUCCEEDED");
     expect(await readFile(ws(real, id, "hello.py"), "utf8")).toBe("print('hi')\n");
-    expect(run.request_usage).toEqual({ input_tokens: 200, output_tokens: 40, total_tokens: 240 });
+    expect(run.request_usage).toEqual({
+      input_tokens: 200,
+      output_tokens: 40,
+      total_tokens: 240,
+      model_token_usage: [
+        {
+          model_id: "openai-compatible/fake-coder",
+          total_tokens: 240,
+          usage_type: "custom_endpoint",
+          tokens_by_category: { primary_agent: 240 },
+        },
+      ],
+    });
     expect(fake.agentRequests()[0]!.body.model).toBe("fake-coder");
     expect(fake.agentRequests()[0]!.body.stream).toBe(true);
     const second = JSON.stringify(fake.agentRequests()[1]!.body.messages);

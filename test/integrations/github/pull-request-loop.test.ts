@@ -325,6 +325,8 @@ describe("one run from request to merge", () => {
     await waitFor(async () => (await slackCardText()).includes(`PR #${pr.number} merged`), {
       what: "the Slack card to say merged",
     });
+    // The API says so too, in the Warp Platform API's words.
+    expect(prArtifact(await run()).data).toMatchObject({ status: "merged", state: "merged" });
 
     const count = (await followups()).length;
     const late = reviewComment(`@${HANDLE} one more thing\n$ echo late >> one.txt`);

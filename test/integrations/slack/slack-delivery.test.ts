@@ -59,6 +59,12 @@ describe("Slack runs delivered to a repository", () => {
     expect(pr).toMatchObject({ repo: "acme/app", base: "develop" });
     expect(remotes.show("acme/app", branch, "hello.txt")).toBe("hi\n");
     expect(remotes.show("acme/app", branch, "DEVELOP.md")).toBe("next\n");
+    // The Warp Platform API's lookup (docs/api.md) finds the Slack-started run by its pull request's URL.
+    const found = await s.t.api(
+      "GET",
+      `/api/v1/agent/run-by-external-reference?url=${encodeURIComponent(pr!.html_url)}`,
+    );
+    expect(found.body).toEqual({ run_id: run.run_id });
 
     const ts = await cardTs(run.run_id);
     const prLink = `<${pr!.html_url}|PR #${pr!.number} opened> · +1 −0 in 1 file`;

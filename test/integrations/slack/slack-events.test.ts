@@ -284,8 +284,9 @@ describe("mentions and thread follow-ups", () => {
 
     const claimed = await s.t.dispatch.store.claimNextRun("test-worker", 60_000);
     expect(claimed?.id).toBe(run.run_id);
+    // Claimed, its agent not started yet (its workspace is being prepared): held for the agent.
     await s.mention({ text: "<@UBOT> and update the changelog", thread_ts: root, user: "U1" });
-    expect(await s.ephemeral("U1", 2)).toContain("sent to the running agent");
+    expect(await s.ephemeral("U1", 2)).toContain("the agent gets it when it starts");
 
     await s.t.api("POST", `/api/v1/agent/runs/${run.run_id}/cancel`);
     await s.mention({ text: "<@UBOT> please continue model=ignored-here", thread_ts: root, user: "U1" });

@@ -243,6 +243,53 @@ export function runsConformance(t: StoreSuite): void {
       expect(plain?.mode ?? "normal").toBe("normal");
     });
 
+    it("rootRunId is kept as created: the top of the run's tree of parents", async () => {
+      const root = await create();
+      const child = await create({ parentRunId: root.id, rootRunId: root.id });
+      expect((await t.store.getRun("t1", child.id))?.rootRunId).toBe(root.id);
+      expect((await t.store.getRun("t1", root.id))?.rootRunId ?? null).toBeNull();
+    });
+
+    it("taskStatus: own states, or (running) an active run anywhere below", async () => {
+      const done = await runIn("CANCELLED");
+      const root = await runIn("SUCCEEDED");
+      const child = await create({ parentRunId: root.id, rootRunId: root.id });
+      const grandchild = await create({ parentRunId: child.id, rootRunId: root.id });
+      const running = { states: ["QUEUED", "INPROGRESS"] as RunState[], orActiveBelow: true };
+      expect(await ids({ taskStatus: running })).toEqual([root.id, child.id, grandchild.id]);
+      expect(await ids({ taskStatus: { states: ["SUCCEEDED"], orActiveBelow: false } })).toEqual([root.id]);
+      expect(await ids({ taskStatus: { states: ["CANCELLED"], orActiveBelow: false } })).toEqual([done.id]);
+      expect(await ids({ taskStatus: { states: [], orActiveBelow: false } })).toEqual([]);
+      await t.store.cancelRun("t1", grandchild.id, {});
+      await t.store.cancelRun("t1", child.id, {});
+      expect(await ids({ taskStatus: running })).toEqual([]);
+    });
+
+    it("findRunsByUrl: by trigger URL (with an anchor or query after it) or an artifact's url, latest first", async () => {
+      const issue = "https://github.com/a/b/issues/1";
+      const byComment = await create({ triggerUrl: `${issue}#issuecomment-5` });
+      const byIssue = await create({ triggerUrl: issue });
+      await create({ triggerUrl: `${issue}0` });
+      const pr = "https://github.com/a/b/pull/2";
+      const opened = await create();
+      await t.store.recordArtifact(opened.id, {
+        artifact_type: "PULL_REQUEST",
+        created_at: opened.createdAt,
+        data: { url: pr },
+      });
+      expect((await t.store.findRunsByUrl("t1", issue)).map((r) => r.id)).toEqual([byIssue.id, byComment.id]);
+      expect((await t.store.findRunsByUrl("t1", pr)).map((r) => r.id)).toEqual([opened.id]);
+      expect(await t.store.findRunsByUrl("t2", pr)).toEqual([]);
+    });
+
+    it("qRef: q also finds the run by its id or its session id", async () => {
+      const run = await create({ title: "plain" });
+      await create({ title: "other" });
+      expect(await ids({ q: "zzz", qRef: { runId: run.id } })).toEqual([run.id]);
+      expect(await ids({ q: "zzz", qRef: { sessionId: run.sessionId } })).toEqual([run.id]);
+      expect(await ids({ q: "zzz" })).toEqual([]);
+    });
+
     it("sorts by agent name then id, runs without a name last in either order, across pages", async () => {
       const named: RunRecord[] = [];
       for (const name of ["b", "a", "c", "a", "b"]) named.push(await create({ agentConfig: { name } }));

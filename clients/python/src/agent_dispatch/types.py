@@ -28,6 +28,7 @@ __all__ = [
     "OzErrorCode",
     "StatusMessage",
     "Artifact",
+    "ModelTokenUsage",
     "RequestUsage",
     "Scope",
     "RunItem",
@@ -77,7 +78,7 @@ names PENDING, CLAIMED and BLOCKED)."""
 TERMINAL_STATES: frozenset[str] = frozenset({"SUCCEEDED", "FAILED", "ERROR", "CANCELLED"})
 """States in which no execution is running (a follow-up can still start a new one)."""
 
-FollowupOutcome = Literal["queued_prompt", "live_session", "handoff_execution"]
+FollowupOutcome = Literal["queued_prompt", "live_session", "queue_pending", "handoff_execution"]
 
 RunEventType = Literal["state", "message", "tool_call", "tool_result", "followup", "artifact", "usage", "error", "log"]
 
@@ -180,11 +181,25 @@ class Artifact(DispatchModel):
     data: dict[str, Any]
 
 
+class ModelTokenUsage(DispatchModel):
+    model_id: str
+    total_tokens: int
+    usage_type: Literal["byok", "custom_endpoint"] | str
+    tokens_by_category: dict[str, int] | None = None
+
+
 class RequestUsage(DispatchModel):
     input_tokens: int | float
     output_tokens: int | float
     total_tokens: int | float
     inference_cost: float | None = None
+    """US dollars, when every model the run called has a price."""
+    inference_cost_usd: float | None = None
+    """The same as ``inference_cost``."""
+    model_token_usage: list[ModelTokenUsage] | None = None
+    """Tokens per model, as the run's cost meter counted its calls."""
+    usage_by_category: dict[str, dict[str, Any]] | None = None
+    """Costs in cents by category and model, when every cost is known (builtin harness runs)."""
 
 
 class Scope(DispatchModel):
@@ -201,6 +216,8 @@ class RunItem(DispatchModel):
     title: str
     prompt: str
     """The full prompt on retrieve; list items may cut it to 2,000 characters."""
+    submitted_prompt: str | None = None
+    """The prompt with the follow-ups added to it before the run started, separated by blank lines."""
     state: RunState | str
     created_at: datetime
     updated_at: datetime
@@ -213,18 +230,23 @@ class RunItem(DispatchModel):
     trigger_url: str | None = None
     source: str
     creator: Creator
+    executor: Creator
+    """Who the agent ran for: the creator."""
     agent_config: AgentConfig
     agent_skill: AgentSkill | None = None
     status_message: StatusMessage | None = None
     artifacts: list[Artifact]
     request_usage: RequestUsage
     is_sandbox_running: bool
+    is_run_type_cancellable: bool
     scope: Scope
     metadata: dict[str, str]
     conversation_id: str
     """The run's conversation: its own id (a create with ``conversation_id`` continues the run)."""
     parent_run_id: str | None = None
     """The run that spawned this one, when one did."""
+    root_run_id: str
+    """The top of the run's tree of parents: the run itself when it has none."""
     schedule: RunSchedule | None = None
     """The schedule that fired this run (``source`` ``SCHEDULED_AGENT``)."""
     execution_location: Literal["REMOTE"] | str

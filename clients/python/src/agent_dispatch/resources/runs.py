@@ -91,7 +91,7 @@ def _create_body(
     config: AgentConfigParam | AgentConfig | None,
     skill: str | None,
     metadata: Mapping[str, str] | None,
-    on_behalf_of: Mapping[str, object] | None,
+    on_behalf_of: str | Mapping[str, object] | None,
     extra_body: Mapping[str, object] | None,
 ) -> dict[str, object]:
     body: dict[str, object] = {}
@@ -108,7 +108,7 @@ def _create_body(
     if metadata is not None:
         body["metadata"] = dict(metadata)
     if on_behalf_of is not None:
-        body["on_behalf_of"] = dict(on_behalf_of)
+        body["on_behalf_of"] = on_behalf_of if isinstance(on_behalf_of, str) else dict(on_behalf_of)
     body.update(extra_body or {})
     return body
 
@@ -145,6 +145,7 @@ def _list_query(
     ancestor_run_id: str | None,
     executor: str | None,
     execution_location: str | None,
+    task_status: str | Sequence[str] | None,
     extra_query: Mapping[str, object] | None,
 ) -> dict[str, object]:
     states: list[str] | None = None
@@ -172,12 +173,17 @@ def _list_query(
         "ancestor_run_id": ancestor_run_id,
         "executor": executor,
         "execution_location": execution_location,
+        "task_status": [task_status] if isinstance(task_status, str) else _listed(task_status),
     }
     # Oz's metadata filter: one metadata[key]=value pair per entry, all of which must match.
     for key, value in (metadata or {}).items():
         query[f"metadata[{key}]"] = value
     query.update(extra_query or {})
     return {k: v for k, v in query.items() if v is not None}
+
+
+def _listed(values: Sequence[str] | None) -> list[str] | None:
+    return list(values) if values is not None else None
 
 
 def _later_state_in(page: RunEventsResponse) -> bool:
@@ -208,7 +214,7 @@ class Runs:
         parent_run_id: str | None = None,
         mode: str | None = None,
         attachments: Sequence[AttachmentParam] | None = None,
-        on_behalf_of: Mapping[str, object] | None = None,
+        on_behalf_of: str | Mapping[str, object] | None = None,
         idempotency_key: str | None = None,
         extra_headers: Mapping[str, str] | None = None,
         extra_query: Mapping[str, object] | None = None,
@@ -217,7 +223,9 @@ class Runs:
         max_retries: int | NotGiven = NOT_GIVEN,
     ) -> CreateRunResponse:
         """Queues a run (``POST /agent/runs``). ``prompt`` is required unless ``skill`` is given.
-        ``on_behalf_of`` (creator, source, trigger_url) is a Dispatch extension honoured for admin keys.
+        ``on_behalf_of`` is either a user id or email of the team (the Warp Platform API's form: the run is
+        that user's; admin keys and agent identities' keys only) or Dispatch's ``{creator, source,
+        trigger_url}`` extension, honoured for admin keys.
 
         Every attempt of one call carries the same Idempotency-Key (``idempotency_key`` or a generated
         one), so retries never create a second run.
@@ -273,6 +281,7 @@ class Runs:
         ancestor_run_id: str | None = None,
         executor: str | None = None,
         execution_location: str | None = None,
+        task_status: str | Sequence[str] | None = None,
         extra_headers: Mapping[str, str] | None = None,
         extra_query: Mapping[str, object] | None = None,
         timeout: TimeoutTypes | NotGiven = NOT_GIVEN,
@@ -306,6 +315,7 @@ class Runs:
             ancestor_run_id=ancestor_run_id,
             executor=executor,
             execution_location=execution_location,
+            task_status=task_status,
             extra_query=extra_query,
         )
 
@@ -516,7 +526,7 @@ class AsyncRuns:
         parent_run_id: str | None = None,
         mode: str | None = None,
         attachments: Sequence[AttachmentParam] | None = None,
-        on_behalf_of: Mapping[str, object] | None = None,
+        on_behalf_of: str | Mapping[str, object] | None = None,
         idempotency_key: str | None = None,
         extra_headers: Mapping[str, str] | None = None,
         extra_query: Mapping[str, object] | None = None,
@@ -576,6 +586,7 @@ class AsyncRuns:
         ancestor_run_id: str | None = None,
         executor: str | None = None,
         execution_location: str | None = None,
+        task_status: str | Sequence[str] | None = None,
         extra_headers: Mapping[str, str] | None = None,
         extra_query: Mapping[str, object] | None = None,
         timeout: TimeoutTypes | NotGiven = NOT_GIVEN,
@@ -606,6 +617,7 @@ class AsyncRuns:
             ancestor_run_id=ancestor_run_id,
             executor=executor,
             execution_location=execution_location,
+            task_status=task_status,
             extra_query=extra_query,
         )
 
