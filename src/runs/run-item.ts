@@ -74,7 +74,7 @@ function wireArtifacts(run: RunRecord): Artifact[] {
   return run.artifacts.map((a) => {
     if (a.artifact_type !== "PULL_REQUEST") return a;
     const ended = a.data.state === "merged" || a.data.state === "closed" ? a.data.state : undefined;
-    return { ...a, data: { status: ended ?? "unknown", ...a.data } };
+    return { ...a, data: { ...a.data, status: ended ?? "unknown" } };
   });
 }
 

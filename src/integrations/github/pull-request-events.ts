@@ -149,7 +149,11 @@ export class PullRequestEvents {
       (a) => a.artifact_type === "PULL_REQUEST" && Number(a.data?.number) === number,
     ) as Artifact | undefined;
     // The same artifact, in place (recordArtifact replaces a pull request by its url): every card re-renders.
-    if (pr) await this.deps.store.recordArtifact(owner.runId, { ...pr, data: { ...pr.data, state: why } });
+    if (pr) {
+      // As recorded, not as the API shows it (its `status` is derived from `state`).
+      const { status: _shown, ...data } = pr.data;
+      await this.deps.store.recordArtifact(owner.runId, { ...pr, data: { ...data, state: why } });
+    }
   }
 
   /** The run bound to the pull request last (its thread may have ended). */

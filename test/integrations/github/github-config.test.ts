@@ -3,8 +3,9 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConfigError, loadConfig, loadGitHubConfig } from "../../../src/config.ts";
+import { ConfigError, loadConfig } from "../../../src/config.ts";
 import { parseSettings } from "../../../src/config-file.ts";
+import { loadGitHubConfig } from "../../../src/config-github.ts";
 
 describe("GitHub configuration", () => {
   let dir: string;
