@@ -189,6 +189,14 @@ export class FakeSlack {
     return { ok: true, channel, ts: args.ts };
   }
 
+  /** The messages posted in `thread` of `channel` as they are now, oldest first. */
+  thread(channel: string, thread: string): Array<Record<string, unknown>> {
+    return [...this.messages.entries()]
+      .filter(([key, m]) => key.startsWith(`${channel}/`) && m.thread_ts === thread)
+      .map(([, m]) => m)
+      .sort((a, b) => Number(a.ts) - Number(b.ts));
+  }
+
   /** The ts of the message chat.startStream created in `thread`, if there is one. */
   streamIn(channel: string, thread: string): string | undefined {
     for (const [key, m] of this.messages) {

@@ -4,6 +4,7 @@ import { SESSION_COOKIE } from "../../src/web/auth/cookies.ts";
 import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
 import { FakeGitHub } from "../support/fake-github.ts";
 import { deliveryEnv, GitRemotes } from "../support/git-remotes.ts";
+import { saveScreenshot } from "../support/screenshots.ts";
 import { Browser as HttpBrowser, signInWithKey } from "./browser.ts";
 import { launchChromium, runBrowserTests, warnIfSkipped } from "./chromium.ts";
 
@@ -86,7 +87,7 @@ describe.runIf(runBrowserTests)("the dashboard on a laptop and on a phone", () =
               .evaluate((td) => getComputedStyle(td, "::before").content),
           ).toBe('"Source"');
         }
-        await page.screenshot({ path: `/tmp/dashboard-${name}.png`, fullPage: true });
+        await saveScreenshot(page, `dashboard-${name}.png`);
       } finally {
         await context.close();
       }

@@ -1,8 +1,5 @@
 import { readFileSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
 import { createRequire } from "node:module";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SESSION_COOKIE } from "../../src/web/auth/cookies.ts";
@@ -11,6 +8,7 @@ import { startTestDispatch, type TestDispatch, waitFor, waitForState } from "../
 import { type ScriptedTurn, startFakeAnthropic } from "../support/fake-anthropic.ts";
 import { FakeGitHub } from "../support/fake-github.ts";
 import { deliveryEnv, GitRemotes } from "../support/git-remotes.ts";
+import { saveScreenshot } from "../support/screenshots.ts";
 import { Browser as HttpBrowser, signInWithKey } from "./browser.ts";
 import { launchChromium, runBrowserTests, warnIfSkipped } from "./chromium.ts";
 
@@ -24,7 +22,6 @@ import { launchChromium, runBrowserTests, warnIfSkipped } from "./chromium.ts";
 const LIVE_MS = 15_000;
 const SONNET = "anthropic/claude-sonnet-4-5";
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
-const SCREENSHOTS = fileURLToPath(new URL("../../test-results/screenshots/", import.meta.url));
 
 const FINAL = [
   "## Done",
@@ -250,13 +247,21 @@ describe.runIf(runBrowserTests)("the run page as a live view, in headless Chromi
       expect(await changes.locator("details.file .d2h-cntx, details.file .d2h-del").count()).toBeGreaterThan(
         0,
       );
-      await mkdir(SCREENSHOTS, { recursive: true });
-      await page.screenshot({ path: join(SCREENSHOTS, "run-page-live.png"), fullPage: true });
-
       // What the page showed live is what a reload renders.
       const live = await entries(page);
       await page.reload();
       expect(await entries(page)).toEqual(live);
+      // The README's pictures: the top of the page (with the check's row open), then the changes.
+      await page.setViewportSize({ width: 1280, height: 1000 });
+      await page
+        .locator("#transcript > li.ev-tool", { hasText: "cat src/greet.ts" })
+        .locator("summary")
+        .first()
+        .click();
+      await page.evaluate(() => window.scrollTo(0, 0));
+      await saveScreenshot(page, "run-page.png");
+      await page.locator("#changes").scrollIntoViewIfNeeded();
+      await saveScreenshot(page, "run-page-changes.png");
       expect(consoleErrors).toEqual([]);
     } finally {
       await context.close();

@@ -3,6 +3,9 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor, waitForState } from "../../support/dispatch.ts";
+import { saveScreenshot } from "../../support/screenshots.ts";
+import { slackThreadPage } from "../../support/slack-thread-page.ts";
+import { launchChromium, runBrowserTests } from "../../web/chromium.ts";
 import { BOT_USER, CHANNEL, nextTs, type SlackDispatch, startSlackDispatch, TEAM } from "./support.ts";
 
 /**
@@ -157,6 +160,31 @@ describe("Slack's agent surface", () => {
     const last = (stopped.chunks as Array<Record<string, unknown>>).at(-1);
     expect(last).toEqual({ type: "markdown_text", text: "*Succeeded*" });
     expect(s.fake.message(CHANNEL, streamTs)!.streaming).toBe(false);
+    if (runBrowserTests) {
+      // The README's picture of the thread: what was sent, drawn in Block Kit's shapes.
+      // Once the card shows the end too (its edits are coalesced) and the final reply is there.
+      await waitFor(
+        async () => {
+          const thread = s.fake.thread(CHANNEL, ts);
+          const card = thread.find((m) => Array.isArray(m.blocks) && (m.blocks as unknown[]).length > 1);
+          return String(card?.text).startsWith("Succeeded") &&
+            thread.some((m) => String(m.text).includes("*Succeeded* · "))
+            ? true
+            : undefined;
+        },
+        { what: "the card's last edit and the final reply" },
+      );
+      const chromium = await launchChromium();
+      try {
+        const page = await chromium.newPage({ viewport: { width: 760, height: 760 } });
+        await page.setContent(
+          slackThreadPage({ user: "ada", text: `@Dispatch ${GATED}` }, s.fake.thread(CHANNEL, ts)),
+        );
+        await saveScreenshot(page, "slack-thread.png");
+      } finally {
+        await chromium.close();
+      }
+    }
   });
 
   it("falls back to the status card when streaming fails, with nothing lost", async () => {
