@@ -4,7 +4,10 @@ import { updatePlanTool } from "../../../src/harnesses/builtin/tools/update-plan
 /** The builtin agent's plan tool: it changes nothing, says how far the plan is, and refuses a plan it cannot show. */
 describe("update_plan", () => {
   const run = (input: unknown) =>
-    updatePlanTool().execute!(input as never, { toolCallId: "c1", messages: [] }) as Promise<{
+    updatePlanTool().execute!(
+      input as never,
+      { toolCallId: "c1", messages: [], context: {} } as never,
+    ) as Promise<{
       output: string;
       error?: boolean;
     }>;
