@@ -32,6 +32,18 @@ export const ROW_HEADER =
   '<tr><th scope="col">State</th><th scope="col">Title</th><th scope="col">Requester</th><th scope="col">Source</th><th scope="col">Repository and PR</th><th scope="col">Agent or model</th><th scope="col">Age</th><th scope="col" class="num">Run time</th><th scope="col" class="num">Cost</th></tr>';
 export const ROW_CELLS = 9;
 
+/**
+ * The table on a laptop keeps state, title, source and PR in view (titles wrap, the agent's words are
+ * small); on a phone each row is a card: state and title on top, then the other cells under their labels.
+ */
+export const ROWS_STYLE = `#runs .c-title{min-width:14rem} #runs .c-title a{font-weight:600} #runs .c-agent{font-size:13px;color:#59636e;max-width:12rem}
+#runs .c-repo code{word-break:break-all} #runs .c-age{white-space:nowrap}
+@media (max-width:720px){#runs thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
+#runs,#runs caption,#runs tbody,#runs tr,#runs td{display:block;width:auto} #runs tr{border:1px solid #d1d9e0;border-radius:6px;margin:.5rem 0;padding:.4rem .6rem}
+#runs td{border:0;padding:.1rem 0;text-align:left} #runs td.c-state{display:inline-block;margin-right:.4rem} #runs td.c-title{display:inline;min-width:0}
+#runs td[data-label]{display:flex;gap:.5rem;font-size:13px} #runs td[data-label]:empty{display:none}
+#runs td[data-label]::before{content:attr(data-label);color:#59636e;min-width:6rem}}`;
+
 /** What a row needs besides the run: the clock, and where runs without a trigger URL were asked for. */
 export interface RowContext {
   now: number;
@@ -112,5 +124,6 @@ export function renderRow(run: RunRecord, ctx: RowContext): string {
   const stallHtml = stall
     ? ` <span class="stall">${escapeHtml(stall)}</span> <a href="/runs/${encodeURIComponent(run.id)}" aria-label="Cancel or retry ${escapeHtml(run.title)}">cancel or retry</a>`
     : "";
-  return `<tr data-run-id="${escapeHtml(run.id)}"><td><span class="state state-${run.state}">${escapeHtml(STATE_LABELS[run.state] ?? run.state)}</span>${stallHtml}</td><td><a href="/runs/${encodeURIComponent(run.id)}">${escapeHtml(run.title)}</a></td><td><a href="/?creator=${encodeURIComponent(run.creator.uid)}">${escapeHtml(run.creator.display_name)}</a></td><td>${source}${schedule}</td><td>${repository}</td><td>${escapeHtml(agent)}</td><td>${timeTag(run.createdAt, ctx.now)}</td><td class="num">${runTime}</td><td class="num">${cost}</td></tr>\n`;
+  // Each cell names its column (data-label): on a phone a row is a card and the labels stand in for the header.
+  return `<tr data-run-id="${escapeHtml(run.id)}"><td class="c-state"><span class="state state-${run.state}">${escapeHtml(STATE_LABELS[run.state] ?? run.state)}</span>${stallHtml}</td><td class="c-title"><a href="/runs/${encodeURIComponent(run.id)}">${escapeHtml(run.title)}</a></td><td class="c-who" data-label="Requester"><a href="/?creator=${encodeURIComponent(run.creator.uid)}">${escapeHtml(run.creator.display_name)}</a></td><td class="c-source" data-label="Source">${source}${schedule}</td><td class="c-repo" data-label="Repository">${repository}</td><td class="c-agent" data-label="Agent">${escapeHtml(agent)}</td><td class="c-age" data-label="Age">${timeTag(run.createdAt, ctx.now)}</td><td class="num" data-label="Run time">${runTime}</td><td class="num" data-label="Cost">${cost}</td></tr>\n`;
 }

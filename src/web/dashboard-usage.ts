@@ -62,8 +62,9 @@ const tokens = (n: number) => n.toLocaleString("en-US");
 const cost = (n: number | null) => escapeHtml(costWords(n)) || "—";
 
 /**
- * Usage over the last USAGE_DAYS days: a small bar chart of runs per day (inline SVG, no script; hidden
- * from assistive technology since the table beside it says the same), the per-day table, and per person.
+ * Usage over the last USAGE_DAYS days: a line of runs per day (inline SVG, no script; an image whose text
+ * alternative sums it up, each point titled with its day's figures), the busy days as a table (days
+ * without a run are left out: the line shows them), and usage per person.
  */
 export function renderUsage(summary: UsageSummary, now: number): string {
   const since = Date.parse(usageSince(now));
@@ -73,17 +74,8 @@ export function renderUsage(summary: UsageSummary, now: number): string {
     return byDay.get(day) ?? { day, runs: 0, tokens: 0, cost: null };
   });
   const total = sum(days);
-  const max = Math.max(1, ...days.map((d) => d.runs));
-  const W = 16;
-  const H = 48;
-  const bars = days
-    .map((d, i) => {
-      const h = d.runs ? Math.max(2, Math.round((d.runs / max) * H)) : 0;
-      return `<rect x="${i * W + 2}" y="${H - h}" width="${W - 4}" height="${h}"><title>${d.day}: ${d.runs} run${d.runs === 1 ? "" : "s"}</title></rect>`;
-    })
-    .join("");
-  const chart = `<svg aria-hidden="true" focusable="false" width="${USAGE_DAYS * W}" height="${H + 1}" viewBox="0 0 ${USAGE_DAYS * W} ${H + 1}" style="display:block;margin:.5rem 0"><g fill="#0969da">${bars}</g><line x1="0" y1="${H + 0.5}" x2="${USAGE_DAYS * W}" y2="${H + 0.5}" stroke="#d1d9e0"/></svg>`;
-  const dayRows = days
+  const busy = days.filter((d) => d.runs > 0);
+  const dayRows = busy
     .map(
       (d) =>
         `<tr><th scope="row">${shortDay(d.day)}</th><td class="num">${d.runs}</td><td class="num">${tokens(d.tokens)}</td><td class="num">${cost(d.cost)}</td></tr>`,
@@ -105,12 +97,61 @@ export function renderUsage(summary: UsageSummary, now: number): string {
     : "";
   const head = (first: string) =>
     `<thead><tr><th scope="col">${first}</th><th scope="col" class="num">Runs</th><th scope="col" class="num">Tokens</th><th scope="col" class="num">Cost</th></tr></thead>`;
+  const perDay = busy.length
+    ? `<table><caption>Busy days (UTC)</caption>${head("Day")}<tbody>${dayRows}</tbody></table>`
+    : "";
   return `<section aria-labelledby="usage-h"><h2 id="usage-h">Usage, last ${USAGE_DAYS} days</h2>
 <p class="muted">Runs by the day they were asked for; figures may be up to a minute old.</p>
 <p>${total.runs} run${total.runs === 1 ? "" : "s"} · ${tokens(total.tokens)} tokens · ${total.cost === null ? "no cost recorded" : `${cost(total.cost)}`}</p>
-${chart}<div class="usage"><table><caption>Per day (UTC)</caption>${head("Day")}<tbody>${dayRows}</tbody></table>
+${usageChart(days)}<div class="usage">${perDay}
 <table><caption>Per person</caption>${head("Person")}<tbody>${personRows || '<tr><td colspan="4">No runs.</td></tr>'}${otherRow}</tbody></table></div></section>`;
 }
+
+const CHART = { width: 560, height: 120, left: 28, right: 8, top: 8, bottom: 20 };
+
+/** The runs of each day as one line, with the busiest day's count on its axis and the days at its foot. */
+function usageChart(days: readonly (UsageTotals & { day: string })[]): string {
+  const { width, height, left, right, top, bottom } = CHART;
+  const max = Math.max(1, ...days.map((d) => d.runs));
+  const plotW = width - left - right;
+  const plotH = height - top - bottom;
+  const x = (i: number) => left + (days.length === 1 ? plotW / 2 : (i * plotW) / (days.length - 1));
+  const y = (runs: number) => top + plotH - (runs / max) * plotH;
+  const points = days.map((d, i) => `${x(i).toFixed(1)},${y(d.runs).toFixed(1)}`);
+  const area = `M${x(0).toFixed(1)},${top + plotH} L${points.join(" L")} L${x(days.length - 1).toFixed(1)},${top + plotH} Z`;
+  const dots = days
+    .map(
+      (d, i) =>
+        `<circle cx="${x(i).toFixed(1)}" cy="${y(d.runs).toFixed(1)}" r="${d.runs ? 3 : 2}"><title>${d.day}: ${d.runs} run${d.runs === 1 ? "" : "s"}, ${tokens(d.tokens)} tokens${d.cost !== null ? `, ${cost(d.cost)}` : ""}</title></circle>`,
+    )
+    .join("");
+  const label = (i: number, anchor: string) =>
+    `<text x="${x(i).toFixed(1)}" y="${height - 4}" text-anchor="${anchor}">${dayWords(days[i]!.day)}</text>`;
+  const busiest = days.reduce((a, b) => (b.runs > a.runs ? b : a), days[0]!);
+  const total = days.reduce((n, d) => n + d.runs, 0);
+  const alt =
+    total === 0
+      ? `No runs in the last ${days.length} days.`
+      : `Runs per day over the last ${days.length} days: ${total} in all, most on ${dayWords(busiest.day)} (${busiest.runs}).`;
+  return `<svg class="usage-chart" role="img" aria-labelledby="usage-chart-t" viewBox="0 0 ${width} ${height}" width="100%" preserveAspectRatio="xMinYMin meet">
+<title id="usage-chart-t">${alt}</title>
+<g class="axis"><line x1="${left}" y1="${top + plotH + 0.5}" x2="${width - right}" y2="${top + plotH + 0.5}"/><line x1="${left}" y1="${top}" x2="${width - right}" y2="${top}" stroke-dasharray="2 3"/></g>
+<g class="axis-text"><text x="${left - 6}" y="${top + 4}" text-anchor="end">${max}</text><text x="${left - 6}" y="${top + plotH + 4}" text-anchor="end">0</text>${label(0, "start")}${label(Math.floor((days.length - 1) / 2), "middle")}${label(days.length - 1, "end")}</g>
+<path class="area" d="${area}"/><polyline class="line" points="${points.join(" ")}"/><g class="dots">${dots}</g></svg>`;
+}
+
+/** "2026-03-04" → "4 Mar". */
+function dayWords(day: string): string {
+  const d = new Date(`${day}T00:00:00Z`);
+  return `${d.getUTCDate()} ${MONTHS[d.getUTCMonth()]}`;
+}
+
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+/** The chart's style (the dashboard adds it to its own). */
+export const USAGE_CHART_STYLE = `.usage-chart{display:block;max-width:40rem;margin:.5rem 0}
+.usage-chart .axis line{stroke:#d1d9e0} .usage-chart .axis-text text{font-size:11px;fill:#59636e}
+.usage-chart .area{fill:#ddf4ff} .usage-chart .line{fill:none;stroke:#0969da;stroke-width:2} .usage-chart .dots{fill:#0969da}`;
 
 function sum(list: readonly UsageTotals[]): UsageTotals {
   let costs: number | null = null;
@@ -128,8 +169,6 @@ function sum(list: readonly UsageTotals[]): UsageTotals {
 function shortDay(day: string): string {
   const d = new Date(`${day}T00:00:00Z`);
   const weekday = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"][d.getUTCDay()];
-  const month = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"][
-    d.getUTCMonth()
-  ];
+  const month = MONTHS[d.getUTCMonth()];
   return `<time datetime="${day}">${weekday} ${d.getUTCDate()} ${month}</time>`;
 }

@@ -19,13 +19,14 @@ import {
   bindingsOf,
   ROW_CELLS,
   ROW_HEADER,
+  ROWS_STYLE,
   type RowContext,
   renderRow,
   STATE_LABELS,
 } from "./dashboard-rows.ts";
 import { renderSchedules } from "./dashboard-schedules.ts";
 import { DASHBOARD_SCRIPT } from "./dashboard-script.ts";
-import { renderUsage, UsageCache } from "./dashboard-usage.ts";
+import { renderUsage, USAGE_CHART_STYLE, UsageCache } from "./dashboard-usage.ts";
 import { escapeHtml, sendPage } from "./html.ts";
 
 export type DashboardStore = Pick<
@@ -214,7 +215,9 @@ function badFilter(reply: FastifyReply, session: WebSession, detail: string): Fa
 }
 
 const DASHBOARD_STYLE = `.usage{display:flex;gap:1.5rem;flex-wrap:wrap}.usage table{width:auto;min-width:18rem}
-caption{text-align:left;font-weight:600;padding:.25rem 0}section{margin:1.5rem 0}`;
+caption{text-align:left;font-weight:600;padding:.25rem 0}section{margin:1.5rem 0}
+${USAGE_CHART_STYLE}
+${ROWS_STYLE}`;
 
 interface DashboardView {
   session: WebSession;

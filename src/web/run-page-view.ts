@@ -1,13 +1,12 @@
-import { agentWords } from "../model/agent-wording.ts";
 import type { RunRecord } from "../model/run.ts";
 import { isTerminal } from "../model/run-state.ts";
-import { costText, formatDuration, stateWord } from "../model/run-wording.ts";
+import { stateWord } from "../model/run-wording.ts";
 import { capitalized, stallNote } from "../model/stall.ts";
 import type { ThreadBinding } from "../model/thread-binding.ts";
 import type { WebSession } from "../model/web-session.ts";
-import { runTimeMs } from "../runs/run-item.ts";
 import { csrfField, escapeHtml, safeHref, timeTag } from "./html.ts";
 import type { Equivalent } from "./run-equivalents.ts";
+import { executionUsage, renderRunHeader } from "./run-header.ts";
 import { type DeliveryView, renderDelivery, renderTranscript, type TranscriptPage } from "./run-view.ts";
 
 /**
@@ -33,16 +32,8 @@ export function runFacts(
   now: number,
   stallAfterMs: number,
 ): RunFact[] {
+  // The agent, model, run time and cost are in the header (run-header.ts).
   const facts: RunFact[] = [];
-  const agent = agentWords(run.agentConfig);
-  if (agent) facts.push({ term: "Agent", html: escapeHtml(agent), id: "agent" });
-  facts.push({
-    term: "Model",
-    html: run.agentConfig.model_id
-      ? `<code>${escapeHtml(run.agentConfig.model_id)}</code>`
-      : `<span class="muted">the server's default</span>`,
-    id: "model",
-  });
   facts.push({
     term: "Requester",
     html: `${escapeHtml(run.creator.display_name)} · <a href="/?creator=${encodeURIComponent(run.creator.uid)}">their runs</a>`,
@@ -53,10 +44,6 @@ export function runFacts(
     term: "Created",
     html: timeTag(run.createdAt, now),
   });
-  facts.push({ term: "Run time", html: formatDuration(runTimeMs(run, now)), id: "run-time" });
-  // Only a priced run has a cost: a model without a price, or a scripted run, shows none rather than $0.
-  const cost = costText({ request_usage: run.requestUsage });
-  if (cost) facts.push({ term: "Cost", html: escapeHtml(cost), id: "cost" });
   const stall = stallNote(run, now, stallAfterMs);
   if (stall) facts.push({ term: "Progress", html: escapeHtml(capitalized(stall)), id: "stall" });
   if (run.execution > 1) {
@@ -91,6 +78,9 @@ function sourceHtml(run: RunRecord, binding: ThreadBinding | undefined): string 
 export interface RunPageView {
   run: RunRecord;
   session: WebSession;
+  now: number;
+  /** "No progress for 5 min", when the run has stalled. */
+  stall?: string | undefined;
   facts: RunFact[];
   transcript: TranscriptPage;
   delivery: DeliveryView | undefined;
@@ -123,36 +113,56 @@ export function renderRunPage(v: RunPageView): string {
   const retry = retryable
     ? `<form method="post" action="${runPath}/retry" id="retry-run">${csrfField(session)}<input type="hidden" name="retry_key" value="${v.retryKey}"><button type="submit" aria-describedby="retry-help">Retry</button> <span id="retry-help" class="muted">starts a new run with the same prompt and settings${isTerminal(run.state) ? "" : ", and cancels this one"}</span></form>`
     : "";
+  const followup = act ? followupBox(run, session) : "";
   const facts = v.facts
     .map((f) => `<dt>${escapeHtml(f.term)}</dt><dd${f.id ? ` id="${f.id}"` : ""}>${f.html}</dd>`)
     .join("");
+  const header = renderRunHeader({
+    run,
+    now: v.now,
+    current: executionUsage(run, v.transcript.usage, v.transcript.executionFrom),
+    executionFrom: v.transcript.executionFrom,
+    delivery: v.delivery?.summary,
+    stall: v.stall,
+    actions: `${followup}${cancel}${retry}`,
+  });
   return `<nav aria-label="Breadcrumb"><p><a href="/">All runs</a> › run</p></nav>
-<h1>${escapeHtml(run.title)}</h1>
-<div class="status-line"><span id="state" class="state state-${run.state}" data-state="${run.state}">${stateWord(run.state)}</span> ${cancel} ${retry}</div>
-<p id="status-message">${run.statusMessage ? escapeHtml(run.statusMessage.message) : ""}</p>
+${header}
 ${v.notice ? `<p class="notice" role="status">${escapeHtml(v.notice)}</p>` : ""}
-<section aria-labelledby="facts-h"><h2 id="facts-h">About this run</h2><dl class="facts" id="facts">${facts}</dl></section>
-${renderDelivery(v.delivery)}
+${act ? "" : `<p class="muted" id="read-only">Your role (${escapeHtml(session.role)}) can read runs but not follow up on or cancel them.</p>`}
 <section aria-labelledby="prompt-h"><h2 id="prompt-h">Prompt</h2><pre class="prompt">${escapeHtml(run.prompt)}</pre></section>
 ${v.attachments}
 ${renderTranscript(v.transcript)}
-${act ? followupForm(run, session) : `<p class="muted" id="read-only">Your role (${escapeHtml(session.role)}) can read runs but not follow up on or cancel them.</p>`}
+${renderDelivery(v.delivery)}
+<section aria-labelledby="facts-h"><h2 id="facts-h">About this run</h2><dl class="facts" id="facts">${facts}</dl></section>
 ${renderEquivalents(v.equivalents)}
 <script nonce="${v.nonce}">${v.script}</script>`;
 }
 
+/**
+ * Follow up from the header, whatever has scrolled: a disclosure (no script needed) that opens the same
+ * form the refusal page repeats.
+ */
+function followupBox(run: RunRecord, session: WebSession): string {
+  return `<details class="followup-box" id="followup-box"><summary>Follow up</summary>${followupFields(run, session, "")}</details>`;
+}
+
 /** The follow-up box; `message` refills it after a refusal so that nothing typed is lost. */
 export function followupForm(run: RunRecord, session: WebSession, message = ""): string {
+  return `<section aria-labelledby="followup-h"><h2 id="followup-h">Follow up</h2>
+${followupFields(run, session, message)}</section>`;
+}
+
+function followupFields(run: RunRecord, session: WebSession, message: string): string {
   const hint = isTerminal(run.state)
     ? "The run has finished: a follow-up continues it in a new execution, with the same workspace and branch."
     : "The agent reads it at its next step.";
-  return `<section aria-labelledby="followup-h"><h2 id="followup-h">Follow up</h2>
-<form method="post" action="/runs/${encodeURIComponent(run.id)}/followup">${csrfField(session)}
+  return `<form method="post" action="/runs/${encodeURIComponent(run.id)}/followup">${csrfField(session)}
 <p><label for="followup">Message to the agent</label><br>
 <textarea id="followup" name="message" rows="4" required maxlength="100000" aria-describedby="followup-help">${escapeHtml(message)}</textarea></p>
 <p id="followup-help" class="muted">${escapeHtml(hint)}</p>
 <p><button type="submit">Send follow-up</button></p>
-</form></section>`;
+</form>`;
 }
 
 function renderEquivalents(list: Equivalent[]): string {
@@ -194,9 +204,11 @@ ${again}`;
 }
 
 /** The run page's own style, next to the layout's and the shared run view's. */
-export const RUN_PAGE_STYLE = `.status-line{display:flex;gap:.75rem;align-items:center;flex-wrap:wrap} .notice{background:#dafbe1;padding:.5rem .75rem;border-radius:6px}
+export const RUN_PAGE_STYLE = `.notice{background:#dafbe1;padding:.5rem .75rem;border-radius:6px}
 textarea{font:inherit;width:100%;max-width:50rem;box-sizing:border-box} textarea:focus{outline:2px solid #0969da;outline-offset:2px}
-.cmd{background:#f6f8fa;padding:.5rem .75rem;border-radius:6px;white-space:pre-wrap} h3{font-size:.95rem;margin:1rem 0 .25rem}`;
+.cmd{background:#f6f8fa;padding:.5rem .75rem;border-radius:6px;white-space:pre-wrap} h3{font-size:.95rem;margin:1rem 0 .25rem}
+.followup-box>summary{cursor:pointer;padding:.25rem .6rem;border:1px solid #8c959f;border-radius:6px;list-style:none;font-size:14px}
+.followup-box[open]{flex-basis:100%;order:9} .followup-box[open]>summary{margin-bottom:.25rem} .followup-box form p{margin:.3rem 0}`;
 
 /** Copy buttons for the commands: added by the script, so that a page without JavaScript shows none. */
 export const COPY_SCRIPT = `

@@ -7,6 +7,7 @@ import { FollowupRequestSchema } from "../api/schemas/runs.ts";
 import { RunError } from "../model/errors.ts";
 import type { RunRecord } from "../model/run.ts";
 import { isTerminal } from "../model/run-state.ts";
+import { stallNote } from "../model/stall.ts";
 import type { WebSession } from "../model/web-session.ts";
 import { retryInput } from "../runs/retry.ts";
 import { creatorOf, type RunService } from "../runs/run-service.ts";
@@ -14,7 +15,10 @@ import type { Store } from "../store/store.ts";
 import { formOf, hasCsrf, sendForbidden, sessionOf } from "./auth/sign-in-routes.ts";
 import type { WebSignIn } from "./auth/web-sign-in.ts";
 import { escapeHtml, sendPage } from "./html.ts";
+import { sendLiveItems } from "./live-items.ts";
+import { liveViewScript } from "./live-view-script.ts";
 import { runEquivalents } from "./run-equivalents.ts";
+import { RUN_HEADER_STYLE } from "./run-header.ts";
 import {
   COPY_SCRIPT,
   canAct,
@@ -26,21 +30,20 @@ import {
 } from "./run-page-view.ts";
 import {
   type AttachmentSource,
-  liveTranscriptScript,
-  RUN_VIEW_STYLE,
   readAttachments,
   readDelivery,
   readTranscriptPage,
   renderAttachments,
+  renderDelivery,
+  runViewStyle,
 } from "./run-view.ts";
 
 /**
  * What the run page shows of a run at once. It must stay well under 100 KB for a typical run: a long
  * transcript pages ("Later events"), a large patch is cut (`dispatch diff` prints it whole).
  */
-export const RUN_PAGE_BUDGET = { events: 150, bytes: 40 * 1024, patchBytes: 24 * 1024 };
-const SCRIPT = liveTranscriptScript(RUN_PAGE_BUDGET) + COPY_SCRIPT;
-const STYLE = `${RUN_VIEW_STYLE}\n${RUN_PAGE_STYLE}`;
+export const RUN_PAGE_BUDGET = { events: 300, bytes: 64 * 1024, patchBytes: 24 * 1024, diffLines: 120 };
+const SCRIPT = liveViewScript(RUN_PAGE_BUDGET) + COPY_SCRIPT;
 
 /** Notices after a form's 303, by the `done` parameter. */
 const NOTICES: Record<string, string> = {
@@ -137,16 +140,19 @@ export async function runPage(app: FastifyInstance, opts: RunPageOptions): Promi
     }
     const [transcript, delivery, images, binding] = await Promise.all([
       readTranscriptPage(runService, run.id, Number(q.after ?? 0), RUN_PAGE_BUDGET),
-      readDelivery(run, opts.store, RUN_PAGE_BUDGET.patchBytes, req.log),
+      readDelivery(run, opts.store, RUN_PAGE_BUDGET, req.log),
       readAttachments(run, opts.attachments, req.log),
       opts.store.getThreadBinding(run.id),
     ]);
     const nonce = randomBytes(16).toString("base64");
     const notice = q.done !== undefined ? NOTICES[q.done] : undefined;
+    const now = signIn.now().getTime();
     const body = renderRunPage({
       run,
       session,
-      facts: runFacts(run, binding, signIn.now().getTime(), opts.stallAfterMs),
+      now,
+      stall: stallNote(run, now, opts.stallAfterMs),
+      facts: runFacts(run, binding, now, opts.stallAfterMs),
       transcript,
       delivery,
       attachments: renderAttachments(images),
@@ -159,8 +165,29 @@ export async function runPage(app: FastifyInstance, opts: RunPageOptions): Promi
     return sendPage(reply, 200, run.title, body, session, {
       scriptNonce: nonce,
       selfImages: images.length > 0,
-      style: STYLE,
+      style: `${runViewStyle(delivery)}\n${RUN_HEADER_STYLE}\n${RUN_PAGE_STYLE}`,
     });
+  });
+
+  // What the page's script adds as the run goes on: the server's rendering of its new events.
+  app.get<{ Params: { runId: string } }>("/runs/:runId/items", async (req, reply) => {
+    const session = await sessionOf(req, signIn);
+    const run = session ? await teamRun(session, req.params.runId) : undefined;
+    if (!session || !run)
+      return reply.code(404).header("cache-control", "no-store").type("text/plain").send("no such run");
+    const reread = async () => (await teamRun(session, run.id)) ?? run;
+    const delivery = async (fresh: RunRecord) =>
+      renderDelivery(await readDelivery(fresh, opts.store, RUN_PAGE_BUDGET, req.log));
+    return sendLiveItems(
+      req,
+      reply,
+      runService,
+      run,
+      reread,
+      RUN_PAGE_BUDGET,
+      signIn.now().getTime(),
+      delivery,
+    );
   });
 
   // The live transcript of the page above: the same team check, then the API's event stream.

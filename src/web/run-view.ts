@@ -6,11 +6,12 @@ import {
   deliverySummary,
   repositoryLabel,
 } from "../model/delivery-summary.ts";
-import type { RunEvent, RunRecord } from "../model/run.ts";
-import { TERMINAL_STATES } from "../model/run-state.ts";
-import { STATE_WORDS, stateWord } from "../model/run-wording.ts";
+import type { RunRecord } from "../model/run.ts";
 import type { ArtifactHead, Store } from "../store/store.ts";
+import { CHANGES_STYLE, renderChanges } from "./diff-view.ts";
 import { escapeHtml, safeHref } from "./html.ts";
+import { type PlanStep, type StepUsage, TurnBuilder } from "./transcript-items.ts";
+import { renderItem, renderPlan } from "./transcript-render.ts";
 
 /**
  * What the session page and the run page both show of a run, read and rendered the same way: a page of
@@ -23,49 +24,77 @@ export interface ViewBudget {
   events: number;
   bytes: number;
   patchBytes: number;
+  /** Lines of the rendered diff (diff2html's markup is some 300 bytes a line). */
+  diffLines: number;
 }
 
 /** Events read from the store at once while a page is rendered. */
 const READ_BATCH = 32;
 
-/** A page of the transcript, rendered: the events after `after` that fit the budget. */
+/** A page of the transcript, rendered: the items of the events after `after` that fit the budget. */
 export interface TranscriptPage {
   after: number;
-  html: string[];
+  /** Each item's key and HTML, in order. */
+  items: Array<{ key: string; seq: number; html: string }>;
+  /** Events read (usage included): consecutive sequence numbers after `after`. */
   count: number;
   lastSeq: number;
   /** Whether events exist after `lastSeq` (then the page links to them instead of following live). */
   more: boolean;
+  /** The latest plan on this page. */
+  plan?: { seq: number; steps: PlanStep[] };
+  /** The page's usage events, and where the latest execution on it started (for the header's totals). */
+  usage: StepUsage[];
+  executionFrom: number;
 }
+
+/** Events read past the budget so that a call on the page also shows its result. */
+const FINISH_CALLS = 50;
 
 export async function readTranscriptPage(
   runs: Pick<RunTranscript, "transcript">,
   runId: string,
   after: number,
   budget: Pick<ViewBudget, "events" | "bytes">,
+  /** Read past the budget (a little) to pair a call with its result; the live script asks without. */
+  finishCalls = true,
 ): Promise<TranscriptPage> {
-  const html: string[] = [];
+  const turns = new TurnBuilder();
   let bytes = 0;
   let lastSeq = after;
-  for (;;) {
+  let more = false;
+  read: for (;;) {
     const events = await runs.transcript(runId, lastSeq, READ_BATCH);
     for (const event of events) {
-      if (html.length > 0 && (html.length >= budget.events || bytes >= budget.bytes)) {
-        return { after, html, count: html.length, lastSeq, more: true };
+      const full = turns.events > 0 && (turns.events >= budget.events || bytes >= budget.bytes);
+      if (full && (!finishCalls || !turns.waiting || turns.events >= budget.events + FINISH_CALLS)) {
+        more = true;
+        break read;
       }
-      const rendered = renderEvent(event);
-      html.push(rendered);
-      bytes += Buffer.byteLength(rendered);
+      turns.add(event);
+      bytes += JSON.stringify(event.data).length;
       lastSeq = event.seq;
     }
-    if (events.length < READ_BATCH) return { after, html, count: html.length, lastSeq, more: false };
+    if (events.length < READ_BATCH) break;
   }
+  return {
+    after,
+    items: turns.items.map((item) => ({ key: item.key, seq: item.seq, html: renderItem(item) })),
+    count: turns.events,
+    lastSeq,
+    more,
+    ...(turns.plan ? { plan: turns.plan } : {}),
+    usage: turns.usage,
+    executionFrom: turns.executionFrom,
+  };
 }
 
 /** The run's delivery as a page shows it, with the start of its latest patch. */
 export interface DeliveryView {
   summary: DeliverySummary;
   patch?: { text: string; sizeBytes: number; shownBytes: number };
+  /** Lines of the patch rendered as a diff at most. */
+  diffLines: number;
 }
 
 type Log = { warn(obj: object, msg: string): void };
@@ -73,9 +102,10 @@ type Log = { warn(obj: object, msg: string): void };
 export async function readDelivery(
   run: RunRecord,
   artifacts: Pick<Store, "readArtifactHead"> | undefined,
-  patchBytes: number,
+  budget: Pick<ViewBudget, "patchBytes" | "diffLines">,
   log: Log,
 ): Promise<DeliveryView | undefined> {
+  const { patchBytes, diffLines } = budget;
   const summary = deliverySummary({
     agent_config: run.agentConfig,
     artifacts: run.artifacts,
@@ -83,7 +113,7 @@ export async function readDelivery(
     state: run.state,
   });
   if (!summary) return undefined;
-  if (!summary.patchUid || !artifacts) return { summary };
+  if (!summary.patchUid || !artifacts) return { summary, diffLines };
   let stored: ArtifactHead | undefined;
   try {
     // Only the start that the page shows is read: a page load costs the same for a 30 MB patch.
@@ -92,8 +122,8 @@ export async function readDelivery(
     // The page still shows the rest; the patch is only missing from it.
     log.warn({ err, runId: run.id }, "reading the patch for a run's page failed");
   }
-  if (!stored) return { summary };
-  return { summary, patch: patchStart(stored, patchBytes) };
+  if (!stored) return { summary, diffLines };
+  return { summary, patch: patchStart(stored, patchBytes), diffLines };
 }
 
 /** Where a page reads the run's image attachments, and the signer of their links. */
@@ -158,55 +188,6 @@ export function formatBytes(n: number): string {
   return `${(n / (1024 * 1024)).toFixed(1)} MB`;
 }
 
-/** One transcript entry as text; the client script renders streamed events with the same rules. */
-function describeEvent(event: Pick<RunEvent, "type" | "data">): { label: string; text: string } {
-  const described = describeData(event);
-  // Cut by the store (or its tool cut the output): said next to the entry, not only inside its text.
-  return event.data.truncated === true
-    ? { ...described, label: `${described.label} · truncated` }
-    : described;
-}
-
-function describeData(event: Pick<RunEvent, "type" | "data">): { label: string; text: string } {
-  const d = event.data as Record<string, unknown>;
-  switch (event.type) {
-    case "state": {
-      const msg = (d.status_message as { message?: string } | undefined)?.message;
-      return {
-        label: "state",
-        text: `${stateWord(String(d.state))}${msg ? ` — ${msg}` : ""}`,
-      };
-    }
-    case "message":
-      return { label: String(d.role ?? "message"), text: String(d.text ?? "") };
-    case "tool_call":
-      return {
-        label: `tool call · ${String(d.tool ?? "")}`,
-        text: String(d.command ?? JSON.stringify(d.input ?? d)),
-      };
-    case "tool_result":
-      return {
-        label: `tool result${d.exit_code !== undefined ? ` · exit ${String(d.exit_code)}` : ""}`,
-        text: String(d.output ?? JSON.stringify(d)),
-      };
-    case "followup":
-      return { label: "follow-up", text: String(d.message ?? "") + attachedNames(d.attachments) };
-    default:
-      return { label: event.type, text: String(d.text ?? d.message ?? JSON.stringify(d)) };
-  }
-}
-
-/** "\n[attached: a.png, b.png]" for a follow-up that came with images; the client script does the same. */
-function attachedNames(list: unknown): string {
-  if (!Array.isArray(list) || list.length === 0) return "";
-  return `\n[attached: ${list.map((a) => String((a as { file_name?: unknown })?.file_name ?? "")).join(", ")}]`;
-}
-
-function renderEvent(event: RunEvent): string {
-  const { label, text } = describeEvent(event);
-  return `<li class="ev ev-${escapeHtml(event.type)}" data-seq="${event.seq}"><span class="label">${escapeHtml(label)}</span><pre>${escapeHtml(text)}</pre></li>`;
-}
-
 /** Repository, base, branch, pull request, diff stat and the patch (collapsed): docs/delivery.md. */
 export function renderDelivery(view: DeliveryView | undefined): string {
   if (!view) return "";
@@ -229,14 +210,15 @@ export function renderDelivery(view: DeliveryView | undefined): string {
       ? `<p class="muted" id="patch-cut">Showing the first ${formatBytes(patch.shownBytes)} of ${formatBytes(patch.sizeBytes)}; the whole patch is an artifact of the run (<code>dispatch diff</code>).</p>`
       : "";
   const details = patch
-    ? `<details id="patch"><summary>Patch (${formatBytes(patch.sizeBytes)})</summary><pre class="patch">${escapeHtml(patch.text)}</pre>${cut}</details>`
+    ? `<details id="patch"><summary>Raw patch (${formatBytes(patch.sizeBytes)})</summary><pre class="patch">${escapeHtml(patch.text)}</pre>${cut}</details>`
     : "";
-  return `<section id="delivery"><h2>Delivery</h2><dl class="delivery">${rows.join("")}</dl>${details}</section>`;
+  const changes = patch ? renderChanges(patch.text, patch.shownBytes < patch.sizeBytes, view.diffLines) : "";
+  return `<div id="delivery-view"><section id="delivery"><h2>Delivery</h2><dl class="delivery">${rows.join("")}</dl>${details}</section>${changes}</div>`;
 }
 
 /**
- * The transcript section: the rendered page, links to the pages before and after it, and the list the
- * live script appends to (`data-live` when this page is the last one).
+ * The plan (when the agent keeps one) and the transcript section: the rendered page, links to the pages
+ * before and after it, and the list the live script updates (`data-live` when this page is the last one).
  */
 export function renderTranscript(transcript: TranscriptPage): string {
   const { after, lastSeq, more } = transcript;
@@ -246,9 +228,10 @@ export function renderTranscript(transcript: TranscriptPage): string {
       ? `<a href="?after=${Math.max(0, after - Math.max(transcript.count, 1))}">Earlier events</a>`
       : "";
   const later = `<a id="later" href="?after=${lastSeq}"${more ? "" : " hidden"}>Later events</a>`;
-  return `<section aria-labelledby="transcript-h"><h2 id="transcript-h">Transcript</h2>
+  return `<section id="plan" aria-labelledby="plan-h"${transcript.plan ? "" : " hidden"}>${renderPlan(transcript.plan)}</section>
+<section aria-labelledby="transcript-h"><h2 id="transcript-h">Transcript</h2>
 ${earlier ? `<p class="pages">${earlier}</p>` : ""}
-<ol id="transcript" data-last-seq="${lastSeq}" data-live="${more ? "false" : "true"}">${transcript.html.join("")}</ol>
+<ol id="transcript" data-after="${after}" data-last-seq="${lastSeq}" data-live="${more ? "false" : "true"}">${transcript.items.map((i) => i.html).join("")}</ol>
 <p class="pages">${later}</p></section>`;
 }
 
@@ -257,80 +240,26 @@ export const RUN_VIEW_STYLE = `pre{white-space:pre-wrap;word-break:break-word;ma
 .prompt{background:#f6f8fa;padding:.75rem;border-radius:6px}
 ol#transcript{padding-left:0;list-style:none} .ev{border-left:3px solid #d1d9e0;padding:.2rem .75rem;margin:.4rem 0}
 .label{font-size:12px;color:#59636e;text-transform:uppercase;letter-spacing:.03em}
-.ev-tool_call,.ev-tool_result{border-color:#8c959f}.ev-state{border-color:#0969da}
+.ev-state{border-color:#0969da} .ev-error{border-color:#cf222e;background:#ffebe9} .ev-log{font-size:13px}
+.ev-message .md{max-width:52rem} .md pre{background:#f6f8fa;padding:.5rem .75rem;border-radius:6px;overflow-x:auto;white-space:pre}
+.md code{font:13px ui-monospace,monospace} .md p{margin:.3rem 0} .md :is(h3,h4,h5,h6){font-size:1rem;margin:.6rem 0 .2rem}
+.ev-tool{border-color:#8c959f;padding:0 .75rem} .ev-tool.failed{border-color:#cf222e}
+details.tool>summary{cursor:pointer;padding:.2rem 0;display:flex;gap:.5rem;align-items:baseline;flex-wrap:wrap}
+.tool-name{font-weight:600;font-size:14px} .tool-input{font-size:13px;background:#f6f8fa;padding:0 .3rem;border-radius:4px;word-break:break-all}
+.tool-status{font-size:13px;color:#59636e} .failed .tool-status{color:#a40e26;font-weight:600} .took{font-size:12px;color:#59636e}
+[data-pending] .tool-status{color:#0550ae}
+.output,.input{background:#f6f8fa;padding:.4rem .6rem;border-radius:6px;max-height:30rem;overflow:auto}
+.full-output>summary,.thinking>summary{cursor:pointer;font-size:13px;color:#0969da}
+.checklist{list-style:none;padding-left:.25rem;margin:.3rem 0} .step{margin:.1rem 0} .box{display:inline-block;width:1.2em}
+.step-completed{color:#59636e;text-decoration:line-through} .step-in_progress{font-weight:600}
+.visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+#plan{border:1px solid #d1d9e0;border-radius:6px;padding:.25rem .9rem;margin:1rem 0} #plan h2{margin:.4rem 0}
 .delivery,.facts{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;margin:0} .delivery dd,.facts dd{margin:0}
 .attachments{display:flex;flex-wrap:wrap;gap:.75rem} .attachment{margin:0;max-width:180px;font-size:12px;word-break:break-word}
 .attachment img{max-width:180px;max-height:140px;border:1px solid #d1d9e0;border-radius:4px;display:block}
 .patch{background:#f6f8fa;padding:.75rem;border-radius:6px;white-space:pre;overflow-x:auto}`;
 
-/**
- * The live transcript: an EventSource on `<this page's path>/events` appends what the run prints, with
- * the rules of describeEvent, and keeps the state line current. Past the page's budget it stops and
- * links to the next page. It runs under the page's CSP nonce.
- */
-export function liveTranscriptScript(budget: Pick<ViewBudget, "events" | "bytes">): string {
-  return `
-(() => {
-  const words = ${JSON.stringify(STATE_WORDS)};
-  const list = document.getElementById("transcript");
-  const stateEl = document.getElementById("state");
-  const statusEl = document.getElementById("status-message");
-  const later = document.getElementById("later");
-  if (list.dataset.live !== "true") return;
-  let last = Number(list.dataset.lastSeq || 0);
-  // The page's budget holds for what is streamed into it too; past it, the next page takes over.
-  let count = list.children.length;
-  let chars = list.textContent.length;
-  // Mirrors describeEvent (same rules, same ?? fallbacks) so a streamed entry reads like a rendered one.
-  const describe = (e) => {
-    const d = e.data ?? {};
-    switch (e.type) {
-      case "state": {
-        const msg = d.status_message?.message;
-        return ["state", String(words[String(d.state)] ?? d.state) + (msg ? " — " + msg : "")];
-      }
-      case "message": return [String(d.role ?? "message"), String(d.text ?? "")];
-      case "tool_call": return ["tool call · " + String(d.tool ?? ""), String(d.command ?? JSON.stringify(d.input ?? d))];
-      case "tool_result": return ["tool result" + (d.exit_code !== undefined ? " · exit " + String(d.exit_code) : ""), String(d.output ?? JSON.stringify(d))];
-      case "followup": return ["follow-up", String(d.message ?? "") + (Array.isArray(d.attachments) && d.attachments.length ? "\\n[attached: " + d.attachments.map((a) => String(a?.file_name ?? "")).join(", ") + "]" : "")];
-      default: return [e.type, String(d.text ?? d.message ?? JSON.stringify(d))];
-    }
-  };
-  const source = new EventSource(location.pathname.replace(/\\/$/, "") + "/events?after=" + last);
-  source.onmessage = (msg) => {
-    const e = JSON.parse(msg.data);
-    if (e.seq <= last) return;
-    if (count >= ${budget.events} || chars >= ${budget.bytes}) {
-      source.close();
-      later.href = "?after=" + last;
-      later.hidden = false;
-      return;
-    }
-    last = e.seq;
-    count += 1;
-    const described = describe(e);
-    const label = described[0] + (e.data?.truncated === true ? " · truncated" : "");
-    const text = described[1];
-    chars += label.length + text.length;
-    const li = document.createElement("li");
-    li.className = "ev ev-" + e.type;
-    li.dataset.seq = String(e.seq);
-    const span = document.createElement("span");
-    span.className = "label";
-    span.textContent = label;
-    const pre = document.createElement("pre");
-    pre.textContent = text;
-    li.append(span, pre);
-    list.append(li);
-    if (e.type === "state") {
-      stateEl.textContent = words[e.data.state] || e.data.state;
-      stateEl.dataset.state = e.data.state;
-      stateEl.className = "state state-" + e.data.state;
-      statusEl.textContent = e.data.status_message ? e.data.status_message.message : "";
-      // A finished run cannot be cancelled: the run page's Cancel button goes once the run ends.
-      if (${JSON.stringify(TERMINAL_STATES)}.includes(e.data.state)) document.getElementById("cancel-run")?.remove();
-    }
-  };
-})();
-`;
+/** The page's style: the view's, and diff2html's only for a run in a repository (it may show a diff). */
+export function runViewStyle(delivery: DeliveryView | undefined): string {
+  return delivery ? `${RUN_VIEW_STYLE}\n${CHANGES_STYLE}` : RUN_VIEW_STYLE;
 }

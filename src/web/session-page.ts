@@ -2,23 +2,23 @@ import { randomBytes } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { type RunTranscript, resumeAfter, streamRunEvents } from "../api/event-stream.ts";
 import type { RunRecord } from "../model/run.ts";
-import { agentFact, costText, formatDuration, stateWord } from "../model/run-wording.ts";
 import { stallNote } from "../model/stall.ts";
-import { runTimeMs } from "../runs/run-item.ts";
 import type { RunService } from "../runs/run-service.ts";
 import type { Store } from "../store/store.ts";
 import { escapeHtml, safeHref, timeTag } from "./html.ts";
+import { sendLiveItems } from "./live-items.ts";
+import { liveViewScript } from "./live-view-script.ts";
+import { executionUsage, RUN_HEADER_STYLE, renderRunHeader } from "./run-header.ts";
 import {
   type AttachmentSource,
   type DeliveryView,
-  liveTranscriptScript,
-  RUN_VIEW_STYLE,
   readAttachments,
   readDelivery,
   readTranscriptPage,
   renderAttachments,
   renderDelivery,
   renderTranscript,
+  runViewStyle,
   type TranscriptPage,
 } from "./run-view.ts";
 
@@ -31,8 +31,8 @@ export const PAGE_EVENTS = 500;
 export const PAGE_BYTES = 1024 * 1024;
 /** How much of the latest patch the page shows (the whole patch stays an artifact of the run). */
 export const PATCH_SHOWN_BYTES = 200 * 1024;
-const BUDGET = { events: PAGE_EVENTS, bytes: PAGE_BYTES, patchBytes: PATCH_SHOWN_BYTES };
-const CLIENT_SCRIPT = liveTranscriptScript(BUDGET);
+const BUDGET = { events: PAGE_EVENTS, bytes: PAGE_BYTES, patchBytes: PATCH_SHOWN_BYTES, diffLines: 1500 };
+const CLIENT_SCRIPT = liveViewScript(BUDGET);
 
 export interface SessionPageOptions {
   runService: Pick<RunService, "findBySession"> & RunTranscript;
@@ -70,7 +70,7 @@ export async function sessionPage(app: FastifyInstance, opts: SessionPageOptions
     }
     const [transcriptPage, delivery, images] = await Promise.all([
       readTranscriptPage(runService, run.id, Number(q.after ?? 0), BUDGET),
-      readDelivery(run, opts.artifacts, BUDGET.patchBytes, req.log),
+      readDelivery(run, opts.artifacts, BUDGET, req.log),
       readAttachments(run, opts.attachments, req.log),
     ]);
     const nonce = randomBytes(16).toString("base64");
@@ -86,6 +86,16 @@ export async function sessionPage(app: FastifyInstance, opts: SessionPageOptions
       .send(
         renderSession(run, transcriptPage, delivery, nonce, renderAttachments(images), opts.stallAfterMs),
       );
+  });
+
+  app.get<{ Params: { sessionId: string } }>("/sessions/:sessionId/items", async (req, reply) => {
+    const run = await runService.findBySession(req.params.sessionId);
+    if (!run)
+      return reply.code(404).header("cache-control", "no-store").type("text/plain").send("no such session");
+    const reread = async () => (await runService.findBySession(req.params.sessionId)) ?? run;
+    const delivery = async (fresh: RunRecord) =>
+      renderDelivery(await readDelivery(fresh, opts.artifacts, BUDGET, req.log));
+    return sendLiveItems(req, reply, runService, run, reread, BUDGET, Date.now(), delivery);
   });
 
   app.get<{ Params: { sessionId: string } }>("/sessions/:sessionId/events", async (req, reply) => {
@@ -115,35 +125,38 @@ function renderSession(
         `<a href="${url}">${escapeHtml(artifact.artifact_type === "PULL_REQUEST" ? "Pull request" : artifact.artifact_type)}</a>`,
       );
   }
-  const agent = agentFact({ agent_config: run.agentConfig });
   const now = Date.now();
-  const stall = stallNote(run, now, stallAfterMs);
+  // The run page's reading view, read-only: the same header without its actions.
+  const header = renderRunHeader({
+    run,
+    now,
+    current: executionUsage(run, transcript.usage, transcript.executionFrom),
+    executionFrom: transcript.executionFrom,
+    delivery: delivery?.summary,
+    stall: stallNote(run, now, stallAfterMs),
+  });
   const body = `
-<header>
-  <h1>${escapeHtml(run.title)}</h1>
-  <p><span id="state" class="state state-${run.state}" data-state="${run.state}">${stateWord(run.state)}</span>${stall ? ` <span id="stall">${escapeHtml(stall)}</span>` : ""}
-  <span class="muted">· ${agent ? `<span id="agent">${escapeHtml(agent)}</span> · ` : ""}${escapeHtml(run.creator.display_name)} · created ${timeTag(run.createdAt, now)} · run time ${formatDuration(runTimeMs(run, now))}${costText({ request_usage: run.requestUsage }) ? ` · cost <span id="cost">${escapeHtml(costText({ request_usage: run.requestUsage }))}</span>` : ""}</span></p>
-  <p id="status-message">${run.statusMessage ? escapeHtml(run.statusMessage.message) : ""}</p>
-  ${links.length ? `<p class="links">${links.join(" · ")}</p>` : ""}
-</header>
-${renderDelivery(delivery)}
+${header}
+<p class="muted">Requested by ${escapeHtml(run.creator.display_name)} · created ${timeTag(run.createdAt, now)}${links.length ? ` · ${links.join(" · ")}` : ""}</p>
 <section><h2>Prompt</h2><pre class="prompt">${escapeHtml(run.prompt)}</pre></section>
 ${attachments}
 ${renderTranscript(transcript)}
+${renderDelivery(delivery)}
 <script nonce="${nonce}">${CLIENT_SCRIPT}</script>`;
-  return page(run.title, attachments ? '<link rel="icon" href="data:,">' : "", body);
+  return page(run.title, attachments ? '<link rel="icon" href="data:,">' : "", body, runViewStyle(delivery));
 }
 
-function page(title: string, head: string, body: string): string {
+function page(title: string, head: string, body: string, style = ""): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)} · Dispatch</title>${head}
 <style>
-body{font:15px/1.5 system-ui,sans-serif;max-width:960px;margin:2rem auto;padding:0 1rem;color:#1f2328}
-h1{font-size:1.4rem;margin:0 0 .3rem} h2{font-size:1rem;margin:1.5rem 0 .5rem}
+body{font:15px/1.5 system-ui,sans-serif;max-width:960px;margin:0 auto 2rem;padding:0 1rem;color:#1f2328}
+h1{font-size:1.4rem;margin:0 0 .3rem} h2{font-size:1rem;margin:1.5rem 0 .5rem} a{color:#0969da}
 .state{font-weight:600;padding:.1rem .5rem;border-radius:1rem;background:#eaeef2}
 .state-SUCCEEDED{background:#dafbe1}.state-FAILED,.state-ERROR{background:#ffebe9}.state-INPROGRESS{background:#ddf4ff}
 .muted{color:#59636e}
-${RUN_VIEW_STYLE}
-</style></head><body>${body}</body></html>`;
+${RUN_HEADER_STYLE}
+${style}
+</style></head><body><main>${body}</main></body></html>`;
 }

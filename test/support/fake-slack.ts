@@ -27,6 +27,8 @@ export class FakeSlack {
   private readonly lostAnswers: string[] = [];
   /** Members of each channel, for conversations.members; a channel not listed here is channel_not_found. */
   readonly channelMembers = new Map<string, string[]>();
+  /** Each person's App Home as views.publish last set it, by user id. */
+  readonly homeViews = new Map<string, Record<string, unknown>>();
 
   readonly token: string;
 
@@ -138,6 +140,69 @@ export class FakeSlack {
   /** Successful calls of `method` (failed attempts are in `calls` but not here). */
   succeeded(method: string): SlackCall[] {
     return this.calls.filter((c) => c.method === method && (c as SlackCall & { ok?: boolean }).ok);
+  }
+
+  /**
+   * chat.startStream: a message in a thread that chat.appendStream adds chunks to until chat.stopStream.
+   * Outside a DM Slack streams to one person, so the recipient's user and team are required there.
+   */
+  private startStream(channel: string, args: Record<string, unknown>): Record<string, unknown> {
+    if (!channel) return { ok: false, error: "channel_not_found" };
+    if (!channel.startsWith("D") && (!args.recipient_user_id || !args.recipient_team_id)) {
+      return { ok: false, error: "invalid_arguments" };
+    }
+    const chunks = (args.chunks as unknown[] | undefined) ?? [];
+    if (!validChunks(chunks) || (chunks.length === 0 && !args.markdown_text)) {
+      return { ok: false, error: "invalid_arguments" };
+    }
+    const ts = `${++this.ts}.000300`;
+    this.messages.set(`${channel}/${ts}`, {
+      ts,
+      thread_ts: args.thread_ts,
+      streaming: true,
+      chunks: [
+        ...chunks,
+        ...(args.markdown_text ? [{ type: "markdown_text", text: args.markdown_text }] : []),
+      ],
+    });
+    return { ok: true, channel, ts };
+  }
+
+  private continueStream(method: string, channel: string, args: Record<string, unknown>) {
+    const key = `${channel}/${String(args.ts)}`;
+    const message = this.messages.get(key);
+    if (!message) return { ok: false, error: "message_not_found" };
+    if (message.streaming !== true) return { ok: false, error: "message_not_in_streaming_state" };
+    const chunks = (args.chunks as unknown[] | undefined) ?? [];
+    if (
+      !validChunks(chunks) ||
+      (method === "chat.appendStream" && chunks.length === 0 && !args.markdown_text)
+    ) {
+      return { ok: false, error: "invalid_arguments" };
+    }
+    const text = args.markdown_text ? [{ type: "markdown_text", text: args.markdown_text }] : [];
+    this.messages.set(key, {
+      ...message,
+      streaming: method === "chat.appendStream",
+      chunks: [...(message.chunks as unknown[]), ...chunks, ...text],
+    });
+    return { ok: true, channel, ts: args.ts };
+  }
+
+  /** The messages posted in `thread` of `channel` as they are now, oldest first. */
+  thread(channel: string, thread: string): Array<Record<string, unknown>> {
+    return [...this.messages.entries()]
+      .filter(([key, m]) => key.startsWith(`${channel}/`) && m.thread_ts === thread)
+      .map(([, m]) => m)
+      .sort((a, b) => Number(a.ts) - Number(b.ts));
+  }
+
+  /** The ts of the message chat.startStream created in `thread`, if there is one. */
+  streamIn(channel: string, thread: string): string | undefined {
+    for (const [key, m] of this.messages) {
+      if (key.startsWith(`${channel}/`) && m.thread_ts === thread && "streaming" in m) return String(m.ts);
+    }
+    return undefined;
   }
 
   /** The current text and blocks of a message posted through the fake, after every update. */
@@ -267,6 +332,23 @@ export class FakeSlack {
       case "reactions.add":
       case "reactions.remove":
         return { ok: true };
+      case "chat.startStream":
+        return this.startStream(channel, args);
+      case "chat.appendStream":
+      case "chat.stopStream":
+        return this.continueStream(method, channel, args);
+      case "assistant.threads.setStatus":
+      case "assistant.threads.setTitle":
+      case "assistant.threads.setSuggestedPrompts":
+        return assistantCall(method, args);
+      case "views.publish": {
+        const view = args.view as Record<string, unknown> | undefined;
+        if (!args.user_id || view?.type !== "home" || !Array.isArray(view.blocks)) {
+          return { ok: false, error: "invalid_arguments" };
+        }
+        this.homeViews.set(String(args.user_id), view);
+        return { ok: true, view: { id: `V${String(args.user_id)}`, ...view } };
+      }
       case "files.info": {
         const shared = this.files.get(String(args.file));
         return shared ? { ok: true, file: shared.file } : { ok: false, error: "file_not_found" };
@@ -298,6 +380,51 @@ export class FakeSlack {
         return { ok: true };
     }
   }
+}
+
+/** Streaming chunks in the shapes Slack accepts (@slack/types chunk.d.ts). */
+function validChunks(chunks: unknown[]): boolean {
+  return chunks.every((c) => {
+    const chunk = c as Record<string, unknown>;
+    switch (chunk?.type) {
+      case "markdown_text":
+        return typeof chunk.text === "string";
+      case "plan_update":
+        return typeof chunk.title === "string";
+      case "task_update":
+        return (
+          typeof chunk.id === "string" &&
+          typeof chunk.title === "string" &&
+          ["pending", "in_progress", "complete", "error"].includes(String(chunk.status))
+        );
+      case "blocks":
+        return Array.isArray(chunk.blocks);
+      default:
+        return false;
+    }
+  });
+}
+
+/** assistant.threads.*: the thread (channel_id, thread_ts) and what each method sets. */
+function assistantCall(method: string, args: Record<string, unknown>): Record<string, unknown> {
+  if (!args.channel_id || (method !== "assistant.threads.setSuggestedPrompts" && !args.thread_ts)) {
+    return { ok: false, error: "invalid_arguments" };
+  }
+  if (method === "assistant.threads.setStatus" && typeof args.status !== "string") {
+    return { ok: false, error: "invalid_arguments" };
+  }
+  if (method === "assistant.threads.setTitle" && !args.title)
+    return { ok: false, error: "invalid_arguments" };
+  if (method === "assistant.threads.setSuggestedPrompts") {
+    const prompts = args.prompts as Array<Record<string, unknown>> | undefined;
+    const valid =
+      Array.isArray(prompts) &&
+      prompts.length >= 1 &&
+      prompts.length <= 4 &&
+      prompts.every((p) => typeof p.title === "string" && typeof p.message === "string");
+    if (!valid) return { ok: false, error: "invalid_arguments" };
+  }
+  return { ok: true };
 }
 
 function parseBody(contentType: string, raw: string): Record<string, unknown> {

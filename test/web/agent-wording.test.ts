@@ -88,7 +88,7 @@ describe("on the session page and in `dispatch get`", () => {
     const done = await waitForState(t, created.body.run_id, ["SUCCEEDED"]);
     const page = await fetch(done.session_link);
     expect(page.status).toBe(200);
-    expect(await page.text()).toContain('<span id="agent">Agent: Scripted (no model)</span>');
+    expect(await page.text()).toContain('<span class="fact" id="agent">Agent: Scripted (no model)</span>');
 
     const got = await new Promise<{ code: number | null; stdout: string }>((resolve, reject) => {
       const child = spawn(process.execPath, [MAIN, "get", created.body.run_id], {

@@ -85,9 +85,9 @@ describe("web dashboard sections", () => {
       '<a href="https://app.slack.com/client/T0001/C0002/thread/C0002-1712345678.000100">API</a>',
     );
     const bobRow = page.html.split("\n").find((line) => line.includes(`data-run-id="${ids.at(-1)}"`))!;
-    expect(bobRow).toContain('<td class="num">$0.42</td>');
+    expect(bobRow).toContain('<td class="num" data-label="Cost">$0.42</td>');
     const otherRow = page.html.split("\n").find((line) => line.includes(`data-run-id="${ids[1]}"`))!;
-    expect(otherRow).toMatch(/<td class="num"><\/td><\/tr>$/);
+    expect(otherRow).toMatch(/<td class="num" data-label="Cost"><\/td><\/tr>$/);
   });
 
   it("lists the team's schedules with their cron, state and next run", async () => {
@@ -104,13 +104,25 @@ describe("web dashboard sections", () => {
     expect(section).toMatch(/<a href="\/\?schedule_id=[^"]+">nightly tidy<\/a>/);
   });
 
-  it("shows usage per day and per person, as a chart and as tables with the same numbers", async () => {
+  it("shows usage as a line per day, the busy days and each person in tables with the same numbers", async () => {
     const page = await browser.get("/");
     const section = /<section aria-labelledby="usage-h">[\s\S]*?<\/section>/.exec(page.html)![0];
     expect(section).toContain('<h2 id="usage-h">Usage, last 14 days</h2>');
     expect(section).toContain("21 runs · 1,500 tokens · $0.42");
-    expect(section).toMatch(/<svg aria-hidden="true"/);
+    // One line over the 14 days, an image that says what it shows; a point per day, titled with its figures.
+    const chart = /<svg class="usage-chart" role="img" aria-labelledby="usage-chart-t"[\s\S]*?<\/svg>/.exec(
+      section,
+    )![0];
+    expect(chart).toMatch(
+      /<title id="usage-chart-t">Runs per day over the last 14 days: 21 in all, most on \d+ \w{3} \(21\)\.<\/title>/,
+    );
+    expect(chart.match(/<circle /g)).toHaveLength(14);
+    expect(chart).toMatch(/<polyline class="line" points="[\d., ]+"\/>/);
     const today = new Date().toISOString().slice(0, 10);
+    expect(chart).toContain(`<title>${today}: 21 runs, 1,500 tokens, $0.42</title>`);
+    // The table has the busy days only: not fourteen rows of zeros.
+    expect(section).toContain("<caption>Busy days (UTC)</caption>");
+    expect(section.match(/<time datetime="\d{4}-\d\d-\d\d">/g)).toHaveLength(1);
     expect(section).toMatch(
       new RegExp(
         `<time datetime="${today}">[^<]+</time></th><td class="num">21</td><td class="num">1,500</td><td class="num">\\$0.42</td>`,

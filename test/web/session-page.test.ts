@@ -46,10 +46,10 @@ function transcriptOf(html: string): string {
   return match![1]!;
 }
 
-/** The rendered `<li>` entries of one event type, each as its inner HTML. */
-function entries(transcript: string, type: string): string[] {
-  const re = new RegExp(`<li class="ev ev-${type}"[^>]*>([\\s\\S]*?)</li>`, "g");
-  return [...transcript.matchAll(re)].map((m) => m[1]!);
+/** The rendered `<li>` entries of one kind (`tool`: a call with its result), each as its inner HTML. */
+function entries(transcript: string, kind: string): string[] {
+  const re = new RegExp(`<li class="ev ev-${kind}( failed)?"[^>]*>([\\s\\S]*?)</li>`, "g");
+  return [...transcript.matchAll(re)].map((m) => m[2]!);
 }
 
 describe("session page HTML (no JavaScript)", () => {
@@ -66,18 +66,21 @@ describe("session page HTML (no JavaScript)", () => {
     expect(html).toMatch(/<span id="state" [^>]*data-state="SUCCEEDED">Succeeded<\/span>/);
 
     const transcript = transcriptOf(html);
-    const calls = entries(transcript, "tool_call");
-    expect(calls).toHaveLength(1);
-    expect(calls[0]).toContain("<pre>printf &#39;out-%s&#39; 42</pre>");
-    const results = entries(transcript, "tool_result");
-    expect(results).toHaveLength(1);
-    expect(results[0]).toContain("exit 0");
-    expect(results[0]).toContain("<pre>out-42</pre>");
+    // The call and its result are one folded row: the command, how it went and how long it took.
+    const tools = entries(transcript, "tool");
+    expect(tools).toHaveLength(1);
+    expect(tools[0]).toMatch(
+      /^<details class="tool"><summary><span class="tool-name">shell<\/span> <code class="tool-input">printf &#39;out-%s&#39; 42<\/code> <span class="tool-status">ok · exit 0<\/span> <span class="took">\d+s<\/span><\/summary>/,
+    );
+    expect(tools[0]).toContain('<pre class="output">out-42</pre>');
+    // The agent's message, rendered from Markdown.
     const replies = entries(transcript, "message").filter((e) =>
       e.startsWith('<span class="label">assistant</span>'),
     );
     expect(replies).toHaveLength(1);
-    expect(replies[0]).toContain("<pre>Hello from the transcript test\n\nRan 1 command:");
+    expect(replies[0]).toContain('<div class="md"><p>Hello from the transcript test</p>\n<p>Ran 1 command:');
+    // Usage is the header's numbers, never a transcript entry.
+    expect(transcript).not.toContain("ev-usage");
     const states = entries(transcript, "state").map((e) => /<pre>([^<]*)<\/pre>/.exec(e)?.[1]);
     expect(states).toEqual(["Queued", "In progress", "Succeeded"]);
   });
@@ -98,9 +101,9 @@ describe("session page HTML (no JavaScript)", () => {
       `<pre class="prompt">&lt;script&gt;alert(1)&lt;/script&gt;\n$ printf &#39;&lt;img src=x onerror=alert(2)&gt;&#39;</pre>`,
     );
     // The command's output, in the transcript.
-    const results = entries(transcriptOf(html), "tool_result");
+    const results = entries(transcriptOf(html), "tool");
     expect(results).toHaveLength(1);
-    expect(results[0]).toContain("<pre>&lt;img src=x onerror=alert(2)&gt;</pre>");
+    expect(results[0]).toContain('<pre class="output">&lt;img src=x onerror=alert(2)&gt;</pre>');
     // The only script element is the page's own, nonce-bound one.
     expect(html.match(/<script\b/g)).toHaveLength(1);
     expect(html).toMatch(/<script nonce="[A-Za-z0-9+/=]+">/);
@@ -151,8 +154,12 @@ describe("session page HTML (no JavaScript)", () => {
     expect(seqs(last.html)).toEqual([total - 1, total]);
     expect(last.html).toContain('data-live="true"');
     expect(last.html).toMatch(/<a id="later" href="[^"]*" hidden>/);
-    const [cut] = entries(transcriptOf(last.html), "tool_result").slice(-1);
-    expect(cut).toContain('<span class="label">tool result · exit 0 · truncated</span>');
+    const [cut] = entries(transcriptOf(last.html), "tool").slice(-1);
+    expect(cut).toContain('<span class="tool-status">ok · exit 0 · truncated</span>');
+    // A long output shows its start; the whole of it is one click further.
+    expect(cut).toMatch(
+      /<details class="full-output"><summary>Full output \(\d+ lines, \d+ characters\): show the rest<\/summary>/,
+    );
     expect(cut).toMatch(/\[truncated by Dispatch: \d+ of 200000 characters cut\]/);
 
     const bad = await fetchHtml(`${run.session_link}?after=-1`);
@@ -272,11 +279,17 @@ describe.runIf(runBrowserTests)("session page in headless Chromium", () => {
       expect(await page.locator("pre.prompt").textContent()).toContain("<script>alert(1)</script>");
 
       await writeFile(gate, "");
-      const output = page.locator("#transcript li.ev-tool_result pre", {
+      const output = page.locator("#transcript li.ev-tool pre.output", {
         hasText: "<img src=x onerror=alert(2)>",
       });
-      await output.waitFor({ timeout: LIVE_DEADLINE_MS });
+      await output.waitFor({ state: "attached", timeout: LIVE_DEADLINE_MS });
       expect(await output.textContent()).toBe("<img src=x onerror=alert(2)>");
+      // Folded until the reader opens the row.
+      expect(await output.isVisible()).toBe(false);
+      await page
+        .locator("#transcript > li.ev-tool", { hasText: "<img src=x onerror=alert(2)>" })
+        .locator("details.tool > summary")
+        .click();
       expect(await output.isVisible()).toBe(true);
       await page.waitForFunction(
         () => document.getElementById("state")?.textContent === "Succeeded",
@@ -293,7 +306,7 @@ describe.runIf(runBrowserTests)("session page in headless Chromium", () => {
       // The script renders streamed events exactly as the server renders stored ones.
       expect(await transcriptEntries(page)).toEqual(streamed);
       expect(await page.locator("#state").textContent()).toBe("Succeeded");
-      expect(await page.locator("#transcript li.ev-tool_result pre").last().textContent()).toBe(
+      expect(await page.locator("#transcript li.ev-tool pre.output").last().textContent()).toBe(
         "<img src=x onerror=alert(2)>",
       );
       await assertNothingInjected(page);
@@ -323,12 +336,12 @@ describe.runIf(runBrowserTests)("session page in headless Chromium", () => {
       );
       const later = page.locator("#later");
       await later.waitFor({ state: "visible", timeout: LIVE_DEADLINE_MS });
-      expect(await page.locator("#transcript li").count()).toBe(PAGE_EVENTS);
-      const lastSeq = await page.locator("#transcript li").last().getAttribute("data-seq");
+      expect(await page.locator("#transcript > li").count()).toBe(PAGE_EVENTS);
+      const lastSeq = await page.locator("#transcript > li").last().getAttribute("data-seq");
       expect(await later.getAttribute("href")).toBe(`?after=${lastSeq}`);
       await later.click();
       await page.waitForURL(`**?after=${lastSeq}`);
-      expect(await page.locator("#transcript li").first().getAttribute("data-seq")).toBe(
+      expect(await page.locator("#transcript > li").first().getAttribute("data-seq")).toBe(
         String(Number(lastSeq) + 1),
       );
     } finally {
@@ -343,12 +356,14 @@ describe.runIf(runBrowserTests)("session page in headless Chromium", () => {
     const { page, context } = await openPage(run.session_link, { javaScriptEnabled: false });
     try {
       expect(await page.locator("#state").textContent()).toBe("Succeeded");
-      await expectVisibleText(page, "#transcript li.ev-tool_call pre", "printf 'plain-%s' 7");
-      await expectVisibleText(page, "#transcript li.ev-tool_result pre", "plain-7");
+      await expectVisibleText(page, "#transcript li.ev-tool code.tool-input", "printf 'plain-%s' 7");
+      // A folded row opens without a script (<details>).
+      await page.locator("#transcript li.ev-tool summary").click();
+      await expectVisibleText(page, "#transcript li.ev-tool pre.output", "plain-7");
       await expectVisibleText(
         page,
-        '#transcript li.ev-message:has(span.label:text-is("assistant")) pre',
-        /^Read me without a script\n\nRan 1 command:/,
+        '#transcript li.ev-message:has(span.label:text-is("assistant")) .md',
+        /^Read me without a script\s+Ran 1 command:/,
       );
     } finally {
       await context.close();
@@ -356,14 +371,14 @@ describe.runIf(runBrowserTests)("session page in headless Chromium", () => {
   });
 });
 
-/** Every transcript entry as the reader sees it: seq, type, label and text. */
+/** Every transcript entry as the reader sees it: seq, kind and text. */
 function transcriptEntries(page: Page) {
-  return page.locator("#transcript li").evaluateAll((items) =>
+  return page.locator("#transcript > li").evaluateAll((items) =>
     items.map((li) => ({
       seq: (li as HTMLElement).dataset.seq,
       type: li.className,
-      label: li.querySelector(".label")?.textContent,
-      text: li.querySelector("pre")?.textContent,
+      // A tool row's duration is measured, its words are not.
+      text: li.textContent?.replace(/\b\d+(ms|s)\b/g, "…"),
     })),
   );
 }

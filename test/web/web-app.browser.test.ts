@@ -235,6 +235,8 @@ describe.runIf(runBrowserTests)("the team's web app in headless Chromium", () =>
     expect(await page.locator("h1").textContent()).toBe("Migrate the billing tables");
     expect(await page.locator("#state").getAttribute("data-state")).toBe("INPROGRESS");
 
+    // The follow-up box is in the header, behind its disclosure: opened from the keyboard too.
+    await page.locator("#followup-box > summary").press("Enter");
     const box = page.getByLabel("Message to the agent");
     await box.focus();
     await page.keyboard.type("$ echo from-the-browser");
@@ -375,6 +377,7 @@ describe.runIf(runBrowserTests)("the team's web app in headless Chromium", () =>
     await page.evaluate(() => {
       for (const field of document.querySelectorAll('input[name="csrf"]')) field.remove();
     });
+    await page.locator("#followup-box > summary").click();
     await page.getByLabel("Message to the agent").fill("$ echo forged");
     const [refused] = await Promise.all([
       page.waitForResponse((r) => r.url().endsWith(`/runs/${costRunId}/followup`), { timeout: LIVE_MS }),

@@ -41,7 +41,7 @@ export const DEFAULT_MAX_RUN_MINUTES = 30;
 const DEFAULT_SYSTEM = `You are a coding agent working in a sandboxed workspace: a directory that holds the \
 task's files (the current directory of every command). Use the tools to inspect and change it: shell runs a \
 command (no network), read_file / write_file / edit_file work on files, list_files and search_files find \
-them. Paths are relative to the workspace; nothing outside it is reachable. Work step by step, check your \
+them, update_plan keeps the plan people follow the run by. Paths are relative to the workspace; nothing outside it is reachable. Work step by step, check your \
 changes (run the tests or the code when there are any), and finish with a short summary of what you did \
 and anything left undone.`;
 

@@ -80,6 +80,13 @@ export class Listeners {
     app.event("app_mention", async ({ event, body }) => {
       await this.onMention(event as unknown as Payload, body as Payload);
     });
+    // A person's own message in a DM with the app (the assistant pane's threads) is read like a mention:
+    // it starts a run bound to its thread, or follows up on the thread's run.
+    app.event("message", async ({ event, body }) => {
+      const e = event as unknown as Payload;
+      if (e.channel_type !== "im" || e.subtype || e.bot_id) return;
+      await this.onMention(e, body as Payload);
+    });
     app.action(ACTION_CANCEL, async ({ ack, body }) => {
       await ack();
       await this.onCancelButton(body as Payload);

@@ -9,6 +9,8 @@ import type { RepositoryParsing } from "../../model/repository.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
 import type { Store } from "../../store/store.ts";
 import { InboxQueue, type InboxStore } from "../inbox-queue.ts";
+import { SlackAgentProgress } from "./agent-progress.ts";
+import { AssistantPane } from "./assistant.ts";
 import { boltLogger } from "./bolt-logger.ts";
 import { ChannelMembers } from "./channel-members.ts";
 import type { ChannelSchedules } from "./channel-schedules.ts";
@@ -34,6 +36,8 @@ export type SlackStore = Pick<
   | "getChannelSettings"
   | "setChannelRepository"
   | "setChannelAgent"
+  | "listEvents"
+  | "signals"
 > &
   InboxStore;
 
@@ -57,6 +61,11 @@ export interface SlackIntegrationDeps {
   webLogin?: WebLogin;
   /** The one access rule, which this integration's audience is registered with (app.ts). */
   access: RunAccess;
+  /**
+   * Whether runs' progress is shown while they work (assistant thread status, streamed steps): where the
+   * runs and their transcripts are in this process's store, not a remote Dispatch's.
+   */
+  agentProgress?: boolean;
 }
 
 /**
@@ -75,6 +84,7 @@ export class SlackIntegration {
   private readonly work: WorkQueue;
   /** Who is in the audience of this integration's threads: the channel's current members. */
   readonly audience: SlackAudience;
+  private readonly progress: SlackAgentProgress | undefined;
 
   constructor(deps: SlackIntegrationDeps) {
     const { config, settings, runs, store, log } = deps;
@@ -162,6 +172,16 @@ export class SlackIntegration {
       ...(deps.repositories ? { repositories: deps.repositories } : {}),
       ...(deps.webLogin ? { webLogin: deps.webLogin } : {}),
     }).register(this.app);
+    new AssistantPane({ store, runs, log: log.child({ component: "slack-assistant" }) }).register(this.app);
+    this.progress = deps.agentProgress
+      ? new SlackAgentProgress({
+          client,
+          runs,
+          store,
+          log: log.child({ component: "slack-progress" }),
+          pollMs: deps.inbox.pollMs,
+        })
+      : undefined;
   }
 
   /** Mounts POST /slack/events (HTTP mode); call before the server listens. */
@@ -173,9 +193,11 @@ export class SlackIntegration {
   async start(): Promise<void> {
     this.inbox?.start();
     if (this.socketMode) await this.app.start();
+    this.progress?.start();
   }
 
   async stop(): Promise<void> {
+    await this.progress?.stop();
     if (this.socketMode) await this.app.stop();
     await this.inbox?.stop();
     await this.work.drain();

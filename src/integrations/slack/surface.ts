@@ -50,6 +50,8 @@ export async function createSurface(ctx: SurfaceContext): Promise<Surface> {
           : {}),
         store,
         log,
+        // The runs' transcripts are in this store only when the runs are this process's.
+        agentProgress: account !== undefined,
         renderStatus: (run, binding) => renderStatusCard(run, binding ?? null, Date.now()),
         inbox: { leaseMs: config.leaseMs, pollMs: config.pollIntervalMs },
         repositories: {

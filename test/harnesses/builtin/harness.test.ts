@@ -61,6 +61,7 @@ describe("builtin harness (harness level, real PlainSandbox)", () => {
         "read_file",
         "search_files",
         "shell",
+        "update_plan",
         "write_file",
       ]);
     } finally {

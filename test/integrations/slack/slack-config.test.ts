@@ -84,14 +84,22 @@ describe("Slack configuration", () => {
 });
 
 describe("manifests/slack-app.yaml", () => {
-  it("declares the slash command, app_mention only, interactivity and the scopes the app uses", async () => {
+  it("declares the slash command, its events, the assistant pane, the Home tab, interactivity and the scopes the app uses", async () => {
     const { parse } = await import("yaml");
     const { readFile } = await import("node:fs/promises");
     const manifest = parse(
       await readFile(new URL("../../../manifests/slack-app.yaml", import.meta.url), "utf8"),
     );
     expect(manifest.features.slash_commands.map((c: { command: string }) => c.command)).toEqual(["/agent"]);
-    expect(manifest.settings.event_subscriptions.bot_events).toEqual(["app_mention"]);
+    expect(manifest.settings.event_subscriptions.bot_events).toEqual([
+      "app_mention",
+      "assistant_thread_started",
+      "message.im",
+      "app_home_opened",
+    ]);
+    // The agent surface: the assistant pane and the Home tab's "my runs".
+    expect(manifest.features.assistant_view.assistant_description).toBeTruthy();
+    expect(manifest.features.app_home).toMatchObject({ home_tab_enabled: true, messages_tab_enabled: true });
     expect(manifest.settings.interactivity.is_enabled).toBe(true);
     for (const url of [
       manifest.features.slash_commands[0].url,
@@ -103,6 +111,7 @@ describe("manifests/slack-app.yaml", () => {
     expect([...manifest.oauth_config.scopes.bot].sort()).toEqual(
       [
         "app_mentions:read",
+        "assistant:write",
         "chat:write",
         "commands",
         "reactions:write",

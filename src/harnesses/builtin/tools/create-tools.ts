@@ -7,6 +7,7 @@ import { SandboxFiles } from "./sandbox-files.ts";
 import { searchFilesTool } from "./search-files.ts";
 import { shellTool } from "./shell.ts";
 import { DEFAULT_TOOL_LIMITS, type ToolContext, type ToolLimits } from "./tool-context.ts";
+import { updatePlanTool } from "./update-plan.ts";
 import { WorkspacePaths } from "./workspace-paths.ts";
 import { writeFileTool } from "./write-file.ts";
 
@@ -38,5 +39,6 @@ export function createTools(opts: CreateToolsOptions): ToolSet {
     edit_file: editFileTool(ctx),
     list_files: listFilesTool(ctx),
     search_files: searchFilesTool(ctx),
+    update_plan: updatePlanTool(),
   };
 }
