@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SESSION_COOKIE } from "../../src/web/auth/cookies.ts";
 import { RUN_PAGE_BUDGET } from "../../src/web/run-page.ts";
 import { startTestDispatch, type TestDispatch, waitFor, waitForState } from "../support/dispatch.ts";
-import { type ScriptedTurn, startFakeAnthropic } from "../support/fake-anthropic.ts";
+import { type FakeModel, type ScriptedTurn, startFakeModel } from "../support/fake-model/server.ts";
 import { FakeGitHub } from "../support/fake-github.ts";
 import { deliveryEnv, GitRemotes } from "../support/git-remotes.ts";
 import { saveScreenshot } from "../support/screenshots.ts";
@@ -41,7 +41,7 @@ warnIfSkipped("run page live browser tests");
 describe.runIf(runBrowserTests)("the run page as a live view, in headless Chromium", () => {
   let remotes: GitRemotes;
   let github: FakeGitHub;
-  let fake: Awaited<ReturnType<typeof startFakeAnthropic>>;
+  let fake: FakeModel;
   let t: TestDispatch;
   let chromium: Browser;
   let cookie: string;
@@ -129,10 +129,10 @@ describe.runIf(runBrowserTests)("the run page as a live view, in headless Chromi
       },
       { gate: final, text: FINAL, usage: { input_tokens: 3000, output_tokens: 300 } },
     );
-    fake = await startFakeAnthropic(turns);
+    fake = await startFakeModel(turns);
     t = await startTestDispatch({
       ANTHROPIC_API_KEY: "test-anthropic-key",
-      ANTHROPIC_BASE_URL: fake.baseUrl,
+      ANTHROPIC_BASE_URL: fake.baseUrl("anthropic"),
       ...deliveryEnv(remotes, github),
     });
     const http = new HttpBrowser(t.url);
