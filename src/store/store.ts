@@ -27,6 +27,7 @@ import type {
   NewWebSession,
   WebSession,
 } from "../model/web-session.ts";
+import type { WebhookDelivery, WebhookEndpoint } from "../model/webhook.ts";
 import type { StoreSignals } from "./signals.ts";
 import type {
   ArtifactFile,
@@ -35,6 +36,7 @@ import type {
   CardState,
   ChannelKey,
   ChannelSettings,
+  ClaimedWebhookDelivery,
   IdempotencyClaim,
   IdempotentResult,
   InboundDelivery,
@@ -54,6 +56,8 @@ import type {
   ScheduleFire,
   ScheduleFireResult,
   UsageSummary,
+  WebhookAttemptResult,
+  WebhookDeliveryPage,
 } from "./store-types.ts";
 
 // The Store's own record types live in store-types.ts; importers keep reading them from here.
@@ -422,6 +426,49 @@ export interface Store {
   listOutbox(runId: string): Promise<OutboxRow[]>;
   /** Drops sent and superseded rows older than `olderThan`. */
   pruneOutbox(olderThan: string): Promise<number>;
+
+  // Webhooks (docs/api.md): a team's endpoints, and each run event's delivery to each of them. Every change
+  // a webhook reports appends a transcript event; the store writes the event's deliveries (model/webhook.ts
+  // webhookEventOf) in the transaction that appends it, for every endpoint of the run's team that takes it.
+  createWebhookEndpoint(endpoint: WebhookEndpoint): Promise<void>;
+  /** The team's endpoints, oldest first. */
+  listWebhookEndpoints(teamId: string): Promise<WebhookEndpoint[]>;
+  getWebhookEndpoint(teamId: string, id: string): Promise<WebhookEndpoint | undefined>;
+  /** Deletes the endpoint with its deliveries (none is sent after); false when the team has no such endpoint. */
+  deleteWebhookEndpoint(teamId: string, id: string): Promise<boolean>;
+  /** The endpoint's deliveries, newest first; undefined when the team has no such endpoint. */
+  listWebhookDeliveries(
+    teamId: string,
+    endpointId: string,
+    page: WebhookDeliveryPage,
+  ): Promise<{ deliveries: WebhookDelivery[]; hasMore: boolean } | undefined>;
+  getWebhookDelivery(teamId: string, endpointId: string, id: number): Promise<WebhookDelivery | undefined>;
+  /**
+   * Sends a delivery again, afresh: pending, due at `at`, no attempts counted (its event and webhook-id
+   * unchanged). `sending` while an attempt is under way (nothing changes); undefined when there is no such
+   * delivery of the team's endpoint.
+   */
+  redeliverWebhook(
+    teamId: string,
+    endpointId: string,
+    id: number,
+    at: string,
+  ): Promise<WebhookDelivery | "sending" | undefined>;
+  /**
+   * Claims up to `limit` due deliveries for `owner` with a lease, counting an attempt on each: pending ones
+   * (and those whose lease expired: their sender died) that are first among the unfinished deliveries of
+   * their run to their endpoint, so that each endpoint gets a run's events in order.
+   */
+  claimWebhookDeliveries(
+    owner: string,
+    opts: { limit: number; leaseMs: number },
+  ): Promise<ClaimedWebhookDelivery[]>;
+  /** Records how the attempt went; false when `owner` no longer holds the delivery (nothing changes). */
+  finishWebhookAttempt(id: number, owner: string, result: WebhookAttemptResult): Promise<boolean>;
+  /** Hands a claimed delivery back unattempted (shutting down): pending, due now, the attempt uncounted. */
+  releaseWebhookDelivery(id: number, owner: string): Promise<void>;
+  /** Drops deliveries that succeeded or failed before `olderThan`, and events left with no delivery. */
+  pruneWebhookDeliveries(olderThan: string): Promise<number>;
 
   // Web sign-in (docs/surfaces.md): one-time login links and browser sessions, stored only as hashes
   createLoginLink(link: NewLoginLink): Promise<void>;

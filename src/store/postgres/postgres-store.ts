@@ -19,6 +19,7 @@ import * as runs from "./runs.ts";
 import * as schedules from "./schedules.ts";
 import * as usageSummary from "./usage.ts";
 import * as webSessions from "./web-sessions.ts";
+import * as webhooks from "./webhooks.ts";
 
 /** How long start-up waits for the LISTEN connection before relying on the polling backstops alone. */
 const LISTEN_WAIT_MS = 5_000;
@@ -109,6 +110,17 @@ const statements: Statements<Database> = {
   countOutboxByState: outbox.countOutboxByState,
   listOutbox: outbox.listOutbox,
   pruneOutbox: outbox.pruneOutbox,
+  createWebhookEndpoint: webhooks.createWebhookEndpoint,
+  listWebhookEndpoints: webhooks.listWebhookEndpoints,
+  getWebhookEndpoint: webhooks.getWebhookEndpoint,
+  deleteWebhookEndpoint: webhooks.deleteWebhookEndpoint,
+  listWebhookDeliveries: webhooks.listWebhookDeliveries,
+  getWebhookDelivery: webhooks.getWebhookDelivery,
+  redeliverWebhook: webhooks.redeliverWebhook,
+  claimWebhookDeliveries: webhooks.claimWebhookDeliveries,
+  finishWebhookAttempt: webhooks.finishWebhookAttempt,
+  releaseWebhookDelivery: webhooks.releaseWebhookDelivery,
+  pruneWebhookDeliveries: webhooks.pruneWebhookDeliveries,
   createLoginLink: webSessions.createLoginLink,
   findLoginLink: webSessions.findLoginLink,
   redeemLoginLink: webSessions.redeemLoginLink,

@@ -19,6 +19,7 @@ import { runsConformance } from "./runs.ts";
 import { schedulesConformance } from "./schedules.ts";
 import { storeSuite } from "./suite.ts";
 import { webSessionsConformance } from "./web-sessions.ts";
+import { webhooksConformance } from "./webhooks.ts";
 
 /**
  * The Store contract, written once and run against every backend (the way River tests every driver):
@@ -62,5 +63,6 @@ export function storeConformance(
     githubSignInsConformance(suite);
     dashboardConformance(suite);
     audienceConformance(suite);
+    webhooksConformance(suite);
   });
 }
