@@ -16,6 +16,7 @@ import { NOTIFIER_PRINCIPAL, type Notifier, type NotifierOptions } from "./notif
 import { registerApi } from "./roles/api.ts";
 import { startHousekeeping } from "./roles/housekeeping.ts";
 import { startNotifier } from "./roles/notifier.ts";
+import { startWebhookSender } from "./roles/webhooks.ts";
 import { buildHarnesses, openSandbox, skillResolver, startWorker } from "./roles/worker.ts";
 import { RunService } from "./runs/run-service.ts";
 import { inProcessRunsApiFor, type RunsApi } from "./runs/runs-api.ts";
@@ -27,6 +28,7 @@ import { buildSurfaces } from "./surfaces/build.ts";
 import { SURFACES } from "./surfaces/registry.ts";
 import type { Surface, SurfaceDefinition } from "./surfaces/surface.ts";
 import { WebSignIn } from "./web/auth/web-sign-in.ts";
+import type { WebhookSenderOptions } from "./webhooks/webhook-sender.ts";
 
 export interface Dispatch {
   url: string;
@@ -70,6 +72,8 @@ export async function startDispatch(
     web?: { now?: () => Date };
     /** How runs' git hosts resolve (tests give a name the addresses they choose); the system's DNS otherwise. */
     lookup?: Lookup;
+    /** The webhook sender's pacing (tests poll often). */
+    webhooks?: Partial<WebhookSenderOptions>;
   } = {},
 ): Promise<Dispatch> {
   const { roles } = config;
@@ -229,6 +233,16 @@ export async function startDispatch(
         ...(opts.notifier ? { options: opts.notifier } : {}),
       })
     : undefined;
+  const webhookSender = roles.has("notifier")
+    ? startWebhookSender({
+        config,
+        log,
+        store,
+        metrics,
+        publicUrl: () => publicUrl,
+        ...(opts.webhooks ? { options: opts.webhooks } : {}),
+      })
+    : undefined;
   const scheduler = roles.has("scheduler")
     ? new Scheduler({ store, runService, log, ...opts.scheduler })
     : undefined;
@@ -241,7 +255,9 @@ export async function startDispatch(
         ? `running up to ${config.maxConcurrentRuns} runs`
         : "idle: DISPATCH_MAX_CONCURRENT_RUNS is 0";
   }
-  if (roles.has("notifier")) roleStates.notifier = notifier ? "delivering" : "idle: no surface is configured";
+  if (roles.has("notifier")) {
+    roleStates.notifier = notifier ? "delivering" : "delivering webhooks only: no surface is configured";
+  }
   if (scheduler) roleStates.scheduler = "firing";
   const stopHousekeeping = startHousekeeping(config, store, log);
 
@@ -263,6 +279,7 @@ export async function startDispatch(
         await scheduler?.stop(); // a firing under way commits (or not) before the store closes
         for (const surface of lent) await surface.inbound?.stop(); // lets acknowledged requests finish
         await notifier?.stop(); // hands claimed outbox rows back
+        await webhookSender?.stop(); // hands claimed webhook deliveries back
         await executor?.stop(config.shutdownGraceMs);
         await server.close();
         await store.close();

@@ -11,6 +11,7 @@ import { modelOperations } from "./routes/models.ts";
 import { redirectOperations } from "./routes/redirects.ts";
 import { runOperations } from "./routes/runs.ts";
 import { scheduleOperations } from "./routes/schedules.ts";
+import { webhookOperations } from "./routes/webhooks.ts";
 import { SignedLinkQuerySchema } from "./schemas/artifacts.ts";
 import { LIMITS, ProblemSchema } from "./schemas/common.ts";
 
@@ -27,6 +28,7 @@ const OPERATIONS: Operation[] = [
   identityOperations,
   artifactOperations,
   attachmentOperations,
+  webhookOperations,
 ].flatMap((ops) => Object.values(ops));
 
 /** What any route that needs a key may answer, whatever it does. */

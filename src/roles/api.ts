@@ -10,6 +10,7 @@ import { modelRoutes } from "../api/routes/models.ts";
 import { redirectRoutes } from "../api/routes/redirects.ts";
 import { runRoutes } from "../api/routes/runs.ts";
 import { scheduleRoutes } from "../api/routes/schedules.ts";
+import { webhookRoutes } from "../api/routes/webhooks.ts";
 import { AgentCatalog } from "../catalog/agents.ts";
 import { EnvironmentCatalog } from "../catalog/environments.ts";
 import { listModels } from "../catalog/models.ts";
@@ -22,11 +23,13 @@ import type { GitHubSignIn } from "../web/auth/github-sign-in.ts";
 import type { WebSignIn } from "../web/auth/web-sign-in.ts";
 import { sessionPage } from "../web/session-page.ts";
 import { webApp } from "../web/web-app.ts";
+import { WebhookService } from "../webhooks/webhook-service.ts";
 import { listLocalSkills } from "../workspace/skill-catalog.ts";
 
 /**
  * The api role's routes, all in one place: the run API (runs, redirects, catalog, identities, schedules,
- * artifacts and attachments with their signed links), the public session page and the team's web app.
+ * webhooks, artifacts and attachments with their signed links), the public session page and the team's
+ * web app.
  * The surfaces mount their own routes (src/surfaces); system routes (/healthz, /readyz, /metrics) are
  * every role's.
  */
@@ -60,6 +63,9 @@ export function registerApi(
   server.register(agentRoutes, { agents });
   server.register(identityRoutes, { identities: new IdentityService(store) });
   server.register(scheduleRoutes, { schedules: deps.schedules, access: deps.access });
+  server.register(webhookRoutes, {
+    webhooks: new WebhookService(store, { allowPrivate: config.webhooks.allowPrivate }),
+  });
   // One signing key for every signed content link (artifacts and attachments).
   server.register(artifactRoutes, {
     store,

@@ -56,6 +56,10 @@ describe("OpenAPI document", () => {
         "/agent/artifacts/{artifactUid}/content",
         "/agent/runs/{runId}/handoff/attachments",
         "/agent/attachments/{attachmentId}/content",
+        "/webhooks",
+        "/webhooks/{webhookId}",
+        "/webhooks/{webhookId}/deliveries",
+        "/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver",
       ].sort(),
     );
     const listParams = doc.paths["/agent/runs"].get.parameters.map((p: { name: string }) => p.name);

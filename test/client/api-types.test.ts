@@ -45,6 +45,12 @@ const fieldNamesMatch: {
   DeleteScheduleResponse: true,
   Attachment: true,
   ListAttachmentsResponse: true,
+  CreateWebhookRequest: true,
+  Webhook: true,
+  CreatedWebhook: true,
+  ListWebhooksResponse: true,
+  WebhookDelivery: true,
+  ListWebhookDeliveriesResponse: true,
 };
 type ApiTypes = {
   MCPServerConfig: Api.MCPServerConfig;
@@ -80,6 +86,12 @@ type ApiTypes = {
   DeleteScheduleResponse: Api.DeleteScheduleResponse;
   Attachment: Api.Attachment;
   ListAttachmentsResponse: Api.ListAttachmentsResponse;
+  CreateWebhookRequest: Api.CreateWebhookRequest;
+  Webhook: Api.Webhook;
+  CreatedWebhook: Api.CreatedWebhook;
+  ListWebhooksResponse: Api.ListWebhooksResponse;
+  WebhookDelivery: Api.WebhookDelivery;
+  ListWebhookDeliveriesResponse: Api.ListWebhookDeliveriesResponse;
 };
 
 describe("client wire types", () => {
