@@ -1,5 +1,6 @@
 import type { AttachmentInfo, NewAttachment } from "../model/attachment.ts";
 import type { AudienceFilter, BoundPlace } from "../model/audience.ts";
+import type { AuditEvent, AuditQuery, NewAuditEvent } from "../model/audit.ts";
 import type {
   GitHubApproval,
   GitHubSignIn,
@@ -469,6 +470,13 @@ export interface Store {
   releaseWebhookDelivery(id: number, owner: string): Promise<void>;
   /** Drops deliveries that succeeded or failed before `olderThan`, and events left with no delivery. */
   pruneWebhookDeliveries(olderThan: string): Promise<number>;
+
+  // The audit log (docs/api.md): who did what; entries are only appended, and pruned after the retention
+  appendAuditEvent(event: NewAuditEvent): Promise<void>;
+  /** The team's entries matching `query`, newest first. */
+  listAuditEvents(teamId: string, query: AuditQuery): Promise<{ events: AuditEvent[]; hasMore: boolean }>;
+  /** Drops entries from before `olderThan`. */
+  pruneAuditEvents(olderThan: string): Promise<number>;
 
   // Web sign-in (docs/surfaces.md): one-time login links and browser sessions, stored only as hashes
   createLoginLink(link: NewLoginLink): Promise<void>;

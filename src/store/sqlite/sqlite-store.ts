@@ -4,6 +4,7 @@ import type { Store } from "../store.ts";
 import * as apiKeys from "./api-keys.ts";
 import * as artifacts from "./artifacts.ts";
 import * as attachments from "./attachments.ts";
+import * as audit from "./audit.ts";
 import * as channelSettings from "./channel-settings.ts";
 import { classifyError, Database, migrate, ping } from "./database.ts";
 import * as events from "./events.ts";
@@ -107,6 +108,9 @@ const statements: Statements<Database> = {
   countOutboxByState: outbox.countOutboxByState,
   listOutbox: outbox.listOutbox,
   pruneOutbox: outbox.pruneOutbox,
+  appendAuditEvent: audit.appendAuditEvent,
+  listAuditEvents: audit.listAuditEvents,
+  pruneAuditEvents: audit.pruneAuditEvents,
   createWebhookEndpoint: webhooks.createWebhookEndpoint,
   listWebhookEndpoints: webhooks.listWebhookEndpoints,
   getWebhookEndpoint: webhooks.getWebhookEndpoint,

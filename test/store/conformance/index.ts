@@ -3,6 +3,7 @@ import type { Store } from "../../../src/store/store.ts";
 import { artifactsConformance } from "./artifacts.ts";
 import { attachmentsConformance } from "./attachments.ts";
 import { audienceConformance } from "./audience.ts";
+import { auditConformance } from "./audit.ts";
 import { channelSettingsConformance } from "./channel-settings.ts";
 import { dashboardConformance } from "./dashboard.ts";
 import { databaseConformance } from "./database.ts";
@@ -64,5 +65,6 @@ export function storeConformance(
     dashboardConformance(suite);
     audienceConformance(suite);
     webhooksConformance(suite);
+    auditConformance(suite);
   });
 }
