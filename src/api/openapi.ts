@@ -5,6 +5,7 @@ import { ERROR_CODES, type ErrorCode } from "./problem.ts";
 import { agentOperations } from "./routes/agents.ts";
 import { artifactOperations } from "./routes/artifacts.ts";
 import { attachmentOperations } from "./routes/attachments.ts";
+import { auditOperations } from "./routes/audit.ts";
 import { environmentOperations } from "./routes/environments.ts";
 import { identityOperations } from "./routes/identities.ts";
 import { modelOperations } from "./routes/models.ts";
@@ -29,6 +30,7 @@ const OPERATIONS: Operation[] = [
   artifactOperations,
   attachmentOperations,
   webhookOperations,
+  auditOperations,
 ].flatMap((ops) => Object.values(ops));
 
 /** What any route that needs a key may answer, whatever it does. */

@@ -1,3 +1,5 @@
+import type { Caller } from "./identity.ts";
+
 /**
  * The audit log (docs/api.md, "Audit log"): who did what, kept as written (entries are never edited)
  * until DISPATCH_AUDIT_RETENTION_DAYS have passed.
@@ -52,4 +54,22 @@ export interface AuditQuery {
   until?: string;
   before?: number;
   limit: number;
+}
+
+/** The entry of `caller`'s action, done now. */
+export function auditEntry(
+  caller: Pick<Caller, "principal" | "team">,
+  action: AuditAction,
+  target: string | null,
+  details: Record<string, unknown> = {},
+): NewAuditEvent {
+  return {
+    teamId: caller.team.id,
+    at: new Date().toISOString(),
+    actor: caller.principal.id,
+    actorName: caller.principal.displayName,
+    action,
+    target,
+    details,
+  };
 }

@@ -4,6 +4,7 @@ import { ArtifactLinks } from "../api/artifact-links.ts";
 import { agentRoutes } from "../api/routes/agents.ts";
 import { artifactRoutes } from "../api/routes/artifacts.ts";
 import { attachmentContentPath, attachmentRoutes } from "../api/routes/attachments.ts";
+import { auditRoutes } from "../api/routes/audit.ts";
 import { environmentRoutes } from "../api/routes/environments.ts";
 import { identityRoutes } from "../api/routes/identities.ts";
 import { modelRoutes } from "../api/routes/models.ts";
@@ -28,7 +29,7 @@ import { listLocalSkills } from "../workspace/skill-catalog.ts";
 
 /**
  * The api role's routes, all in one place: the run API (runs, redirects, catalog, identities, schedules,
- * webhooks, artifacts and attachments with their signed links), the public session page and the team's
+ * webhooks, the audit log, artifacts and attachments with their signed links), the public session page and the team's
  * web app.
  * The surfaces mount their own routes (src/surfaces); system routes (/healthz, /readyz, /metrics) are
  * every role's.
@@ -63,6 +64,7 @@ export function registerApi(
   server.register(agentRoutes, { agents });
   server.register(identityRoutes, { identities: new IdentityService(store) });
   server.register(scheduleRoutes, { schedules: deps.schedules, access: deps.access });
+  server.register(auditRoutes, { store });
   server.register(webhookRoutes, {
     webhooks: new WebhookService(store, { allowPrivate: config.webhooks.allowPrivate }),
   });

@@ -22,6 +22,7 @@ import type {
 import { type AttachmentInput, decodeAttachments } from "./attachments.ts";
 import { idempotencyClaim } from "./idempotency-claim.ts";
 import { decodeCursor, encodeCursor } from "./list-cursor.ts";
+import { creatorOf, RunAudit } from "./run-audit.ts";
 import { type RepositoryDelivery, resolveRepository } from "./run-repository.ts";
 import { deriveTitle, skillNameOf } from "./run-title.ts";
 
@@ -53,6 +54,8 @@ export interface RequestContext {
   idempotencyKey?: string;
   /** The request as parsed JSON; equal bodies under one idempotency key are one request. */
   rawBody?: unknown;
+  /** The run this create starts again ("Retry"): audited as a retry of it. */
+  retryOf?: string;
 }
 
 export interface CreateRunResult {
@@ -118,12 +121,14 @@ export interface RunServiceOptions {
 export class RunService {
   private readonly store: Store;
   private readonly options: RunServiceOptions;
+  private readonly audit: RunAudit;
   /** This event-loop turn's answer of atCapacity, shared by the creates of the turn. */
   private capacityThisTurn: Promise<boolean> | undefined;
 
   constructor(store: Store, options: RunServiceOptions) {
     this.store = store;
     this.options = options;
+    this.audit = new RunAudit(store);
   }
 
   /** The run `create` inserts, validated and resolved but not stored (attachments apart). */
@@ -197,6 +202,10 @@ export class RunService {
       return { run_id: r.id, task_id: r.id, state: "QUEUED" as const, at_capacity: atCapacity };
     };
     const result = await this.store.createRun(run, this.idempotency(ctx, "create", respond), attachments);
+    if (result.kind === "created") {
+      const details = { source: run.source, ...(ctx.retryOf ? { retry_of: ctx.retryOf } : {}) };
+      await this.audit.record(ctx, ctx.retryOf ? "run.retried" : "run.created", run.id, details);
+    }
     return this.unwrap(result, () => respond(run)) as ReturnType<typeof respond>;
   }
 
@@ -247,6 +256,7 @@ export class RunService {
     if (!result) {
       throw new RunError("invalid_request", `conversation_id: no run ${runId} in this team to continue`);
     }
+    if (result.kind === "created") await this.audit.record(ctx, "run.followed_up", runId);
     return this.unwrap(result, () =>
       result.kind === "created" ? respond(result.value) : undefined,
     ) as CreateRunResult;
@@ -377,6 +387,7 @@ export class RunService {
       this.idempotency(ctx, `followup:${runId}`, respond),
     );
     if (!result) throw notFound(runId);
+    if (result.kind === "created") await this.audit.record(ctx, "run.followed_up", runId);
     return this.unwrap(result, () =>
       result.kind === "created" ? respond(result.value) : undefined,
     ) as ReturnType<typeof respond>;
@@ -406,6 +417,7 @@ export class RunService {
         `run ${runId} is already ${result.state} and cannot be cancelled`,
       );
     }
+    if (result.kind === "created") await this.audit.record(ctx, "run.cancelled", runId);
     return this.unwrap(result, () =>
       result.kind === "created" ? respond(result.value) : undefined,
     ) as string;
@@ -579,15 +591,6 @@ export class RunService {
     }
     return result.response ?? fresh();
   }
-}
-
-export function creatorOf(caller: Pick<Caller, "principal">): Creator {
-  return {
-    type: caller.principal.type,
-    uid: caller.principal.id,
-    display_name: caller.principal.displayName,
-    ...(caller.principal.email ? { email: caller.principal.email } : {}),
-  };
 }
 
 function notFound(runId: string): RunError {

@@ -9,7 +9,8 @@ import type { RunRecord } from "../model/run.ts";
 import { isTerminal } from "../model/run-state.ts";
 import type { WebSession } from "../model/web-session.ts";
 import { retryInput } from "../runs/retry.ts";
-import { creatorOf, type RunService } from "../runs/run-service.ts";
+import { creatorOf } from "../runs/run-audit.ts";
+import type { RunService } from "../runs/run-service.ts";
 import type { Store } from "../store/store.ts";
 import { formOf, hasCsrf, sendForbidden, sessionOf } from "./auth/sign-in-routes.ts";
 import type { WebSignIn } from "./auth/web-sign-in.ts";
@@ -257,6 +258,7 @@ export async function runPage(app: FastifyInstance, opts: RunPageOptions): Promi
           ...(run.triggerUrl ? { triggerUrl: run.triggerUrl } : {}),
           idempotencyKey: `web-retry-${key}`,
           rawBody: { retry: run.id },
+          retryOf: run.id,
         },
         retryInput({
           prompt: run.prompt,

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { auditEntry } from "../model/audit.ts";
 import { RunError } from "../model/errors.ts";
 import type { Caller } from "../model/identity.ts";
 import {
@@ -18,6 +19,7 @@ export type WebhookStore = Pick<
   | "deleteWebhookEndpoint"
   | "listWebhookDeliveries"
   | "redeliverWebhook"
+  | "appendAuditEvent"
 >;
 
 /** A team has at most this many endpoints: each run event is written once per endpoint. */
@@ -70,6 +72,9 @@ export class WebhookService {
       createdAt: new Date().toISOString(),
     };
     await this.store.createWebhookEndpoint(endpoint);
+    await this.store.appendAuditEvent(
+      auditEntry(caller, "webhook.created", endpoint.id, { url: endpoint.url, events: endpoint.events }),
+    );
     return endpoint;
   }
 
@@ -85,6 +90,7 @@ export class WebhookService {
   async delete(caller: Caller, id: string): Promise<WebhookEndpoint> {
     const endpoint = await this.get(caller, id);
     if (!(await this.store.deleteWebhookEndpoint(caller.team.id, id))) notFound(id);
+    await this.store.appendAuditEvent(auditEntry(caller, "webhook.deleted", id, { url: endpoint.url }));
     return endpoint;
   }
 
@@ -125,6 +131,9 @@ export class WebhookService {
         `no delivery ${deliveryId} of webhook "${id}"; list them with GET /api/v1/webhooks/${id}/deliveries`,
       );
     }
+    await this.store.appendAuditEvent(
+      auditEntry(caller, "webhook.redelivered", id, { delivery_id: deliveryId, run_id: result.runId }),
+    );
     return result;
   }
 }

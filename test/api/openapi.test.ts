@@ -60,6 +60,7 @@ describe("OpenAPI document", () => {
         "/webhooks/{webhookId}",
         "/webhooks/{webhookId}/deliveries",
         "/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver",
+        "/audit-events",
       ].sort(),
     );
     const listParams = doc.paths["/agent/runs"].get.parameters.map((p: { name: string }) => p.name);

@@ -51,6 +51,8 @@ const fieldNamesMatch: {
   ListWebhooksResponse: true,
   WebhookDelivery: true,
   ListWebhookDeliveriesResponse: true,
+  AuditEvent: true,
+  ListAuditEventsResponse: true,
 };
 type ApiTypes = {
   MCPServerConfig: Api.MCPServerConfig;
@@ -92,6 +94,8 @@ type ApiTypes = {
   ListWebhooksResponse: Api.ListWebhooksResponse;
   WebhookDelivery: Api.WebhookDelivery;
   ListWebhookDeliveriesResponse: Api.ListWebhookDeliveriesResponse;
+  AuditEvent: Api.AuditEvent;
+  ListAuditEventsResponse: Api.ListAuditEventsResponse;
 };
 
 describe("client wire types", () => {

@@ -72,6 +72,31 @@ export interface Attachment {
   data: string;
 }
 
+export interface AuditEvent {
+  id: number;
+  at: string;
+  actor: string;
+  actor_name?: string;
+  action:
+    | "run.created"
+    | "run.followed_up"
+    | "run.cancelled"
+    | "run.retried"
+    | "api_key.created"
+    | "api_key.revoked"
+    | "identity.created"
+    | "identity.updated"
+    | "identity.deleted"
+    | "session.signed_in"
+    | "webhook.created"
+    | "webhook.deleted"
+    | "webhook.redelivered"
+    | "channel.repository_set"
+    | "channel.agent_set";
+  target?: string;
+  details: Record<string, unknown>;
+}
+
 export interface CancelRunRequest {
   on_behalf_of?: {
     creator: {
@@ -231,6 +256,14 @@ export interface ListAttachmentsResponse {
     followup_id: string | null;
     created_at: string;
   }>;
+}
+
+export interface ListAuditEventsResponse {
+  events: AuditEvent[];
+  page_info: {
+    has_next_page: boolean;
+    next_cursor?: string;
+  };
 }
 
 export interface ListEnvironmentsResponse {

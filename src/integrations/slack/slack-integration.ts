@@ -34,6 +34,7 @@ export type SlackStore = Pick<
   | "getChannelSettings"
   | "setChannelRepository"
   | "setChannelAgent"
+  | "appendAuditEvent"
 > &
   InboxStore;
 
