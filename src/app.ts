@@ -27,6 +27,7 @@ import type { Store } from "./store/store.ts";
 import { buildSurfaces } from "./surfaces/build.ts";
 import { SURFACES } from "./surfaces/registry.ts";
 import type { Surface, SurfaceDefinition } from "./surfaces/surface.ts";
+import { startTracing } from "./telemetry/tracing.ts";
 import { WebSignIn } from "./web/auth/web-sign-in.ts";
 import type { WebhookSenderOptions } from "./webhooks/webhook-sender.ts";
 
@@ -78,6 +79,8 @@ export async function startDispatch(
 ): Promise<Dispatch> {
   const { roles } = config;
   const serveApi = roles.has("api");
+  // Traces only when OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/runtime.md, "Traces").
+  const stopTracing = startTracing();
   /** What /readyz reports per role; each is `starting` until it runs. */
   const roleStates: Record<string, string> = Object.fromEntries([...roles].map((role) => [role, "starting"]));
   const { sandboxes, runsRefused } = await openSandbox(config, log);
@@ -283,6 +286,7 @@ export async function startDispatch(
         await executor?.stop(config.shutdownGraceMs);
         await server.close();
         await store.close();
+        await stopTracing?.(); // exports the spans still buffered
       })();
       return stopping;
     },

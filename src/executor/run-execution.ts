@@ -16,6 +16,7 @@ import { executionMode } from "../model/run-mode.ts";
 import type { Sandbox } from "../sandbox/sandbox.ts";
 import type { SandboxProvider } from "../sandbox/sandbox-provider.ts";
 import type { RunPatch, Store } from "../store/store.ts";
+import { phase } from "../telemetry/spans.ts";
 import {
   type DiskQuota,
   DiskQuotaWatcher,
@@ -26,6 +27,7 @@ import {
 import { prepareEnvironment } from "../workspace/environments.ts";
 import { joinBasePrompt, type SkillResolver } from "../workspace/skills.ts";
 import { prepareWorkspace } from "../workspace/workspace.ts";
+import { traceExecution } from "./execution-trace.ts";
 import { costLimitOf, costLimitReached, meterRunCost, type RunCost } from "./run-cost.ts";
 import { readAttachments, readTranscript } from "./run-history.ts";
 
@@ -94,7 +96,7 @@ export class RunExecution {
     this.run = run;
     this.deps = deps;
     this.log = deps.log.child({ component: "executor", runId: run.id });
-    this.done = this.execute().catch((err) => {
+    this.done = traceExecution(run, deps.store, () => this.execute()).catch((err) => {
       this.log.error({ err }, "execution crashed");
     });
   }
@@ -126,6 +128,7 @@ export class RunExecution {
     );
     let sandbox: Sandbox | undefined;
     let quotaWatcher: DiskQuotaWatcher | undefined;
+    const preparing = phase("prepare workspace");
     try {
       const { path: workspace, created } = await prepareWorkspace(this.deps.dataDir, run.id);
       quotaWatcher = this.watchDiskQuota(workspace);
@@ -200,6 +203,7 @@ export class RunExecution {
         signal,
       );
       if (!agentRun) return;
+      preparing.end();
       this.cost = meterRunCost({
         run: this.run,
         ...(this.deps.prices ? { prices: this.deps.prices } : {}),
@@ -287,6 +291,7 @@ export class RunExecution {
         input = pending;
       }
     } finally {
+      preparing.end();
       quotaWatcher?.stop();
       await sandbox?.close?.().catch((err) => this.log.warn({ err }, "releasing the sandbox failed"));
       clearInterval(heartbeat);

@@ -6,7 +6,7 @@ import type { AudienceFilter } from "../model/audience.ts";
 import { shownSecretProblem } from "../model/config-secrets.ts";
 import { RunError } from "../model/errors.ts";
 import { defaultModelFor, harnessKeyOf } from "../model/harness-wire.ts";
-import { type Caller, DEFAULT_TEAM } from "../model/identity.ts";
+import type { Caller } from "../model/identity.ts";
 import { mcpUrlAllowed } from "../model/mcp-url-allowlist.ts";
 import type { AgentConfig, Creator, FollowupOutcome, RunEvent, RunRecord } from "../model/run.ts";
 import { isRunMode, type RunMode } from "../model/run-mode.ts";
@@ -19,12 +19,14 @@ import type {
   ScheduleFireResult,
   Store,
 } from "../store/store.ts";
+import { activeTraceparent } from "../telemetry/spans.ts";
 import { type AttachmentInput, decodeAttachments } from "./attachments.ts";
 import { idempotencyClaim } from "./idempotency-claim.ts";
 import { decodeCursor, encodeCursor } from "./list-cursor.ts";
 import { creatorOf, RunAudit } from "./run-audit.ts";
 import { type RepositoryDelivery, resolveRepository } from "./run-repository.ts";
 import { deriveTitle, skillNameOf } from "./run-title.ts";
+import { ensureServiceAccount } from "./service-accounts.ts";
 
 export interface CreateRunInput {
   prompt?: string | null;
@@ -201,7 +203,9 @@ export class RunService {
       const r = created as RunRecord;
       return { run_id: r.id, task_id: r.id, state: "QUEUED" as const, at_capacity: atCapacity };
     };
-    const result = await this.store.createRun(run, this.idempotency(ctx, "create", respond), attachments);
+    const claim = this.idempotency(ctx, "create", respond);
+    // Its executions' traces link to the request creating it (docs/runtime.md, "Traces").
+    const result = await this.store.createRun(run, claim, attachments, activeTraceparent());
     if (result.kind === "created") {
       const details = { source: run.source, ...(ctx.retryOf ? { retry_of: ctx.retryOf } : {}) };
       await this.audit.record(ctx, ctx.retryOf ? "run.retried" : "run.created", run.id, details);
@@ -462,19 +466,11 @@ export class RunService {
   }
 
   /** A service account of this process (an integration, the notifier) in the default team. */
-  async ensureServiceAccount(who: {
+  ensureServiceAccount(who: {
     id: string;
     displayName: string;
   }): Promise<Pick<Caller, "principal" | "team">> {
-    const team = await this.store.ensureTeam(DEFAULT_TEAM);
-    const principal = await this.store.ensurePrincipal({
-      id: who.id,
-      teamId: team.id,
-      type: "service_account",
-      displayName: who.displayName,
-      email: null,
-    });
-    return { principal, team };
+    return ensureServiceAccount(this.store, who);
   }
 
   /**

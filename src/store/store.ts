@@ -120,12 +120,14 @@ export interface Store {
   // Runs
   /**
    * Inserts a QUEUED run (with its attachments, in the same transaction), or with `idempotency` returns the
-   * remembered response of an earlier equal request.
+   * remembered response of an earlier equal request. `traceparent`: the span of the request creating it,
+   * which its executions' traces link to (stored with it, so that no execution starts before it is there).
    */
   createRun(
     run: RunRecord,
     idempotency?: IdempotencyClaim,
     attachments?: readonly NewAttachment[],
+    traceparent?: string,
   ): Promise<IdempotentResult<RunRecord>>;
   getRun(teamId: string, runId: string): Promise<RunRecord | undefined>;
   getRunBySession(sessionId: string): Promise<RunRecord | undefined>;
@@ -477,6 +479,9 @@ export interface Store {
   listAuditEvents(teamId: string, query: AuditQuery): Promise<{ events: AuditEvent[]; hasMore: boolean }>;
   /** Drops entries from before `olderThan`. */
   pruneAuditEvents(olderThan: string): Promise<number>;
+
+  /** The span of the request that created the run (createRun's `traceparent`), which its executions link to. */
+  getRunTrace(runId: string): Promise<string | undefined>;
 
   // Web sign-in (docs/surfaces.md): one-time login links and browser sessions, stored only as hashes
   createLoginLink(link: NewLoginLink): Promise<void>;

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "pino";
 import { Webhook } from "standardwebhooks";
 import type { ClaimedWebhookDelivery, Store, WebhookAttemptResult } from "../store/store.ts";
+import { inSpan } from "../telemetry/spans.ts";
 import { postWebhook } from "./post-webhook.ts";
 import { TargetRefused } from "./safe-target.ts";
 import { webhookBody } from "./webhook-body.ts";
@@ -161,11 +162,22 @@ export class WebhookSender {
     };
     let result: WebhookAttemptResult;
     try {
-      const answer = await postWebhook(new URL(d.url), headers, body, {
-        timeoutMs: this.opts.timeoutMs,
-        allowPrivate: this.opts.allowPrivate,
-        signal: this.stopping.signal,
-      });
+      const attributes = {
+        "dispatch.run.id": d.runId,
+        "dispatch.webhook.id": d.endpointId,
+        "dispatch.webhook.event": d.eventType,
+      };
+      const answer = await inSpan(
+        "webhook send",
+        attributes,
+        () =>
+          postWebhook(new URL(d.url), headers, body, {
+            timeoutMs: this.opts.timeoutMs,
+            allowPrivate: this.opts.allowPrivate,
+            signal: this.stopping.signal,
+          }),
+        (a, span) => span.setAttribute("http.response.status_code", a.status),
+      );
       const ok = answer.status >= 200 && answer.status < 300;
       result = this.outcome(d, {
         status: answer.status,

@@ -16,6 +16,7 @@ import * as inbound from "./inbound.ts";
 import * as leases from "./leases.ts";
 import * as outbox from "./outbox.ts";
 import * as progress from "./progress.ts";
+import * as runTraces from "./run-traces.ts";
 import * as runs from "./runs.ts";
 import * as schedules from "./schedules.ts";
 import * as usageSummary from "./usage.ts";
@@ -114,6 +115,7 @@ const statements: Statements<Database> = {
   appendAuditEvent: audit.appendAuditEvent,
   listAuditEvents: audit.listAuditEvents,
   pruneAuditEvents: audit.pruneAuditEvents,
+  getRunTrace: runTraces.getRunTrace,
   createWebhookEndpoint: webhooks.createWebhookEndpoint,
   listWebhookEndpoints: webhooks.listWebhookEndpoints,
   getWebhookEndpoint: webhooks.getWebhookEndpoint,

@@ -11,6 +11,7 @@ import { insertAttachments } from "./attachments.ts";
 import type { Database, Sql, Tx } from "./database.ts";
 import { insertEvent } from "./events.ts";
 import { checkIdempotency, rememberResponse } from "./idempotency.ts";
+import { recordRunTrace } from "./run-traces.ts";
 
 /**
  * Runs: creation, reads, listing and counts, cancelling, and the lifecycle's compare-and-set
@@ -22,6 +23,7 @@ export async function createRun(
   run: RunRecord,
   idem?: IdempotencyClaim,
   attachments: readonly NewAttachment[] = [],
+  traceparent?: string,
 ): Promise<IdempotentResult<RunRecord>> {
   return db.tx(async (tx): Promise<IdempotentResult<RunRecord>> => {
     if (idem) {
@@ -29,6 +31,7 @@ export async function createRun(
       if (seen) return seen;
     }
     const created = await insertRun(tx, run, attachments);
+    if (traceparent) await recordRunTrace(tx, run.id, traceparent);
     const response = idem ? await rememberResponse(tx, idem, created) : undefined;
     return { kind: "created", value: created, response };
   });

@@ -16,6 +16,7 @@ import { inboundConformance } from "./inbound.ts";
 import { leasesConformance } from "./leases.ts";
 import { outboxConformance } from "./outbox.ts";
 import { progressConformance } from "./progress.ts";
+import { runTracesConformance } from "./run-traces.ts";
 import { runsConformance } from "./runs.ts";
 import { schedulesConformance } from "./schedules.ts";
 import { storeSuite } from "./suite.ts";
@@ -66,5 +67,6 @@ export function storeConformance(
     audienceConformance(suite);
     webhooksConformance(suite);
     auditConformance(suite);
+    runTracesConformance(suite);
   });
 }

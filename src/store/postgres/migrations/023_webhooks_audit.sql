@@ -1,6 +1,7 @@
--- Events out (docs/api.md): a team's webhook endpoints, the run events sent to them and each event's
--- delivery to each endpoint (an outbox: written in the transaction that changes the run, claimed with a
--- lease, retried, failed for good after the last attempt); and the audit log of who did what.
+-- Events out (docs/api.md, docs/runtime.md): a team's webhook endpoints, the run events sent to them
+-- and each event's delivery to each endpoint (an outbox: written in the transaction that changes the
+-- run, claimed with a lease, retried, failed for good after the last attempt); the audit log of who
+-- did what; and the span each run's traces link to.
 
 CREATE TABLE webhook_endpoints (
   id text COLLATE "C" PRIMARY KEY,
@@ -74,3 +75,10 @@ CREATE TABLE audit_events (
 
 CREATE INDEX audit_events_team ON audit_events (team_id, id);
 CREATE INDEX audit_events_team_at ON audit_events (team_id, at);
+
+-- Traces (docs/runtime.md): the span of the request that created a run (a W3C traceparent); each of its
+-- executions, a trace of its own, links to it.
+CREATE TABLE run_traces (
+  run_id text COLLATE "C" PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+  traceparent text NOT NULL
+);
