@@ -16,6 +16,7 @@ import { NOTIFIER_PRINCIPAL, type Notifier, type NotifierOptions } from "./notif
 import { registerApi } from "./roles/api.ts";
 import { startHousekeeping } from "./roles/housekeeping.ts";
 import { startNotifier } from "./roles/notifier.ts";
+import { startWebhookSender } from "./roles/webhooks.ts";
 import { buildHarnesses, openSandbox, skillResolver, startWorker } from "./roles/worker.ts";
 import { RunService } from "./runs/run-service.ts";
 import { inProcessRunsApiFor, type RunsApi } from "./runs/runs-api.ts";
@@ -26,7 +27,9 @@ import type { Store } from "./store/store.ts";
 import { buildSurfaces } from "./surfaces/build.ts";
 import { SURFACES } from "./surfaces/registry.ts";
 import type { Surface, SurfaceDefinition } from "./surfaces/surface.ts";
+import { startTracing } from "./telemetry/tracing.ts";
 import { WebSignIn } from "./web/auth/web-sign-in.ts";
+import type { WebhookSenderOptions } from "./webhooks/webhook-sender.ts";
 
 export interface Dispatch {
   url: string;
@@ -70,10 +73,14 @@ export async function startDispatch(
     web?: { now?: () => Date };
     /** How runs' git hosts resolve (tests give a name the addresses they choose); the system's DNS otherwise. */
     lookup?: Lookup;
+    /** The webhook sender's pacing (tests poll often). */
+    webhooks?: Partial<WebhookSenderOptions>;
   } = {},
 ): Promise<Dispatch> {
   const { roles } = config;
   const serveApi = roles.has("api");
+  // Traces only when OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/runtime.md, "Traces").
+  const stopTracing = startTracing();
   /** What /readyz reports per role; each is `starting` until it runs. */
   const roleStates: Record<string, string> = Object.fromEntries([...roles].map((role) => [role, "starting"]));
   const { sandboxes, runsRefused } = await openSandbox(config, log);
@@ -231,6 +238,16 @@ export async function startDispatch(
     : undefined;
   // A surface's own reporting (Linear's steps) goes through the outbox the notifier delivers.
   if (notifier) for (const surface of lent) surface.reporter?.start();
+  const webhookSender = roles.has("notifier")
+    ? startWebhookSender({
+        config,
+        log,
+        store,
+        metrics,
+        publicUrl: () => publicUrl,
+        ...(opts.webhooks ? { options: opts.webhooks } : {}),
+      })
+    : undefined;
   const scheduler = roles.has("scheduler")
     ? new Scheduler({ store, runService, log, ...opts.scheduler })
     : undefined;
@@ -243,7 +260,9 @@ export async function startDispatch(
         ? `running up to ${config.maxConcurrentRuns} runs`
         : "idle: DISPATCH_MAX_CONCURRENT_RUNS is 0";
   }
-  if (roles.has("notifier")) roleStates.notifier = notifier ? "delivering" : "idle: no surface is configured";
+  if (roles.has("notifier")) {
+    roleStates.notifier = notifier ? "delivering" : "delivering webhooks only: no surface is configured";
+  }
   if (scheduler) roleStates.scheduler = "firing";
   const stopHousekeeping = startHousekeeping(config, store, log);
 
@@ -266,9 +285,11 @@ export async function startDispatch(
         for (const surface of lent) await surface.inbound?.stop(); // lets acknowledged requests finish
         for (const surface of lent) await surface.reporter?.stop();
         await notifier?.stop(); // hands claimed outbox rows back
+        await webhookSender?.stop(); // hands claimed webhook deliveries back
         await executor?.stop(config.shutdownGraceMs);
         await server.close();
         await store.close();
+        await stopTracing?.(); // exports the spans still buffered
       })();
       return stopping;
     },

@@ -149,6 +149,10 @@ const EnvSchema = z.object({
     .string()
     .min(32, "must be at least 32 characters (e.g. openssl rand -hex 32)")
     .optional(),
+  DISPATCH_WEBHOOK_RETRY_BASE_MS: intFrom(1, 3_600_000).default(5000),
+  DISPATCH_WEBHOOK_MAX_ATTEMPTS: intFrom(1, 100).default(8),
+  DISPATCH_WEBHOOK_ALLOW_PRIVATE: flag(false),
+  DISPATCH_AUDIT_RETENTION_DAYS: intFrom(0, 36_500).default(365),
   SLACK_BOT_TOKEN: z
     .string()
     .regex(/^xox[a-z]-/, "must be a bot token (xoxb-…)")
@@ -406,6 +410,17 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
        * cost limit of a run that sets no config.max_cost_usd (DISPATCH_MAX_COST_USD; none when unset).
        */
       cost: { prices: priceTable(settings.prices), defaultMaxCostUsd: e.DISPATCH_MAX_COST_USD },
+      /**
+       * Outbound webhooks (docs/api.md): the first retry's wait (doubling after each), the attempts before a
+       * delivery fails, and whether loopback and private addresses may receive them.
+       */
+      webhooks: {
+        retryBaseMs: e.DISPATCH_WEBHOOK_RETRY_BASE_MS,
+        maxAttempts: e.DISPATCH_WEBHOOK_MAX_ATTEMPTS,
+        allowPrivate: e.DISPATCH_WEBHOOK_ALLOW_PRIVATE,
+      },
+      /** How long audit entries are kept (DISPATCH_AUDIT_RETENTION_DAYS); 0 = for ever. */
+      auditRetentionMs: e.DISPATCH_AUDIT_RETENTION_DAYS * 24 * 3_600_000,
     };
   });
 

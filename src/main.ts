@@ -2,6 +2,7 @@
 import { CATALOG_USAGE, isCatalogCommand } from "./cli/catalog-commands.ts";
 import { isRunCommand, RUNS_USAGE } from "./cli/run-commands.ts";
 import { SCHEDULES_USAGE } from "./cli/schedule-commands.ts";
+import { WEBHOOKS_USAGE } from "./cli/webhook-commands.ts";
 import { ConfigError } from "./config.ts";
 
 const USAGE = `Dispatch: hand work to coding agents from Slack, GitHub and HTTP.
@@ -21,6 +22,9 @@ ${CATALOG_USAGE}
 
 Schedules (over the HTTP API):
 ${SCHEDULES_USAGE}
+
+Webhooks (over the HTTP API):
+${WEBHOOKS_USAGE}
 `;
 
 async function main(argv: string[]): Promise<number> {
@@ -28,6 +32,7 @@ async function main(argv: string[]): Promise<number> {
   if (isRunCommand(command)) return (await import("./cli/runs.ts")).runCommand(command, rest);
   if (command === "identities") return (await import("./cli/identities.ts")).identitiesCommand(rest);
   if (command === "schedules") return (await import("./cli/schedules.ts")).schedulesCommand(rest);
+  if (command === "webhooks") return (await import("./cli/webhooks.ts")).webhooksCommand(rest);
   if (isCatalogCommand(command)) return (await import("./cli/catalog.ts")).catalogCommand(command, rest);
   switch (command) {
     case "serve":

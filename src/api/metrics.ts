@@ -9,6 +9,8 @@ export class Metrics {
   readonly httpDuration: Histogram<"method" | "route">;
   /** Notifier deliveries by message kind and outcome (sent, retry, rate_limited, dead). */
   readonly notifierDeliveries: Counter<"kind" | "outcome">;
+  /** Webhook delivery attempts by outcome (succeeded, retry, failed). */
+  readonly webhookDeliveries: Counter<"outcome">;
 
   constructor(store: Pick<Store, "countRunsByState" | "countOutboxByState">) {
     this.httpRequests = new Counter({
@@ -39,6 +41,12 @@ export class Metrics {
       name: "dispatch_notifier_deliveries_total",
       help: "Notifier outbox delivery attempts by message kind and outcome (sent, retry, rate_limited, dead).",
       labelNames: ["kind", "outcome"],
+      registers: [this.registry],
+    });
+    this.webhookDeliveries = new Counter({
+      name: "dispatch_webhook_deliveries_total",
+      help: "Webhook delivery attempts by outcome (succeeded, retry, failed = no attempt left).",
+      labelNames: ["outcome"],
       registers: [this.registry],
     });
     new Gauge({

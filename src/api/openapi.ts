@@ -5,6 +5,7 @@ import { ERROR_CODES, type ErrorCode } from "./problem.ts";
 import { agentOperations } from "./routes/agents.ts";
 import { artifactOperations } from "./routes/artifacts.ts";
 import { attachmentOperations } from "./routes/attachments.ts";
+import { auditOperations } from "./routes/audit.ts";
 import { conversationOperations } from "./routes/conversations.ts";
 import { environmentOperations } from "./routes/environments.ts";
 import { identityOperations } from "./routes/identities.ts";
@@ -14,6 +15,7 @@ import { redirectOperations } from "./routes/redirects.ts";
 import { runInsightOperations } from "./routes/run-insights.ts";
 import { runOperations } from "./routes/runs.ts";
 import { scheduleOperations } from "./routes/schedules.ts";
+import { webhookOperations } from "./routes/webhooks.ts";
 import { SignedLinkQuerySchema } from "./schemas/artifacts.ts";
 import { LIMITS, ProblemSchema } from "./schemas/common.ts";
 
@@ -33,6 +35,8 @@ const OPERATIONS: Operation[] = [
   artifactOperations,
   attachmentOperations,
   networkingOperations,
+  webhookOperations,
+  auditOperations,
 ].flatMap((ops) => Object.values(ops));
 
 /** What any route that needs a key may answer, whatever it does. */

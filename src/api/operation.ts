@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { gatherBracketed, parseBody, parseQuery } from "./parse.ts";
 import type { ErrorCode } from "./problem.ts";
+import { inRequestSpan } from "./request-trace.ts";
 
 /**
  * One operation of API v1, declared once: the route is registered from it (method, path, who may call it,
@@ -122,6 +123,8 @@ export function route<const O extends Operation>(
     ...options,
     // Async, as every route's handler: a refusal thrown while reading the input becomes its problem answer.
     handler: async (req, reply) =>
-      handler(req, reply, { body: readBody(req.body), query: readQuery(req.query) } as Input<O>),
+      inRequestSpan(req, () =>
+        handler(req, reply, { body: readBody(req.body), query: readQuery(req.query) } as Input<O>),
+      ),
   });
 }

@@ -12,6 +12,7 @@ import type { Metrics } from "./metrics.ts";
 import { ApiError, codeForStatus, sendProblem } from "./problem.ts";
 import { RateLimiter } from "./rate-limit.ts";
 import { lazyRequestLogger } from "./request-logger.ts";
+import { endRequestSpan, startRequestSpan } from "./request-trace.ts";
 import { LIMITS } from "./schemas/common.ts";
 
 const IDLE_CONNECTION_MS = 120_000;
@@ -144,6 +145,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   // error handler as an async hook's would.
   app.addHook("onRequest", (req, reply, done) => {
     reply.header("x-request-id", req.id);
+    startRequestSpan(req);
     // An unknown route or method is answered before its body is parsed: a QUERY without a Content-Type
     // is a 405 like any other method the route lacks, not a complaint about its body.
     if (req.routeOptions.url === undefined) throw unmatched(req);
@@ -179,6 +181,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   app.addHook("onResponse", (req, reply, done) => {
     const ms = reply.elapsedTime;
     recordMetrics(req.method, req.routeOptions.url ?? "unmatched", reply.statusCode, ms);
+    endRequestSpan(req, reply.statusCode);
     logAccess(req, reply.statusCode, ms);
     done();
   });

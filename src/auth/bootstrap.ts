@@ -1,4 +1,5 @@
 import { v7 as uuidv7 } from "uuid";
+import type { AuditActor } from "../model/audit.ts";
 import {
   type ApiKeyRole,
   BOOTSTRAP_ADMIN_PRINCIPAL,
@@ -18,7 +19,12 @@ export interface NewKeyRequest {
   role?: ApiKeyRole;
   /** Use this key instead of generating one (DISPATCH_ADMIN_API_KEY). */
   key?: string;
+  /** Who creates it, for the audit log: Dispatch itself (the bootstrap key) unless said. */
+  by?: AuditActor;
 }
+
+/** Dispatch itself, as the audit log names it (the bootstrap admin key). */
+export const DISPATCH_ITSELF: AuditActor = { actor: "dispatch", actorName: "Dispatch" };
 
 /** Creates an API key for a principal (creating the team and principal when new); returns it once. */
 export async function createApiKey(
@@ -50,6 +56,14 @@ export async function createApiKey(
     hash: hashApiKey(key),
     prefix: keyPrefix(key),
     createdAt: new Date().toISOString(),
+  });
+  await store.appendAuditEvent({
+    teamId,
+    at: record.createdAt,
+    ...(req.by ?? DISPATCH_ITSELF),
+    action: "api_key.created",
+    target: record.id,
+    details: { principal: principalId, role: record.role, name: record.name, prefix: record.prefix },
   });
   return { key, id: record.id, prefix: record.prefix };
 }

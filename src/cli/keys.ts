@@ -1,3 +1,4 @@
+import { hostname, userInfo } from "node:os";
 import { parseArgs } from "node:util";
 import { createApiKey } from "../auth/bootstrap.ts";
 import { loadConfig } from "../config.ts";
@@ -46,6 +47,7 @@ export async function keys(argv: string[]): Promise<number> {
           ...(values.email ? { email: values.email } : {}),
           ...(values.name ? { name: values.name } : {}),
           ...(values.role ? { role: values.role as "member" | "read" | "admin" } : {}),
+          by: operator(),
         });
         process.stdout.write(`${created.key}\n`);
         process.stderr.write(`Created key ${created.id} (${created.prefix}…). It is shown only this once.\n`);
@@ -78,6 +80,17 @@ export async function keys(argv: string[]): Promise<number> {
           process.stderr.write(`No single key matches ${target}; see dispatch keys list.\n`);
           return 1;
         }
+        const owner = (await store.listApiKeys()).find((k) => k.id === revoked.id)?.principal;
+        if (owner) {
+          await store.appendAuditEvent({
+            teamId: owner.teamId,
+            at: revoked.revokedAt ?? new Date().toISOString(),
+            ...operator(),
+            action: "api_key.revoked",
+            target: revoked.id,
+            details: { principal: owner.id, prefix: revoked.prefix },
+          });
+        }
         process.stdout.write(`Revoked ${revoked.id} (${revoked.prefix}…).\n`);
         return 0;
       }
@@ -96,3 +109,8 @@ export async function keys(argv: string[]): Promise<number> {
 }
 
 class UsageError extends Error {}
+
+/** Whoever runs `dispatch keys` on this machine (it acts on the store directly, without a key). */
+function operator() {
+  return { actor: `local:${userInfo().username}`, actorName: `dispatch keys on ${hostname()}` };
+}

@@ -8,6 +8,7 @@ import { triggerOf } from "../model/repository.ts";
 import type { Artifact, RunRecord } from "../model/run.ts";
 import type { Sandbox } from "../sandbox/sandbox.ts";
 import type { NewArtifactFile } from "../store/store.ts";
+import { inSpan } from "../telemetry/spans.ts";
 import { mirrorPath } from "../workspace/workspace.ts";
 import { notOwnBranch, pushedEvent } from "./branch-ownership.ts";
 import { diffStat } from "./diff-stat.ts";
@@ -69,7 +70,20 @@ export type DeliveryOutcome =
  * fetches the bundle into its private mirror, keeps the cumulative diff as a patch artifact, pushes the
  * new commits (never forced) with a token the sandbox never sees, and opens or updates the pull request.
  */
-export async function deliverChanges(ctx: DeliverContext): Promise<DeliveryOutcome> {
+export function deliverChanges(ctx: DeliverContext): Promise<DeliveryOutcome> {
+  const attributes = {
+    "dispatch.run.repository": ctx.target.repository,
+    "dispatch.delivery.mode": ctx.target.mode,
+  };
+  return inSpan(
+    "deliver changes",
+    attributes,
+    () => deliver(ctx),
+    (outcome, span) => span.setAttribute("dispatch.delivery.outcome", outcome.kind),
+  );
+}
+
+async function deliver(ctx: DeliverContext): Promise<DeliveryOutcome> {
   const mirror = mirrorPath(ctx.workspace);
   const delivered = text(await hostGit(["rev-parse", "refs/dispatch/delivered"], { gitDir: mirror }));
   const base = text(await hostGit(["rev-parse", "refs/dispatch/base"], { gitDir: mirror }));
@@ -102,7 +116,9 @@ export async function deliverChanges(ctx: DeliverContext): Promise<DeliveryOutco
   const allowed = await mayPushTo(ctx);
   if (allowed !== true) return { kind: "failed", message: allowed };
   const first = !(await pushedBefore(mirror));
-  const refused = await push(ctx, mirror, incoming);
+  const refused = await inSpan("git push", { "dispatch.delivery.branch": ctx.target.branch }, () =>
+    push(ctx, mirror, incoming),
+  );
   if (refused) return refused;
   await hostGit(["update-ref", "refs/dispatch/delivered", incoming], { gitDir: mirror });
   await hostGit(["update-ref", "refs/dispatch/pushed", incoming], { gitDir: mirror });
@@ -112,7 +128,9 @@ export async function deliverChanges(ctx: DeliverContext): Promise<DeliveryOutco
   }
   // A cancel that came during the push: the push is recorded, no pull request is opened after it.
   if (ctx.signal.aborted) return { kind: "kept", message: stat };
-  return pullRequest(ctx, incoming, first, stat);
+  return inSpan("github pull request", { "dispatch.run.repository": ctx.target.repository }, () =>
+    pullRequest(ctx, incoming, first, stat),
+  );
 }
 
 /** Commits what is uncommitted (inside the sandbox) and answers HEAD, or the failure. */

@@ -3,7 +3,6 @@ import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import type { EnvironmentSettings } from "../config-file.ts";
-import { claimExistingBranch } from "../delivery/branch-ownership.ts";
 import { type DeliveryOutcome, deliverChanges, outcomeWords } from "../delivery/deliver.ts";
 import type { PullRequestHost } from "../delivery/pull-request-host.ts";
 import type { RemotePolicy } from "../delivery/remote-access.ts";
@@ -16,6 +15,7 @@ import { executionMode } from "../model/run-mode.ts";
 import type { Sandbox } from "../sandbox/sandbox.ts";
 import type { SandboxProvider } from "../sandbox/sandbox-provider.ts";
 import type { RunPatch, Store } from "../store/store.ts";
+import { phase } from "../telemetry/spans.ts";
 import {
   type DiskQuota,
   DiskQuotaWatcher,
@@ -26,8 +26,9 @@ import {
 import { prepareEnvironment } from "../workspace/environments.ts";
 import type { SkillResolver } from "../workspace/skills.ts";
 import { prepareWorkspace } from "../workspace/workspace.ts";
+import { traceExecution } from "./execution-trace.ts";
 import { costLimitOf, costLimitReached, meterRunCost, type RunCost } from "./run-cost.ts";
-import { branchEvidence, readAttachments, readTranscript } from "./run-history.ts";
+import { ownBranchClaim, readAttachments, readTranscript } from "./run-history.ts";
 import { withSkill } from "./run-skill.ts";
 import { DEFAULT_IDLE_AFTER_INTERRUPT_MS, TurnControl } from "./turn-control.ts";
 
@@ -99,7 +100,7 @@ export class RunExecution {
     this.deps = deps;
     this.log = deps.log.child({ component: "executor", runId: run.id });
     this.turns = new TurnControl(this.controller.signal, run.interrupts ?? 0);
-    this.done = this.execute().catch((err) => {
+    this.done = traceExecution(run, deps.store, () => this.execute()).catch((err) => {
       this.log.error({ err }, "execution crashed");
     });
   }
@@ -133,6 +134,7 @@ export class RunExecution {
     );
     let sandbox: Sandbox | undefined;
     let quotaWatcher: DiskQuotaWatcher | undefined;
+    const preparing = phase("prepare workspace");
     try {
       const { path: workspace, created } = await prepareWorkspace(this.deps.dataDir, run.id);
       quotaWatcher = this.watchDiskQuota(workspace);
@@ -214,6 +216,7 @@ export class RunExecution {
         },
       );
       if (!agentRun) return;
+      preparing.end();
       this.cost = meterRunCost({
         run: this.run,
         ...(this.deps.prices ? { prices: this.deps.prices } : {}),
@@ -315,6 +318,7 @@ export class RunExecution {
         input = pending;
       }
     } finally {
+      preparing.end();
       quotaWatcher?.stop();
       await sandbox?.close?.().catch((err) => this.log.warn({ err }, "releasing the sandbox failed"));
       clearInterval(heartbeat);
@@ -385,16 +389,7 @@ export class RunExecution {
       emit: (type, data) => this.emit(type, data),
       log: this.log,
       claimExistingBranch: () =>
-        claimExistingBranch(
-          branchEvidence(
-            this.deps.store,
-            this.run,
-            target.repository,
-            target.branch!,
-            delivery.pullRequests,
-            signal,
-          ),
-        ),
+        ownBranchClaim(this.deps.store, this.run, target, delivery.pullRequests, signal),
     });
     if (!result.ok) {
       if (!result.aborted) await this.failBeforeStart(result.message, result.errorCode);

@@ -1,4 +1,4 @@
-import type { BranchEvidence } from "../delivery/branch-ownership.ts";
+import { type BranchClaim, claimExistingBranch } from "../delivery/branch-ownership.ts";
 import type { PullRequestHost } from "../delivery/pull-request-host.ts";
 import type { AttachmentContent } from "../model/attachment.ts";
 import type { RunEvent, RunRecord } from "../model/run.ts";
@@ -31,19 +31,18 @@ export async function readAttachments(
 /** Earlier runs of a schedule looked at for its branch (the latest push is among the last few). */
 const SCHEDULE_SIBLINGS = 5;
 
-/** What the run's history says of whose `branch` is (delivery/branch-ownership.ts), read when asked. */
-export function branchEvidence(
+/** How the run's work branch, which exists on the remote, is its own (delivery/branch-ownership.ts), if it is. */
+export function ownBranchClaim(
   store: Pick<Store, "getRun" | "listRuns" | "listEvents">,
   run: RunRecord,
-  repository: string,
-  branch: string,
+  target: { repository: string; branch?: string },
   pullRequests: PullRequestHost | undefined,
   signal: AbortSignal,
-): BranchEvidence {
-  return {
+): Promise<BranchClaim | undefined> {
+  return claimExistingBranch({
     run,
-    repository,
-    branch,
+    repository: target.repository,
+    branch: target.branch!,
     transcript: () => readTranscript(store, run.id),
     parent: async () => (run.parentRunId ? store.getRun(run.teamId, run.parentRunId) : undefined),
     scheduleSiblings: async () =>
@@ -60,5 +59,5 @@ export function branchEvidence(
     transcriptOf: (runId) => readTranscript(store, runId),
     pullRequests,
     signal,
-  };
+  });
 }

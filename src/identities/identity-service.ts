@@ -1,4 +1,5 @@
 import { v7 as uuidv7 } from "uuid";
+import { auditEntry } from "../model/audit.ts";
 import { RunError } from "../model/errors.ts";
 import {
   type AgentIdentity,
@@ -11,7 +12,12 @@ import type { Store } from "../store/store.ts";
 
 export type IdentityStore = Pick<
   Store,
-  "createIdentity" | "getIdentity" | "listIdentities" | "updateIdentity" | "deleteIdentity"
+  | "createIdentity"
+  | "getIdentity"
+  | "listIdentities"
+  | "updateIdentity"
+  | "deleteIdentity"
+  | "appendAuditEvent"
 >;
 
 /**
@@ -33,11 +39,11 @@ export class IdentityService {
     return (await this.store.getIdentity(caller.team.id, id)) ?? notFound(id);
   }
 
-  create(
+  async create(
     caller: Caller,
     input: Omit<AgentIdentityPatch, "name" | "skills"> & { name: string; skills?: string[] },
   ): Promise<AgentIdentity> {
-    return this.store.createIdentity({
+    const created = await this.store.createIdentity({
       id: `sa_${uuidv7().replaceAll("-", "").slice(-16)}`,
       teamId: caller.team.id,
       name: input.name,
@@ -47,11 +53,18 @@ export class IdentityService {
       skills: checkSkills(input.skills ?? []),
       createdAt: new Date().toISOString(),
     });
+    await this.store.appendAuditEvent(
+      auditEntry(caller, "identity.created", created.id, { name: created.name }),
+    );
+    return created;
   }
 
   async update(caller: Caller, id: string, patch: AgentIdentityPatch): Promise<AgentIdentity> {
     const checked = patch.skills ? { ...patch, skills: checkSkills(patch.skills) } : patch;
-    return (await this.store.updateIdentity(caller.team.id, id, checked)) ?? notFound(id);
+    const updated = (await this.store.updateIdentity(caller.team.id, id, checked)) ?? notFound(id);
+    const changed = Object.keys(checked);
+    await this.store.appendAuditEvent(auditEntry(caller, "identity.updated", id, { changed }));
+    return updated;
   }
 
   /** Deletes the identity and revokes its API keys; the default identity is refused. */
@@ -65,6 +78,9 @@ export class IdentityService {
     }
     const deleted = await this.store.deleteIdentity(caller.team.id, id, new Date().toISOString());
     if (!deleted) notFound(id);
+    await this.store.appendAuditEvent(
+      auditEntry(caller, "identity.deleted", id, { revoked_key_ids: deleted.revokedKeyIds }),
+    );
   }
 }
 

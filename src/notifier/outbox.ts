@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import pRetry, { AbortError } from "p-retry";
 import type { Logger } from "pino";
 import type { OutboxRow, Store } from "../store/store.ts";
+import { inSpan } from "../telemetry/spans.ts";
 import { type NotifierPlatform, SendError, targetPlatform } from "./platform.ts";
 
 export interface OutboxOptions {
@@ -262,6 +263,11 @@ export class OutboxDeliverer {
   private async send(row: OutboxRow): Promise<{ cardRef?: string; thread?: string }> {
     const sender = this.senders.get(targetPlatform(row.target));
     if (!sender) throw new SendError("permanent", `no platform sends to target ${row.target}`);
-    return sender.send(row);
+    const attributes = {
+      "dispatch.run.id": row.runId,
+      "dispatch.notifier.kind": row.kind,
+      "dispatch.notifier.target": row.target,
+    };
+    return inSpan(`notifier send ${targetPlatform(row.target)}`, attributes, () => sender.send(row));
   }
 }

@@ -4,6 +4,7 @@ import { ArtifactLinks } from "../api/artifact-links.ts";
 import { agentRoutes } from "../api/routes/agents.ts";
 import { artifactRoutes } from "../api/routes/artifacts.ts";
 import { attachmentContentPath, attachmentRoutes } from "../api/routes/attachments.ts";
+import { auditRoutes } from "../api/routes/audit.ts";
 import { conversationRoutes } from "../api/routes/conversations.ts";
 import { environmentRoutes } from "../api/routes/environments.ts";
 import { identityRoutes } from "../api/routes/identities.ts";
@@ -13,6 +14,7 @@ import { redirectRoutes } from "../api/routes/redirects.ts";
 import { runInsightRoutes, transcriptContentPath } from "../api/routes/run-insights.ts";
 import { runRoutes } from "../api/routes/runs.ts";
 import { scheduleRoutes } from "../api/routes/schedules.ts";
+import { webhookRoutes } from "../api/routes/webhooks.ts";
 import { AgentCatalog } from "../catalog/agents.ts";
 import { EnvironmentCatalog } from "../catalog/environments.ts";
 import { listModels } from "../catalog/models.ts";
@@ -25,11 +27,13 @@ import type { GitHubSignIn } from "../web/auth/github-sign-in.ts";
 import type { WebSignIn } from "../web/auth/web-sign-in.ts";
 import { sessionPage } from "../web/session-page.ts";
 import { webApp } from "../web/web-app.ts";
+import { WebhookService } from "../webhooks/webhook-service.ts";
 import { listLocalSkills } from "../workspace/skill-catalog.ts";
 
 /**
  * The api role's routes, all in one place: the run API (runs, redirects, catalog, identities, schedules,
- * artifacts and attachments with their signed links), the public session page and the team's web app.
+ * webhooks, the audit log, artifacts and attachments with their signed links), the public session page and the team's
+ * web app.
  * The surfaces mount their own routes (src/surfaces); system routes (/healthz, /readyz, /metrics) are
  * every role's.
  */
@@ -64,6 +68,10 @@ export function registerApi(
   server.register(agentRoutes, { agents });
   server.register(identityRoutes, { identities: new IdentityService(store) });
   server.register(scheduleRoutes, { schedules: deps.schedules, access: deps.access });
+  server.register(auditRoutes, { store });
+  server.register(webhookRoutes, {
+    webhooks: new WebhookService(store, { allowPrivate: config.webhooks.allowPrivate }),
+  });
   // One signing key for every signed content link (artifacts and attachments).
   server.register(artifactRoutes, {
     store,

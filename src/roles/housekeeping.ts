@@ -7,8 +7,9 @@ const HOUSEKEEPING_MS = 60 * 60 * 1000;
 const DAY_MS = 24 * 3600_000;
 
 /**
- * Every role's hourly housekeeping: idempotency keys live 24 h (the API's promise); inbound dedupe keys and
- * delivered outbox rows a week; web sign-ins a day; finished runs' workspaces
+ * Every role's hourly housekeeping: idempotency keys live 24 h (the API's promise); inbound dedupe keys,
+ * delivered outbox rows and finished webhook deliveries a week; audit entries
+ * DISPATCH_AUDIT_RETENTION_DAYS; web sign-ins a day; finished runs' workspaces
  * DISPATCH_WORKSPACE_RETENTION_HOURS. Returns the function that stops it.
  */
 export function startHousekeeping(config: Config, store: Store, log: Logger): () => void {
@@ -19,6 +20,8 @@ export function startHousekeeping(config: Config, store: Store, log: Logger): ()
       store.pruneIdempotencyKeys(ago(DAY_MS)),
       store.pruneInbox(ago(7 * DAY_MS)),
       store.pruneOutbox(ago(7 * DAY_MS)),
+      store.pruneWebhookDeliveries(ago(7 * DAY_MS)),
+      config.auditRetentionMs > 0 && store.pruneAuditEvents(ago(config.auditRetentionMs)),
       store.pruneWebSignIns(ago(DAY_MS)),
       retentionMs > 0 &&
         removeExpiredWorkspaces({ store, dataDir: config.dataDir, finishedBefore: ago(retentionMs), log }),

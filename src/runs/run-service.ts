@@ -5,7 +5,7 @@ import type { RunAccess, Viewer } from "../access/run-access.ts";
 import type { AudienceFilter } from "../model/audience.ts";
 import { RunError } from "../model/errors.ts";
 import { issueArtifactOf } from "../model/external-reference.ts";
-import { type Caller, DEFAULT_TEAM } from "../model/identity.ts";
+import type { Caller } from "../model/identity.ts";
 import type { AgentConfig, Creator, FollowupOutcome, RunEvent, RunRecord } from "../model/run.ts";
 import { isRunMode, type RunMode } from "../model/run-mode.ts";
 import type { RunState } from "../model/run-state.ts";
@@ -16,13 +16,16 @@ import type {
   ScheduleFireResult,
   Store,
 } from "../store/store.ts";
+import { activeTraceparent } from "../telemetry/spans.ts";
 import { type AttachmentInput, decodeAttachments } from "./attachments.ts";
 import { idempotencyClaim } from "./idempotency-claim.ts";
 import { decodeCursor, encodeCursor } from "./list-cursor.ts";
+import { creatorOf, RunAudit } from "./run-audit.ts";
 import { checkCostLimit, resolveConfig, resolveCreateTime } from "./run-config.ts";
 import { findByExternalReference } from "./run-lookup.ts";
 import { type RepositoryDelivery, resolveRepository } from "./run-repository.ts";
 import { deriveTitle, skillNameOf } from "./run-title.ts";
+import { ensureServiceAccount } from "./service-accounts.ts";
 
 export interface CreateRunInput {
   prompt?: string | null;
@@ -52,6 +55,8 @@ export interface RequestContext {
   idempotencyKey?: string;
   /** The request as parsed JSON; equal bodies under one idempotency key are one request. */
   rawBody?: unknown;
+  /** The run this create starts again ("Retry"): audited as a retry of it. */
+  retryOf?: string;
 }
 
 export interface CreateRunResult {
@@ -117,12 +122,14 @@ export interface RunServiceOptions {
 export class RunService {
   private readonly store: Store;
   private readonly options: RunServiceOptions;
+  private readonly audit: RunAudit;
   /** This event-loop turn's answer of atCapacity, shared by the creates of the turn. */
   private capacityThisTurn: Promise<boolean> | undefined;
 
   constructor(store: Store, options: RunServiceOptions) {
     this.store = store;
     this.options = options;
+    this.audit = new RunAudit(store);
   }
 
   /** The run `create` inserts, validated and resolved but not stored (attachments apart). */
@@ -195,7 +202,13 @@ export class RunService {
       const r = created as RunRecord;
       return { run_id: r.id, task_id: r.id, state: "QUEUED" as const, at_capacity: atCapacity };
     };
-    const result = await this.store.createRun(run, this.idempotency(ctx, "create", respond), attachments);
+    const claim = this.idempotency(ctx, "create", respond);
+    // Its executions' traces link to the request creating it (docs/runtime.md, "Traces").
+    const result = await this.store.createRun(run, claim, attachments, activeTraceparent());
+    if (result.kind === "created") {
+      const details = { source: run.source, ...(ctx.retryOf ? { retry_of: ctx.retryOf } : {}) };
+      await this.audit.record(ctx, ctx.retryOf ? "run.retried" : "run.created", run.id, details);
+    }
     return this.unwrap(result, () => respond(run)) as ReturnType<typeof respond>;
   }
 
@@ -246,6 +259,7 @@ export class RunService {
     if (!result) {
       throw new RunError("invalid_request", `conversation_id: no run ${runId} in this team to continue`);
     }
+    if (result.kind === "created") await this.audit.record(ctx, "run.followed_up", runId);
     return this.unwrap(result, () =>
       result.kind === "created" ? respond(result.value) : undefined,
     ) as CreateRunResult;
@@ -384,6 +398,7 @@ export class RunService {
       this.idempotency(ctx, `followup:${runId}`, respond),
     );
     if (!result) throw notFound(runId);
+    if (result.kind === "created") await this.audit.record(ctx, "run.followed_up", runId);
     return this.unwrap(result, () =>
       result.kind === "created" ? respond(result.value) : undefined,
     ) as ReturnType<typeof respond>;
@@ -413,6 +428,7 @@ export class RunService {
         `run ${runId} is already ${result.state} and cannot be cancelled`,
       );
     }
+    if (result.kind === "created") await this.audit.record(ctx, "run.cancelled", runId);
     return this.unwrap(result, () =>
       result.kind === "created" ? respond(result.value) : undefined,
     ) as string;
@@ -522,19 +538,11 @@ export class RunService {
   }
 
   /** A service account of this process (an integration, the notifier) in the default team. */
-  async ensureServiceAccount(who: {
+  ensureServiceAccount(who: {
     id: string;
     displayName: string;
   }): Promise<Pick<Caller, "principal" | "team">> {
-    const team = await this.store.ensureTeam(DEFAULT_TEAM);
-    const principal = await this.store.ensurePrincipal({
-      id: who.id,
-      teamId: team.id,
-      type: "service_account",
-      displayName: who.displayName,
-      email: null,
-    });
-    return { principal, team };
+    return ensureServiceAccount(this.store, who);
   }
 
   private idempotency(
@@ -567,15 +575,6 @@ export class RunService {
     }
     return result.response ?? fresh();
   }
-}
-
-export function creatorOf(caller: Pick<Caller, "principal">): Creator {
-  return {
-    type: caller.principal.type,
-    uid: caller.principal.id,
-    display_name: caller.principal.displayName,
-    ...(caller.principal.email ? { email: caller.principal.email } : {}),
-  };
 }
 
 /** Events read at a time when a whole transcript is read. */

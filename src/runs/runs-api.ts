@@ -12,7 +12,7 @@ import type { ListInput, RunService } from "./run-service.ts";
 export interface RunsApi {
   create(
     input: RunsApiCreate,
-    opts?: RunsApiCallOptions,
+    opts?: RunsApiCreateOptions,
   ): Promise<{ run_id: string; state: string; at_capacity: boolean }>;
   get(runId: string): Promise<RunItem>;
   list(query: RunsApiListQuery): Promise<{ runs: RunItem[]; next_cursor?: string }>;
@@ -53,6 +53,11 @@ export interface RunsApiCallOptions {
   idempotencyKey?: string;
 }
 
+export interface RunsApiCreateOptions extends RunsApiCallOptions {
+  /** The run this create starts again (a card's Retry): the audit log says so (remote mode: a create). */
+  retryOf?: string;
+}
+
 export interface RunsApiFollowupOptions extends RunsApiCallOptions {
   /** Images shared with the follow-up. */
   attachments?: AttachmentInput[];
@@ -80,7 +85,7 @@ export class InProcessRunsApi implements RunsApi {
     this.publicUrl = publicUrl;
   }
 
-  async create(input: RunsApiCreate, opts: RunsApiCallOptions = {}) {
+  async create(input: RunsApiCreate, opts: RunsApiCreateOptions = {}) {
     const { creator, source, trigger_url, ...body } = input;
     const created = await this.service.create(
       {
@@ -91,6 +96,7 @@ export class InProcessRunsApi implements RunsApi {
         ...(opts.idempotencyKey
           ? { idempotencyKey: opts.idempotencyKey, rawBody: idempotentBody(input) }
           : {}),
+        ...(opts.retryOf ? { retryOf: opts.retryOf } : {}),
       },
       body,
     );

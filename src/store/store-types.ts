@@ -4,6 +4,7 @@ import type { Artifact, RunRecord } from "../model/run.ts";
 import type { RunState } from "../model/run-state.ts";
 import type { ScheduleFields, ScheduleRecord } from "../model/schedule.ts";
 import type { ThreadBinding } from "../model/thread-binding.ts";
+import type { WebhookDelivery, WebhookEvent } from "../model/webhook.ts";
 
 /** The records the Store interface takes and returns beyond the model's own (store.ts re-exports them). */
 
@@ -281,3 +282,26 @@ export type InterruptResult =
   | { kind: "interrupted"; run: RunRecord }
   | { kind: "refused"; state: RunState; agentStarted: boolean }
   | undefined;
+/** A webhook delivery claimed for an attempt: its endpoint's address and secret, and the event it carries. */
+export interface ClaimedWebhookDelivery extends WebhookDelivery {
+  url: string;
+  secret: string;
+  event: WebhookEvent;
+}
+
+/** How a claimed delivery's attempt ended (store.finishWebhookAttempt). */
+export interface WebhookAttemptResult {
+  /** `retry`: pending again, due at `nextAttemptAt`; `failed`: no attempt is left. */
+  outcome: "succeeded" | "retry" | "failed";
+  at: string;
+  status: number | null;
+  error: string | null;
+  responseExcerpt: string | null;
+  nextAttemptAt?: string;
+}
+
+/** A page of an endpoint's deliveries, newest first: `before` is the last id of the previous page. */
+export interface WebhookDeliveryPage {
+  limit: number;
+  before?: number;
+}

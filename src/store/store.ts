@@ -1,5 +1,6 @@
 import type { AttachmentInfo, NewAttachment } from "../model/attachment.ts";
 import type { AudienceFilter, BoundPlace } from "../model/audience.ts";
+import type { AuditEvent, AuditQuery, NewAuditEvent } from "../model/audit.ts";
 import type {
   GitHubApproval,
   GitHubSignIn,
@@ -27,6 +28,7 @@ import type {
   NewWebSession,
   WebSession,
 } from "../model/web-session.ts";
+import type { WebhookDelivery, WebhookEndpoint } from "../model/webhook.ts";
 import type { StoreSignals } from "./signals.ts";
 import type {
   ArtifactFile,
@@ -35,6 +37,7 @@ import type {
   CardState,
   ChannelKey,
   ChannelSettings,
+  ClaimedWebhookDelivery,
   IdempotencyClaim,
   IdempotentResult,
   InboundDelivery,
@@ -55,6 +58,8 @@ import type {
   ScheduleFire,
   ScheduleFireResult,
   UsageSummary,
+  WebhookAttemptResult,
+  WebhookDeliveryPage,
 } from "./store-types.ts";
 
 // The Store's own record types live in store-types.ts; importers keep reading them from here.
@@ -118,12 +123,14 @@ export interface Store {
   // Runs
   /**
    * Inserts a QUEUED run (with its attachments, in the same transaction), or with `idempotency` returns the
-   * remembered response of an earlier equal request.
+   * remembered response of an earlier equal request. `traceparent`: the span of the request creating it,
+   * which its executions' traces link to (stored with it, so that no execution starts before it is there).
    */
   createRun(
     run: RunRecord,
     idempotency?: IdempotencyClaim,
     attachments?: readonly NewAttachment[],
+    traceparent?: string,
   ): Promise<IdempotentResult<RunRecord>>;
   getRun(teamId: string, runId: string): Promise<RunRecord | undefined>;
   getRunBySession(sessionId: string): Promise<RunRecord | undefined>;
@@ -437,6 +444,59 @@ export interface Store {
   listOutbox(runId: string): Promise<OutboxRow[]>;
   /** Drops sent and superseded rows older than `olderThan`. */
   pruneOutbox(olderThan: string): Promise<number>;
+
+  // Webhooks (docs/api.md): a team's endpoints, and each run event's delivery to each of them. Every change
+  // a webhook reports appends a transcript event; the store writes the event's deliveries (model/webhook.ts
+  // webhookEventOf) in the transaction that appends it, for every endpoint of the run's team that takes it.
+  createWebhookEndpoint(endpoint: WebhookEndpoint): Promise<void>;
+  /** The team's endpoints, oldest first. */
+  listWebhookEndpoints(teamId: string): Promise<WebhookEndpoint[]>;
+  getWebhookEndpoint(teamId: string, id: string): Promise<WebhookEndpoint | undefined>;
+  /** Deletes the endpoint with its deliveries (none is sent after); false when the team has no such endpoint. */
+  deleteWebhookEndpoint(teamId: string, id: string): Promise<boolean>;
+  /** The endpoint's deliveries, newest first; undefined when the team has no such endpoint. */
+  listWebhookDeliveries(
+    teamId: string,
+    endpointId: string,
+    page: WebhookDeliveryPage,
+  ): Promise<{ deliveries: WebhookDelivery[]; hasMore: boolean } | undefined>;
+  getWebhookDelivery(teamId: string, endpointId: string, id: number): Promise<WebhookDelivery | undefined>;
+  /**
+   * Sends a delivery again, afresh: pending, due at `at`, no attempts counted (its event and webhook-id
+   * unchanged). `sending` while an attempt is under way (nothing changes); undefined when there is no such
+   * delivery of the team's endpoint.
+   */
+  redeliverWebhook(
+    teamId: string,
+    endpointId: string,
+    id: number,
+    at: string,
+  ): Promise<WebhookDelivery | "sending" | undefined>;
+  /**
+   * Claims up to `limit` due deliveries for `owner` with a lease, counting an attempt on each: pending ones
+   * (and those whose lease expired: their sender died) that are first among the unfinished deliveries of
+   * their run to their endpoint, so that each endpoint gets a run's events in order.
+   */
+  claimWebhookDeliveries(
+    owner: string,
+    opts: { limit: number; leaseMs: number },
+  ): Promise<ClaimedWebhookDelivery[]>;
+  /** Records how the attempt went; false when `owner` no longer holds the delivery (nothing changes). */
+  finishWebhookAttempt(id: number, owner: string, result: WebhookAttemptResult): Promise<boolean>;
+  /** Hands a claimed delivery back unattempted (shutting down): pending, due now, the attempt uncounted. */
+  releaseWebhookDelivery(id: number, owner: string): Promise<void>;
+  /** Drops deliveries that succeeded or failed before `olderThan`, and events left with no delivery. */
+  pruneWebhookDeliveries(olderThan: string): Promise<number>;
+
+  // The audit log (docs/api.md): who did what; entries are only appended, and pruned after the retention
+  appendAuditEvent(event: NewAuditEvent): Promise<void>;
+  /** The team's entries matching `query`, newest first. */
+  listAuditEvents(teamId: string, query: AuditQuery): Promise<{ events: AuditEvent[]; hasMore: boolean }>;
+  /** Drops entries from before `olderThan`. */
+  pruneAuditEvents(olderThan: string): Promise<number>;
+
+  /** The span of the request that created the run (createRun's `traceparent`), which its executions link to. */
+  getRunTrace(runId: string): Promise<string | undefined>;
 
   // Web sign-in (docs/surfaces.md): one-time login links and browser sessions, stored only as hashes
   createLoginLink(link: NewLoginLink): Promise<void>;

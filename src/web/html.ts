@@ -62,7 +62,7 @@ export function sendPage(
 
 function layout(title: string, body: string, session: WebSession | undefined, style = ""): string {
   const who = session
-    ? `<form method="post" action="/logout" class="who"><span>${escapeHtml(session.principal.displayName)} · ${escapeHtml(session.team.name)}</span> ${csrfField(session)}<button type="submit">Sign out</button></form>`
+    ? `<form method="post" action="/logout" class="who">${session.role === "admin" ? '<a href="/audit">Audit log</a> ' : ""}<span>${escapeHtml(session.principal.displayName)} · ${escapeHtml(session.team.name)}</span> ${csrfField(session)}<button type="submit">Sign out</button></form>`
     : "";
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

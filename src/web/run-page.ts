@@ -10,7 +10,8 @@ import { isTerminal } from "../model/run-state.ts";
 import { stallNote } from "../model/stall.ts";
 import type { WebSession } from "../model/web-session.ts";
 import { retryInput } from "../runs/retry.ts";
-import { creatorOf, type RunService } from "../runs/run-service.ts";
+import { creatorOf } from "../runs/run-audit.ts";
+import type { RunService } from "../runs/run-service.ts";
 import type { Store } from "../store/store.ts";
 import { formOf, hasCsrf, sendForbidden, sessionOf } from "./auth/sign-in-routes.ts";
 import type { WebSignIn } from "./auth/web-sign-in.ts";
@@ -284,6 +285,7 @@ export async function runPage(app: FastifyInstance, opts: RunPageOptions): Promi
           ...(run.triggerUrl ? { triggerUrl: run.triggerUrl } : {}),
           idempotencyKey: `web-retry-${key}`,
           rawBody: { retry: run.id },
+          retryOf: run.id,
         },
         retryInput({
           prompt: run.prompt,

@@ -2,6 +2,7 @@ import type { FastifyInstance } from "fastify";
 import type { RunTranscript } from "../api/event-stream.ts";
 import type { RunService } from "../runs/run-service.ts";
 import type { Store } from "../store/store.ts";
+import { auditPage } from "./audit-page.ts";
 import type { GitHubSignIn } from "./auth/github-sign-in.ts";
 import { githubSignInRoutes } from "./auth/github-sign-in-routes.ts";
 import { SignInLimits } from "./auth/sign-in-limits.ts";
@@ -21,7 +22,10 @@ export interface WebAppOptions {
     "list" | "get" | "getToSteer" | "audienceOf" | "followup" | "cancel" | "create"
   > &
     RunTranscript;
-  store: Pick<Store, "readArtifactHead" | "getThreadBinding" | "getCardState" | "bindThread"> &
+  store: Pick<
+    Store,
+    "readArtifactHead" | "getThreadBinding" | "getCardState" | "bindThread" | "listAuditEvents"
+  > &
     DashboardStore;
   /** The run page's image attachments and the signer of their links; without it the page shows none. */
   attachments?: AttachmentSource;
@@ -36,8 +40,8 @@ export interface WebAppOptions {
 }
 
 /**
- * The team's web app: sign-in (Slack login links, the admin key form, sign-out) and the runs
- * dashboard. Its forms post application/x-www-form-urlencoded, which only this plugin's scope parses:
+ * The team's web app: sign-in (Slack login links, the admin key form, sign-out), the runs
+ * dashboard, the run pages and (for admins) the audit log. Its forms post application/x-www-form-urlencoded, which only this plugin's scope parses:
  * the API stays JSON-only.
  */
 export async function webApp(app: FastifyInstance, opts: WebAppOptions): Promise<void> {
@@ -78,4 +82,5 @@ export async function webApp(app: FastifyInstance, opts: WebAppOptions): Promise
     publicUrl: opts.publicUrl,
     stallAfterMs: opts.stallAfterMs,
   });
+  await app.register(auditPage, { signIn: opts.signIn, store: opts.store });
 }

@@ -69,6 +69,11 @@ describe("OpenAPI document", () => {
         "/agent/artifacts/{artifactUid}/content",
         "/agent/runs/{runId}/handoff/attachments",
         "/agent/attachments/{attachmentId}/content",
+        "/webhooks",
+        "/webhooks/{webhookId}",
+        "/webhooks/{webhookId}/deliveries",
+        "/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver",
+        "/audit-events",
       ].sort(),
     );
     const listParams = doc.paths["/agent/runs"].get.parameters.map((p: { name: string }) => p.name);

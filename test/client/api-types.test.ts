@@ -54,6 +54,14 @@ const fieldNamesMatch: {
   RunReferenceResponse: true,
   ConversationFollowupResponse: true,
   EgressRangesResponse: true,
+  CreateWebhookRequest: true,
+  Webhook: true,
+  CreatedWebhook: true,
+  ListWebhooksResponse: true,
+  WebhookDelivery: true,
+  ListWebhookDeliveriesResponse: true,
+  AuditEvent: true,
+  ListAuditEventsResponse: true,
 };
 type ApiTypes = {
   MCPServerConfig: Api.MCPServerConfig;
@@ -98,6 +106,14 @@ type ApiTypes = {
   RunReferenceResponse: Api.RunReferenceResponse;
   ConversationFollowupResponse: Api.ConversationFollowupResponse;
   EgressRangesResponse: Api.EgressRangesResponse;
+  CreateWebhookRequest: Api.CreateWebhookRequest;
+  Webhook: Api.Webhook;
+  CreatedWebhook: Api.CreatedWebhook;
+  ListWebhooksResponse: Api.ListWebhooksResponse;
+  WebhookDelivery: Api.WebhookDelivery;
+  ListWebhookDeliveriesResponse: Api.ListWebhookDeliveriesResponse;
+  AuditEvent: Api.AuditEvent;
+  ListAuditEventsResponse: Api.ListAuditEventsResponse;
 };
 
 describe("client wire types", () => {

@@ -104,6 +104,31 @@ export interface Attachment {
   data: string;
 }
 
+export interface AuditEvent {
+  id: number;
+  at: string;
+  actor: string;
+  actor_name?: string;
+  action:
+    | "run.created"
+    | "run.followed_up"
+    | "run.cancelled"
+    | "run.retried"
+    | "api_key.created"
+    | "api_key.revoked"
+    | "identity.created"
+    | "identity.updated"
+    | "identity.deleted"
+    | "session.signed_in"
+    | "webhook.created"
+    | "webhook.deleted"
+    | "webhook.redelivered"
+    | "channel.repository_set"
+    | "channel.agent_set";
+  target?: string;
+  details: Record<string, unknown>;
+}
+
 export interface CancelRunRequest {
   on_behalf_of?: {
     creator: {
@@ -271,6 +296,22 @@ export interface CreateScheduleRequest {
   team?: true | null;
 }
 
+export interface CreateWebhookRequest {
+  url: string;
+  events?: Array<"run.created" | "run.state_changed" | "run.followup" | "run.delivered">;
+  description?: string;
+}
+
+export interface CreatedWebhook {
+  id: string;
+  url: string;
+  events: Array<"run.created" | "run.state_changed" | "run.followup" | "run.delivered">;
+  description?: string;
+  created_at: string;
+  created_by: string;
+  secret: string;
+}
+
 export interface DeleteScheduleResponse {
   success: boolean;
 }
@@ -361,6 +402,14 @@ export interface ListAttachmentsResponse {
   }>;
 }
 
+export interface ListAuditEventsResponse {
+  events: AuditEvent[];
+  page_info: {
+    has_next_page: boolean;
+    next_cursor?: string;
+  };
+}
+
 export interface ListEnvironmentsResponse {
   environments: CloudEnvironment[];
 }
@@ -380,6 +429,18 @@ export interface ListRunsResponse {
 
 export interface ListSchedulesResponse {
   schedules: ScheduledAgentItem[];
+}
+
+export interface ListWebhookDeliveriesResponse {
+  deliveries: WebhookDelivery[];
+  page_info: {
+    has_next_page: boolean;
+    next_cursor?: string;
+  };
+}
+
+export interface ListWebhooksResponse {
+  webhooks: Webhook[];
 }
 
 export interface MCPServerConfig {
@@ -665,6 +726,31 @@ export interface UpdateScheduleRequest {
   mode?: "normal" | null;
   agent_uid?: null;
   enabled: boolean;
+}
+
+export interface Webhook {
+  id: string;
+  url: string;
+  events: Array<"run.created" | "run.state_changed" | "run.followup" | "run.delivered">;
+  description?: string;
+  created_at: string;
+  created_by: string;
+}
+
+export interface WebhookDelivery {
+  id: number;
+  message_id: string;
+  event_type: "run.created" | "run.state_changed" | "run.followup" | "run.delivered";
+  run_id: string;
+  state: "pending" | "sending" | "succeeded" | "failed";
+  attempts: number;
+  next_attempt_at?: string;
+  last_attempt_at?: string;
+  last_status?: number;
+  last_error?: string;
+  response_excerpt?: string;
+  created_at: string;
+  finished_at?: string;
 }
 
 /** Query parameters of listRuns; whole numbers travel as strings but are given as numbers. */

@@ -7,6 +7,7 @@ import { Identities } from "./resources/identities.ts";
 import { Models } from "./resources/models.ts";
 import { Runs } from "./resources/runs.ts";
 import { Schedules } from "./resources/schedules.ts";
+import { Webhooks } from "./resources/webhooks.ts";
 
 export interface ClientOptions {
   /** Defaults to the DISPATCH_API_KEY environment variable. */
@@ -55,6 +56,8 @@ export class Dispatch {
   readonly artifacts: Artifacts;
   /** /agent/schedules: cron-driven agents. */
   readonly schedules: Schedules;
+  /** /webhooks: signed run events sent to the team's URLs (admin keys). */
+  readonly webhooks: Webhooks;
   readonly #options: ClientOptions;
   readonly #transport: Transport;
 
@@ -88,6 +91,7 @@ export class Dispatch {
     this.identities = new Identities(this.#transport);
     this.artifacts = new Artifacts(this.#transport);
     this.schedules = new Schedules(this.#transport);
+    this.webhooks = new Webhooks(this.#transport);
   }
 
   /**

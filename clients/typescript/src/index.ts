@@ -9,9 +9,11 @@ export type {
   CancelRunRequest,
   CloudEnvironment,
   CreateAgentIdentityRequest,
+  CreatedWebhook,
   CreateRunRequest,
   CreateRunResponse,
   CreateScheduleRequest,
+  CreateWebhookRequest,
   DeleteScheduleResponse,
   FileArtifactResponse,
   FollowupRequest,
@@ -26,6 +28,8 @@ export type {
   ListRunsQuery,
   ListRunsResponse,
   ListSchedulesResponse,
+  ListWebhookDeliveriesResponse,
+  ListWebhooksResponse,
   MCPServerConfig,
   Model,
   Problem,
@@ -36,6 +40,8 @@ export type {
   ScheduledAgentItem,
   UpdateAgentIdentityRequest,
   UpdateScheduleRequest,
+  Webhook,
+  WebhookDelivery,
 } from "./api-types.ts";
 export {
   type ClientOptions,
@@ -84,3 +90,8 @@ export {
   TERMINAL_STATES,
 } from "./resources/runs.ts";
 export { type ScheduleCreateParams, Schedules, type ScheduleUpdateParams } from "./resources/schedules.ts";
+export {
+  type WebhookCreateParams,
+  type WebhookDeliveriesListParams,
+  Webhooks,
+} from "./resources/webhooks.ts";

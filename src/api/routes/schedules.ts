@@ -5,7 +5,7 @@ import { admits } from "../../model/audience.ts";
 import { withoutSecrets } from "../../model/config-secrets.ts";
 import { RunError } from "../../model/errors.ts";
 import type { ScheduleRecord } from "../../model/schedule.ts";
-import { creatorOf } from "../../runs/run-service.ts";
+import { creatorOf } from "../../runs/run-audit.ts";
 import type { ScheduleActor, ScheduleService, ScheduleSpec } from "../../schedules/schedule-service.ts";
 import { json, operation, route } from "../operation.ts";
 import { NoQuerySchema } from "../schemas/common.ts";

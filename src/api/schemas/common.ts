@@ -45,6 +45,17 @@ export const MetadataSchema = z
 
 export const Timestamp = z.string().meta({ format: "date-time" });
 
+/** RFC 3339 with fields in range: the document says exactly which strings the server reads as a time. */
+const RFC3339 =
+  /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d+)?)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$/;
+
+/** A query parameter that is a time, read as UTC with milliseconds. */
+export const timestampParam = (name: string) =>
+  z
+    .string()
+    .regex(RFC3339, `${name} must be an RFC 3339 timestamp such as 2026-11-21T05:20:11.123Z`)
+    .transform((s) => new Date(s).toISOString());
+
 export const ProblemSchema = z
   .object({
     type: z.string(),

@@ -12,6 +12,7 @@ import type { Harness, HarnessContext, HarnessOutcome } from "../harness.ts";
 import { PLAN_INSTRUCTION, withoutFileWrites } from "../plan-mode.ts";
 import { historyFromTranscript, usageFromTranscript } from "./history.ts";
 import { connectMcpServers, type McpConnection, McpStartError } from "./mcp.ts";
+import { ModelCallSpans, tracedTools } from "./model-call-spans.ts";
 import { ModelConfigError, type ModelResolver, type ResolvedModel } from "./models.ts";
 import { createTools } from "./tools/create-tools.ts";
 import type { ToolLimits } from "./tools/tool-context.ts";
@@ -113,7 +114,7 @@ export class BuiltinHarness implements Harness {
         ...(this.opts.toolLimits ? { limits: this.opts.toolLimits } : {}),
       });
       const tools = tracked(
-        { ...(ctx.mode === "plan" ? withoutFileWrites(own) : own), ...mcp.tools },
+        tracedTools({ ...(ctx.mode === "plan" ? withoutFileWrites(own) : own), ...mcp.tools }),
         inflight,
       );
       const images = new TurnImages({ vision: resolved.vision === true, modelId: resolved.id });
@@ -186,6 +187,7 @@ export class BuiltinHarness implements Harness {
       },
     });
 
+    const spans = new ModelCallSpans(resolved.id);
     let step = 0;
     let text = "";
     let lastText = "";
@@ -206,9 +208,11 @@ export class BuiltinHarness implements Harness {
         case "start-step":
           text = "";
           lastText = "";
+          spans.stepStarted();
           break;
         case "text-delta":
           text += part.text;
+          spans.text(part.text);
           break;
         case "tool-call": {
           await flushText();
@@ -258,11 +262,13 @@ export class BuiltinHarness implements Harness {
             ...(cost !== undefined ? { cost_usd: cost } : {}),
             step: stepId(),
           });
+          spans.stepFinished(used, part.finishReason, cost);
           step++;
           break;
         }
         case "error":
           failure = part.error;
+          spans.failed(part.error);
           break;
         case "abort":
           aborted = true;
@@ -270,6 +276,7 @@ export class BuiltinHarness implements Harness {
       }
     }
     await flushText();
+    spans.end();
 
     if (aborted || signal.aborted) {
       return limits.timedOut() ?? { status: "failed", message: "aborted", errorCode: "aborted", usage };

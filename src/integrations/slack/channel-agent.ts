@@ -1,6 +1,7 @@
 import { AGENT_NAMES, AGENTS } from "../../model/agent-wording.ts";
 import type { ChannelSettings, Store } from "../../store/store.ts";
 import type { Actor } from "./access.ts";
+import { channelSettingAudit } from "./channel-audit.ts";
 
 /**
  * A Slack channel's default agent: `/agent agent claude` sets it, `/agent agent none` clears it,
@@ -9,7 +10,7 @@ import type { Actor } from "./access.ts";
  * told the refusal came from the channel's setting.
  */
 
-type ChannelStore = Pick<Store, "getChannelSettings" | "setChannelAgent">;
+type ChannelStore = Pick<Store, "getChannelSettings" | "setChannelAgent" | "appendAuditEvent">;
 
 function channelOf(actor: Actor) {
   return { platform: "slack" as const, workspace: actor.team, channel: actor.channel };
@@ -39,6 +40,7 @@ export async function channelAgentVerb(
     return `This channel's default agent is *${labelOf(settings.agent)}* (\`${settings.agent}\`)${setBy(settings)}.\n${how}`;
   }
   await store.setChannelAgent(channelOf(actor), agent, actor.user, new Date().toISOString());
+  await store.appendAuditEvent(channelSettingAudit(actor, "channel.agent_set", { agent }));
   return agent
     ? `Runs started in this channel now use *${labelOf(agent)}* (\`${agent}\`), unless the command says \`--agent <name>\`.`
     : "This channel has no default agent any more: runs started here use the server's default.";

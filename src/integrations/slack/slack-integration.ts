@@ -38,6 +38,7 @@ export type SlackStore = Pick<
   | "setChannelAgent"
   | "listEvents"
   | "signals"
+  | "appendAuditEvent"
 > &
   InboxStore;
 

@@ -12,6 +12,7 @@ import { type Command, createBody, describeRepository } from "../grammar.ts";
 import { describeError, refusedAgent, runErrorCode } from "../run-errors.ts";
 import { type Actor, boundHere, channelThreadKey, mayActOnRun, notHereText } from "./access.ts";
 import { channelAgent, channelAgentHint, channelAgentVerb } from "./channel-agent.ts";
+import { channelSettingAudit } from "./channel-audit.ts";
 import { channelRepositoryText, followupText, helpText, listText, statusText } from "./messages.ts";
 import type { Responder } from "./responder.ts";
 import { escapeMrkdwn } from "./status-card.ts";
@@ -47,6 +48,7 @@ export interface VerbsDeps {
     | "getChannelSettings"
     | "setChannelRepository"
     | "setChannelAgent"
+    | "appendAuditEvent"
   >;
   responder: Responder;
   /** The one access rule: who may follow up, cancel or retry a run of this channel. */
@@ -170,6 +172,11 @@ export class Verbs {
       );
     }
     await store.setChannelRepository(where, repository, actor.user, new Date().toISOString());
+    await store.appendAuditEvent(
+      channelSettingAudit(actor, "channel.repository_set", {
+        repository: repository ? describeRepository(repository) : null,
+      }),
+    );
     const text = repository
       ? `Runs started in this channel now work in \`${escapeMrkdwn(describeRepository(repository))}\` and open a pull request there, unless the command says \`in owner/repo\`.`
       : `This channel has no default repository any more: runs started here work in an empty workspace unless the command says \`in owner/repo\`.`;
@@ -326,7 +333,7 @@ export class Verbs {
           source: "SLACK",
           ...(run.trigger_url ? { trigger_url: run.trigger_url } : {}),
         },
-        { idempotencyKey },
+        { idempotencyKey, retryOf: runId },
       );
     } catch (err) {
       return responder.ephemeral(actor, `Could not start the run again: ${describeError(err)}`, thread);

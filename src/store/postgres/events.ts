@@ -2,6 +2,7 @@ import type { RunEvent, RunEventType } from "../../model/run.ts";
 import { capEventData } from "../event-cap.ts";
 import { iso } from "../rows.ts";
 import type { Database, Tx } from "./database.ts";
+import { enqueueWebhooks } from "./webhooks.ts";
 
 /** The transcript: run events numbered by the run's own sequence. */
 
@@ -63,5 +64,7 @@ export async function insertEvent(
     type,
     capped.json,
   ]);
+  // What a webhook reports is written with the change it reports (docs/api.md, "Webhooks").
+  await enqueueWebhooks(tx, runId, type, capped.data, at);
   return { seq, at, type, data: capped.data };
 }

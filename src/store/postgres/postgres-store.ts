@@ -4,6 +4,7 @@ import type { Store } from "../store.ts";
 import * as apiKeys from "./api-keys.ts";
 import * as artifacts from "./artifacts.ts";
 import * as attachments from "./attachments.ts";
+import * as audit from "./audit.ts";
 import * as channelSettings from "./channel-settings.ts";
 import { classifyError, Database, migrate, ping } from "./database.ts";
 import * as events from "./events.ts";
@@ -16,10 +17,12 @@ import * as interrupts from "./interrupts.ts";
 import * as leases from "./leases.ts";
 import * as outbox from "./outbox.ts";
 import * as progress from "./progress.ts";
+import * as runTraces from "./run-traces.ts";
 import * as runs from "./runs.ts";
 import * as schedules from "./schedules.ts";
 import * as usageSummary from "./usage.ts";
 import * as webSessions from "./web-sessions.ts";
+import * as webhooks from "./webhooks.ts";
 
 /** How long start-up waits for the LISTEN connection before relying on the polling backstops alone. */
 const LISTEN_WAIT_MS = 5_000;
@@ -114,6 +117,21 @@ const statements: Statements<Database> = {
   countOutboxByState: outbox.countOutboxByState,
   listOutbox: outbox.listOutbox,
   pruneOutbox: outbox.pruneOutbox,
+  appendAuditEvent: audit.appendAuditEvent,
+  listAuditEvents: audit.listAuditEvents,
+  pruneAuditEvents: audit.pruneAuditEvents,
+  getRunTrace: runTraces.getRunTrace,
+  createWebhookEndpoint: webhooks.createWebhookEndpoint,
+  listWebhookEndpoints: webhooks.listWebhookEndpoints,
+  getWebhookEndpoint: webhooks.getWebhookEndpoint,
+  deleteWebhookEndpoint: webhooks.deleteWebhookEndpoint,
+  listWebhookDeliveries: webhooks.listWebhookDeliveries,
+  getWebhookDelivery: webhooks.getWebhookDelivery,
+  redeliverWebhook: webhooks.redeliverWebhook,
+  claimWebhookDeliveries: webhooks.claimWebhookDeliveries,
+  finishWebhookAttempt: webhooks.finishWebhookAttempt,
+  releaseWebhookDelivery: webhooks.releaseWebhookDelivery,
+  pruneWebhookDeliveries: webhooks.pruneWebhookDeliveries,
   createLoginLink: webSessions.createLoginLink,
   findLoginLink: webSessions.findLoginLink,
   redeemLoginLink: webSessions.redeemLoginLink,

@@ -12,6 +12,7 @@ import { insertAttachments } from "./attachments.ts";
 import type { Database, Sql, Tx } from "./database.ts";
 import { insertEvent } from "./events.ts";
 import { checkIdempotency, rememberResponse } from "./idempotency.ts";
+import { recordRunTrace } from "./run-traces.ts";
 
 /**
  * Runs: creation, reads, listing and counts, cancelling, and the lifecycle's compare-and-set
@@ -23,6 +24,7 @@ export async function createRun(
   run: RunRecord,
   idem?: IdempotencyClaim,
   attachments: readonly NewAttachment[] = [],
+  traceparent?: string,
 ): Promise<IdempotentResult<RunRecord>> {
   return db.tx(async (tx): Promise<IdempotentResult<RunRecord>> => {
     if (idem) {
@@ -30,6 +32,7 @@ export async function createRun(
       if (seen) return seen;
     }
     const created = await insertRun(tx, run, attachments);
+    if (traceparent) await recordRunTrace(tx, run.id, traceparent);
     const response = idem ? await rememberResponse(tx, idem, created) : undefined;
     return { kind: "created", value: created, response };
   });

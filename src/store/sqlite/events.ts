@@ -3,6 +3,7 @@ import { capEventData } from "../event-cap.ts";
 import { iso } from "../rows.ts";
 import type { Database } from "./database.ts";
 import type { Row } from "./rows.ts";
+import { enqueueWebhooks } from "./webhooks.ts";
 
 /** The transcript: run events numbered by the run's own sequence. */
 
@@ -58,5 +59,7 @@ export function insertEvent(
     type,
     capped.json,
   );
+  // What a webhook reports is written with the change it reports (docs/api.md, "Webhooks").
+  enqueueWebhooks(db, runId, type, capped.data, at);
   return { seq, at, type, data: capped.data };
 }

@@ -14,6 +14,7 @@ import type { Database } from "./database.ts";
 import { insertEvent } from "./events.ts";
 import { checkIdempotency, rememberResponse } from "./idempotency.ts";
 import { type Row, RUN_COLUMNS, runFromValues } from "./rows.ts";
+import { recordRunTrace } from "./run-traces.ts";
 
 /**
  * Runs: creation, reads, listing and counts, cancelling, and the lifecycle's compare-and-set
@@ -25,6 +26,7 @@ export async function createRun(
   run: RunRecord,
   idem?: IdempotencyClaim,
   attachments: readonly NewAttachment[] = [],
+  traceparent?: string,
 ): Promise<IdempotentResult<RunRecord>> {
   const result = await db.grouped((): IdempotentResult<RunRecord> => {
     if (idem) {
@@ -32,6 +34,7 @@ export async function createRun(
       if (seen) return seen;
     }
     const created = insertRun(db, run, attachments);
+    if (traceparent) recordRunTrace(db, run.id, traceparent);
     const response = idem ? rememberResponse(db, idem, created) : undefined;
     return { kind: "created", value: created, response };
   });

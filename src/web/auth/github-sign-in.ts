@@ -104,7 +104,9 @@ export class GitHubSignIn {
       hashToken(browserToken),
       this.signIn.newSession(sessionId),
     );
-    return result.kind === "signed_in" ? { sessionId, session: result.session } : { refused: result.reason };
+    if (result.kind !== "signed_in") return { refused: result.reason };
+    await this.signIn.recordSignIn(result.session, "github");
+    return { sessionId, session: result.session };
   }
 
   /**

@@ -1,4 +1,5 @@
 import { API_KEY_PATTERN, hashApiKey } from "../../auth/api-keys.ts";
+import { auditEntry } from "../../model/audit.ts";
 import type { Principal } from "../../model/identity.ts";
 import {
   LOGIN_LINK_TTL_MS,
@@ -19,6 +20,7 @@ export type SignInStore = Pick<
   | "findWebSession"
   | "revokeWebSession"
   | "findCallerByKeyHash"
+  | "appendAuditEvent"
 >;
 
 /** A session just opened: the cookie value (never stored) and what the store keeps. */
@@ -90,7 +92,9 @@ export class WebSignIn {
     if (!TOKEN_PATTERN.test(token)) return { refused: "unknown" };
     const sessionId = newToken();
     const result = await this.store.redeemLoginLink(hashToken(token), this.newSession(sessionId));
-    return result.kind === "signed_in" ? { sessionId, session: result.session } : { refused: result.reason };
+    if (result.kind !== "signed_in") return { refused: result.reason };
+    await this.recordSignIn(result.session, "link");
+    return { sessionId, session: result.session };
   }
 
   /** The admin form: an admin key opens a session in its team; any other key is refused. */
@@ -107,7 +111,23 @@ export class WebSignIn {
       role: caller.key.role,
       apiKeyId: caller.key.id,
     });
+    await this.recordSignIn(session, "api_key", { key_id: caller.key.id });
     return { sessionId, session };
+  }
+
+  /** The audit log's entry of a session opened (`how`: a login link, an admin key, a GitHub comment). */
+  async recordSignIn(
+    session: WebSession,
+    how: "link" | "api_key" | "github",
+    details: Record<string, unknown> = {},
+  ): Promise<void> {
+    await this.store.appendAuditEvent(
+      auditEntry(session, "session.signed_in", session.principal.id, {
+        method: how,
+        role: session.role,
+        ...details,
+      }),
+    );
   }
 
   /** The live session a cookie names, or undefined (no cookie, unknown, expired, revoked). */

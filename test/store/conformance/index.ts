@@ -3,6 +3,7 @@ import type { Store } from "../../../src/store/store.ts";
 import { artifactsConformance } from "./artifacts.ts";
 import { attachmentsConformance } from "./attachments.ts";
 import { audienceConformance } from "./audience.ts";
+import { auditConformance } from "./audit.ts";
 import { channelSettingsConformance } from "./channel-settings.ts";
 import { dashboardConformance } from "./dashboard.ts";
 import { databaseConformance } from "./database.ts";
@@ -15,10 +16,12 @@ import { inboundConformance } from "./inbound.ts";
 import { leasesConformance } from "./leases.ts";
 import { outboxConformance } from "./outbox.ts";
 import { progressConformance } from "./progress.ts";
+import { runTracesConformance } from "./run-traces.ts";
 import { runsConformance } from "./runs.ts";
 import { schedulesConformance } from "./schedules.ts";
 import { storeSuite } from "./suite.ts";
 import { webSessionsConformance } from "./web-sessions.ts";
+import { webhooksConformance } from "./webhooks.ts";
 
 /**
  * The Store contract, written once and run against every backend (the way River tests every driver):
@@ -62,5 +65,8 @@ export function storeConformance(
     githubSignInsConformance(suite);
     dashboardConformance(suite);
     audienceConformance(suite);
+    webhooksConformance(suite);
+    auditConformance(suite);
+    runTracesConformance(suite);
   });
 }

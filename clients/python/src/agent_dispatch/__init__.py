@@ -1,5 +1,5 @@
 """Python client for the Dispatch agent-run HTTP API v1 (runs, models, environments, skills, identities,
-artifacts, schedules).
+artifacts, schedules, webhooks).
 
 from agent_dispatch import Dispatch
 
@@ -40,6 +40,7 @@ from .types import (
     AgentIdentity,
     AttachmentParam,
     CloudEnvironment,
+    CreatedWebhook,
     CreateRunResponse,
     DeleteScheduleResponse,
     FileArtifactData,
@@ -52,6 +53,8 @@ from .types import (
     ListEnvironmentsResponse,
     ListModelsResponse,
     ListSchedulesResponse,
+    ListWebhookDeliveriesResponse,
+    ListWebhooksResponse,
     ModelInfo,
     Problem,
     RunEvent,
@@ -61,6 +64,8 @@ from .types import (
     RunState,
     ScheduledAgentItem,
     ScheduleHistory,
+    Webhook,
+    WebhookDelivery,
 )
 
 __all__ = [
@@ -123,4 +128,9 @@ __all__ = [
     "ListSchedulesResponse",
     "DeleteScheduleResponse",
     "RunSchedule",
+    "Webhook",
+    "CreatedWebhook",
+    "ListWebhooksResponse",
+    "WebhookDelivery",
+    "ListWebhookDeliveriesResponse",
 ]

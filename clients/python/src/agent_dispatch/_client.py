@@ -46,6 +46,12 @@ from .resources.schedules import (
     Schedules,
     SchedulesWithRawResponse,
 )
+from .resources.webhooks import (
+    AsyncWebhooks,
+    AsyncWebhooksWithRawResponse,
+    Webhooks,
+    WebhooksWithRawResponse,
+)
 
 __all__ = ["Dispatch", "AsyncDispatch"]
 
@@ -95,6 +101,7 @@ class Dispatch(SyncAPIClient):
     identities: Identities
     artifacts: Artifacts
     schedules: Schedules
+    webhooks: Webhooks
     with_raw_response: DispatchWithRawResponse
 
     def __init__(
@@ -122,6 +129,7 @@ class Dispatch(SyncAPIClient):
         self.identities = Identities(self)
         self.artifacts = Artifacts(self)
         self.schedules = Schedules(self)
+        self.webhooks = Webhooks(self)
         self.with_raw_response = DispatchWithRawResponse(self)
 
     def with_options(
@@ -270,6 +278,7 @@ class AsyncDispatch(AsyncAPIClient):
     identities: AsyncIdentities
     schedules: AsyncSchedules
     artifacts: AsyncArtifacts
+    webhooks: AsyncWebhooks
     with_raw_response: AsyncDispatchWithRawResponse
 
     def __init__(
@@ -297,6 +306,7 @@ class AsyncDispatch(AsyncAPIClient):
         self.identities = AsyncIdentities(self)
         self.artifacts = AsyncArtifacts(self)
         self.schedules = AsyncSchedules(self)
+        self.webhooks = AsyncWebhooks(self)
         self.with_raw_response = AsyncDispatchWithRawResponse(self)
 
     def with_options(
@@ -438,6 +448,7 @@ class DispatchWithRawResponse:
         self.identities = IdentitiesWithRawResponse(client.identities)
         self.artifacts = ArtifactsWithRawResponse(client.artifacts)
         self.schedules = SchedulesWithRawResponse(client.schedules)
+        self.webhooks = WebhooksWithRawResponse(client.webhooks)
 
     def get(
         self,
@@ -486,6 +497,7 @@ class AsyncDispatchWithRawResponse:
         self.identities = AsyncIdentitiesWithRawResponse(client.identities)
         self.artifacts = AsyncArtifactsWithRawResponse(client.artifacts)
         self.schedules = AsyncSchedulesWithRawResponse(client.schedules)
+        self.webhooks = AsyncWebhooksWithRawResponse(client.webhooks)
 
     async def get(
         self,

@@ -69,6 +69,13 @@ __all__ = [
     "ScheduledAgentItem",
     "ListSchedulesResponse",
     "DeleteScheduleResponse",
+    "WebhookEventType",
+    "WebhookDeliveryState",
+    "Webhook",
+    "CreatedWebhook",
+    "ListWebhooksResponse",
+    "WebhookDelivery",
+    "ListWebhookDeliveriesResponse",
 ]
 
 RunState = Literal["QUEUED", "INPROGRESS", "SUCCEEDED", "FAILED", "ERROR", "CANCELLED"]
@@ -554,6 +561,60 @@ class ListAttachmentsResponse(DispatchModel):
 
 
 # --- request parameters (plain dicts; the models above are accepted too) ---
+
+
+# --- webhooks ---
+
+WebhookEventType = Literal["run.created", "run.state_changed", "run.followup", "run.delivered"]
+WebhookDeliveryState = Literal["pending", "sending", "succeeded", "failed"]
+
+
+class Webhook(DispatchModel):
+    """A URL the team's run events are sent to, signed as Standard Webhooks says (``/webhooks``)."""
+
+    id: str
+    url: str
+    events: list[WebhookEventType | str]
+    description: str | None = None
+    created_at: datetime
+    created_by: str
+
+
+class CreatedWebhook(Webhook):
+    """The answer to ``webhooks.create``: the only time ``secret`` is shown."""
+
+    secret: str
+    """``whsec_`` and the base64 of the signing key: verify ``webhook-signature`` with it."""
+
+
+class ListWebhooksResponse(DispatchModel):
+    webhooks: list[Webhook]
+
+
+class WebhookDelivery(DispatchModel):
+    """One event on its way to one webhook, and how its attempts went."""
+
+    id: int
+    message_id: str
+    """The ``webhook-id`` header: the same on every attempt (receivers deduplicate on it)."""
+    event_type: WebhookEventType | str
+    run_id: str
+    state: WebhookDeliveryState | str
+    attempts: int
+    next_attempt_at: datetime | None = None
+    last_attempt_at: datetime | None = None
+    last_status: int | None = None
+    """The HTTP status of the last answer; absent when there was none."""
+    last_error: str | None = None
+    response_excerpt: str | None = None
+    """The start of the last answer's body."""
+    created_at: datetime
+    finished_at: datetime | None = None
+
+
+class ListWebhookDeliveriesResponse(DispatchModel):
+    deliveries: list[WebhookDelivery]
+    page_info: PageInfo
 
 
 class AttachmentParam(TypedDict):

@@ -5,6 +5,7 @@ from .identities import AsyncIdentities, AsyncIdentitiesWithRawResponse, Identit
 from .models import AsyncModels, AsyncModelsWithRawResponse, Models, ModelsWithRawResponse
 from .runs import AsyncRuns, AsyncRunsWithRawResponse, Runs, RunsWithRawResponse
 from .schedules import AsyncSchedules, AsyncSchedulesWithRawResponse, Schedules, SchedulesWithRawResponse
+from .webhooks import AsyncWebhooks, AsyncWebhooksWithRawResponse, Webhooks, WebhooksWithRawResponse
 
 __all__ = [
     "Runs",
@@ -35,4 +36,8 @@ __all__ = [
     "AsyncSchedules",
     "SchedulesWithRawResponse",
     "AsyncSchedulesWithRawResponse",
+    "Webhooks",
+    "AsyncWebhooks",
+    "WebhooksWithRawResponse",
+    "AsyncWebhooksWithRawResponse",
 ]
