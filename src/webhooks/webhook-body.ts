@@ -6,10 +6,14 @@ import { toRunItem } from "../runs/run-item.ts";
  * where `data` holds the run id, what the event type adds (previous_state, the follow-up, the delivery) and
  * the run as GET /agent/runs/{id} showed it when the event happened.
  */
-export function webhookBody(event: WebhookEvent, publicUrl: string): string {
+export function webhookBody(
+  event: WebhookEvent,
+  publicUrl: string,
+  queuedPrompts: readonly string[],
+): string {
   return JSON.stringify({
     type: event.type,
     timestamp: event.timestamp,
-    data: { run_id: event.runId, ...event.data, run: toRunItem(event.run, publicUrl) },
+    data: { run_id: event.runId, ...event.data, run: toRunItem(event.run, publicUrl, { queuedPrompts }) },
   });
 }

@@ -153,7 +153,9 @@ export class WebhookSender {
       runId: d.runId,
       type: d.eventType,
     });
-    const body = webhookBody(d.event, this.publicUrl());
+    // The follow-ups queued before the run started are part of the run as GET shows it (submitted_prompt).
+    const queued = await this.store.listQueuedPrompts([d.runId]);
+    const body = webhookBody(d.event, this.publicUrl(), queued.get(d.runId) ?? []);
     const sentAt = new Date();
     const headers = {
       "webhook-id": d.eventId,
