@@ -43,6 +43,7 @@ const BENCHES = [
   { script: "latency/run.ts", results: "latency" },
   { script: "scale-curves/run.ts", results: "curves" },
   { script: "web/run.ts", results: "web" },
+  { script: "web/run-page-paint.ts", results: "run-page" },
 ] as const;
 
 const BENCH_DIR = fileURLToPath(new URL("./", import.meta.url));
