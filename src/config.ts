@@ -91,6 +91,8 @@ const EnvSchema = z.object({
       return cidrs;
     }),
   DISPATCH_SHUTDOWN_GRACE_MS: intFrom(0, 600_000).default(10_000),
+  DISPATCH_MAX_RESUMES: intFrom(0, 100).default(3),
+  DISPATCH_CHECKPOINT_INTERVAL_S: intFrom(1, 86_400).default(60),
   DISPATCH_RATE_LIMIT_PER_MINUTE: intFrom(1, 10_000_000).default(1200),
   DISPATCH_RATE_LIMIT_BURST: intFrom(1, 10_000_000).default(200),
   DISPATCH_REQUEST_TIMEOUT_MS: intFrom(100, 3_600_000).default(30_000),
@@ -292,7 +294,16 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
        * them for others' allowlists; GET /networking/egress-ranges answers them. Undefined: not published.
        */
       egressCidrs: e.DISPATCH_EGRESS_CIDRS,
+      /** How long a stopping worker lets each agent finish its step before it hands the run back. */
       shutdownGraceMs: e.DISPATCH_SHUTDOWN_GRACE_MS,
+      /**
+       * Runs survive their worker (docs/architecture.md): resumes of an execution after lost workers before
+       * it ends ERROR (DISPATCH_MAX_RESUMES), and the longest time between two checkpoints of a working run.
+       */
+      resume: {
+        maxResumes: e.DISPATCH_MAX_RESUMES,
+        checkpointIntervalMs: e.DISPATCH_CHECKPOINT_INTERVAL_S * 1000,
+      },
       rateLimitPerMinute: e.DISPATCH_RATE_LIMIT_PER_MINUTE,
       rateLimitBurst: e.DISPATCH_RATE_LIMIT_BURST,
       /**

@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import { v7 as uuidv7 } from "uuid";
 import type { HarnessRegistry } from "../harnesses/harness.ts";
 import type { RunRecord } from "../model/run.ts";
+import { HANDED_BACK_MESSAGE } from "../model/run-resume.ts";
 import type { Store } from "../store/store.ts";
 import { type ExecutionDeps, RunExecution } from "./run-execution.ts";
 
@@ -26,12 +27,17 @@ export interface ExecutorOptions {
   delivery?: ExecutionDeps["delivery"];
   /** Model prices (run costs) and DISPATCH_MAX_COST_USD, the default cost limit of a run. */
   cost?: Pick<ExecutionDeps, "prices" | "defaultMaxCostUsd">;
+  /** Where runs' checkpoints go, so that another worker can resume them. */
+  checkpoints?: ExecutionDeps["checkpoints"];
+  /** DISPATCH_MAX_RESUMES: resumes of an execution after lost workers before it ends ERROR (default 3). */
+  maxResumes?: number;
 }
 
 /**
- * Claims QUEUED runs into a fixed number of slots. It wakes at once when the store signals a queued run
- * or a freed slot, with a polling backstop for runs queued elsewhere; the same tick recovers runs whose
- * lease expired (any node may do it).
+ * Claims QUEUED runs, and runs waiting to be resumed, into a fixed number of slots. It wakes at once when
+ * the store signals a queued run or a freed slot, with a polling backstop for runs queued elsewhere; the
+ * same tick recovers runs whose lease expired (any node may do it). Each claim holds the run under its own
+ * id (the worker's and a claim number): the id every write of the execution is fenced by.
  */
 export class Executor {
   readonly workerId = `${hostname()}:${process.pid}:${uuidv7().slice(-8)}`;
@@ -50,6 +56,7 @@ export class Executor {
   private filling = false;
   private fillAgain = false;
   private timer: NodeJS.Timeout | undefined;
+  private claims = 0;
 
   constructor(opts: ExecutorOptions) {
     this.opts = opts;
@@ -71,33 +78,16 @@ export class Executor {
   }
 
   /**
-   * Stops claiming, gives running executions `graceMs` to finish, then stops them and records ERROR
-   * (retryable) so no run is left INPROGRESS on a worker that is gone.
+   * Stops claiming and drains (docs/architecture.md, "Runs survive their worker"): each running agent may
+   * end its current step (up to `graceMs`), then its run is checkpointed and handed back, still INPROGRESS,
+   * for another worker (or this one after a restart) to resume.
    */
   async stop(graceMs: number): Promise<void> {
     this.running = false;
     clearInterval(this.timer);
     this.opts.store.signals.off("run_queued", this.onQueued);
-    const all = () => Promise.all([...this.latest.values()]);
-    let timeout: NodeJS.Timeout | undefined;
-    const graceOver = await Promise.race([
-      all().then(() => false),
-      new Promise<boolean>((resolve) => {
-        timeout = setTimeout(() => resolve(true), graceMs);
-      }),
-    ]);
-    clearTimeout(timeout);
-    if (!graceOver) return;
-    const left = [...this.active.values()];
-    for (const execution of left) execution.stop("shutdown");
-    await all();
-    for (const execution of left) {
-      await this.opts.store.abandonRun(execution.run.id, this.workerId, {
-        message: "Dispatch shut down while this run was in progress; send a follow-up to continue it.",
-        error_code: "worker_shutdown",
-        retryable: true,
-      });
-    }
+    for (const execution of this.active) execution.drain(graceMs);
+    await Promise.all([...this.latest.values()]);
   }
 
   private readonly onQueued = () => {
@@ -106,9 +96,12 @@ export class Executor {
 
   private async recover(): Promise<void> {
     try {
-      const changed = await this.opts.store.recoverExpiredLeases();
+      const changed = await this.opts.store.recoverExpiredLeases(this.opts.maxResumes);
       for (const run of changed) {
-        this.log.warn({ runId: run.id, state: run.state }, "recovered a run whose worker lease expired");
+        this.log.warn(
+          { runId: run.id, state: run.state, resumes: run.resumes ?? 0 },
+          "recovered a run whose worker lease expired",
+        );
       }
     } catch (err) {
       this.log.error({ err }, "lease recovery failed");
@@ -130,7 +123,7 @@ export class Executor {
           const free = this.opts.slots - this.activeRuns;
           const claims = await Promise.allSettled(
             Array.from({ length: free }, () =>
-              this.opts.store.claimNextRun(this.workerId, this.opts.leaseMs),
+              this.opts.store.claimNextRun(`${this.workerId}/${++this.claims}`, this.opts.leaseMs),
             ),
           );
           let claimed = 0;
@@ -160,20 +153,17 @@ export class Executor {
       if (previous) {
         await previous;
         this.waiting -= 1;
-        if (!this.running) {
-          await this.opts.store.abandonRun(run.id, this.workerId, {
-            message: "Dispatch shut down before this run could continue; send a follow-up to continue it.",
-            error_code: "worker_shutdown",
-            retryable: true,
-          });
-          return;
-        }
+      }
+      // Claimed as the worker began to stop: another worker resumes it.
+      if (!this.running) {
+        await this.opts.store.handBackRun(run.id, run.workerId!, HANDED_BACK_MESSAGE);
+        return;
       }
       const execution = new RunExecution(run, {
         store: this.opts.store,
         harnesses: this.opts.harnesses,
         dataDir: this.opts.dataDir,
-        workerId: this.workerId,
+        workerId: run.workerId!,
         leaseMs: this.opts.leaseMs,
         heartbeatMs: Math.min(this.opts.pollIntervalMs, Math.floor(this.opts.leaseMs / 3)),
         log: this.opts.log,
@@ -183,6 +173,7 @@ export class Executor {
         ...(this.opts.diskQuota ? { diskQuota: this.opts.diskQuota } : {}),
         ...(this.opts.delivery ? { delivery: this.opts.delivery } : {}),
         ...this.opts.cost,
+        ...(this.opts.checkpoints ? { checkpoints: this.opts.checkpoints } : {}),
       });
       this.active.add(execution);
       await execution.done;

@@ -1,34 +1,27 @@
-import { existsSync } from "node:fs";
-import { readdir, rm } from "node:fs/promises";
-import { join } from "node:path";
 import type { Logger } from "pino";
 import type { EnvironmentSettings } from "../config-file.ts";
-import { type DeliveryOutcome, deliverChanges, outcomeWords } from "../delivery/deliver.ts";
 import type { PullRequestHost } from "../delivery/pull-request-host.ts";
 import type { RemotePolicy } from "../delivery/remote-access.ts";
-import { checkoutRepository, type DeliveryTarget } from "../delivery/repository-checkout.ts";
-import type { HarnessOutcome, HarnessRegistry } from "../harnesses/harness.ts";
+import type { DeliveryTarget } from "../delivery/repository-checkout.ts";
+import type { HarnessContext, HarnessOutcome, HarnessRegistry } from "../harnesses/harness.ts";
 import type { PriceTable } from "../model/pricing.ts";
-import { isGitHubRepository, remoteUrl } from "../model/repository.ts";
-import type { RequestUsage, RunRecord } from "../model/run.ts";
+import type { RequestUsage, RunEventType, RunRecord } from "../model/run.ts";
 import { executionMode } from "../model/run-mode.ts";
+import { HANDED_BACK_MESSAGE } from "../model/run-resume.ts";
 import type { Sandbox } from "../sandbox/sandbox.ts";
 import type { SandboxProvider } from "../sandbox/sandbox-provider.ts";
 import type { RunPatch, Store } from "../store/store.ts";
 import { phase } from "../telemetry/spans.ts";
-import {
-  type DiskQuota,
-  DiskQuotaWatcher,
-  diskQuotaExceeded,
-  measureDiskUsage,
-  runDiskPaths,
-} from "../workspace/disk-quota.ts";
+import { type DiskQuota, DiskQuotaWatcher, diskQuotaExceeded } from "../workspace/disk-quota.ts";
 import { prepareEnvironment } from "../workspace/environments.ts";
 import type { SkillResolver } from "../workspace/skills.ts";
 import { prepareWorkspace } from "../workspace/workspace.ts";
+import { CheckpointSchedule } from "./checkpoint-schedule.ts";
+import { ExecutionDelivery } from "./execution-delivery.ts";
 import { traceExecution } from "./execution-trace.ts";
 import { costLimitOf, costLimitReached, meterRunCost, type RunCost } from "./run-cost.ts";
-import { ownBranchClaim, readAttachments, readTranscript } from "./run-history.ts";
+import { readAttachments, readTranscript } from "./run-history.ts";
+import { inputBeforeMove, RESUME_NOTE, resumedEvent, stepsInFlight } from "./run-resume.ts";
 import { withSkill } from "./run-skill.ts";
 import { DEFAULT_IDLE_AFTER_INTERRUPT_MS, TurnControl } from "./turn-control.ts";
 
@@ -56,6 +49,29 @@ export interface ExecutionDeps {
   prices?: PriceTable;
   /** DISPATCH_MAX_COST_USD: the cost limit of a run without config.max_cost_usd; none when absent. */
   defaultMaxCostUsd?: number;
+  /** Where the run's checkpoints go, so that another worker can resume it; none are taken when absent. */
+  checkpoints?: Checkpointing;
+}
+
+/** Checkpoints of runs (docs/architecture.md, "Runs survive their worker"). */
+export interface Checkpointing {
+  /** DISPATCH_CHECKPOINT_INTERVAL_S: the longest time between two checkpoints while the agent works. */
+  intervalMs: number;
+  open(ctx: {
+    run: RunRecord;
+    workerId: string;
+    workspace: string;
+    target?: DeliveryTarget & { base: string };
+    token?: string;
+    signal: AbortSignal;
+  }): RunCheckpoints;
+}
+
+export interface RunCheckpoints {
+  /** Saves the workspace and the agent's session where any worker can reach them. */
+  save(): Promise<void>;
+  /** Puts the latest checkpoint back into a new workspace: how the transcript says it, or undefined when there was none. */
+  restore(): Promise<string | undefined>;
 }
 
 export interface DeliveryDeps {
@@ -72,6 +88,13 @@ export interface DeliveryDeps {
 
 export type StopReason = "cancelled" | "lease_lost" | "shutdown" | "disk_quota" | "cost_limit";
 
+/** Thrown into the harness by a write of a worker that no longer holds the run (lease fencing). */
+class RunMovedError extends Error {
+  constructor() {
+    super("this worker no longer holds the run");
+  }
+}
+
 /**
  * One claimed run, from workspace to recorded outcome: renews the lease, hands follow-ups to the
  * harness, stops it when the run is cancelled or the lease is lost, and ends the execution with a
@@ -84,8 +107,11 @@ export class RunExecution {
   private readonly deps: ExecutionDeps;
   private readonly log: Logger;
   private followupHint = true;
-  /** The git token minted for this execution's repository (never stored, never in the sandbox). */
-  private deliveryToken: string | undefined;
+  private readonly delivery: ExecutionDelivery;
+  /** Set by drain(): the run is handed back at the end of the agent's current step. */
+  private draining = false;
+  private drainTimer: NodeJS.Timeout | undefined;
+  private checkpoints: CheckpointSchedule | undefined;
   /** Set when the workspace went over its disk quota: how the run ends once the harness has stopped. */
   private overQuota: RunPatch["statusMessage"];
   /** Set when the run went over its cost limit: how it ends once the harness has stopped. */
@@ -100,13 +126,36 @@ export class RunExecution {
     this.deps = deps;
     this.log = deps.log.child({ component: "executor", runId: run.id });
     this.turns = new TurnControl(this.controller.signal, run.interrupts ?? 0);
+    this.delivery = new ExecutionDelivery({
+      run,
+      deps,
+      log: this.log,
+      emit: (type, data) => this.emit(type, data),
+      failBeforeStart: (message, errorCode) => this.failBeforeStart(message, errorCode),
+    });
     this.done = traceExecution(run, deps.store, () => this.execute()).catch((err) => {
       this.log.error({ err }, "execution crashed");
     });
   }
 
   stop(reason: StopReason): void {
+    clearTimeout(this.drainTimer);
     if (!this.controller.signal.aborted) this.controller.abort(reason);
+  }
+
+  /**
+   * The worker is shutting down: the agent's current step may end (up to `graceMs`), then the execution
+   * stops, checkpoints the run and hands it back for another worker to resume. An agent not yet started
+   * stops at once.
+   */
+  drain(graceMs: number): void {
+    if (this.draining) return;
+    this.draining = true;
+    if (!this.checkpoints) {
+      this.stop("shutdown"); // the agent has not started: nothing to let finish
+      return;
+    }
+    this.drainTimer = setTimeout(() => this.stop("shutdown"), graceMs);
   }
 
   get stopReason(): StopReason | undefined {
@@ -182,8 +231,9 @@ export class RunExecution {
       if (this.deps.sandboxes.warning) {
         await this.emit("log", { level: "warn", phase: "sandbox", message: this.deps.sandboxes.warning });
       }
-      const repository = await this.checkout(workspace, created, signal);
+      const repository = await this.delivery.checkout(workspace, created, signal);
       if (!repository) return;
+      const restored = await this.restoreCheckpoint(workspace, created, repository.target, signal);
       // A cleaned-up workspace is prepared again, as on the run's first execution.
       if (environmentId && environment && (run.execution === 1 || created)) {
         const prepared = await prepareEnvironment({
@@ -244,16 +294,28 @@ export class RunExecution {
       }
       const waiting = await store.startAgent(run.id, workerId);
       if (!waiting) return;
-      const mode = executionMode(
-        run.execution,
-        run.mode,
-        waiting.map((f) => f.mode),
-      );
-      let input = [
-        ...(run.execution === 1 && run.prompt ? [run.prompt] : []),
-        ...waiting.map((f) => f.message),
-      ];
-      if (run.execution === 1 && run.prompt) await this.emit("message", { role: "user", text: run.prompt });
+      // A run that moved here continues its execution: the agent had started on the worker before.
+      const moved = run.resuming !== undefined && run.agentStarted;
+      const given = moved
+        ? await inputBeforeMove(store, run)
+        : {
+            input: [
+              ...(run.execution === 1 && run.prompt ? [run.prompt] : []),
+              ...waiting.map((f) => f.message),
+            ],
+            modes: waiting.map((f) => f.mode),
+          };
+      const mode = executionMode(run.execution, run.mode, given.modes);
+      let input = given.input;
+      let resume: HarnessContext["resume"];
+      if (moved && run.resuming) {
+        const inFlight = stepsInFlight(await readTranscript(store, run.id));
+        await this.emit("log", resumedEvent(run.resuming, restored, inFlight));
+        resume = { reason: run.resuming, note: RESUME_NOTE };
+      } else if (run.execution === 1 && run.prompt) {
+        await this.emit("message", { role: "user", text: run.prompt });
+      }
+      this.checkpoints = this.scheduleCheckpoints(workspace, repository.target, signal);
 
       for (;;) {
         let outcome: HarnessOutcome;
@@ -263,6 +325,7 @@ export class RunExecution {
             workspace,
             sandbox,
             input,
+            ...(resume ? { resume } : {}),
             mode,
             signal: this.turns.begin(),
             emit: (type, data) => this.emit(type, data),
@@ -274,26 +337,28 @@ export class RunExecution {
           });
         } catch (err) {
           if (signal.aborted) return;
+          if (err instanceof RunMovedError) return;
           this.log.error({ err }, "harness failed");
           await this.finish(undefined, err);
           return;
         }
+        resume = undefined; // a later turn (a follow-up) is not a move
         // What a command wrote since the last measurement counts too: no run finishes over its quota.
         if (!signal.aborted) await quotaWatcher?.checkNow();
         if (signal.aborted) {
           // Cancelled or lost (the run's state is someone else's to set) or over the disk quota (set below,
           // once the sandbox is released), but the tokens were spent.
-          if (outcome.usage) await store.recordUsage(run.id, this.withCost(outcome.usage));
+          if (outcome.usage) await store.recordUsage(run.id, this.withCost(outcome.usage), workerId);
           // A cancelled run's changes are kept as a patch; nothing is pushed after a cancel.
           if (repository.target && this.stopReason === "cancelled") {
-            await this.deliver(repository.target, workspace, sandbox, outcome, input, signal).catch((err) =>
-              this.log.warn({ err }, "keeping the patch of a cancelled run failed"),
-            );
+            await this.delivery
+              .deliver(repository.target, workspace, sandbox, outcome, input, signal)
+              .catch((err) => this.log.warn({ err }, "keeping the patch of a cancelled run failed"));
           }
           return;
         }
         if (this.turns.interrupted) {
-          if (outcome.usage) await store.recordUsage(run.id, this.withCost(outcome.usage));
+          if (outcome.usage) await store.recordUsage(run.id, this.withCost(outcome.usage), workerId);
           const next = await this.awaitFollowupAfterInterrupt();
           if (signal.aborted) return;
           if (next.length) {
@@ -308,7 +373,14 @@ export class RunExecution {
         }
         // A plan changes nothing, so nothing is delivered (the repository stays as it was).
         if (repository.target && mode !== "plan") {
-          const delivered = await this.deliver(repository.target, workspace, sandbox, outcome, input, signal);
+          const delivered = await this.delivery.deliver(
+            repository.target,
+            workspace,
+            sandbox,
+            outcome,
+            input,
+            signal,
+          );
           if (signal.aborted) return;
           outcome = delivered;
         }
@@ -319,6 +391,14 @@ export class RunExecution {
       }
     } finally {
       preparing.end();
+      clearTimeout(this.drainTimer);
+      if (this.stopReason === "shutdown") {
+        // The last checkpoint, with the step that just ended, then the run moves on: INPROGRESS throughout.
+        await this.checkpoints?.flush().catch((err) => this.log.warn({ err }, "the last checkpoint failed"));
+        await store.handBackRun(run.id, workerId, HANDED_BACK_MESSAGE);
+      } else {
+        await this.checkpoints?.stop();
+      }
       quotaWatcher?.stop();
       await sandbox?.close?.().catch((err) => this.log.warn({ err }, "releasing the sandbox failed"));
       clearInterval(heartbeat);
@@ -331,153 +411,6 @@ export class RunExecution {
         await store.transition(run.id, "fail", { statusMessage: this.overBudget }, { workerId });
       }
     }
-  }
-
-  /**
-   * Fetches the run's repository and, in a new workspace, checks the work branch out (docs/delivery.md).
-   * Undefined when the run cannot go on (it has FAILED, or the execution was stopped).
-   */
-  private async checkout(
-    workspace: string,
-    created: boolean,
-    signal: AbortSignal,
-  ): Promise<{ target?: DeliveryTarget & { base: string } } | undefined> {
-    const config = this.run.agentConfig;
-    if (!config.repository) return {};
-    const delivery = this.deps.delivery;
-    if (!delivery) {
-      await this.failBeforeStart(
-        `This server cannot work in repositories (no delivery configured); create the run without config.repository`,
-        "repository_unavailable",
-      );
-      return undefined;
-    }
-    const target: DeliveryTarget = {
-      repository: config.repository,
-      remote: remoteUrl(config.repository, delivery.serverUrl),
-      ...(config.base_branch ? { base: config.base_branch } : {}),
-      ...(config.branch ? { branch: config.branch } : {}),
-      mode: config.delivery ?? "branch",
-    };
-    let token: string | undefined;
-    try {
-      token = isGitHubRepository(target.repository)
-        ? await delivery.pullRequests?.gitToken(target.repository)
-        : undefined;
-    } catch (err) {
-      this.log.warn({ err }, "minting a token for the repository failed");
-      await this.failBeforeStart(
-        `Could not get a GitHub token for ${target.repository}: ${err instanceof Error ? err.message : String(err)}. Is the GitHub App installed on it?`,
-        "repository_unavailable",
-      );
-      return undefined;
-    }
-    // A first execution whose agent never ran (re-queued after a lost worker) starts the checkout over.
-    const fresh = created || (this.run.execution === 1 && !existsSync(join(workspace, ".git")));
-    if (fresh && !created) {
-      for (const entry of await readdir(workspace))
-        await rm(join(workspace, entry), { recursive: true, force: true });
-    }
-    const result = await checkoutRepository({
-      target,
-      workspace,
-      fresh,
-      token,
-      remotes: delivery.remotes,
-      gitAuthor: delivery.gitAuthor,
-      signal,
-      emit: (type, data) => this.emit(type, data),
-      log: this.log,
-      claimExistingBranch: () =>
-        ownBranchClaim(this.deps.store, this.run, target, delivery.pullRequests, signal),
-    });
-    if (!result.ok) {
-      if (!result.aborted) await this.failBeforeStart(result.message, result.errorCode);
-      return undefined;
-    }
-    if (config.base_branch !== result.base) {
-      const agentConfig = { ...config, base_branch: result.base };
-      if (!(await this.deps.store.recordAgentConfig(this.run.id, this.deps.workerId, agentConfig)))
-        return undefined;
-    }
-    this.deliveryToken = token;
-    return { target: { ...target, base: result.base, ...(result.claim ? { claim: result.claim } : {}) } };
-  }
-
-  /**
-   * Delivers the execution's changes and says how the run ends: a succeeded agent succeeds only when its
-   * work was delivered; a failed (or cancelled) one keeps its patch and its own failure.
-   */
-  private async deliver(
-    target: DeliveryTarget & { base: string },
-    workspace: string,
-    sandbox: Sandbox,
-    outcome: HarnessOutcome,
-    input: string[],
-    signal: AbortSignal,
-  ): Promise<HarnessOutcome> {
-    const delivery = this.deps.delivery!;
-    const publish = outcome.status === "succeeded" && !signal.aborted;
-    const transcript = await readTranscript(this.deps.store, this.run.id);
-    const summary = String(
-      transcript.findLast((e) => e.type === "message" && e.data.role === "assistant")?.data.text ?? "",
-    );
-    const followup = this.run.execution > 1 || input[0] !== this.run.prompt ? input.join("\n") : undefined;
-    const quotaLeftBytes = await this.diskQuotaLeft(workspace);
-    let result: DeliveryOutcome;
-    try {
-      result = await deliverChanges({
-        run: this.run,
-        target: { ...target, branch: target.branch ?? target.base },
-        workspace,
-        sandbox,
-        publish,
-        token: this.deliveryToken,
-        remotes: delivery.remotes,
-        log: this.log,
-        pullRequests: delivery.pullRequests,
-        gitAuthor: delivery.gitAuthor,
-        prDraft: delivery.prDraft,
-        sessionLink: delivery.sessionLink(this.run),
-        summary,
-        followup,
-        ...(quotaLeftBytes !== undefined ? { quotaLeftBytes } : {}),
-        signal,
-        recordArtifact: async (artifact, file) => {
-          await this.deps.store.recordArtifact(this.run.id, artifact, file);
-        },
-        emit: (type, data) => this.emit(type, data),
-      });
-    } catch (err) {
-      this.log.error({ err }, "delivery crashed");
-      result = {
-        kind: "failed",
-        message: `Delivery failed: ${err instanceof Error ? err.message : String(err)}`,
-      };
-    }
-    await this.emit("log", {
-      level: result.kind === "failed" ? "error" : "info",
-      phase: "delivery",
-      message: outcomeWords(result),
-    });
-    if (outcome.status !== "succeeded") return outcome;
-    if (result.kind === "failed") {
-      return {
-        status: "failed",
-        message: result.message,
-        errorCode: "delivery_failed",
-        ...(outcome.usage ? { usage: outcome.usage } : {}),
-      };
-    }
-    return { ...outcome, message: outcomeWords(result) };
-  }
-
-  /** What the run may still write to disk under its quota; undefined without a quota. */
-  private async diskQuotaLeft(workspace: string): Promise<number | undefined> {
-    const quota = this.deps.diskQuota;
-    if (!quota || quota.limitBytes <= 0) return undefined;
-    const used = await measureDiskUsage(runDiskPaths(workspace), quota.limitBytes);
-    return Math.max(0, quota.limitBytes - used.bytes);
   }
 
   /** Stops the execution when the run holds more on disk than its quota allows (runDiskPaths). */
@@ -515,17 +448,81 @@ export class RunExecution {
     );
   }
 
-  private async emit(
-    type: Parameters<Store["appendEvent"]>[1],
-    data: Record<string, unknown>,
-  ): Promise<void> {
-    await this.deps.store.appendEvent(this.run.id, type, data);
+  /**
+   * Appends to the transcript while this worker holds the run (lease fencing); once it does not, the
+   * execution stops and the write is refused. A cancelled run's patch is still recorded after the cancel.
+   * The end of an agent's step is a checkpoint, and where a draining worker stops.
+   */
+  private async emit(type: RunEventType, data: Record<string, unknown>): Promise<void> {
+    const { store, workerId } = this.deps;
+    if (this.stopReason === "cancelled") {
+      await store.appendEvent(this.run.id, type, data);
+      return;
+    }
+    if (!(await store.appendWorkerEvent(this.run.id, workerId, type, data))) {
+      this.stop("lease_lost");
+      throw new RunMovedError();
+    }
+    if (type === "tool_result" || (type === "message" && data.role === "assistant")) {
+      if (this.draining) this.stop("shutdown");
+      else this.checkpoints?.stepEnded();
+    }
+  }
+
+  /**
+   * A run that moved here from another worker, in a new workspace: its latest checkpoint is put back. How
+   * the transcript says where the run resumed from.
+   */
+  private async restoreCheckpoint(
+    workspace: string,
+    created: boolean,
+    target: (DeliveryTarget & { base: string }) | undefined,
+    signal: AbortSignal,
+  ): Promise<string> {
+    if (!this.run.resuming || !this.run.agentStarted) return "";
+    if (!created) return "in this worker's copy of its workspace";
+    const checkpoints = this.deps.checkpoints?.open(this.checkpointContext(workspace, target, signal));
+    const restored = await checkpoints?.restore();
+    return restored ?? "without a checkpoint (none had been taken): its workspace starts over";
+  }
+
+  private scheduleCheckpoints(
+    workspace: string,
+    target: (DeliveryTarget & { base: string }) | undefined,
+    signal: AbortSignal,
+  ): CheckpointSchedule | undefined {
+    const checkpointing = this.deps.checkpoints;
+    if (!checkpointing) return undefined;
+    const checkpoints = checkpointing.open(this.checkpointContext(workspace, target, signal));
+    return new CheckpointSchedule(
+      () => checkpoints.save().catch((err) => this.log.warn({ err }, "taking a checkpoint failed")),
+      checkpointing.intervalMs,
+    );
+  }
+
+  private checkpointContext(
+    workspace: string,
+    target: (DeliveryTarget & { base: string }) | undefined,
+    signal: AbortSignal,
+  ) {
+    return {
+      run: this.run,
+      workerId: this.deps.workerId,
+      workspace,
+      ...(target ? { target } : {}),
+      ...(this.delivery.token ? { token: this.delivery.token } : {}),
+      signal,
+    };
   }
 
   private async takeFollowups(): Promise<string[]> {
     if (!this.followupHint) return [];
     this.followupHint = false;
-    const taken = await this.deps.store.takePendingFollowups(this.run.id, this.run.execution);
+    const taken = await this.deps.store.takePendingFollowups(
+      this.run.id,
+      this.run.execution,
+      this.deps.workerId,
+    );
     return taken.map((f) => f.message);
   }
 

@@ -28,6 +28,13 @@ export interface HarnessContext {
   sandbox: Sandbox;
   /** What the agent receives for this turn: the prompt on a run's first execution, then follow-ups. */
   input: string[];
+  /**
+   * Set when this execution continues on a new worker after its old one shut down or was lost
+   * (docs/architecture.md, "Runs survive their worker"): `input` is then what the execution had been given
+   * before the move, the transcript holds what the agent did with it, and the harness continues from there
+   * (its session, its conversation, or the commands not yet done), telling the agent `note`.
+   */
+  resume?: { reason: NonNullable<RunRecord["resuming"]>; note: string };
   /** `plan`: answer with a plan and change no file (run-mode.ts); `normal` when absent. */
   mode?: RunMode;
   /** Aborted when the run is cancelled, loses its lease or the worker shuts down. */

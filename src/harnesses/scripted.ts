@@ -1,3 +1,4 @@
+import { currentExecutionEvents } from "../model/run-resume.ts";
 import type { Harness, HarnessContext, HarnessOutcome } from "./harness.ts";
 import { noteUnseenImages } from "./image-notes.ts";
 
@@ -22,6 +23,8 @@ export class ScriptedHarness implements Harness {
     if (ctx.mode === "plan") return this.plan(ctx);
     const queue = ctx.input.flatMap(lines);
     const ran: Array<{ command: string; exitCode: number | null }> = [];
+    // On a new worker, the commands the transcript shows done are not run again; the one in flight is.
+    let done = ctx.resume ? await commandsDone(ctx) : 0;
     const echoed: string[] = [];
 
     const next = async (): Promise<string | undefined> => {
@@ -40,6 +43,11 @@ export class ScriptedHarness implements Harness {
       }
       const command = line.slice(2).trim();
       if (command === "") continue;
+      if (done > 0) {
+        done -= 1;
+        ran.push({ command, exitCode: 0 });
+        continue;
+      }
       await ctx.emit("tool_call", { tool: "shell", command });
       const result = await ctx.sandbox.exec(command, {
         timeoutMs: this.commandTimeoutMs,
@@ -88,6 +96,12 @@ export class ScriptedHarness implements Harness {
     });
     return { status: "succeeded", message: "Plan ready; no files were changed" };
   }
+}
+
+/** How many commands of this execution ended before it moved to this worker. */
+async function commandsDone(ctx: HarnessContext): Promise<number> {
+  const events = currentExecutionEvents((await ctx.transcript?.()) ?? []);
+  return events.filter((e) => e.type === "tool_result").length;
 }
 
 function lines(text: string): string[] {

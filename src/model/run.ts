@@ -125,7 +125,17 @@ export interface RunRecord {
   mode?: RunMode;
   /** The schedule that fired the run; absent or null for a run asked for directly. */
   schedule?: RunSchedule | null;
+  /**
+   * Why the run, still INPROGRESS, waits for a worker to resume it (its worker shut down and handed it back,
+   * or was lost): set until a worker claims it, and on the record that claim returns. Absent otherwise.
+   */
+  resuming?: ResumeReason;
+  /** How many times the current execution was resumed after its worker was lost; absent when never. */
+  resumes?: number;
 }
+
+/** Why a run moves to another worker: its worker was stopped (a deploy) or lost (its lease expired). */
+export type ResumeReason = "shutdown" | "worker_lost";
 
 export interface FollowupRecord {
   id: string;

@@ -122,6 +122,7 @@ export async function startWorker(deps: {
     dataDir: config.dataDir,
     slots: config.maxConcurrentRuns,
     leaseMs: config.leaseMs,
+    maxResumes: config.resume.maxResumes,
     pollIntervalMs: config.pollIntervalMs,
     log: deps.log,
     sandboxes: deps.sandboxes,

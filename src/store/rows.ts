@@ -1,5 +1,5 @@
 import type { ApiKeyRecord, Principal } from "../model/identity.ts";
-import type { FollowupOutcome, FollowupRecord, RunRecord } from "../model/run.ts";
+import type { FollowupOutcome, FollowupRecord, ResumeReason, RunRecord } from "../model/run.ts";
 import type { RunState } from "../model/run-state.ts";
 import type { ReportTarget, ScheduleRecord } from "../model/schedule.ts";
 import type { ThreadBinding } from "../model/thread-binding.ts";
@@ -62,6 +62,8 @@ export function toRun(row: Row): RunRecord {
     ...(row.root_run_id == null ? {} : { rootRunId: String(row.root_run_id) }),
     ...(Number(row.interrupts) > 0 ? { interrupts: Number(row.interrupts) } : {}),
     ...(row.mode === "plan" ? { mode: "plan" as const } : {}),
+    ...(row.resume_reason == null ? {} : { resuming: row.resume_reason as ResumeReason }),
+    ...(Number(row.resumes) > 0 ? { resumes: Number(row.resumes) } : {}),
     // Only a fired run carries the key, so records of other runs compare equal to what was inserted.
     ...(row.schedule_id == null
       ? {}

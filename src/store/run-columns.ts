@@ -45,6 +45,7 @@ function executionColumns(
         execution_started_at: null,
         worker_id: null,
         lease_expires_at: null,
+        resume_reason: null,
       };
     }
     case "next":
@@ -55,10 +56,12 @@ function executionColumns(
         execution: run.execution + 1,
         requeue_count: 0,
         agent_started: 0,
+        resumes: 0,
       };
     case "retry":
       return {
         worker_id: null,
+        resume_reason: null,
         lease_expires_at: null,
         execution_started_at: null,
         requeue_count: run.requeueCount + 1,

@@ -197,9 +197,10 @@ export interface Store {
   ): Promise<{ run?: RunRecord; pending: FollowupRecord[] }>;
   /**
    * Sets the run's token usage whatever its state: a cancelled or lost execution still consumed tokens
-   * (the finishing transition records it otherwise).
+   * (the finishing transition records it otherwise). With `workerId`, only while that worker holds the
+   * run or after it ended (never on a run another worker holds now).
    */
-  recordUsage(runId: string, usage: RunRecord["requestUsage"]): Promise<void>;
+  recordUsage(runId: string, usage: RunRecord["requestUsage"], workerId?: string): Promise<void>;
   /**
    * Records a skill resolved at execution time (a remote repo) on the run this worker holds: the run's
    * agent_config (with the skill's base prompt and name) and agent_skill. False when it lost the run.
@@ -211,19 +212,17 @@ export interface Store {
     agentSkill: NonNullable<RunRecord["agentSkill"]>,
   ): Promise<boolean>;
   /**
-   * ERROR for a run this worker can no longer finish (shutting down). Follow-ups it never took are not
-   * dropped: they start the next execution at once. Undefined when the worker no longer owns the run.
+   * Hands the run this worker holds back, still INPROGRESS, for another worker to resume from its checkpoint
+   * (the worker is shutting down): no worker, `resuming: "shutdown"`, and a `log` event with `message`.
+   * False when the worker no longer holds the run.
    */
-  abandonRun(
-    runId: string,
-    workerId: string,
-    statusMessage: NonNullable<RunRecord["statusMessage"]>,
-  ): Promise<RunRecord | undefined>;
+  handBackRun(runId: string, workerId: string, message: string): Promise<boolean>;
   /**
-   * Runs whose lease has expired (docs/architecture.md): re-queued once if the agent had not started,
-   * else abandoned as "worker lost". Returns the runs it changed.
+   * Runs whose lease has expired (docs/architecture.md, "Runs survive their worker"): re-queued once if the
+   * agent had not started; else handed back for another worker to resume (`resuming: "worker_lost"`), at
+   * most `maxResumes` times per execution (default 3), and then ERROR `worker_lost`. Returns the runs it changed.
    */
-  recoverExpiredLeases(): Promise<RunRecord[]>;
+  recoverExpiredLeases(maxResumes?: number): Promise<RunRecord[]>;
 
   /**
    * Records the agent_config of the run this worker holds (what delivery resolved: the base branch).
@@ -264,8 +263,13 @@ export interface Store {
     followup: { id: string; message: string; mode: string; attachments?: readonly NewAttachment[] },
     idempotency?: IdempotencyClaim,
   ): Promise<IdempotentResult<{ followup: FollowupRecord; run: RunRecord }> | undefined>;
-  /** Marks every undelivered follow-up of the run delivered to `execution` and returns them, oldest first. */
-  takePendingFollowups(runId: string, execution: number): Promise<FollowupRecord[]>;
+  /**
+   * Marks every undelivered follow-up of the run delivered to `execution` and returns them, oldest first.
+   * With `workerId`, only while that worker holds the run (a worker that lost it takes none).
+   */
+  takePendingFollowups(runId: string, execution: number, workerId?: string): Promise<FollowupRecord[]>;
+  /** The follow-ups delivered to the run's `execution`, oldest first: what a resumed execution was given. */
+  listDeliveredFollowups(runId: string, execution: number): Promise<FollowupRecord[]>;
   /** The messages of follow-ups that were added to these runs' prompts before they started, oldest first. */
   listQueuedPrompts(runIds: readonly string[]): Promise<Map<string, string[]>>;
   /**
@@ -281,6 +285,16 @@ export interface Store {
    * the event carries `truncated: true` and `original_bytes`. Returns the event as stored.
    */
   appendEvent(runId: string, type: RunEventType, data: Record<string, unknown>): Promise<RunEvent>;
+  /**
+   * Appends an event of the execution `workerId` runs: only while that worker holds the run (lease
+   * fencing: a worker that lost the run writes nothing to it). Undefined when it does not.
+   */
+  appendWorkerEvent(
+    runId: string,
+    workerId: string,
+    type: RunEventType,
+    data: Record<string, unknown>,
+  ): Promise<RunEvent | undefined>;
   listEvents(runId: string, after: number, limit: number): Promise<RunEvent[]>;
 
   // Progress (stall detection, model/stall.ts): when a run last had a transcript event (RunRecord.lastEventAt)

@@ -119,7 +119,12 @@ export class BuiltinHarness implements Harness {
       );
       const images = new TurnImages({ vision: resolved.vision === true, modelId: resolved.id });
       images.update((await ctx.attachments?.()) ?? [], events);
-      const history = historyFromTranscript(events, ctx.input, images);
+      const history = historyFromTranscript(
+        events,
+        // On a new worker the input is on the transcript already; the agent is told it moved.
+        ctx.resume ? [ctx.resume.note] : ctx.input,
+        images,
+      );
       for (const note of images.takeNotes()) await ctx.emit("log", noteEvent(note, resolved.id));
       try {
         return await this.loop(ctx, resolved, tools, signal, usage, history, images, {

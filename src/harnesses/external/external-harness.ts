@@ -210,11 +210,13 @@ export abstract class ExternalHarness implements Harness {
       });
       const relay = join(gatewayDir, "relay.mjs");
       await writeFile(relay, RELAY_SCRIPT, { mode: 0o644 });
+      const resume = await savedSession(area, this.type);
       const session = this.session({
         run: ctx.run,
         workspace: ctx.sandbox.workspace,
-        input: ctx.input,
-        resume: await savedSession(area, this.type),
+        // On a new worker, a saved session already holds the input: the agent is told it moved.
+        input: ctx.resume && resume ? [ctx.resume.note] : ctx.input,
+        resume,
         model,
         home: area.home,
         baseUrl: this.agentBaseUrl(),

@@ -19,6 +19,20 @@ export async function appendEvent(
   });
 }
 
+export async function appendWorkerEvent(
+  db: Database,
+  runId: string,
+  workerId: string,
+  type: RunEventType,
+  data: Record<string, unknown>,
+): Promise<RunEvent | undefined> {
+  return db.tx(async (tx) => {
+    const event = await insertEvent(tx, runId, type, data, iso(Date.now()), workerId);
+    if (event) tx.signal("event_appended", runId, event.seq);
+    return event;
+  });
+}
+
 export async function listEvents(
   db: Database,
   runId: string,
@@ -47,14 +61,35 @@ export async function insertEvent(
   type: RunEventType,
   data: Record<string, unknown>,
   at: string,
-): Promise<RunEvent> {
+): Promise<RunEvent>;
+/** With `workerId`: only while that worker holds the run (lease fencing); undefined when it does not. */
+export async function insertEvent(
+  tx: Tx,
+  runId: string,
+  type: RunEventType,
+  data: Record<string, unknown>,
+  at: string,
+  workerId: string,
+): Promise<RunEvent | undefined>;
+export async function insertEvent(
+  tx: Tx,
+  runId: string,
+  type: RunEventType,
+  data: Record<string, unknown>,
+  at: string,
+  workerId?: string,
+): Promise<RunEvent | undefined> {
   // last_event_at is the run's latest progress (stall detection); it never moves back on a skewed clock.
   const row = await tx.row(
     `UPDATE runs SET last_event_seq = last_event_seq + 1, last_event_at = GREATEST(last_event_at, $2)
-      WHERE id = $1 RETURNING last_event_seq`,
-    [runId, at],
+      WHERE id = $1${workerId === undefined ? "" : " AND worker_id = $3 AND state = 'INPROGRESS'"}
+      RETURNING last_event_seq`,
+    workerId === undefined ? [runId, at] : [runId, at, workerId],
   );
-  if (!row) throw new Error(`run ${runId} does not exist`);
+  if (!row) {
+    if (workerId !== undefined) return undefined;
+    throw new Error(`run ${runId} does not exist`);
+  }
   const seq = Number(row.last_event_seq);
   const capped = capEventData(data);
   await tx.changes("INSERT INTO run_events (run_id, seq, at, type, data) VALUES ($1, $2, $3, $4, $5)", [

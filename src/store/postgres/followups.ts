@@ -64,11 +64,34 @@ export async function takePendingFollowups(
   db: Database,
   runId: string,
   execution: number,
+  workerId?: string,
 ): Promise<FollowupRecord[]> {
-  return db.tx((tx) => takePending(tx, runId, execution));
+  return db.tx(async (tx) => {
+    if (
+      workerId !== undefined &&
+      !(await tx.row(
+        "SELECT 1 FROM runs WHERE id = $1 AND worker_id = $2 AND state = 'INPROGRESS' FOR UPDATE",
+        [runId, workerId],
+      ))
+    )
+      return [];
+    return takePending(tx, runId, execution);
+  });
 }
 
 /** Marks the run's undelivered follow-ups delivered (each row once, whoever else takes at the same time). */
+export async function listDeliveredFollowups(
+  db: Database,
+  runId: string,
+  execution: number,
+): Promise<FollowupRecord[]> {
+  const rows = await db.rows(
+    "SELECT * FROM followups WHERE run_id = $1 AND delivered_execution = $2 ORDER BY delivered_at, created_at, id",
+    [runId, execution],
+  );
+  return rows.map(toFollowup);
+}
+
 export async function takePending(tx: Tx, runId: string, execution: number): Promise<FollowupRecord[]> {
   const rows = await tx.rows(
     `UPDATE followups SET delivered_at = $1, delivered_execution = $2

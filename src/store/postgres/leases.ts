@@ -1,4 +1,5 @@
-import type { FollowupRecord, RunRecord } from "../../model/run.ts";
+import type { FollowupRecord, ResumeReason, RunRecord } from "../../model/run.ts";
+import { DEFAULT_MAX_RESUMES, resumesExhausted, workerLostEvent } from "../../model/run-resume.ts";
 import { iso, toRun } from "../rows.ts";
 import type { RunPatch } from "../store.ts";
 import type { Database, Tx } from "./database.ts";
@@ -12,8 +13,9 @@ import { announce, applyTransition } from "./runs.ts";
  */
 
 /**
- * The oldest QUEUED run becomes this worker's in one statement. SKIP LOCKED lets workers on every replica
- * claim at once: each takes the oldest run nobody else is taking, and none waits for another's commit.
+ * The oldest run waiting to be resumed, else the oldest QUEUED run, becomes this worker's in one statement.
+ * SKIP LOCKED lets workers on every replica claim at once: each takes the oldest run nobody else is
+ * taking, and none waits for another's commit.
  */
 export async function claimNextRun(
   db: Database,
@@ -22,6 +24,20 @@ export async function claimNextRun(
 ): Promise<RunRecord | undefined> {
   return db.tx(async (tx) => {
     const now = Date.now();
+    // A run handed back by its worker (or whose worker was lost) comes first: it was already working.
+    const resumable = await tx.row(
+      `WITH next AS (
+         SELECT id, resume_reason FROM runs WHERE resume_reason IS NOT NULL AND state = 'INPROGRESS'
+          ORDER BY queued_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+       UPDATE runs SET worker_id = $1, lease_expires_at = $2, updated_at = $3, resume_reason = NULL
+         FROM next WHERE runs.id = next.id RETURNING runs.id, next.resume_reason`,
+      [workerId, iso(now + leaseMs), iso(now)],
+    );
+    if (resumable) {
+      const run = toRun((await tx.row("SELECT * FROM runs WHERE id = $1", [String(resumable.id)]))!);
+      announce(tx, run);
+      return { ...run, resuming: resumable.resume_reason as ResumeReason };
+    }
     const row = await tx.row(
       `UPDATE runs SET state = 'INPROGRESS', worker_id = $1, lease_expires_at = $2, updated_at = $3,
           started_at = COALESCE(started_at, $3), execution_started_at = $3, agent_started = 0
@@ -88,31 +104,42 @@ export async function finishExecution(
   });
 }
 
-export async function recoverExpiredLeases(db: Database): Promise<RunRecord[]> {
+export async function recoverExpiredLeases(
+  db: Database,
+  maxResumes = DEFAULT_MAX_RESUMES,
+): Promise<RunRecord[]> {
   return db.tx(async (tx) => {
+    const now = Date.now();
     // Runs another replica is recovering (or whose worker is renewing right now) are skipped, not waited for.
     const expired = await tx.rows(
-      `SELECT id, agent_started, requeue_count FROM runs
+      `SELECT id, agent_started, requeue_count, resumes FROM runs
         WHERE state = 'INPROGRESS' AND lease_expires_at < $1
         ORDER BY id FOR UPDATE SKIP LOCKED`,
-      [iso(Date.now())],
+      [iso(now)],
     );
     const out: RunRecord[] = [];
     for (const row of expired) {
       const id = String(row.id);
-      const run =
-        Number(row.agent_started) === 0 && Number(row.requeue_count) === 0
-          ? await applyTransition(tx, id, "requeue", {
-              eventData: { reason: "lease expired before the agent started" },
-            })
-          : await abandon(tx, id, undefined, {
-              message: "The worker running this run was lost (its lease expired).",
-              error_code: "worker_lost",
-              retryable: true,
-            });
+      const resumes = Number(row.resumes);
+      let run: RunRecord | undefined;
+      if (Number(row.agent_started) === 0 && Number(row.requeue_count) === 0) {
+        run = await applyTransition(tx, id, "requeue", {
+          eventData: { reason: "lease expired before the agent started" },
+        });
+      } else if (resumes < maxResumes) {
+        await tx.changes(
+          `UPDATE runs SET worker_id = NULL, lease_expires_at = NULL, resume_reason = 'worker_lost',
+              resumes = resumes + 1, updated_at = $2 WHERE id = $1`,
+          [id, iso(now)],
+        );
+        await insertEvent(tx, id, "log", workerLostEvent(resumes + 1, maxResumes), iso(now));
+        run = toRun((await tx.row("SELECT * FROM runs WHERE id = $1", [id]))!);
+      } else {
+        run = await abandon(tx, id, undefined, resumesExhausted(resumes, maxResumes));
+      }
       if (run) out.push(run);
     }
-    for (const run of out) announce(tx, run);
+    for (const run of out) announceResumable(tx, run);
     return out;
   });
 }
@@ -121,8 +148,17 @@ export async function recordUsage(
   db: Database,
   runId: string,
   usage: RunRecord["requestUsage"],
+  workerId?: string,
 ): Promise<void> {
-  await db.changes("UPDATE runs SET request_usage = $1 WHERE id = $2", [JSON.stringify(usage), runId]);
+  if (workerId === undefined) {
+    await db.changes("UPDATE runs SET request_usage = $1 WHERE id = $2", [JSON.stringify(usage), runId]);
+    return;
+  }
+  // The worker's own run, or one that has ended since (a cancel): never one another worker holds now.
+  await db.changes(
+    "UPDATE runs SET request_usage = $1 WHERE id = $2 AND (worker_id = $3 OR worker_id IS NULL)",
+    [JSON.stringify(usage), runId, workerId],
+  );
 }
 
 export async function recordSkill(
@@ -150,17 +186,30 @@ export async function recordSkill(
   });
 }
 
-export async function abandonRun(
+export async function handBackRun(
   db: Database,
   runId: string,
   workerId: string,
-  statusMessage: NonNullable<RunRecord["statusMessage"]>,
-): Promise<RunRecord | undefined> {
+  message: string,
+): Promise<boolean> {
   return db.tx(async (tx) => {
-    const run = await abandon(tx, runId, workerId, statusMessage);
-    if (run) announce(tx, run);
-    return run;
+    const now = iso(Date.now());
+    const changed = await tx.changes(
+      `UPDATE runs SET worker_id = NULL, lease_expires_at = NULL, resume_reason = 'shutdown', updated_at = $1
+        WHERE id = $2 AND worker_id = $3 AND state = 'INPROGRESS'`,
+      [now, runId, workerId],
+    );
+    if (changed !== 1) return false;
+    await insertEvent(tx, runId, "log", { level: "info", phase: "worker", message }, now);
+    announceResumable(tx, toRun((await tx.row("SELECT * FROM runs WHERE id = $1", [runId]))!));
+    return true;
   });
+}
+
+/** A run waiting for a worker wakes the executors as a queued one does. */
+function announceResumable(tx: Tx, run: RunRecord): void {
+  announce(tx, run);
+  if (run.resuming) tx.signal("run_queued", run.id);
 }
 
 /** ERROR for a run its worker can no longer finish; follow-ups it never took start the next execution. */

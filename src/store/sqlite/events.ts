@@ -18,6 +18,18 @@ export async function appendEvent(
   return event;
 }
 
+export async function appendWorkerEvent(
+  db: Database,
+  runId: string,
+  workerId: string,
+  type: RunEventType,
+  data: Record<string, unknown>,
+): Promise<RunEvent | undefined> {
+  const event = await db.grouped(() => insertEvent(db, runId, type, data, iso(Date.now()), workerId));
+  if (event) db.signals.emit("event_appended", runId, event.seq);
+  return event;
+}
+
 export async function listEvents(
   db: Database,
   runId: string,
@@ -41,15 +53,36 @@ export function insertEvent(
   type: RunEventType,
   data: Record<string, unknown>,
   at: string,
-): RunEvent {
+): RunEvent;
+/** With `workerId`: only while that worker holds the run (lease fencing); undefined when it does not. */
+export function insertEvent(
+  db: Database,
+  runId: string,
+  type: RunEventType,
+  data: Record<string, unknown>,
+  at: string,
+  workerId: string,
+): RunEvent | undefined;
+export function insertEvent(
+  db: Database,
+  runId: string,
+  type: RunEventType,
+  data: Record<string, unknown>,
+  at: string,
+  workerId?: string,
+): RunEvent | undefined {
   // last_event_at is the run's latest progress (stall detection); it never moves back on a skewed clock.
+  const held = workerId === undefined ? "" : " AND worker_id = ? AND state = 'INPROGRESS'";
   const row = db
     .sql(
       `UPDATE runs SET last_event_seq = last_event_seq + 1, last_event_at = max(coalesce(last_event_at, ''), ?)
-        WHERE id = ? RETURNING last_event_seq`,
+        WHERE id = ?${held} RETURNING last_event_seq`,
     )
-    .get(at, runId) as Row | undefined;
-  if (!row) throw new Error(`run ${runId} does not exist`);
+    .get(...(workerId === undefined ? [at, runId] : [at, runId, workerId])) as Row | undefined;
+  if (!row) {
+    if (workerId !== undefined) return undefined;
+    throw new Error(`run ${runId} does not exist`);
+  }
   const seq = Number(row.last_event_seq);
   const capped = capEventData(data);
   db.sql("INSERT INTO run_events (run_id, seq, at, type, data) VALUES (?, ?, ?, ?, ?)").run(

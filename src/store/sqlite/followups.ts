@@ -67,8 +67,31 @@ export async function takePendingFollowups(
   db: Database,
   runId: string,
   execution: number,
+  workerId?: string,
 ): Promise<FollowupRecord[]> {
-  return db.grouped(() => takePending(db, runId, execution));
+  return db.grouped(() => {
+    if (
+      workerId !== undefined &&
+      !db
+        .sql("SELECT 1 FROM runs WHERE id = ? AND worker_id = ? AND state = 'INPROGRESS'")
+        .get(runId, workerId)
+    )
+      return [];
+    return takePending(db, runId, execution);
+  });
+}
+
+export async function listDeliveredFollowups(
+  db: Database,
+  runId: string,
+  execution: number,
+): Promise<FollowupRecord[]> {
+  const rows = db
+    .sql(
+      "SELECT * FROM followups WHERE run_id = ? AND delivered_execution = ? ORDER BY delivered_at, created_at, id",
+    )
+    .all(runId, execution) as Row[];
+  return rows.map(toFollowup);
 }
 
 export function takePending(db: Database, runId: string, execution: number): FollowupRecord[] {

@@ -1,4 +1,5 @@
-import type { FollowupRecord, RunRecord } from "../../model/run.ts";
+import type { FollowupRecord, ResumeReason, RunRecord } from "../../model/run.ts";
+import { DEFAULT_MAX_RESUMES, resumesExhausted, workerLostEvent } from "../../model/run-resume.ts";
 import { iso } from "../rows.ts";
 import type { RunPatch } from "../store.ts";
 import type { Database } from "./database.ts";
@@ -17,22 +18,42 @@ export async function claimNextRun(
   workerId: string,
   leaseMs: number,
 ): Promise<RunRecord | undefined> {
-  const run = await db.grouped(() => {
-    const row = db.sql("SELECT id FROM runs WHERE state = 'QUEUED' ORDER BY queued_at, id LIMIT 1").get() as
-      | Row
-      | undefined;
-    if (!row) return undefined;
-    const now = Date.now();
-    db.sql(
-      `UPDATE runs SET state = 'INPROGRESS', worker_id = ?, lease_expires_at = ?, updated_at = ?,
-          started_at = COALESCE(started_at, ?), execution_started_at = ?, agent_started = 0
-        WHERE id = ? AND state = 'QUEUED'`,
-    ).run(workerId, iso(now + leaseMs), iso(now), iso(now), iso(now), String(row.id));
-    insertEvent(db, String(row.id), "state", { state: "INPROGRESS", previous: "QUEUED" }, iso(now));
-    return readRun(db, String(row.id));
-  });
+  const run = await db.grouped(
+    () => claimResumable(db, workerId, leaseMs) ?? claimQueued(db, workerId, leaseMs),
+  );
   if (run) announce(db, run);
   return run;
+}
+
+/** A run handed back by its worker (or whose worker was lost) comes first: it was already working. */
+function claimResumable(db: Database, workerId: string, leaseMs: number): RunRecord | undefined {
+  const row = db
+    .sql(
+      "SELECT id, resume_reason FROM runs WHERE resume_reason IS NOT NULL AND state = 'INPROGRESS' ORDER BY queued_at, id LIMIT 1",
+    )
+    .get() as Row | undefined;
+  if (!row) return undefined;
+  const now = Date.now();
+  db.sql(
+    `UPDATE runs SET worker_id = ?, lease_expires_at = ?, updated_at = ?, resume_reason = NULL
+      WHERE id = ? AND resume_reason IS NOT NULL AND state = 'INPROGRESS'`,
+  ).run(workerId, iso(now + leaseMs), iso(now), String(row.id));
+  return { ...readRun(db, String(row.id))!, resuming: row.resume_reason as ResumeReason };
+}
+
+function claimQueued(db: Database, workerId: string, leaseMs: number): RunRecord | undefined {
+  const row = db.sql("SELECT id FROM runs WHERE state = 'QUEUED' ORDER BY queued_at, id LIMIT 1").get() as
+    | Row
+    | undefined;
+  if (!row) return undefined;
+  const now = Date.now();
+  db.sql(
+    `UPDATE runs SET state = 'INPROGRESS', worker_id = ?, lease_expires_at = ?, updated_at = ?,
+        started_at = COALESCE(started_at, ?), execution_started_at = ?, agent_started = 0
+      WHERE id = ? AND state = 'QUEUED'`,
+  ).run(workerId, iso(now + leaseMs), iso(now), iso(now), iso(now), String(row.id));
+  insertEvent(db, String(row.id), "state", { state: "INPROGRESS", previous: "QUEUED" }, iso(now));
+  return readRun(db, String(row.id));
 }
 
 export async function renewLease(
@@ -84,14 +105,17 @@ export async function finishExecution(
   return result;
 }
 
-export async function recoverExpiredLeases(db: Database): Promise<RunRecord[]> {
+export async function recoverExpiredLeases(
+  db: Database,
+  maxResumes = DEFAULT_MAX_RESUMES,
+): Promise<RunRecord[]> {
   const changed = await db.grouped(() => {
-    const now = iso(Date.now());
+    const now = Date.now();
     const expired = db
       .sql(
-        "SELECT id, agent_started, requeue_count FROM runs WHERE state = 'INPROGRESS' AND lease_expires_at < ?",
+        "SELECT id, agent_started, requeue_count, resumes FROM runs WHERE state = 'INPROGRESS' AND lease_expires_at < ?",
       )
-      .all(now) as Row[];
+      .all(iso(now)) as Row[];
     const out: RunRecord[] = [];
     for (const row of expired) {
       const id = String(row.id);
@@ -103,16 +127,21 @@ export async function recoverExpiredLeases(db: Database): Promise<RunRecord[]> {
         );
         continue;
       }
-      const run = abandon(db, id, undefined, {
-        message: "The worker running this run was lost (its lease expired).",
-        error_code: "worker_lost",
-        retryable: true,
-      })!;
-      out.push(run);
+      const resumes = Number(row.resumes);
+      if (resumes < maxResumes) {
+        db.sql(
+          `UPDATE runs SET worker_id = NULL, lease_expires_at = NULL, resume_reason = 'worker_lost',
+              resumes = resumes + 1, updated_at = ? WHERE id = ?`,
+        ).run(iso(now), id);
+        insertEvent(db, id, "log", workerLostEvent(resumes + 1, maxResumes), iso(now));
+        out.push(readRun(db, id)!);
+        continue;
+      }
+      out.push(abandon(db, id, undefined, resumesExhausted(resumes, maxResumes))!);
     }
     return out;
   });
-  for (const run of changed) announce(db, run);
+  for (const run of changed) announceResumable(db, run);
   return changed;
 }
 
@@ -120,9 +149,15 @@ export async function recordUsage(
   db: Database,
   runId: string,
   usage: RunRecord["requestUsage"],
+  workerId?: string,
 ): Promise<void> {
   await db.grouped(() =>
-    db.sql("UPDATE runs SET request_usage = ? WHERE id = ?").run(JSON.stringify(usage), runId),
+    workerId === undefined
+      ? db.sql("UPDATE runs SET request_usage = ? WHERE id = ?").run(JSON.stringify(usage), runId)
+      : // The worker's own run, or one that has ended since (a cancel): never one another worker holds now.
+        db
+          .sql("UPDATE runs SET request_usage = ? WHERE id = ? AND (worker_id = ? OR worker_id IS NULL)")
+          .run(JSON.stringify(usage), runId, workerId),
   );
 }
 
@@ -155,15 +190,32 @@ export async function recordSkill(
   return changed;
 }
 
-export async function abandonRun(
+export async function handBackRun(
   db: Database,
   runId: string,
   workerId: string,
-  statusMessage: NonNullable<RunRecord["statusMessage"]>,
-): Promise<RunRecord | undefined> {
-  const run = await db.grouped(() => abandon(db, runId, workerId, statusMessage));
-  if (run) announce(db, run);
-  return run;
+  message: string,
+): Promise<boolean> {
+  const run = await db.grouped(() => {
+    const now = iso(Date.now());
+    const res = db
+      .sql(
+        `UPDATE runs SET worker_id = NULL, lease_expires_at = NULL, resume_reason = 'shutdown', updated_at = ?
+          WHERE id = ? AND worker_id = ? AND state = 'INPROGRESS'`,
+      )
+      .run(now, runId, workerId);
+    if (Number(res.changes) !== 1) return undefined;
+    insertEvent(db, runId, "log", { level: "info", phase: "worker", message }, now);
+    return readRun(db, runId);
+  });
+  if (run) announceResumable(db, run);
+  return run !== undefined;
+}
+
+/** A run waiting for a worker wakes the executors as a queued one does. */
+function announceResumable(db: Database, run: RunRecord): void {
+  announce(db, run);
+  if (run.resuming) db.signals.emit("run_queued", run.id);
 }
 
 /** ERROR for a run its worker can no longer finish; follow-ups it never took start the next execution. */

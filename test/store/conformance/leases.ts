@@ -55,7 +55,7 @@ export function leasesConformance(t: StoreSuite): void {
   });
 
   describe("lease recovery", () => {
-    it("re-queues once a run whose agent had not started, then errors it", async () => {
+    it("re-queues once a run whose agent had not started, then resumes it", async () => {
       const run = await create();
       await t.store.claimNextRun(W, 1);
       await waitPast(2);
@@ -66,24 +66,103 @@ export function leasesConformance(t: StoreSuite): void {
       const second = await t.store.recoverExpiredLeases();
       expect(second[0]).toMatchObject({
         id: run.id,
-        state: "ERROR",
-        statusMessage: { error_code: "worker_lost" },
+        state: "INPROGRESS",
+        workerId: null,
+        resuming: "worker_lost",
       });
     });
 
-    it("errors a run whose agent had started", async () => {
+    it("resumes a run whose agent had started on another worker, up to maxResumes times, then errors it", async () => {
       const run = await create();
       await t.store.claimNextRun(W, 1);
       expect(await t.store.startAgent(run.id, W)).toEqual([]);
+      for (let resume = 1; resume <= 2; resume++) {
+        await waitPast(2);
+        const [recovered] = await t.store.recoverExpiredLeases(2);
+        expect(recovered).toMatchObject({
+          state: "INPROGRESS",
+          workerId: null,
+          resuming: "worker_lost",
+          resumes: resume,
+        });
+        const claimed = await t.store.claimNextRun(`other-${resume}`, 1);
+        expect(claimed).toMatchObject({
+          id: run.id,
+          state: "INPROGRESS",
+          resuming: "worker_lost",
+          agentStarted: true,
+        });
+        expect((await t.store.getRun("t1", run.id))?.resuming).toBeUndefined();
+      }
       await waitPast(2);
-      const [recovered] = await t.store.recoverExpiredLeases();
-      expect(recovered).toMatchObject({
+      const [ended] = await t.store.recoverExpiredLeases(2);
+      expect(ended).toMatchObject({
         state: "ERROR",
         statusMessage: { error_code: "worker_lost", retryable: true },
       });
+      expect(ended?.statusMessage?.message).toContain("resumed 2 times");
+      const transcript = await t.store.listEvents(run.id, 0, 100);
+      expect(transcript.filter((e) => e.type === "log").map((e) => e.data.message)).toEqual([
+        expect.stringContaining("resume 1 of 2"),
+        expect.stringContaining("resume 2 of 2"),
+      ]);
+      // Another execution starts with its own count.
+      const followed = await t.store.addFollowup("t1", run.id, {
+        id: uuidv7(),
+        message: "again",
+        mode: "normal",
+      });
+      expect(followed?.kind === "created" && followed.value.run).toMatchObject({
+        state: "QUEUED",
+        execution: 2,
+      });
+      expect((await t.store.getRun("t1", run.id))?.resumes).toBeUndefined();
     });
 
-    it("never drops an undelivered follow-up: it starts the next execution", async () => {
+    it("a hand-back keeps the run INPROGRESS for the next claim, which resumes it before queued runs", async () => {
+      const run = await create();
+      const queued = await create();
+      await t.store.claimNextRun(W, 60_000);
+      await t.store.startAgent(run.id, W);
+      expect(await t.store.handBackRun(run.id, "someone-else", "moving")).toBe(false);
+      expect(await t.store.handBackRun(run.id, W, "moving")).toBe(true);
+      expect(await t.store.getRun("t1", run.id)).toMatchObject({
+        state: "INPROGRESS",
+        workerId: null,
+        resuming: "shutdown",
+      });
+      expect(await t.store.handBackRun(run.id, W, "moving")).toBe(false);
+      const claimed = await t.store.claimNextRun("W2", 60_000);
+      expect(claimed).toMatchObject({ id: run.id, workerId: "W2", resuming: "shutdown" });
+      expect((await t.store.claimNextRun("W3", 60_000))?.id).toBe(queued.id);
+      // The claim of a resume adds no state event: the run stayed INPROGRESS throughout.
+      const states = (await t.store.listEvents(run.id, 0, 100)).filter((e) => e.type === "state");
+      expect(states.map((e) => e.data.state)).toEqual(["QUEUED", "INPROGRESS"]);
+    });
+
+    it("fences a worker that lost the run: no events, follow-ups or usage from it", async () => {
+      const run = await create();
+      await t.store.claimNextRun(W, 60_000);
+      await t.store.startAgent(run.id, W);
+      expect(await t.store.appendWorkerEvent(run.id, W, "log", { message: "mine" })).toMatchObject({
+        type: "log",
+      });
+      await t.store.handBackRun(run.id, W, "moving");
+      await t.store.claimNextRun("W2", 60_000);
+      expect(await t.store.appendWorkerEvent(run.id, W, "log", { message: "stale" })).toBeUndefined();
+      await t.store.addFollowup("t1", run.id, { id: uuidv7(), message: "steer", mode: "normal" });
+      expect(await t.store.takePendingFollowups(run.id, 1, W)).toEqual([]);
+      await t.store.recordUsage(run.id, { input_tokens: 9, output_tokens: 9, total_tokens: 18 }, W);
+      expect((await t.store.getRun("t1", run.id))?.requestUsage.total_tokens).toBe(0);
+      const taken = await t.store.takePendingFollowups(run.id, 1, "W2");
+      expect(taken.map((f) => f.message)).toEqual(["steer"]);
+      expect((await t.store.listDeliveredFollowups(run.id, 1)).map((f) => f.message)).toEqual(["steer"]);
+      const messages = (await t.store.listEvents(run.id, 0, 100)).map((e) => e.data.message);
+      expect(messages).toContain("mine");
+      expect(messages).not.toContain("stale");
+    });
+
+    it("never drops an undelivered follow-up of a run whose resumes ran out: it starts the next execution", async () => {
       const run = await create();
       await t.store.claimNextRun(W, 1);
       await t.store.startAgent(run.id, W);
@@ -94,7 +173,7 @@ export function leasesConformance(t: StoreSuite): void {
       });
       expect(added?.kind === "created" && added.value.followup.outcome).toBe("live_session");
       await waitPast(2);
-      const [recovered] = await t.store.recoverExpiredLeases();
+      const [recovered] = await t.store.recoverExpiredLeases(0);
       expect(recovered).toMatchObject({ state: "QUEUED", execution: 2 });
       await t.store.claimNextRun(W, 60_000);
       const delivered = await t.store.startAgent(run.id, W);
