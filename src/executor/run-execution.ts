@@ -460,7 +460,7 @@ export class RunExecution {
       return;
     }
     if (!(await store.appendWorkerEvent(this.run.id, workerId, type, data))) {
-      this.stop("lease_lost");
+      this.lost();
       throw new RunMovedError();
     }
     if (type === "tool_result" || (type === "message" && data.role === "assistant")) {
@@ -584,6 +584,14 @@ export class RunExecution {
       return;
     }
     if (!current) return;
-    this.stop(current.state === "CANCELLED" ? "cancelled" : "lease_lost");
+    if (current.state === "CANCELLED") this.stop("cancelled");
+    else this.lost();
+  }
+
+  /** Another worker holds the run now, or it ended without this one: nothing more is written to it. */
+  private lost(): void {
+    if (this.controller.signal.aborted) return;
+    this.log.warn("this worker no longer holds the run (its lease ran out); its execution stops");
+    this.stop("lease_lost");
   }
 }

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,7 +10,6 @@ import { type PostgresCluster, postgresUnavailable, startPostgres } from "../sup
 import {
   killAgentProcesses,
   newAdminKey,
-  runProcesses,
   type ServerProcess,
   startServerProcess,
   stopServerProcess,
@@ -19,8 +18,9 @@ import {
 /**
  * Faults of a replicated Dispatch (docs/architecture.md): three real `dispatch serve` processes on one fresh
  * PostgreSQL database — A (`--role api,notifier`) takes every request, B and C (`--role worker`) only
- * execute. Runs spread over both workers and execute once each; a worker killed with SIGKILL loses its
- * run to the lease rules and the other carries on; PostgreSQL restarted under load turns into 503s that
+ * execute. Runs spread over both workers and execute once each; the runs of a worker killed with SIGKILL,
+ * stopped for a deploy with SIGTERM, or paused past its lease continue on the other worker from their
+ * checkpoints (docs/architecture.md, "Runs survive their worker"); PostgreSQL restarted under load turns into 503s that
  * clients may retry, and everything recovers without restarting Dispatch. What the API answers is the
  * user's view; how often a run was executed and by whom is read from the runs table and its events.
  */
@@ -38,6 +38,7 @@ const REQUEST_TIMEOUT_MS = 8_000;
 
 let cluster: PostgresCluster;
 let databaseUrl: string;
+let adminKey: string;
 const dataDirs: string[] = [];
 let a: ServerProcess;
 let b: ServerProcess;
@@ -49,22 +50,9 @@ beforeAll(async () => {
   if (missing) return;
   cluster = await startPostgres();
   databaseUrl = await cluster.createDatabase();
-  const key = newAdminKey();
-  const common = {
-    DATABASE_URL: databaseUrl,
-    DISPATCH_POLL_INTERVAL_MS: "200",
-    DISPATCH_LEASE_MS: String(LEASE_MS),
-    DISPATCH_SIGNING_KEY: randomBytes(32).toString("hex"),
-  };
+  adminKey = newAdminKey();
+  common.DATABASE_URL = databaseUrl;
   for (let i = 0; i < 3; i++) dataDirs.push(await mkdtemp(join(tmpdir(), "dispatch-pg-fault-")));
-  const start = (dataDir: string, roles: string, env: Record<string, string>) =>
-    startServerProcess({
-      dataDir,
-      key,
-      env: { ...common, ...env },
-      args: ["--role", roles],
-      startTimeoutMs: 60_000,
-    });
   [a, b, c] = await Promise.all([
     start(dataDirs[0]!, "api,notifier", {
       DISPATCH_REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
@@ -72,11 +60,93 @@ beforeAll(async () => {
       DISPATCH_RATE_LIMIT_PER_MINUTE: "1000000",
       DISPATCH_RATE_LIMIT_BURST: "100000",
     }),
-    start(dataDirs[1]!, "worker", { DISPATCH_MAX_CONCURRENT_RUNS: "4" }),
-    start(dataDirs[2]!, "worker", { DISPATCH_MAX_CONCURRENT_RUNS: "4" }),
+    startWorker(dataDirs[1]!),
+    startWorker(dataDirs[2]!),
   ]);
   workers = [b, c];
 }, 120_000);
+
+const common: Record<string, string> = {
+  DISPATCH_POLL_INTERVAL_MS: "200",
+  DISPATCH_LEASE_MS: String(LEASE_MS),
+  DISPATCH_SHUTDOWN_GRACE_MS: "500",
+  DISPATCH_SIGNING_KEY: randomBytes(32).toString("hex"),
+};
+
+function start(dataDir: string, roles: string, env: Record<string, string>): Promise<ServerProcess> {
+  return startServerProcess({
+    dataDir,
+    key: adminKey,
+    env: { ...common, ...env },
+    args: ["--role", roles],
+    startTimeoutMs: 60_000,
+  });
+}
+
+function startWorker(dataDir: string): Promise<ServerProcess> {
+  return start(dataDir, "worker", { DISPATCH_MAX_CONCURRENT_RUNS: "4" });
+}
+
+/** A new worker process in place of one that was stopped (on its data directory). */
+async function replace(stopped: ServerProcess): Promise<void> {
+  const next = await startWorker(stopped.dataDir);
+  if (stopped === b) b = next;
+  else c = next;
+  workers = [b, c];
+}
+
+/** The worker process holding the run now, by the pid in its worker id. */
+async function holderOf(runId: string): Promise<ServerProcess | undefined> {
+  const [row] = await query("SELECT worker_id FROM runs WHERE id = $1", [runId]);
+  const pid = String(row?.worker_id ?? "").split(":")[1];
+  return [b, c].find((w) => String(w.pid) === pid);
+}
+
+/** A run that writes its file, sleeps, then checks the file is still there and intact. */
+function fileScript(tag: string, sleepS: number): string {
+  return `$ echo ${tag} > data.txt\n$ sleep ${sleepS}\n$ grep -qx ${tag} data.txt`;
+}
+
+/** The run's transcript as A's API shows it. */
+async function transcriptOf(runId: string): Promise<Json[]> {
+  return (await ok(a.api("GET", `/api/v1/agent/runs/${runId}/events?limit=1000`))).events;
+}
+
+/** The run's first command has its result: the file is written and the agent sleeps. */
+function waitFirstCommand(runId: string): Promise<unknown> {
+  return waitFor(async () => (await transcriptOf(runId)).some((e: Json) => e.type === "tool_result"), {
+    timeoutMs: 30_000,
+    what: `the first command of ${runId}`,
+  });
+}
+
+/** Every run SUCCEEDED in one execution that stayed INPROGRESS, its check of the file passed. */
+async function expectContinued(ids: string[], moved: RegExp[]): Promise<void> {
+  const runs = await listed(ids);
+  for (const id of ids) {
+    expect(runs.get(id)?.state, id).toBe("SUCCEEDED");
+    const transcript = await transcriptOf(id);
+    expect(
+      transcript.filter((e: Json) => e.type === "state").map((e: Json) => e.data.state),
+      id,
+    ).toEqual(["QUEUED", "INPROGRESS", "SUCCEEDED"]);
+    const results = transcript.filter((e: Json) => e.type === "tool_result");
+    expect(results.at(-1).data, id).toMatchObject({
+      command: expect.stringMatching(/^grep -qx/),
+      exit_code: 0,
+    });
+    // The file was written once, before the move: what the check read was restored from the checkpoint.
+    expect(
+      results.filter((e: Json) => e.data.command.startsWith("echo")),
+      id,
+    ).toHaveLength(1);
+    const worker = transcript.filter((e: Json) => e.type === "log" && e.data.phase === "worker");
+    expect(
+      worker.map((e: Json) => e.data.message),
+      id,
+    ).toEqual(moved.map((m) => expect.stringMatching(m)));
+  }
+}
 
 afterAll(async () => {
   for (const server of [a, b, c]) if (server) await stopServerProcess(server);
@@ -215,55 +285,94 @@ describe.skipIf(Boolean(missing))("faults: three replicas on one PostgreSQL data
     expect(perWorker.C, JSON.stringify(perWorker)).toBeGreaterThan(0);
   }, 120_000);
 
-  it("kill -9 of a worker mid-run: its run is recovered under the lease rules, the other worker takes all new work", async () => {
-    const held = await createRun("$ sleep 30");
-    // The agent has started: its command runs as a process on one of the workers.
-    await waitFor(() => runProcesses(held).length > 0, { timeoutMs: 20_000, what: `the sleep of ${held}` });
-    const [owner] = await query("SELECT worker_id, agent_started FROM runs WHERE id = $1", [held]);
-    expect(owner.agent_started).toBe(1);
-    const victim = [b, c].find((w) => String(owner.worker_id).split(":")[1] === String(w.pid))!;
-    expect(victim, `run ${held} held by ${owner.worker_id} (B ${b.pid}, C ${c.pid})`).toBeDefined();
+  it("kill -9 of a worker mid-run: its runs continue on the other worker from their checkpoints, each SUCCEEDED with its file intact", async () => {
+    const ids = await Promise.all(Array.from({ length: 6 }, (_, i) => createRun(fileScript(`kill-${i}`, 6))));
+    for (const id of ids) await waitFirstCommand(id);
+    const victim = (await holderOf(ids[0]!))!;
+    expect(victim, `the worker of ${ids[0]}`).toBeDefined();
     const survivor = victim === b ? c : b;
+    const moved: string[] = [];
+    for (const id of ids) if ((await holderOf(id)) === victim) moved.push(id);
 
     victim.child.kill("SIGKILL");
     expect((await victim.exited).signal).toBe("SIGKILL");
     workers = [survivor];
     // Runs created while the dead worker's lease has not run out yet: none may be lost.
     const meanwhile = await Promise.all(
-      Array.from({ length: 8 }, (_, i) => createRun(`$ echo meanwhile-${i}`)),
+      Array.from({ length: 4 }, (_, i) => createRun(`$ echo meanwhile-${i}`)),
     );
 
-    // The agent had started, so the run is not repeated: it ends ERROR worker_lost, retryable (a
-    // follow-up continues it). A run whose agent had not started would have been re-queued once.
-    await waitTerminal([held, ...meanwhile], 30_000);
-    const run = await ok(a.api("GET", `/api/v1/agent/runs/${held}`));
-    expect(run.state).toBe("ERROR");
-    expect(run.status_message).toMatchObject({
-      error_code: "internal_error",
-      reason: "worker_lost",
-      retryable: true,
-    });
-    const transcript = (await ok(a.api("GET", `/api/v1/agent/runs/${held}/events?limit=1000`))).events;
-    expect(transcript.filter((e: Json) => e.type === "state").map((e: Json) => e.data.state)).toEqual([
-      "QUEUED",
-      "INPROGRESS",
-      "ERROR",
+    await waitTerminal([...ids, ...meanwhile], 60_000);
+    await expectContinued(moved, [
+      /resume 1 of 3/,
+      /^Moved to another worker \(its worker was lost\) and resumed from its checkpoint/,
     ]);
-
-    // Nothing lost: every run created meanwhile ran once, on the survivor.
+    await expectContinued(
+      ids.filter((id) => !moved.includes(id)),
+      [],
+    );
+    for (const id of moved) expect(executedBy(id), id).toContain(nameOf(survivor));
     const runs = await listed(meanwhile);
     for (const id of meanwhile) expect(runs.get(id)?.state, id).toBe("SUCCEEDED");
-    const done = await executions(meanwhile);
-    for (const [i, id] of meanwhile.entries()) {
-      expect(done.get(id), id).toEqual({ claims: 1, results: [`meanwhile-${i}\n`] });
-    }
-    for (const id of meanwhile) expect(executedBy(id), id).toEqual([nameOf(survivor)]);
+    await killAgentProcesses(victim.dataDir);
+    await replace(victim);
+  }, 120_000);
 
-    // The survivor keeps taking new work once the dead worker's lease is gone too.
-    const after = await createRun("$ echo after-kill");
-    await waitTerminal([after], 20_000);
-    expect((await ok(a.api("GET", `/api/v1/agent/runs/${after}`))).state).toBe("SUCCEEDED");
-  }, 90_000);
+  it("SIGTERM of a worker during a deploy: its runs continue on the other worker without an ERROR", async () => {
+    const ids = await Promise.all(
+      Array.from({ length: 4 }, (_, i) => createRun(fileScript(`term-${i}`, 20))),
+    );
+    for (const id of ids) await waitFirstCommand(id);
+    const stopping = (await holderOf(ids[0]!))!;
+    const moved: string[] = [];
+    for (const id of ids) if ((await holderOf(id)) === stopping) moved.push(id);
+
+    stopping.child.kill("SIGTERM");
+    expect(await stopping.exited, stopping.output()).toEqual({ code: 0, signal: null });
+    await waitTerminal(ids, 90_000);
+    await expectContinued(moved, [
+      /shutting down/,
+      /^Moved to another worker \(its worker shut down\) and resumed from its checkpoint/,
+    ]);
+    await replace(stopping);
+  }, 150_000);
+
+  it("a worker paused past its lease (SIGSTOP) and let go on cannot write to the run that moved", async () => {
+    const runId = await createRun(
+      `$ echo one > data.txt\n$ sleep 8\n$ echo two >> data.txt\n$ grep -c . data.txt`,
+    );
+    await waitFirstCommand(runId);
+    const paused = (await holderOf(runId))!;
+    paused.child.kill("SIGSTOP");
+    try {
+      // Its lease runs out; the other worker resumes the run.
+      await waitFor(async () => (await holderOf(runId)) !== undefined && (await holderOf(runId)) !== paused, {
+        timeoutMs: 30_000,
+        what: "the run to move to the other worker",
+      });
+    } finally {
+      paused.child.kill("SIGCONT");
+    }
+    await waitTerminal([runId], 60_000);
+    // The paused worker's sleep ended while it was stopped; once let go, its write of that result is refused.
+    await waitFor(() => paused.output().includes("no longer holds the run"), {
+      timeoutMs: 30_000,
+      what: "the paused worker to find it no longer holds the run",
+    });
+    const transcript = await transcriptOf(runId);
+    const results = transcript.filter((e: Json) => e.type === "tool_result").map((e: Json) => e.data);
+    expect(results.map((r: Json) => r.command)).toEqual([
+      "echo one > data.txt",
+      "sleep 8",
+      "echo two >> data.txt",
+      "grep -c . data.txt",
+    ]);
+    expect(results.at(-1).output).toBe("2\n");
+    expect((await ok(a.api("GET", `/api/v1/agent/runs/${runId}`))).state).toBe("SUCCEEDED");
+    // Nothing of the paused worker's execution after the move: its workspace never got the second line.
+    const stale = join(paused.dataDir, "workspaces", runId, "data.txt");
+    expect(existsSync(stale) ? readFileSync(stale, "utf8") : "one\n").toBe("one\n");
+  }, 120_000);
 
   it("PostgreSQL restarted under load: 503 retryable meanwhile, then recovery by itself with no run lost", async () => {
     const marker = randomUUID().slice(0, 8);
