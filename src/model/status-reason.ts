@@ -58,6 +58,7 @@ const OZ_CODE_OF_REASON: Record<string, OzErrorCode | null> = {
   repository_unavailable: "resource_unavailable",
   branch_not_owned: "not_authorized",
   worker_lost: "internal_error",
+  // No longer given (a stopping worker hands its runs on); runs that ended so before migration 021 keep it.
   worker_shutdown: "internal_error",
   harness_unavailable: "feature_not_available",
   mcp_server_failed: "invalid_request",
