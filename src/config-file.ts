@@ -36,6 +36,11 @@ const SlackSettingsSchema = z
     /** `channel`: anyone allowed in the run's channel; `requester`: only who started the run. */
     cancel: Policy.default("channel"),
     followup: Policy.default("channel"),
+    /**
+     * How long a channel's members (conversations.members) are remembered: the access rule asks for every
+     * read and action, and someone removed from the channel keeps access at most this long.
+     */
+    membership_cache_seconds: z.number().int().min(0).max(3600).default(30),
   })
   .strict();
 
@@ -319,6 +324,7 @@ const SettingsSchema = z
       allow_external_users: false,
       cancel: "channel",
       followup: "channel",
+      membership_cache_seconds: 30,
     }),
     github: GitHubSettingsSchema.default({
       min_permission: "write",

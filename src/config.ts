@@ -100,6 +100,7 @@ const EnvSchema = z.object({
   DISPATCH_MAX_EVENT_STREAMS: intFrom(1, 1_000_000).optional(),
   DISPATCH_MAX_EVENT_STREAMS_PER_CLIENT: intFrom(1, 1_000_000).default(20),
   DISPATCH_MAX_EVENT_STREAMS_PER_RUN: intFrom(1, 1_000_000).default(200),
+  DISPATCH_STREAM_ACCESS_CHECK_S: intFrom(1, 3600).default(30),
   DISPATCH_TRUST_PROXY: z
     .string()
     .transform((v, ctx) => {
@@ -320,6 +321,11 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
           perClient: e.DISPATCH_MAX_EVENT_STREAMS_PER_CLIENT,
           perRun: e.DISPATCH_MAX_EVENT_STREAMS_PER_RUN,
         },
+        /**
+         * How often an open event stream or dashboard feed asks the access rule again whether its viewer
+         * still sees what it shows (they left a channel, lost a permission, signed out, had their key revoked).
+         */
+        streamAccessCheckMs: e.DISPATCH_STREAM_ACCESS_CHECK_S * 1000,
       },
       defaultModel: e.DISPATCH_DEFAULT_MODEL,
       /**

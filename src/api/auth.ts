@@ -12,6 +12,13 @@ declare module "fastify" {
     /** Set by the web app (sessionOf) once the request's session cookie is found live. */
     webSession?: WebSession;
   }
+  interface FastifyInstance {
+    /**
+     * Authenticates a request's API key again, as a request sent now would be (a revoked key throws): an
+     * open event stream asks this while it lasts.
+     */
+    reauthenticate(req: FastifyRequest): Promise<Caller>;
+  }
   interface FastifyContextConfig {
     /** Route needs an API key (everything under /api/v1 but the OpenAPI document). */
     auth?: boolean;

@@ -218,10 +218,15 @@ class Watcher {
     res.on("close", () => this.#close());
   }
 
-  /** Writes unless the stream has closed; false when the socket wants draining first. */
+  /** Writes unless the stream has closed or was ended; false when the socket wants draining first. */
   write(chunk: string): boolean {
-    if (this.#closed) return true;
+    if (this.#over) return true;
     return this.#res.write(chunk);
+  }
+
+  /** Closed, or ended by its route (its viewer left the run's audience): a write now would throw. */
+  get #over(): boolean {
+    return this.#closed || this.#res.writableEnded;
   }
 
   /**
@@ -232,15 +237,15 @@ class Watcher {
     const { runs, runId } = this.group;
     try {
       for (;;) {
-        if (this.#closed) return;
+        if (this.#over) return;
         const events = await runs.transcript(runId, this.lastSent, BATCH);
         for (const event of events) {
-          if (this.#closed) return;
+          if (this.#over) return;
           const ok = this.#res.write(eventFrame(event));
           this.lastSent = event.seq;
           if (!ok) await this.#drained();
         }
-        if (events.length < BATCH && !this.#closed && this.group.offer(this)) return;
+        if (events.length < BATCH && !this.#over && this.group.offer(this)) return;
       }
     } catch (err) {
       this.fail(err);

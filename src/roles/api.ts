@@ -53,7 +53,7 @@ export function registerApi(
   },
 ): void {
   const { config, store, runService, publicUrl } = deps;
-  server.register(runRoutes, { runService, publicUrl });
+  server.register(runRoutes, { runService, publicUrl, streamAccessCheckMs: config.http.streamAccessCheckMs });
   server.register(redirectRoutes, { runService });
   const models = listModels(config.models);
   server.register(modelRoutes, { models: () => models });
@@ -104,6 +104,7 @@ export function registerApi(
     attachments: { store, links: attachmentLinks },
     publicUrl,
     stallAfterMs: config.stallAfterMs,
+    streamAccessCheckMs: config.http.streamAccessCheckMs,
     slashCommand: config.slack?.command ?? "/agent",
   });
 }

@@ -13,8 +13,6 @@ const COUNTS_MS = 1_000;
 /** A batch naming more of a team's runs than this is not sent row by row: pages re-read what they show. */
 const MAX_ROWS_PER_BATCH = 100;
 const KEEPALIVE_MS = 15_000;
-/** How often the sessions behind open streams are looked up again (a sign-out ends its streams). */
-const SESSION_CHECK_MS = 60_000;
 /** A watcher that has not taken this much of what was sent is dropped; its page reconnects and re-reads. */
 const MAX_BUFFERED_BYTES = 512 * 1024;
 
@@ -32,7 +30,11 @@ export interface DashboardFeedOptions {
   coalesceMs?: number;
   countsMs?: number;
   keepaliveMs?: number;
-  sessionCheckMs?: number;
+  /**
+   * How often the sessions behind open streams are looked up again, and their viewers' audiences derived
+   * again: a sign-out, or leaving a channel, ends their streams.
+   */
+  sessionCheckMs: number;
 }
 
 interface Watcher {
@@ -84,7 +86,7 @@ export class DashboardFeed {
     this.stallAfterMs = opts.stallAfterMs;
     store.signals.on("run_changed", this.onChanged);
     this.keepalive = setInterval(() => this.broadcast(": keepalive\n\n"), opts.keepaliveMs ?? KEEPALIVE_MS);
-    this.sessionCheck = setInterval(() => void this.checkSessions(), opts.sessionCheckMs ?? SESSION_CHECK_MS);
+    this.sessionCheck = setInterval(() => void this.checkSessions(), opts.sessionCheckMs);
     this.keepalive.unref();
     this.sessionCheck.unref();
   }
@@ -254,7 +256,8 @@ export class DashboardFeed {
   }
 
   private send(w: Watcher, frame: string): void {
-    if (w.res.destroyed) return;
+    // Ended (signed out, audience changed) or gone: a write now would throw.
+    if (w.res.destroyed || w.res.writableEnded) return;
     if (w.res.writableLength > MAX_BUFFERED_BYTES) {
       // A page that stopped reading: it reconnects (EventSource retries) and re-reads its rows then.
       w.res.destroy();

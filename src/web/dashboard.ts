@@ -43,6 +43,8 @@ export interface DashboardOptions {
   githubHandle?: string;
   /** DISPATCH_STALL_AFTER_S in ms. */
   stallAfterMs: number;
+  /** How often the live feed checks that its viewers' sessions and audiences are unchanged. */
+  streamAccessCheckMs: number;
 }
 
 /** Ids one GET /dashboard/rows may ask for (a page shows at most PAGE_RUNS_MAX runs). */
@@ -64,6 +66,7 @@ export async function dashboard(app: FastifyInstance, opts: DashboardOptions): P
     },
     now: () => signIn.now().getTime(),
     stallAfterMs: opts.stallAfterMs,
+    sessionCheckMs: opts.streamAccessCheckMs,
     log: app.log,
   });
   const usage = new UsageCache(store);

@@ -13,6 +13,7 @@ import { retryInput } from "../runs/retry.ts";
 import { creatorOf } from "../runs/run-audit.ts";
 import type { RunService } from "../runs/run-service.ts";
 import type { Store } from "../store/store.ts";
+import { readCookie, SESSION_COOKIE } from "./auth/cookies.ts";
 import { formOf, hasCsrf, sendForbidden, sessionOf } from "./auth/sign-in-routes.ts";
 import type { WebSignIn } from "./auth/web-sign-in.ts";
 import { escapeHtml, sendPage } from "./html.ts";
@@ -64,6 +65,8 @@ export interface RunPageOptions {
   publicUrl: () => string;
   /** DISPATCH_STALL_AFTER_S in ms. */
   stallAfterMs: number;
+  /** How often an open event stream checks that its session still sees the run. */
+  streamAccessCheckMs: number;
 }
 
 /**
@@ -199,7 +202,15 @@ export async function runPage(app: FastifyInstance, opts: RunPageOptions): Promi
       return reply.code(404).header("cache-control", "no-store").type("text/plain").send("no such run");
     const q = req.query as { after?: string };
     const after = resumeAfter(req) ?? (q.after && /^\d{1,15}$/.test(q.after) ? Number(q.after) : 0);
-    return streamRunEvents(req, reply, runService, run.id, after);
+    const cookie = readCookie(req.headers.cookie, SESSION_COOKIE);
+    return streamRunEvents(req, reply, runService, run.id, after, {
+      everyMs: opts.streamAccessCheckMs,
+      // The session still signed in, and the run still in its audience.
+      stillSees: async () => {
+        const now = await signIn.lookup(cookie);
+        return now !== undefined && (await teamRun(now, run.id)) !== undefined;
+      },
+    });
   });
 
   // A follow-up may be as long as the API's (LIMITS.promptChars), URL-encoded: this route reads more

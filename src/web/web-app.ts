@@ -35,6 +35,8 @@ export interface WebAppOptions {
   slashCommand: string;
   /** DISPATCH_STALL_AFTER_S in ms: the pages say when a run in progress has been quiet longer. */
   stallAfterMs: number;
+  /** How often open run streams and dashboard feeds check that their viewer still sees what they show. */
+  streamAccessCheckMs: number;
   /** Sign-in with a comment on GitHub (GET /login/github), when the GitHub integration runs here. */
   githubSignIn?: GitHubSignIn;
 }
@@ -72,6 +74,7 @@ export async function webApp(app: FastifyInstance, opts: WebAppOptions): Promise
     store: opts.store,
     slashCommand: opts.slashCommand,
     stallAfterMs: opts.stallAfterMs,
+    streamAccessCheckMs: opts.streamAccessCheckMs,
     ...github,
   });
   await app.register(runPage, {
@@ -81,6 +84,7 @@ export async function webApp(app: FastifyInstance, opts: WebAppOptions): Promise
     ...(opts.attachments ? { attachments: opts.attachments } : {}),
     publicUrl: opts.publicUrl,
     stallAfterMs: opts.stallAfterMs,
+    streamAccessCheckMs: opts.streamAccessCheckMs,
   });
   await app.register(auditPage, { signIn: opts.signIn, store: opts.store });
 }

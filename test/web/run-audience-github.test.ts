@@ -75,9 +75,20 @@ describe("a run's audience for a GitHub sign-in", () => {
 
     const own = await browser.get(`/runs/${ownRun}`);
     expect(own.status).toBe(200);
+    expect((await browser.get(`/runs/${privateRun}/items`)).status).toBe(404);
     const csrf = csrfOf(own);
-    expect((await browser.post(`/runs/${privateRun}/cancel`, { csrf })).status).toBe(404);
+    const actions: Array<[string, Record<string, string>]> = [
+      ["followup", { csrf, message: "$ echo steered without permission" }],
+      ["cancel", { csrf }],
+      ["retry", { csrf, retry_key: "0123456789abcdef0123456789abcdef" }],
+    ];
+    for (const [action, form] of actions) {
+      expect((await browser.post(`/runs/${privateRun}/${action}`, form)).status, action).toBe(404);
+    }
     expect((await g.t.api("GET", `/api/v1/agent/runs/${privateRun}`)).body.state).toBe("QUEUED");
+    const events = await g.t.api("GET", `/api/v1/agent/runs/${privateRun}/events`);
+    expect(JSON.stringify(events.body)).not.toContain("steered without permission");
+    expect((await g.runs()).filter((r) => r.prompt.includes("private roadmap"))).toHaveLength(1);
 
     // Their own repository's run they steer.
     expect((await browser.post(`/runs/${ownRun}/cancel`, { csrf })).status).toBe(303);

@@ -61,7 +61,12 @@ describe("a run's audience on the web app and the API", () => {
     // The counts are of what they may see: one queued run, not two.
     expect(home.html).toContain('id="count-total">1<');
 
-    for (const path of [`/runs/${privateRun}`, `/runs/${privateRun}/events`, `/runs/${privateRun}/cancel`]) {
+    for (const path of [
+      `/runs/${privateRun}`,
+      `/runs/${privateRun}/items`,
+      `/runs/${privateRun}/events`,
+      `/runs/${privateRun}/cancel`,
+    ]) {
       const page = await outsider.get(path);
       expect(page.status, path).toBe(404);
       expect(page.html, path).not.toContain("private plan");

@@ -1,7 +1,7 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { PAGE_BYTES, PAGE_EVENTS, PATCH_SHOWN_BYTES } from "../../src/web/session-page.ts";
 import { startTestDispatch, type TestDispatch, waitFor, waitForState } from "../support/dispatch.ts";
 import { FakeGitHub } from "../support/fake-github.ts";
@@ -539,8 +539,12 @@ describe("session page of a run in a repository", () => {
       { uid, contentType: "text/x-diff", content: patch },
     );
 
+    // Each load reads the patch's stored head, never the whole 30 MB.
+    const wholeReads = vi.spyOn(d.dispatch.store, "readArtifactContent");
     const pages = await Promise.all(Array.from({ length: 30 }, () => fetchHtml(run.session_link)));
     for (const p of pages) expect(p.status).toBe(200);
+    expect(wholeReads).not.toHaveBeenCalled();
+    wholeReads.mockRestore();
     const section = deliverySection(pages[0]!.html);
     const shown = visible(/<pre class="patch">([\s\S]*?)<\/pre>/.exec(section)![1]!);
     expect(Buffer.byteLength(shown)).toBeLessThanOrEqual(PATCH_SHOWN_BYTES);

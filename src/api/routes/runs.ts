@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import { attachmentBodyLimit } from "../../model/attachment.ts";
+import { RunError } from "../../model/errors.ts";
 import { toRunItem } from "../../runs/run-item.ts";
 import type { RunService } from "../../runs/run-service.ts";
 import { resumeAfter, streamRunEvents, wantsEventStream } from "../event-stream.ts";
@@ -157,6 +158,8 @@ export interface RunRoutesOptions {
   >;
   /** Base for session links; known only once the server listens when not configured. */
   publicUrl: () => string;
+  /** How often an open event stream checks that its key still sees the run (config.http.streamAccessCheckMs). */
+  streamAccessCheckMs: number;
 }
 
 /** API v1 runs: create, list, get, follow up, cancel and the transcript (JSON pages or SSE). */
@@ -241,7 +244,24 @@ export async function runRoutes(app: FastifyInstance, opts: RunRoutesOptions): P
   route(app, ops.listRunEvents, async (req, reply, { query }) => {
     if (wantsEventStream(req)) {
       const run = await runService.get(req.caller!, req.params.runId);
-      return streamRunEvents(req, reply, runService, run.id, resumeAfter(req) ?? query.after ?? 0);
+      return streamRunEvents(req, reply, runService, run.id, resumeAfter(req) ?? query.after ?? 0, {
+        everyMs: opts.streamAccessCheckMs,
+        // As a request sent now: the key not revoked, the run still in its audience.
+        stillSees: async () => {
+          try {
+            await runService.get(await req.server.reauthenticate(req), run.id);
+            return true;
+          } catch (err) {
+            if (
+              err instanceof RunError &&
+              ["authentication_required", "resource_not_found"].includes(err.code)
+            ) {
+              return false;
+            }
+            throw err;
+          }
+        },
+      });
     }
     const after = query.after ?? 0;
     const events = await runService.events(

@@ -2,8 +2,6 @@ import type { WebClient } from "@slack/web-api";
 import type { Logger } from "pino";
 import type { Membership } from "../../access/audience.ts";
 
-/** Long enough to spare a burst of follow-ups the calls, short enough that someone removed soon loses access. */
-const MEMBERS_CACHE_MS = 30_000;
 const MEMBERS_CACHE_MAX = 500;
 const PAGE_SIZE = 1000;
 
@@ -13,16 +11,19 @@ export interface ChannelMembership {
 
 /**
  * Channel members from conversations.members (scopes channels:read, groups:read, im:read, mpim:read for
- * public, private, direct and group-direct conversations), cached briefly per channel.
+ * public, private, direct and group-direct conversations), cached briefly per channel (slack.membership_cache_seconds).
  */
 export class ChannelMembers implements ChannelMembership {
   private readonly client: WebClient;
   private readonly log: Logger;
   private readonly channels = new Map<string, { members: Set<string>; at: number }>();
+  /** slack.membership_cache_seconds in ms: spares a burst of reads and follow-ups the calls. */
+  private readonly cacheMs: number;
 
-  constructor(client: WebClient, log: Logger) {
+  constructor(client: WebClient, log: Logger, opts: { cacheMs: number }) {
     this.client = client;
     this.log = log;
+    this.cacheMs = opts.cacheMs;
   }
 
   async check(channel: string, user: string): Promise<Membership> {
@@ -39,7 +40,7 @@ export class ChannelMembers implements ChannelMembership {
 
   private async members(channel: string): Promise<Set<string>> {
     const cached = this.channels.get(channel);
-    if (cached && Date.now() - cached.at < MEMBERS_CACHE_MS) return cached.members;
+    if (cached && Date.now() - cached.at < this.cacheMs) return cached.members;
     const members = new Set<string>();
     let cursor: string | undefined;
     do {

@@ -135,7 +135,9 @@ export class SlackIntegration {
     });
     this.work = new WorkQueue(log.child({ component: "slack-work-queue" }));
     const responder = new Responder(client, log.child({ component: "slack-responder" }));
-    const members = new ChannelMembers(client, log.child({ component: "slack-members" }));
+    const members = new ChannelMembers(client, log.child({ component: "slack-members" }), {
+      cacheMs: settings.membership_cache_seconds * 1000,
+    });
     this.audience = new SlackAudience(members, settings);
     const verbs = new Verbs({
       command: config.command,

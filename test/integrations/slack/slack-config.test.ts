@@ -67,11 +67,12 @@ describe("Slack configuration", () => {
     expect(() => parseSettings({ slack: { allowed_user: ["U1"] } })).toThrow(/allowed_user/);
   });
 
-  it("defaults: no allowlists, external users refused, cancel and follow-up by anyone in the channel", () => {
+  it("defaults: no allowlists, external users refused, cancel and follow-up by anyone in the channel, members remembered 30 s", () => {
     expect(parseSettings({}).slack).toEqual({
       allow_external_users: false,
       cancel: "channel",
       followup: "channel",
+      membership_cache_seconds: 30,
     });
   });
 
