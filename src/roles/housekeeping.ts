@@ -25,7 +25,7 @@ export function startHousekeeping(config: Config, store: Store, log: Logger): ()
       store.pruneWebSignIns(ago(DAY_MS)),
       retentionMs > 0 &&
         removeExpiredWorkspaces({ store, dataDir: config.dataDir, finishedBefore: ago(retentionMs), log }),
-      // Any worker may hold a run's checkpoint: it goes at the same age, whichever disk the workspace was on.
+      // Checkpoints are in the store, not on a worker's disk: they go at the same age wherever the workspace was.
       retentionMs > 0 && store.pruneCheckpoints(ago(retentionMs)),
     ]).catch((err) => log.warn({ err }, "housekeeping failed; retrying at the next interval"));
   }, HOUSEKEEPING_MS);
