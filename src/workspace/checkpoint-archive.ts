@@ -56,7 +56,10 @@ export async function snapshotDirectories(opts: {
       gzip: { level: GZIP_LEVEL },
       follow: false,
       // Hard links are stored as links (tar's own check keeps them inside the archive on restore).
-      filter: (_path: string, st: Stats) => st.isFile() || st.isDirectory() || st.isSymbolicLink(),
+      filter: (_path: string, entry) => {
+        const st = entry as Stats;
+        return st.isFile() || st.isDirectory() || st.isSymbolicLink();
+      },
     },
     present,
   );
