@@ -38,6 +38,7 @@ const BENCHES = [
   { script: "linear/run.ts", results: "linear" },
   { script: "runtime/run.ts", results: "runtime" },
   { script: "delivery/run.ts", results: "delivery" },
+  { script: "failover/checkpoint.ts", results: "failover-checkpoint" },
   { script: "harnesses/run.ts", results: "harnesses" },
   { script: "scale/run.ts", results: "scale", env: { BENCH_SCALE_SANDBOX: "none" } },
   { script: "latency/run.ts", results: "latency" },

@@ -9,8 +9,8 @@ const DAY_MS = 24 * 3600_000;
 /**
  * Every role's hourly housekeeping: idempotency keys live 24 h (the API's promise); inbound dedupe keys,
  * delivered outbox rows and finished webhook deliveries a week; audit entries
- * DISPATCH_AUDIT_RETENTION_DAYS; web sign-ins a day; finished runs' workspaces
- * DISPATCH_WORKSPACE_RETENTION_HOURS. Returns the function that stops it.
+ * DISPATCH_AUDIT_RETENTION_DAYS; web sign-ins a day; finished runs' workspaces and
+ * checkpoints DISPATCH_WORKSPACE_RETENTION_HOURS. Returns the function that stops it.
  */
 export function startHousekeeping(config: Config, store: Store, log: Logger): () => void {
   const timer = setInterval(() => {
@@ -25,6 +25,8 @@ export function startHousekeeping(config: Config, store: Store, log: Logger): ()
       store.pruneWebSignIns(ago(DAY_MS)),
       retentionMs > 0 &&
         removeExpiredWorkspaces({ store, dataDir: config.dataDir, finishedBefore: ago(retentionMs), log }),
+      // Checkpoints are in the store, not on a worker's disk: they go at the same age wherever the workspace was.
+      retentionMs > 0 && store.pruneCheckpoints(ago(retentionMs)),
     ]).catch((err) => log.warn({ err }, "housekeeping failed; retrying at the next interval"));
   }, HOUSEKEEPING_MS);
   timer.unref();

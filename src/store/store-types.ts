@@ -305,3 +305,23 @@ export interface WebhookDeliveryPage {
   limit: number;
   before?: number;
 }
+
+/** A checkpoint as the worker holding its run saves it (store.saveCheckpoint). */
+export interface NewRunCheckpoint {
+  takenAt: string;
+  /** Bytes it took: the snapshot plus the git bundle pushed for the hidden ref. */
+  sizeBytes: number;
+  /** The commit of refs/dispatch/checkpoints/<run> holding the workspace; null when the snapshot does. */
+  refSha: string | null;
+  /** A gzip'd tar of what the ref does not hold (docs/runtime.md#checkpoints). */
+  snapshot: Uint8Array;
+}
+
+/** The latest checkpoint of a run. */
+export interface RunCheckpoint extends NewRunCheckpoint {
+  runId: string;
+  /** The run's execution it was taken in. */
+  execution: number;
+  /** The worker that took it. */
+  workerId: string;
+}

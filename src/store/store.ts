@@ -45,12 +45,14 @@ import type {
   NewApiKey,
   NewArtifactFile,
   NewInboundDelivery,
+  NewRunCheckpoint,
   NotifierCursor,
   NotifierState,
   OutboxMessage,
   OutboxRow,
   OutboxState,
   ProgressRange,
+  RunCheckpoint,
   RunListQuery,
   RunPatch,
   RunProgress,
@@ -229,6 +231,18 @@ export interface Store {
    * False when it lost the run.
    */
   recordAgentConfig(runId: string, workerId: string, agentConfig: RunRecord["agentConfig"]): Promise<boolean>;
+
+  // Checkpoints (docs/runtime.md#checkpoints): the latest of each run, from which another worker resumes it
+  /**
+   * Replaces the run's checkpoint (recorded with the run's current execution) only while `workerId`
+   * holds the run INPROGRESS, checked in the same statement: false otherwise, so a stale worker never
+   * overwrites the checkpoint of a run that moved on.
+   */
+  saveCheckpoint(runId: string, workerId: string, checkpoint: NewRunCheckpoint): Promise<boolean>;
+  loadCheckpoint(runId: string): Promise<RunCheckpoint | undefined>;
+  deleteCheckpoint(runId: string): Promise<void>;
+  /** Drops the checkpoints of runs that finished before `finishedBefore` (retention, with their workspaces). */
+  pruneCheckpoints(finishedBefore: string): Promise<number>;
 
   // Artifacts
   /**

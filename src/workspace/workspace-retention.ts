@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import { AGENT_AREA_SUFFIX } from "../harnesses/external/agent-area.ts";
 import { RUN_TMP_SUFFIX } from "../sandbox/sandbox-env.ts";
 import type { Store } from "../store/store.ts";
+import { RESTORING_SUFFIX } from "./checkpoint-archive.ts";
 import { workspacesDir } from "./workspace.ts";
 
 /** A workspace being removed is first renamed to this prefix, so a follow-up never sees half of it. */
@@ -14,11 +15,12 @@ const BATCH = 500;
  * What Dispatch keeps next to a run's workspace: the environment's "prepared" marker (environments.ts)
  * and the private git mirror of delivery (`<workspace>.delivery/mirror.git`), hidden from the agent, and
  * an external agent's private area (`<workspace>.agent`: its HOME and session files, which only that
- * agent sees), and the run's /tmp (`<workspace>.tmp`, left only by a crash). They belong to the run named before the suffix and go with its workspace.
+ * agent sees), and the run's /tmp (`<workspace>.tmp`, left only by a crash), and a checkpoint being
+ * restored (`<workspace>.restoring`, also left only by a crash). They belong to the run named before the suffix and go with its workspace.
  */
 const MARKER = ".environment-ready";
 const DELIVERY = ".delivery";
-const SIBLINGS = [MARKER, DELIVERY, AGENT_AREA_SUFFIX, RUN_TMP_SUFFIX];
+const SIBLINGS = [MARKER, DELIVERY, AGENT_AREA_SUFFIX, RUN_TMP_SUFFIX, RESTORING_SUFFIX];
 
 /** The run a name in the workspaces directory belongs to: the workspace itself or one of its siblings. */
 function runIdOf(name: string): string | undefined {
@@ -68,7 +70,8 @@ export async function removeExpiredWorkspaces(opts: {
         // Then the workspace before the mirror, which a kept workspace would still need for delivery.
         if (present.has(runId + MARKER)) await rm(join(root, runId + MARKER), { force: true });
         const doomed: string[] = [];
-        for (const name of [runId, runId + DELIVERY, runId + AGENT_AREA_SUFFIX, runId + RUN_TMP_SUFFIX]) {
+        for (const suffix of ["", ...SIBLINGS.filter((s) => s !== MARKER)]) {
+          const name = runId + suffix;
           if (!present.has(name)) continue;
           await rename(join(root, name), join(root, `${REMOVING}${name}`));
           doomed.push(join(root, `${REMOVING}${name}`));

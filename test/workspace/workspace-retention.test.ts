@@ -67,12 +67,16 @@ describe("workspace retention", () => {
     expect(await readdir(join(dir, "workspaces"))).toEqual([run.id]);
   });
 
-  /** What Dispatch keeps next to a workspace: the environment marker and delivery's private mirror. */
+  /**
+   * What Dispatch keeps next to a workspace: the environment marker, delivery's private mirror, and what
+   * a crash during a checkpoint's restore left.
+   */
   const siblings = async (runId: string) => {
     const root = join(dir, "workspaces");
     await mkdir(join(root, `${runId}.delivery`, "mirror.git", "objects"), { recursive: true });
     await writeFile(join(root, `${runId}.delivery`, "mirror.git", "HEAD"), "ref: refs/heads/main\n");
     await writeFile(join(root, `${runId}.environment-ready`), new Date().toISOString());
+    await mkdir(join(root, `${runId}.restoring`, runId, "src"), { recursive: true });
   };
 
   it("removes a finished run's mirror and environment marker with its workspace, and keeps a running run's", async () => {
@@ -101,7 +105,12 @@ describe("workspace retention", () => {
 
     expect(removed.sort()).toEqual([old.id, orphan.id].sort());
     expect((await readdir(join(dir, "workspaces"))).sort()).toEqual(
-      [running.id, `${running.id}.delivery`, `${running.id}.environment-ready`].sort(),
+      [
+        running.id,
+        `${running.id}.delivery`,
+        `${running.id}.environment-ready`,
+        `${running.id}.restoring`,
+      ].sort(),
     );
     // Siblings are not mistaken for runs: the store is asked about each run once, by its id.
     expect(asked.sort()).toEqual([old.id, orphan.id, running.id].sort());

@@ -6,6 +6,7 @@ import * as artifacts from "./artifacts.ts";
 import * as attachments from "./attachments.ts";
 import * as audit from "./audit.ts";
 import * as channelSettings from "./channel-settings.ts";
+import * as checkpoints from "./checkpoints.ts";
 import { classifyError, Database, migrate, ping } from "./database.ts";
 import * as events from "./events.ts";
 import * as followups from "./followups.ts";
@@ -55,6 +56,10 @@ const statements: Statements<Database> = {
   finishExecution: leases.finishExecution,
   recordUsage: leases.recordUsage,
   recordAgentConfig: artifacts.recordAgentConfig,
+  saveCheckpoint: checkpoints.saveCheckpoint,
+  loadCheckpoint: checkpoints.loadCheckpoint,
+  deleteCheckpoint: checkpoints.deleteCheckpoint,
+  pruneCheckpoints: checkpoints.pruneCheckpoints,
   recordArtifact: artifacts.recordArtifact,
   getArtifactFile: artifacts.getArtifactFile,
   readArtifactContent: artifacts.readArtifactContent,

@@ -5,6 +5,7 @@ import { attachmentsConformance } from "./attachments.ts";
 import { audienceConformance } from "./audience.ts";
 import { auditConformance } from "./audit.ts";
 import { channelSettingsConformance } from "./channel-settings.ts";
+import { checkpointsConformance } from "./checkpoints.ts";
 import { dashboardConformance } from "./dashboard.ts";
 import { databaseConformance } from "./database.ts";
 import { eventsConformance } from "./events.ts";
@@ -68,5 +69,6 @@ export function storeConformance(
     webhooksConformance(suite);
     auditConformance(suite);
     runTracesConformance(suite);
+    checkpointsConformance(suite);
   });
 }

@@ -1,0 +1,63 @@
+import type { NewRunCheckpoint, RunCheckpoint } from "../store.ts";
+import type { Database } from "./database.ts";
+
+/**
+ * The latest checkpoint of each run (docs/runtime.md#checkpoints). The write is fenced: one INSERT … SELECT
+ * from the run's row as the worker holds it, so a worker that lost the run writes nothing.
+ */
+
+export async function saveCheckpoint(
+  db: Database,
+  runId: string,
+  workerId: string,
+  checkpoint: NewRunCheckpoint,
+): Promise<boolean> {
+  const snapshot = checkpoint.snapshot;
+  const changed = await db.changes(
+    `INSERT INTO run_checkpoints (run_id, execution, taken_at, worker_id, size_bytes, ref_sha, snapshot)
+     SELECT id, execution, $1::text, worker_id, $2::bigint, $3::text, $4::bytea FROM runs
+      WHERE id = $5 AND worker_id = $6 AND state = 'INPROGRESS'
+     ON CONFLICT (run_id) DO UPDATE SET execution = excluded.execution, taken_at = excluded.taken_at,
+       worker_id = excluded.worker_id, size_bytes = excluded.size_bytes, ref_sha = excluded.ref_sha,
+       snapshot = excluded.snapshot`,
+    [
+      checkpoint.takenAt,
+      checkpoint.sizeBytes,
+      checkpoint.refSha,
+      Buffer.from(snapshot.buffer, snapshot.byteOffset, snapshot.byteLength),
+      runId,
+      workerId,
+    ],
+  );
+  return changed === 1;
+}
+
+export async function loadCheckpoint(db: Database, runId: string): Promise<RunCheckpoint | undefined> {
+  const row = await db.row(
+    `SELECT run_id, execution, taken_at, worker_id, size_bytes, ref_sha, snapshot
+       FROM run_checkpoints WHERE run_id = $1`,
+    [runId],
+  );
+  if (!row) return undefined;
+  return {
+    runId: String(row.run_id),
+    execution: Number(row.execution),
+    takenAt: String(row.taken_at),
+    workerId: String(row.worker_id),
+    sizeBytes: Number(row.size_bytes),
+    refSha: row.ref_sha === null ? null : String(row.ref_sha),
+    snapshot: row.snapshot as Buffer,
+  };
+}
+
+export async function deleteCheckpoint(db: Database, runId: string): Promise<void> {
+  await db.changes("DELETE FROM run_checkpoints WHERE run_id = $1", [runId]);
+}
+
+export async function pruneCheckpoints(db: Database, finishedBefore: string): Promise<number> {
+  return db.changes(
+    `DELETE FROM run_checkpoints WHERE run_id IN (
+       SELECT id FROM runs WHERE state IN ('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED') AND finished_at < $1)`,
+    [finishedBefore],
+  );
+}

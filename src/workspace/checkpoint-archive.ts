@@ -1,0 +1,220 @@
+import type { Stats } from "node:fs";
+import { lstat, mkdir, readdir, rename, rm, rmdir, symlink } from "node:fs/promises";
+import { isAbsolute, join, posix } from "node:path";
+import * as tar from "tar";
+import { measureDiskUsage } from "./disk-quota.ts";
+
+/**
+ * A run's directories as one gzip'd tar, and back (docs/runtime.md#checkpoints). The directories are
+ * siblings in one parent (a workspace and its `.agent` area), archived under their own names. What an
+ * agent made is data: a snapshot never follows a symlink (it is kept as a symlink), keeps only files,
+ * directories and symlinks (no devices, FIFOs or sockets), and a restore never writes through one.
+ */
+
+/** The most a snapshot holds (measured on disk) and weighs (compressed), whatever the quota: a store row. */
+export const MAX_SNAPSHOT_BYTES = 512 * 2 ** 20;
+/** Fast compression: a checkpoint is taken after every step, and most of a workspace compresses well anyway. */
+const GZIP_LEVEL = 1;
+/** Where an archive is unpacked before its directories are moved into place: next to them, same disk. */
+export const RESTORING_SUFFIX = ".restoring";
+
+export type Snapshot =
+  | { ok: true; archive: Buffer; bytesOnDisk: number }
+  | { ok: false; reason: string; bytesOnDisk?: number };
+
+/**
+ * Archives `names` (those that exist) of `root`, or refuses when they hold more than `limitBytes` on disk
+ * or their archive weighs more (so a checkpoint never fills the store), saying so.
+ */
+export async function snapshotDirectories(opts: {
+  root: string;
+  names: readonly string[];
+  limitBytes: number;
+}): Promise<Snapshot> {
+  const limit = Math.min(opts.limitBytes, MAX_SNAPSHOT_BYTES);
+  const present: string[] = [];
+  for (const name of opts.names) {
+    const st = await lstat(join(opts.root, name)).catch(() => undefined);
+    if (st?.isDirectory()) present.push(name);
+  }
+  const usage = await measureDiskUsage(
+    present.map((name) => join(opts.root, name)),
+    limit,
+  );
+  if (usage.over) {
+    return {
+      ok: false,
+      reason: `it holds at least ${mebibytes(usage.bytes)} MB on disk, over the ${mebibytes(limit)} MB a checkpoint may hold`,
+      bytesOnDisk: usage.bytes,
+    };
+  }
+  // Nothing to keep: an empty archive, which a restore reads as nothing to restore.
+  if (present.length === 0) return { ok: true, archive: Buffer.alloc(0), bytesOnDisk: 0 };
+  const pack = tar.c(
+    {
+      cwd: opts.root,
+      gzip: { level: GZIP_LEVEL },
+      follow: false,
+      // Hard links are stored as links (tar's own check keeps them inside the archive on restore).
+      filter: (_path: string, entry) => {
+        const st = entry as Stats;
+        return st.isFile() || st.isDirectory() || st.isSymbolicLink();
+      },
+    },
+    present,
+  );
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of pack) {
+    size += chunk.length;
+    if (size > limit) {
+      return {
+        ok: false,
+        reason: `its archive weighs more than the ${mebibytes(limit)} MB a checkpoint may weigh`,
+        bytesOnDisk: usage.bytes,
+      };
+    }
+    chunks.push(chunk);
+  }
+  return { ok: true, archive: Buffer.concat(chunks), bytesOnDisk: usage.bytes };
+}
+
+/**
+ * Unpacks `archive` into `root`: each of `names` the archive holds becomes that directory, which must be
+ * absent or empty. Files keep their modes, empty directories are there, symlinks point where they did.
+ * Refused whole (nothing restored, nothing left behind) when one of them is not empty, or when an entry
+ * is not one a snapshot makes: a path outside `names`, `..`, an absolute path, a write through a symlink,
+ * a device or FIFO, more than `limitBytes` in all.
+ */
+export async function restoreDirectories(opts: {
+  root: string;
+  names: readonly string[];
+  archive: Uint8Array;
+  limitBytes: number;
+}): Promise<{ ok: true; restored: string[] } | { ok: false; reason: string }> {
+  for (const name of opts.names) {
+    if (!(await isEmptyOrAbsent(join(opts.root, name)))) {
+      return { ok: false, reason: `${name} is not empty: a checkpoint is restored only into an empty one` };
+    }
+  }
+  if (opts.archive.byteLength === 0) return { ok: true, restored: [] };
+  const staging = join(opts.root, `${opts.names[0]}${RESTORING_SUFFIX}`);
+  await rm(staging, { recursive: true, force: true });
+  await mkdir(staging, { mode: 0o700 });
+  try {
+    const unpacked = await unpack(staging, opts);
+    if (!unpacked.ok) return unpacked;
+    const restored: string[] = [];
+    for (const name of opts.names) {
+      const from = join(staging, name);
+      if (!(await lstat(from).catch(() => undefined))?.isDirectory()) continue;
+      const to = join(opts.root, name);
+      await rmdir(to).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== "ENOENT") throw err;
+      });
+      await rename(from, to);
+      restored.push(name);
+    }
+    return { ok: true, restored };
+  } finally {
+    await rm(staging, { recursive: true, force: true });
+  }
+}
+
+type Unpacked = { ok: true } | { ok: false; reason: string };
+
+async function unpack(
+  staging: string,
+  opts: { names: readonly string[]; archive: Uint8Array; limitBytes: number },
+): Promise<Unpacked> {
+  const limit = Math.min(opts.limitBytes, MAX_SNAPSHOT_BYTES);
+  // Symlinks are made last, once every file and directory is written: nothing is written after them,
+  // so none can redirect a write, and the targets stay exactly as the agent made them.
+  const symlinks: Array<{ path: string; target: string }> = [];
+  let refused: string | undefined;
+  let bytes = 0;
+  const inside = (path: string) => {
+    const normal = posix.normalize(path);
+    if (isAbsolute(normal) || normal.split("/").includes("..")) return false;
+    return opts.names.some((name) => normal === name || normal.startsWith(`${name}/`));
+  };
+  const unpacker = tar.x({
+    cwd: staging,
+    strict: true,
+    preserveOwner: false,
+    chmod: true,
+    processUmask: 0,
+    // The archive's size is bounded below by what its entries declare, not by a ratio.
+    maxDecompressionRatio: Number.POSITIVE_INFINITY,
+    filter: (path: string, entry) => {
+      const e = entry as tar.ReadEntry;
+      if (refused) return false;
+      if (!inside(path) || (e.type === "Link" && !inside(String(e.linkpath)))) {
+        refused = `it holds ${JSON.stringify(path)}, outside the directories it restores`;
+        return false;
+      }
+      if (e.type === "SymbolicLink") {
+        symlinks.push({ path: posix.normalize(path), target: String(e.linkpath) });
+        return false;
+      }
+      if (!["File", "OldFile", "ContiguousFile", "Directory", "Link"].includes(e.type)) {
+        refused = `it holds ${JSON.stringify(path)}, a ${e.type}, which a snapshot never stores`;
+        return false;
+      }
+      bytes += e.size;
+      if (bytes > limit) refused = `it unpacks to more than ${mebibytes(limit)} MB`;
+      return !refused;
+    },
+  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      unpacker.on("error", reject);
+      unpacker.on("close", () => resolve());
+      unpacker.end(Buffer.from(opts.archive.buffer, opts.archive.byteOffset, opts.archive.byteLength));
+    });
+  } catch (err) {
+    return {
+      ok: false,
+      reason: `it could not be unpacked: ${err instanceof Error ? err.message : String(err)}`,
+    };
+  }
+  if (refused) return { ok: false, reason: refused };
+  for (const link of symlinks) {
+    if (!(await realDirectories(staging, posix.dirname(link.path)))) {
+      return { ok: false, reason: `its symlink ${JSON.stringify(link.path)} lies under another symlink` };
+    }
+    try {
+      await symlink(link.target, join(staging, link.path));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      return { ok: false, reason: `it holds ${JSON.stringify(link.path)} twice` };
+    }
+  }
+  return { ok: true };
+}
+
+/** Whether every component of `dir` under `root` is a directory, not a symlink (nor missing). */
+async function realDirectories(root: string, dir: string): Promise<boolean> {
+  let path = root;
+  for (const part of dir.split("/")) {
+    if (part === "" || part === ".") continue;
+    path = join(path, part);
+    const st = await lstat(path).catch(() => undefined);
+    if (!st?.isDirectory()) return false;
+  }
+  return true;
+}
+
+/** Whole MB, rounded down. */
+function mebibytes(bytes: number): number {
+  return Math.floor(bytes / 2 ** 20);
+}
+
+async function isEmptyOrAbsent(dir: string): Promise<boolean> {
+  try {
+    return (await readdir(dir)).length === 0;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return true;
+    throw err;
+  }
+}
