@@ -27,8 +27,8 @@ export interface ExecutorOptions {
   delivery?: ExecutionDeps["delivery"];
   /** Model prices (run costs) and DISPATCH_MAX_COST_USD, the default cost limit of a run. */
   cost?: Pick<ExecutionDeps, "prices" | "defaultMaxCostUsd">;
-  /** Where runs' checkpoints go, so that another worker can resume them. */
-  checkpoints?: ExecutionDeps["checkpoints"];
+  /** DISPATCH_CHECKPOINT_INTERVAL_S (ms); no checkpoints are taken when absent. */
+  checkpointIntervalMs?: number;
   /** DISPATCH_MAX_RESUMES: resumes of an execution after lost workers before it ends ERROR (default 3). */
   maxResumes?: number;
 }
@@ -173,7 +173,9 @@ export class Executor {
         ...(this.opts.diskQuota ? { diskQuota: this.opts.diskQuota } : {}),
         ...(this.opts.delivery ? { delivery: this.opts.delivery } : {}),
         ...this.opts.cost,
-        ...(this.opts.checkpoints ? { checkpoints: this.opts.checkpoints } : {}),
+        ...(this.opts.checkpointIntervalMs !== undefined
+          ? { checkpointIntervalMs: this.opts.checkpointIntervalMs }
+          : {}),
       });
       this.active.add(execution);
       await execution.done;

@@ -16,7 +16,7 @@ import { type DiskQuota, DiskQuotaWatcher, diskQuotaExceeded } from "../workspac
 import { prepareEnvironment } from "../workspace/environments.ts";
 import type { SkillResolver } from "../workspace/skills.ts";
 import { prepareWorkspace } from "../workspace/workspace.ts";
-import { CheckpointSchedule } from "./checkpoint-schedule.ts";
+import { ExecutionCheckpoints } from "./execution-checkpoints.ts";
 import { ExecutionDelivery } from "./execution-delivery.ts";
 import { traceExecution } from "./execution-trace.ts";
 import { costLimitOf, costLimitReached, meterRunCost, type RunCost } from "./run-cost.ts";
@@ -49,29 +49,11 @@ export interface ExecutionDeps {
   prices?: PriceTable;
   /** DISPATCH_MAX_COST_USD: the cost limit of a run without config.max_cost_usd; none when absent. */
   defaultMaxCostUsd?: number;
-  /** Where the run's checkpoints go, so that another worker can resume it; none are taken when absent. */
-  checkpoints?: Checkpointing;
-}
-
-/** Checkpoints of runs (docs/architecture.md, "Runs survive their worker"). */
-export interface Checkpointing {
-  /** DISPATCH_CHECKPOINT_INTERVAL_S: the longest time between two checkpoints while the agent works. */
-  intervalMs: number;
-  open(ctx: {
-    run: RunRecord;
-    workerId: string;
-    workspace: string;
-    target?: DeliveryTarget & { base: string };
-    token?: string;
-    signal: AbortSignal;
-  }): RunCheckpoints;
-}
-
-export interface RunCheckpoints {
-  /** Saves the workspace and the agent's session where any worker can reach them. */
-  save(): Promise<void>;
-  /** Puts the latest checkpoint back into a new workspace: how the transcript says it, or undefined when there was none. */
-  restore(): Promise<string | undefined>;
+  /**
+   * DISPATCH_CHECKPOINT_INTERVAL_S: the longest time between two checkpoints of a working run (one is also
+   * taken after every agent step), so that another worker can resume it. None are taken when absent.
+   */
+  checkpointIntervalMs?: number;
 }
 
 export interface DeliveryDeps {
@@ -111,7 +93,12 @@ export class RunExecution {
   /** Set by drain(): the run is handed back at the end of the agent's current step. */
   private draining = false;
   private drainTimer: NodeJS.Timeout | undefined;
-  private checkpoints: CheckpointSchedule | undefined;
+  private checkpoints: ExecutionCheckpoints | undefined;
+  /**
+   * Set as this execution ends the run (the state it writes may not land: a cancel written first wins):
+   * from then on the run leaving INPROGRESS is its own doing, not a sign that another worker has it.
+   */
+  private ended = false;
   /** Set when the workspace went over its disk quota: how the run ends once the harness has stopped. */
   private overQuota: RunPatch["statusMessage"];
   /** Set when the run went over its cost limit: how it ends once the harness has stopped. */
@@ -151,7 +138,7 @@ export class RunExecution {
   drain(graceMs: number): void {
     if (this.draining) return;
     this.draining = true;
-    if (!this.checkpoints) {
+    if (!this.checkpoints?.started) {
       this.stop("shutdown"); // the agent has not started: nothing to let finish
       return;
     }
@@ -200,6 +187,7 @@ export class RunExecution {
       const harness = this.deps.harnesses.get(type);
       if (!harness) {
         const available = this.deps.harnesses.types().join(", ");
+        this.ended = true;
         await store.transition(
           run.id,
           "fail",
@@ -233,7 +221,8 @@ export class RunExecution {
       }
       const repository = await this.delivery.checkout(workspace, created, signal);
       if (!repository) return;
-      const restored = await this.restoreCheckpoint(workspace, created, repository.target, signal);
+      this.checkpoints = this.openCheckpoints(workspace, sandbox, repository.target);
+      const restored = await this.restoreCheckpoint(created);
       // A cleaned-up workspace is prepared again, as on the run's first execution.
       if (environmentId && environment && (run.execution === 1 || created)) {
         const prepared = await prepareEnvironment({
@@ -315,7 +304,7 @@ export class RunExecution {
       } else if (run.execution === 1 && run.prompt) {
         await this.emit("message", { role: "user", text: run.prompt });
       }
-      this.checkpoints = this.scheduleCheckpoints(workspace, repository.target, signal);
+      this.checkpoints?.start();
 
       for (;;) {
         let outcome: HarnessOutcome;
@@ -394,10 +383,8 @@ export class RunExecution {
       clearTimeout(this.drainTimer);
       if (this.stopReason === "shutdown") {
         // The last checkpoint, with the step that just ended, then the run moves on: INPROGRESS throughout.
-        await this.checkpoints?.flush().catch((err) => this.log.warn({ err }, "the last checkpoint failed"));
+        await this.checkpoints?.handOver();
         await store.handBackRun(run.id, workerId, HANDED_BACK_MESSAGE);
-      } else {
-        await this.checkpoints?.stop();
       }
       quotaWatcher?.stop();
       await sandbox?.close?.().catch((err) => this.log.warn({ err }, "releasing the sandbox failed"));
@@ -410,6 +397,8 @@ export class RunExecution {
       } else if (this.overBudget) {
         await store.transition(run.id, "fail", { statusMessage: this.overBudget }, { workerId });
       }
+      const endedHere = this.ended || this.overQuota || this.overBudget || this.stopReason === "cancelled";
+      if (this.stopReason !== "shutdown") await this.checkpoints?.stop(Boolean(endedHere));
     }
   }
 
@@ -440,6 +429,7 @@ export class RunExecution {
 
   /** FAILED before the agent started (environment or skill problems); a cancel written first wins. */
   private async failBeforeStart(message: string, errorCode: string): Promise<void> {
+    this.ended = true;
     await this.deps.store.transition(
       this.run.id,
       "fail",
@@ -469,50 +459,35 @@ export class RunExecution {
     }
   }
 
-  /**
-   * A run that moved here from another worker, in a new workspace: its latest checkpoint is put back. How
-   * the transcript says where the run resumed from.
-   */
-  private async restoreCheckpoint(
+  private openCheckpoints(
     workspace: string,
-    created: boolean,
+    sandbox: Sandbox,
     target: (DeliveryTarget & { base: string }) | undefined,
-    signal: AbortSignal,
-  ): Promise<string> {
+  ): ExecutionCheckpoints | undefined {
+    const { delivery, checkpointIntervalMs } = this.deps;
+    if (checkpointIntervalMs === undefined) return undefined;
+    return new ExecutionCheckpoints({
+      store: this.deps.store,
+      workerId: this.deps.workerId,
+      run: this.run,
+      workspace,
+      ...(this.deps.diskQuota ? { diskQuota: this.deps.diskQuota } : {}),
+      log: this.log,
+      intervalMs: checkpointIntervalMs,
+      ...(target && delivery
+        ? { repository: { target, token: this.delivery.token, remotes: delivery.remotes, sandbox } }
+        : {}),
+    });
+  }
+
+  /** Where a run that moved here resumes from (docs/architecture.md, "Runs survive their worker"). */
+  private async restoreCheckpoint(created: boolean): Promise<string> {
     if (!this.run.resuming || !this.run.agentStarted) return "";
     if (!created) return "in this worker's copy of its workspace";
-    const checkpoints = this.deps.checkpoints?.open(this.checkpointContext(workspace, target, signal));
-    const restored = await checkpoints?.restore();
-    return restored ?? "without a checkpoint (none had been taken): its workspace starts over";
-  }
-
-  private scheduleCheckpoints(
-    workspace: string,
-    target: (DeliveryTarget & { base: string }) | undefined,
-    signal: AbortSignal,
-  ): CheckpointSchedule | undefined {
-    const checkpointing = this.deps.checkpoints;
-    if (!checkpointing) return undefined;
-    const checkpoints = checkpointing.open(this.checkpointContext(workspace, target, signal));
-    return new CheckpointSchedule(
-      () => checkpoints.save().catch((err) => this.log.warn({ err }, "taking a checkpoint failed")),
-      checkpointing.intervalMs,
+    return (
+      (await this.checkpoints?.restore()) ??
+      "without a checkpoint (this worker takes none): its workspace starts over"
     );
-  }
-
-  private checkpointContext(
-    workspace: string,
-    target: (DeliveryTarget & { base: string }) | undefined,
-    signal: AbortSignal,
-  ) {
-    return {
-      run: this.run,
-      workerId: this.deps.workerId,
-      workspace,
-      ...(target ? { target } : {}),
-      ...(this.delivery.token ? { token: this.delivery.token } : {}),
-      signal,
-    };
   }
 
   private async takeFollowups(): Promise<string[]> {
@@ -550,6 +525,7 @@ export class RunExecution {
     }
     if (outcome?.usage) patch.requestUsage = this.withCost(outcome.usage);
     const result = await this.deps.store.finishExecution(this.run.id, this.deps.workerId, trigger, patch);
+    if (result.run) this.ended = true;
     return result.pending.map((f) => f.message);
   }
 
@@ -577,7 +553,7 @@ export class RunExecution {
   }
 
   private async checkOwnership(): Promise<void> {
-    if (this.controller.signal.aborted) return;
+    if (this.controller.signal.aborted || this.ended) return;
     const current = await this.deps.store.getRun(this.run.teamId, this.run.id);
     if (current?.state === "INPROGRESS" && current.workerId === this.deps.workerId) {
       this.turns.observe(current.interrupts);

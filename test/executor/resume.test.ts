@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -104,7 +105,7 @@ describe("a run that moves to another worker", () => {
       ),
     ]);
     // The file written on the first worker is in the second's workspace: restored, not written again.
-    const cat = transcript.find((e) => e.type === "tool_result" && e.data.command === "cat docs/notes.md");
+    const cat = transcript.findLast((e) => e.type === "tool_result" && e.data.tool === "shell");
     expect(cat?.data.output).toBe("Written before the move.\n");
     expect(transcript.filter((e) => e.type === "tool_call" && e.data.tool === "write_file")).toHaveLength(1);
 
@@ -121,8 +122,15 @@ describe("a run that moves to another worker", () => {
     const branch = run.agent_config.branch as string;
     expect(github.pulls.filter((p) => p.head === branch)).toHaveLength(1);
     expect(remotes.show("acme/app", branch, "docs/notes.md")).toBe("Written before the move.\n");
-    // The checkpoint is a hidden ref, never a branch.
+    // The checkpoint was a hidden ref, never a branch, and it is gone once the run ended.
     expect(remotes.branches("acme/app").filter((b) => b.includes(runId))).toEqual([]);
+    // (Removed as the execution winds down, just after the run's state changed.)
+    const hidden = () =>
+      execFileSync("git", ["for-each-ref", "refs/dispatch/"], { cwd: remotes.path("acme/app") }).toString();
+    await waitFor(() => hidden() === "", {
+      timeoutMs: 15_000,
+      what: `the hidden ref to be removed (${hidden().trim()})`,
+    });
   }, 120_000);
 });
 

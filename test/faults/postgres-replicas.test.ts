@@ -112,12 +112,22 @@ async function transcriptOf(runId: string): Promise<Json[]> {
   return (await ok(a.api("GET", `/api/v1/agent/runs/${runId}/events?limit=1000`))).events;
 }
 
-/** The run's first command has its result: the file is written and the agent sleeps. */
-function waitFirstCommand(runId: string): Promise<unknown> {
-  return waitFor(async () => (await transcriptOf(runId)).some((e: Json) => e.type === "tool_result"), {
+/**
+ * The run's first command has its result and the checkpoint taken after it is stored: the file is
+ * written, the agent sleeps, and another worker could continue from here.
+ */
+async function waitFirstCommand(runId: string): Promise<void> {
+  await waitFor(async () => (await transcriptOf(runId)).some((e: Json) => e.type === "tool_result"), {
     timeoutMs: 30_000,
     what: `the first command of ${runId}`,
   });
+  await waitFor(
+    async () => (await query("SELECT 1 FROM run_checkpoints WHERE run_id = $1", [runId])).length > 0,
+    {
+      timeoutMs: 30_000,
+      what: `the checkpoint of ${runId}`,
+    },
+  );
 }
 
 /** Every run SUCCEEDED in one execution that stayed INPROGRESS, its check of the file passed. */

@@ -1,0 +1,78 @@
+import type { Logger } from "pino";
+import { CheckpointSchedule } from "./checkpoint-schedule.ts";
+import { RunCheckpoints, type RunCheckpointsOptions } from "./run-checkpoints.ts";
+
+/**
+ * The checkpoints of one execution (docs/architecture.md, "Runs survive their worker"): put back when the
+ * run moved here, taken after every agent step and at least every interval once the agent works, the last
+ * one before the run is handed on, and removed once the run ended here (a checkpoint only serves a run in
+ * progress). One RunCheckpoints per execution: it remembers the hidden ref it last pushed.
+ */
+export class ExecutionCheckpoints {
+  private readonly checkpoints: RunCheckpoints;
+  private readonly intervalMs: number;
+  private readonly log: Logger;
+  private schedule: CheckpointSchedule | undefined;
+  /** Whether this execution saved or restored one (then there is one to remove). */
+  private held = false;
+
+  constructor(opts: RunCheckpointsOptions & { intervalMs: number }) {
+    const { intervalMs, ...options } = opts;
+    this.checkpoints = new RunCheckpoints(options);
+    this.intervalMs = intervalMs;
+    this.log = opts.log;
+  }
+
+  /** Whether checkpoints are being taken (the agent works). */
+  get started(): boolean {
+    return this.schedule !== undefined;
+  }
+
+  /**
+   * For a run that moved here into a new workspace: its latest checkpoint put back. How the transcript says
+   * where the run resumed from.
+   */
+  async restore(): Promise<string> {
+    const restored = await this.checkpoints.restore();
+    if (restored.restored) {
+      this.held = true;
+      return `from its checkpoint of ${restored.takenAt}`;
+    }
+    return restored.reason
+      ? `without its checkpoint (${restored.reason}): its workspace starts over`
+      : "without a checkpoint (none had been taken): its workspace starts over";
+  }
+
+  /** The agent works: a checkpoint after each of its steps, and at least every interval. */
+  start(): void {
+    this.schedule ??= new CheckpointSchedule(() => this.save(), this.intervalMs);
+  }
+
+  stepEnded(): void {
+    this.schedule?.stepEnded();
+  }
+
+  /** The last checkpoint, with the step that just ended, before the run moves to another worker. */
+  async handOver(): Promise<void> {
+    await this.schedule?.flush();
+  }
+
+  /** The run ended here, or left: no more checkpoints; `ended` removes the run's. */
+  async stop(ended: boolean): Promise<void> {
+    await this.schedule?.stop();
+    if (ended && this.held)
+      await this.checkpoints
+        .discard()
+        .catch((err) => this.log.warn({ err }, "removing the checkpoint failed"));
+  }
+
+  private async save(): Promise<void> {
+    try {
+      const saved = await this.checkpoints.save();
+      if (saved.saved) this.held = true;
+      else this.log.info({ reason: saved.reason }, "no checkpoint taken");
+    } catch (err) {
+      this.log.warn({ err }, "taking a checkpoint failed");
+    }
+  }
+}
