@@ -77,7 +77,7 @@ export function usageFigures(g: Omit<UsageGroupRow, "keys" | "personName" | "sch
 export function usageReport(
   groupBy: readonly UsageGroup[],
   groups: readonly UsageGroupRow[],
-  totals: Omit<UsageGroupRow, "keys">,
+  totals: Omit<UsageGroupRow, "keys"> = sumGroups(groups),
 ): UsageReport {
   // Without keys the query's one group exists even when no run does: no row then.
   const rows = groups
@@ -92,6 +92,19 @@ export function usageReport(
     );
   rows.sort((a, b) => b.knownCost - a.knownCost || b.runs - a.runs || compareKeys(groupBy, a, b));
   return { rows, totals: usageFigures(totals) };
+}
+
+/** The totals from groups that hold each run once (any grouping but by model). */
+function sumGroups(groups: readonly UsageGroupRow[]): Omit<UsageGroupRow, "keys"> {
+  const totals = { runs: 0, inputTokens: 0, outputTokens: 0, knownCost: 0, unpricedRuns: 0 };
+  for (const g of groups) {
+    totals.runs += g.runs;
+    totals.inputTokens += g.inputTokens;
+    totals.outputTokens += g.outputTokens;
+    totals.knownCost += g.knownCost;
+    totals.unpricedRuns += g.unpricedRuns;
+  }
+  return totals;
 }
 
 /** By each key in turn; a missing value (null) after every named one. */

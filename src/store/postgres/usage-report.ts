@@ -28,30 +28,32 @@ const KEY_SQL: Record<UsageGroup, string> = {
 /**
  * The run's own figures, or with `model` those of one model of it. A run without a per-model record
  * (it called no model, or ran before Dispatch kept one) is one item with no model and its own figures.
+ * Each JSON text is parsed once, into the columns of USAGE_JSON and MODEL_JSON.
  */
-const RUN_ITEM = {
-  input: "(runs.request_usage::json ->> 'input_tokens')::numeric",
-  output: "(runs.request_usage::json ->> 'output_tokens')::numeric",
-  cost: "(runs.request_usage::json ->> 'inference_cost')::float8",
-};
+const RUN_ITEM = { input: "u.input_tokens", output: "u.output_tokens", cost: "u.inference_cost" };
 const MODEL_ITEM = {
-  input: `CASE WHEN m.key IS NULL THEN ${RUN_ITEM.input} ELSE (m.value ->> 'input_tokens')::numeric END`,
-  output: `CASE WHEN m.key IS NULL THEN ${RUN_ITEM.output} ELSE (m.value ->> 'output_tokens')::numeric END`,
+  input: "CASE WHEN m.key IS NULL THEN u.input_tokens ELSE mu.input_tokens END",
+  output: "CASE WHEN m.key IS NULL THEN u.output_tokens ELSE mu.output_tokens END",
   // A model's cost is absent once one of its calls had no price: the sum is then null.
-  cost: `CASE WHEN m.key IS NULL THEN ${RUN_ITEM.cost}
-     ELSE (m.value #>> '{cost,input}')::float8 + (m.value #>> '{cost,cached_input}')::float8
-       + (m.value #>> '{cost,output}')::float8 END`,
+  cost: "CASE WHEN m.key IS NULL THEN u.inference_cost ELSE mc.input + mc.cached_input + mc.output END",
 };
+const USAGE_JSON = `CROSS JOIN LATERAL json_to_record(runs.request_usage::json)
+  AS u(input_tokens numeric, output_tokens numeric, inference_cost float8, models json)`;
+const MODEL_JSON = `LEFT JOIN LATERAL json_each(u.models) m ON TRUE
+  LEFT JOIN LATERAL json_to_record(m.value) AS mu(input_tokens numeric, output_tokens numeric, cost json) ON TRUE
+  LEFT JOIN LATERAL json_to_record(mu.cost) AS mc(input float8, cached_input float8, output float8) ON TRUE`;
 
 /**
- * A team's spend in a period, grouped in SQL: one range scan of runs_team_created (created_at is RFC 3339
- * UTC text in the C collation, so text order is time order) for the groups, one more for the totals.
+ * A team's spend in a period, grouped in SQL: one scan of the period's runs (a range of runs_team_created:
+ * created_at is RFC 3339 UTC text in the C collation, so text order is time order; the table itself when
+ * the period holds most of them) for the groups, and by model one more for the totals.
  */
 export async function reportUsage(db: Database, teamId: string, q: UsageReportQuery): Promise<UsageReport> {
   const keys = USAGE_GROUPS.filter((k) => q.groupBy.includes(k));
   const groups = (await grouped(db, teamId, q, keys)).map((row) => groupOf(row, keys));
-  const [totals] = await grouped(db, teamId, q, []);
-  return usageReport(q.groupBy, groups, groupOf(totals!, []));
+  // By model a run of several models is in several groups: its totals are a scan of their own.
+  const totals = keys.includes("model") ? groupOf((await grouped(db, teamId, q, []))[0]!, []) : undefined;
+  return usageReport(q.groupBy, groups, totals);
 }
 
 function grouped(
@@ -81,7 +83,7 @@ function grouped(
        COUNT(*) FILTER (WHERE cost IS NULL AND COALESCE(input, 0) + COALESCE(output, 0) > 0) AS unpriced_runs
      FROM (SELECT ${[...keys.map((k) => [`k_${k}`, KEY_SQL[k]]), ...names].map(([alias, expr]) => `${expr} AS ${alias}, `).join("")}
          runs.created_at AS created_at, ${item.input} AS input, ${item.output} AS output, ${item.cost} AS cost
-       FROM runs${byModel ? " LEFT JOIN LATERAL json_each(runs.request_usage::json -> 'models') m ON TRUE" : ""}
+       FROM runs ${USAGE_JSON}${byModel ? ` ${MODEL_JSON}` : ""}
        WHERE runs.team_id = $1 AND runs.created_at >= $2 AND runs.created_at < $3${visible}) items
      ${keys.length ? `GROUP BY ${keys.map((k) => `k_${k}`).join(", ")}` : ""}`,
     params,

@@ -43,13 +43,14 @@ const MODEL_ITEM = {
 
 /**
  * A team's spend in a period, grouped in SQL: one range scan of runs_team_created (created_at is RFC 3339
- * UTC, so text order is time order) for the groups, one more for the totals.
+ * UTC, so text order is time order) for the groups, and by model one more for the totals.
  */
 export async function reportUsage(db: Database, teamId: string, q: UsageReportQuery): Promise<UsageReport> {
   const keys = USAGE_GROUPS.filter((k) => q.groupBy.includes(k));
   const groups = grouped(db, teamId, q, keys).map((row) => groupOf(row, keys));
-  const [totals] = grouped(db, teamId, q, []);
-  return usageReport(q.groupBy, groups, groupOf(totals!, []));
+  // By model a run of several models is in several groups: its totals are a scan of their own.
+  const totals = keys.includes("model") ? groupOf(grouped(db, teamId, q, [])[0]!, []) : undefined;
+  return usageReport(q.groupBy, groups, totals);
 }
 
 function grouped(db: Database, teamId: string, q: UsageReportQuery, keys: readonly UsageGroup[]): Row[] {
