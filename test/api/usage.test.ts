@@ -205,6 +205,18 @@ describe("GET /api/v1/usage", () => {
     expect(json.headers.get("content-type")).toMatch(/^application\/json/);
   });
 
+  it("keeps a name's commas and quotes in its CSV cell and never lets it start a formula", async () => {
+    const key = await s.t.newKey("team_csv", {
+      role: "admin",
+      displayName: '=HYPERLINK("https://x.test"), me',
+    });
+    const run = await s.t.api("POST", "/api/v1/agent/runs", { prompt: "$ echo hi" }, as(key));
+    expect(run.status).toBe(200);
+    const res = await usage(`${period()}&group_by=person&format=csv`, as(key));
+    const row = res.text.split("\r\n")[1]!;
+    expect(row).toMatch(/^[^,]+,"'=HYPERLINK\(""https:\/\/x\.test""\), me",1,0,0,0,0,0,/);
+  });
+
   it("shows a member only the runs in their audience: not a channel they are not in", async () => {
     const res = await usage(`${period()}&group_by=channel`, as(memberKey));
     expect(res.status).toBe(200);
