@@ -69,9 +69,9 @@ describe("client.usage", () => {
   });
 
   it("a period backwards is a BadRequestError naming the fix; a string of keys is refused before sending", async () => {
-    const err = await client.usage.retrieve({ from: "2026-03-02", to: "2026-03-01" }).catch((e) => e);
-    expect(err).toBeInstanceOf(BadRequestError);
-    expect(err.message).toMatch(/give from before to/);
+    const backwards = client.usage.retrieve({ from: "2026-03-02", to: "2026-03-01" });
+    await expect(backwards).rejects.toBeInstanceOf(BadRequestError);
+    await expect(backwards).rejects.toThrow(/give from before to/);
     expect(() => client.usage.retrieve({ groupBy: "person" as never })).toThrow(DispatchError);
   });
 });
