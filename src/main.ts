@@ -2,6 +2,7 @@
 import { CATALOG_USAGE, isCatalogCommand } from "./cli/catalog-commands.ts";
 import { isRunCommand, RUNS_USAGE } from "./cli/run-commands.ts";
 import { SCHEDULES_USAGE } from "./cli/schedule-commands.ts";
+import { USAGE_REPORT_USAGE } from "./cli/usage-commands.ts";
 import { WEBHOOKS_USAGE } from "./cli/webhook-commands.ts";
 import { ConfigError } from "./config.ts";
 
@@ -25,6 +26,9 @@ ${SCHEDULES_USAGE}
 
 Webhooks (over the HTTP API):
 ${WEBHOOKS_USAGE}
+
+Usage and cost (over the HTTP API):
+${USAGE_REPORT_USAGE}
 `;
 
 async function main(argv: string[]): Promise<number> {
@@ -33,6 +37,7 @@ async function main(argv: string[]): Promise<number> {
   if (command === "identities") return (await import("./cli/identities.ts")).identitiesCommand(rest);
   if (command === "schedules") return (await import("./cli/schedules.ts")).schedulesCommand(rest);
   if (command === "webhooks") return (await import("./cli/webhooks.ts")).webhooksCommand(rest);
+  if (command === "usage") return (await import("./cli/usage.ts")).usageCommand(rest);
   if (isCatalogCommand(command)) return (await import("./cli/catalog.ts")).catalogCommand(command, rest);
   switch (command) {
     case "serve":

@@ -15,6 +15,7 @@ import { redirectOperations } from "./routes/redirects.ts";
 import { runInsightOperations } from "./routes/run-insights.ts";
 import { runOperations } from "./routes/runs.ts";
 import { scheduleOperations } from "./routes/schedules.ts";
+import { usageOperations } from "./routes/usage.ts";
 import { webhookOperations } from "./routes/webhooks.ts";
 import { SignedLinkQuerySchema } from "./schemas/artifacts.ts";
 import { LIMITS, ProblemSchema } from "./schemas/common.ts";
@@ -37,6 +38,7 @@ const OPERATIONS: Operation[] = [
   networkingOperations,
   webhookOperations,
   auditOperations,
+  usageOperations,
 ].flatMap((ops) => Object.values(ops));
 
 /** What any route that needs a key may answer, whatever it does. */

@@ -14,6 +14,7 @@ import { redirectRoutes } from "../api/routes/redirects.ts";
 import { runInsightRoutes, transcriptContentPath } from "../api/routes/run-insights.ts";
 import { runRoutes } from "../api/routes/runs.ts";
 import { scheduleRoutes } from "../api/routes/schedules.ts";
+import { usageRoutes } from "../api/routes/usage.ts";
 import { webhookRoutes } from "../api/routes/webhooks.ts";
 import { AgentCatalog } from "../catalog/agents.ts";
 import { EnvironmentCatalog } from "../catalog/environments.ts";
@@ -32,7 +33,7 @@ import { listLocalSkills } from "../workspace/skill-catalog.ts";
 
 /**
  * The api role's routes, all in one place: the run API (runs, redirects, catalog, identities, schedules,
- * webhooks, the audit log, artifacts and attachments with their signed links), the public session page and the team's
+ * webhooks, the audit log, usage, artifacts and attachments with their signed links), the public session page and the team's
  * web app.
  * The surfaces mount their own routes (src/surfaces); system routes (/healthz, /readyz, /metrics) are
  * every role's.
@@ -69,6 +70,7 @@ export function registerApi(
   server.register(identityRoutes, { identities: new IdentityService(store) });
   server.register(scheduleRoutes, { schedules: deps.schedules, access: deps.access });
   server.register(auditRoutes, { store });
+  server.register(usageRoutes, { store, access: deps.access });
   server.register(webhookRoutes, {
     webhooks: new WebhookService(store, { allowPrivate: config.webhooks.allowPrivate }),
   });

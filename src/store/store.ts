@@ -63,6 +63,7 @@ import type {
   WebhookAttemptResult,
   WebhookDeliveryPage,
 } from "./store-types.ts";
+import type { UsageReport, UsageReportQuery } from "./usage-report.ts";
 
 // The Store's own record types live in store-types.ts; importers keep reading them from here.
 export * from "./store-types.ts";
@@ -149,6 +150,11 @@ export interface Store {
    * requester: runs, tokens and cost (null when none of them recorded a cost). The web dashboard's usage.
    */
   summarizeUsage(teamId: string, since: string, audience?: AudienceFilter): Promise<UsageSummary>;
+  /**
+   * The team's runs created in [from, to), grouped by the query's keys and summed (GET /api/v1/usage):
+   * runs, tokens and cost, with the runs whose cost is not known counted apart.
+   */
+  reportUsage(teamId: string, query: UsageReportQuery): Promise<UsageReport>;
   /** QUEUED plus INPROGRESS runs across teams (what the executors have to do), counted up to `upTo`. */
   countActiveRuns(upTo: number): Promise<number>;
   /** Those of `runIds` that are in a terminal state reached before `before` (workspace retention). */

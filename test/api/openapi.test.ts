@@ -53,6 +53,7 @@ describe("OpenAPI document", () => {
         "/agent/conversations/{conversationId}/screenshots/{screenshotUid}/download",
         "/agent/run-by-external-reference",
         "/networking/egress-ranges",
+        "/usage",
         "/agent/sessions/{sessionUuid}/redirect",
         "/agent/conversations/{conversationId}/redirect",
         "/agent/models",

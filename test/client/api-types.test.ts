@@ -60,6 +60,9 @@ const fieldNamesMatch: {
   ListWebhooksResponse: true,
   WebhookDelivery: true,
   ListWebhookDeliveriesResponse: true,
+  UsageReport: true,
+  UsageRow: true,
+  UsageTotals: true,
   AuditEvent: true,
   ListAuditEventsResponse: true,
 };
@@ -112,6 +115,9 @@ type ApiTypes = {
   ListWebhooksResponse: Api.ListWebhooksResponse;
   WebhookDelivery: Api.WebhookDelivery;
   ListWebhookDeliveriesResponse: Api.ListWebhookDeliveriesResponse;
+  UsageReport: Api.UsageReport;
+  UsageRow: Api.UsageRow;
+  UsageTotals: Api.UsageTotals;
   AuditEvent: Api.AuditEvent;
   ListAuditEventsResponse: Api.ListAuditEventsResponse;
 };

@@ -728,6 +728,41 @@ export interface UpdateScheduleRequest {
   enabled: boolean;
 }
 
+export interface UsageReport {
+  period: {
+    from: string;
+    to: string;
+  };
+  group_by: Array<"person" | "repository" | "channel" | "schedule" | "model">;
+  rows: UsageRow[];
+  totals: UsageTotals;
+}
+
+export interface UsageRow {
+  runs: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number | null;
+  known_cost_usd: number;
+  unpriced_runs: number;
+  person?: string | null;
+  person_name?: string;
+  repository?: string | null;
+  channel?: string | null;
+  schedule?: string | null;
+  schedule_name?: string;
+  model?: string | null;
+}
+
+export interface UsageTotals {
+  runs: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number | null;
+  known_cost_usd: number;
+  unpriced_runs: number;
+}
+
 export interface Webhook {
   id: string;
   url: string;

@@ -7,6 +7,7 @@ import { Identities } from "./resources/identities.ts";
 import { Models } from "./resources/models.ts";
 import { Runs } from "./resources/runs.ts";
 import { Schedules } from "./resources/schedules.ts";
+import { Usage } from "./resources/usage.ts";
 import { Webhooks } from "./resources/webhooks.ts";
 
 export interface ClientOptions {
@@ -58,6 +59,8 @@ export class Dispatch {
   readonly schedules: Schedules;
   /** /webhooks: signed run events sent to the team's URLs (admin keys). */
   readonly webhooks: Webhooks;
+  /** /usage: spend by person, repository, channel, schedule and model. */
+  readonly usage: Usage;
   readonly #options: ClientOptions;
   readonly #transport: Transport;
 
@@ -92,6 +95,7 @@ export class Dispatch {
     this.artifacts = new Artifacts(this.#transport);
     this.schedules = new Schedules(this.#transport);
     this.webhooks = new Webhooks(this.#transport);
+    this.usage = new Usage(this.#transport);
   }
 
   /**

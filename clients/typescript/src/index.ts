@@ -40,6 +40,9 @@ export type {
   ScheduledAgentItem,
   UpdateAgentIdentityRequest,
   UpdateScheduleRequest,
+  UsageReport,
+  UsageRow,
+  UsageTotals,
   Webhook,
   WebhookDelivery,
 } from "./api-types.ts";
@@ -90,6 +93,7 @@ export {
   TERMINAL_STATES,
 } from "./resources/runs.ts";
 export { type ScheduleCreateParams, Schedules, type ScheduleUpdateParams } from "./resources/schedules.ts";
+export { Usage, type UsageGroup, type UsageRetrieveParams } from "./resources/usage.ts";
 export {
   type WebhookCreateParams,
   type WebhookDeliveriesListParams,

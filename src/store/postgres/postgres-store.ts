@@ -22,6 +22,7 @@ import * as runTraces from "./run-traces.ts";
 import * as runs from "./runs.ts";
 import * as schedules from "./schedules.ts";
 import * as usageSummary from "./usage.ts";
+import * as usageReport from "./usage-report.ts";
 import * as webSessions from "./web-sessions.ts";
 import * as webhooks from "./webhooks.ts";
 
@@ -49,6 +50,7 @@ const statements: Statements<Database> = {
   listRuns: runs.listRuns,
   countRunsByState: runs.countRunsByState,
   summarizeUsage: usageSummary.summarizeUsage,
+  reportUsage: usageReport.reportUsage,
   countActiveRuns: runs.countActiveRuns,
   runsFinishedBefore: runs.runsFinishedBefore,
   transition: runs.transition,

@@ -21,6 +21,7 @@ import { runTracesConformance } from "./run-traces.ts";
 import { runsConformance } from "./runs.ts";
 import { schedulesConformance } from "./schedules.ts";
 import { storeSuite } from "./suite.ts";
+import { usageReportConformance } from "./usage-report.ts";
 import { webSessionsConformance } from "./web-sessions.ts";
 import { webhooksConformance } from "./webhooks.ts";
 
@@ -65,6 +66,7 @@ export function storeConformance(
     webSessionsConformance(suite);
     githubSignInsConformance(suite);
     dashboardConformance(suite);
+    usageReportConformance(suite);
     audienceConformance(suite);
     webhooksConformance(suite);
     auditConformance(suite);

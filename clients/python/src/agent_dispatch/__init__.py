@@ -1,5 +1,5 @@
 """Python client for the Dispatch agent-run HTTP API v1 (runs, models, environments, skills, identities,
-artifacts, schedules, webhooks).
+artifacts, schedules, webhooks, usage).
 
 from agent_dispatch import Dispatch
 
@@ -64,6 +64,9 @@ from .types import (
     RunState,
     ScheduledAgentItem,
     ScheduleHistory,
+    UsageReport,
+    UsageRow,
+    UsageTotals,
     Webhook,
     WebhookDelivery,
 )
@@ -133,4 +136,7 @@ __all__ = [
     "ListWebhooksResponse",
     "WebhookDelivery",
     "ListWebhookDeliveriesResponse",
+    "UsageReport",
+    "UsageRow",
+    "UsageTotals",
 ]

@@ -46,6 +46,7 @@ from .resources.schedules import (
     Schedules,
     SchedulesWithRawResponse,
 )
+from .resources.usage import AsyncUsage, AsyncUsageWithRawResponse, Usage, UsageWithRawResponse
 from .resources.webhooks import (
     AsyncWebhooks,
     AsyncWebhooksWithRawResponse,
@@ -102,6 +103,7 @@ class Dispatch(SyncAPIClient):
     artifacts: Artifacts
     schedules: Schedules
     webhooks: Webhooks
+    usage: Usage
     with_raw_response: DispatchWithRawResponse
 
     def __init__(
@@ -130,6 +132,7 @@ class Dispatch(SyncAPIClient):
         self.artifacts = Artifacts(self)
         self.schedules = Schedules(self)
         self.webhooks = Webhooks(self)
+        self.usage = Usage(self)
         self.with_raw_response = DispatchWithRawResponse(self)
 
     def with_options(
@@ -279,6 +282,7 @@ class AsyncDispatch(AsyncAPIClient):
     schedules: AsyncSchedules
     artifacts: AsyncArtifacts
     webhooks: AsyncWebhooks
+    usage: AsyncUsage
     with_raw_response: AsyncDispatchWithRawResponse
 
     def __init__(
@@ -307,6 +311,7 @@ class AsyncDispatch(AsyncAPIClient):
         self.artifacts = AsyncArtifacts(self)
         self.schedules = AsyncSchedules(self)
         self.webhooks = AsyncWebhooks(self)
+        self.usage = AsyncUsage(self)
         self.with_raw_response = AsyncDispatchWithRawResponse(self)
 
     def with_options(
@@ -449,6 +454,7 @@ class DispatchWithRawResponse:
         self.artifacts = ArtifactsWithRawResponse(client.artifacts)
         self.schedules = SchedulesWithRawResponse(client.schedules)
         self.webhooks = WebhooksWithRawResponse(client.webhooks)
+        self.usage = UsageWithRawResponse(client.usage)
 
     def get(
         self,
@@ -498,6 +504,7 @@ class AsyncDispatchWithRawResponse:
         self.artifacts = AsyncArtifactsWithRawResponse(client.artifacts)
         self.schedules = AsyncSchedulesWithRawResponse(client.schedules)
         self.webhooks = AsyncWebhooksWithRawResponse(client.webhooks)
+        self.usage = AsyncUsageWithRawResponse(client.usage)
 
     async def get(
         self,

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import Required, TypedDict
 
 __all__ = [
@@ -76,6 +76,11 @@ __all__ = [
     "ListWebhooksResponse",
     "WebhookDelivery",
     "ListWebhookDeliveriesResponse",
+    "UsageGroup",
+    "UsageTotals",
+    "UsageRow",
+    "UsagePeriod",
+    "UsageReport",
 ]
 
 RunState = Literal["QUEUED", "INPROGRESS", "SUCCEEDED", "FAILED", "ERROR", "CANCELLED"]
@@ -615,6 +620,57 @@ class WebhookDelivery(DispatchModel):
 class ListWebhookDeliveriesResponse(DispatchModel):
     deliveries: list[WebhookDelivery]
     page_info: PageInfo
+
+
+# --- usage ---
+
+UsageGroup = Literal["person", "repository", "channel", "schedule", "model"]
+"""What ``usage.retrieve`` can group by."""
+
+
+class UsageTotals(DispatchModel):
+    """Runs, tokens and cost of a group (or of the whole period)."""
+
+    runs: int
+    """Runs created in the period (grouped by model: the runs that called it)."""
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+    """What it cost in USD; ``None`` when ``unpriced_runs`` is not 0 (``known_cost_usd`` is the known part)."""
+    known_cost_usd: float
+    unpriced_runs: int
+    """Runs that used tokens of a model without a price (grouped by model: of this model)."""
+
+
+class UsageRow(UsageTotals):
+    """One group: the keys it was grouped by (``None`` where runs have none), and its figures."""
+
+    person: str | None = None
+    """The requester's id (the runs' ``creator.uid``)."""
+    person_name: str | None = None
+    repository: str | None = None
+    channel: str | None = None
+    """``platform:workspace:channel`` of the thread the runs were asked in; ``None`` for the API's runs."""
+    schedule: str | None = None
+    schedule_name: str | None = None
+    model: str | None = None
+
+
+class UsagePeriod(DispatchModel):
+    from_: datetime = Field(alias="from")
+    """Inclusive."""
+    to: datetime
+    """Exclusive."""
+
+
+class UsageReport(DispatchModel):
+    """``GET /usage``: the spend of the runs the key may see, most known cost first."""
+
+    period: UsagePeriod
+    group_by: list[UsageGroup | str]
+    rows: list[UsageRow]
+    totals: UsageTotals
+    """Each run once, whatever the grouping."""
 
 
 class AttachmentParam(TypedDict):

@@ -5,6 +5,7 @@ from .identities import AsyncIdentities, AsyncIdentitiesWithRawResponse, Identit
 from .models import AsyncModels, AsyncModelsWithRawResponse, Models, ModelsWithRawResponse
 from .runs import AsyncRuns, AsyncRunsWithRawResponse, Runs, RunsWithRawResponse
 from .schedules import AsyncSchedules, AsyncSchedulesWithRawResponse, Schedules, SchedulesWithRawResponse
+from .usage import AsyncUsage, AsyncUsageWithRawResponse, Usage, UsageWithRawResponse
 from .webhooks import AsyncWebhooks, AsyncWebhooksWithRawResponse, Webhooks, WebhooksWithRawResponse
 
 __all__ = [
@@ -40,4 +41,8 @@ __all__ = [
     "AsyncWebhooks",
     "WebhooksWithRawResponse",
     "AsyncWebhooksWithRawResponse",
+    "Usage",
+    "AsyncUsage",
+    "UsageWithRawResponse",
+    "AsyncUsageWithRawResponse",
 ]
