@@ -86,5 +86,92 @@ describe.each<Flavour>(["cloud", "datacenter"])(
       expect(issue.transitions).toEqual(["In Progress", "In Review"]);
       expect(issue.remoteLinks).toContainEqual(expect.objectContaining({ url: pr!.html_url }));
     });
+
+    it("the label and an assignment to the service account start a run from the issue, once each", async () => {
+      const labelled = j.jira.issue("PROJ", {
+        summary: "Tidy the docs",
+        description: "The docs are untidy.",
+      });
+      const event = j.jira.labelAdded(labelled, j.ada, "dispatch");
+      const identifier = crypto.randomUUID();
+      expect((await j.deliver(event, { identifier })).status).toBe(200);
+      expect(JSON.parse((await j.deliver(event, { identifier })).text)).toMatchObject({ duplicate: true });
+      // Another label is not a trigger.
+      expect(JSON.parse((await j.deliver(j.jira.labelAdded(labelled, j.ada, "docs"))).text)).toMatchObject({
+        ignored: expect.stringContaining("neither"),
+      });
+      const [run] = await waitFor(async () => {
+        const runs = await j.runsOf(labelled);
+        return runs.length ? runs : undefined;
+      });
+      expect(run!.prompt).toContain('it was labelled "dispatch"');
+      expect(run!.prompt).toContain("> The docs are untidy.");
+      expect(run!.creator.uid).toBe(`jira:${j.ada.id}`);
+      await waitForState(j.t, run!.run_id, ["SUCCEEDED"], 90_000);
+      await j.comment(
+        labelled,
+        (text) => text.includes("Succeeded") && text.includes("No changes"),
+        "the card",
+      );
+
+      const assigned = j.jira.issue("PROJ", { summary: "Assigned work" });
+      await j.deliver(j.jira.assigned(assigned, j.ada, j.jira.bot));
+      const [byAssignment] = await waitFor(async () => {
+        const runs = await j.runsOf(assigned);
+        return runs.length ? runs : undefined;
+      });
+      expect(byAssignment!.prompt).toContain("it was assigned to Dispatch");
+      await j.settle();
+      expect(await j.runsOf(labelled)).toHaveLength(1);
+      expect(await j.runsOf(assigned)).toHaveLength(1);
+    });
+
+    it("a later mention is a follow-up on the issue's run; `status` answers; `cancel` stops it", async () => {
+      const issue = j.jira.issue("PROJ", { summary: "Two steps" });
+      await j.deliver(j.jira.commentCreated(issue, j.ada, "$ echo first"));
+      const [run] = await waitFor(async () => {
+        const runs = await j.runsOf(issue);
+        return runs.length ? runs : undefined;
+      });
+      await waitForState(j.t, run!.run_id, ["SUCCEEDED"], 90_000);
+
+      await j.deliver(j.jira.commentCreated(issue, j.ada, "$ echo second\n$ sleep 30"));
+      await j.comment(issue, (text) => text.includes("got it"), "the follow-up's answer");
+      await waitFor(
+        async () => {
+          const res = await j.t.api("GET", `/api/v1/agent/runs/${run!.run_id}/events?limit=500`);
+          return (res.body.events ?? []).some(
+            (e: { type: string; data: { command?: string } }) =>
+              e.type === "tool_call" && e.data.command === "sleep 30",
+          );
+        },
+        { what: "the follow-up to run", timeoutMs: 60_000 },
+      );
+      expect(await j.runsOf(issue)).toHaveLength(1);
+
+      await j.deliver(j.jira.commentCreated(issue, j.ada, "status"));
+      await j.comment(
+        issue,
+        (text) => text.includes("In progress") && !text.includes("Mention me to steer"),
+        "the status",
+      );
+
+      await j.deliver(j.jira.commentCreated(issue, j.ada, "cancel"));
+      const cancelled = await waitForState(j.t, run!.run_id, ["CANCELLED"], 30_000);
+      expect(cancelled.status_message?.message).toContain("Ada");
+      await j.comment(
+        issue,
+        (text) => text.startsWith("@") && text.includes("Cancelled by Ada"),
+        "the final",
+      );
+      const card = j.jira
+        .botComments(issue)
+        .find((c) =>
+          c.properties.some((p) => (p.value as { marker?: string }).marker === `card:${run!.run_id}`),
+        );
+      await waitFor(() => j.jira.text(card!.body).includes("Cancelled by Ada"), {
+        what: "the card to say so",
+      });
+    });
   },
 );
