@@ -115,12 +115,16 @@ function list(node: AdfNode, opts: MarkdownOptions): string {
       if (node.type === "orderedList") marker = `${number++}.`;
       if (item.type === "taskItem") marker = item.attrs?.state === "DONE" ? "- [x]" : "- [ ]";
       const children = item.content ?? [];
-      // Task and decision items hold inline content; list items hold blocks (nested lists among them).
+      // Task and decision items hold inline content; list items hold blocks (nested lists among them),
+      // kept tight under their marker.
       const body = children.some((c) => c.type === "text" || isInlineAtom(c.type))
         ? inline(children, opts)
-        : blocks(children, opts);
+        : children
+            .map((c) => block(c, opts))
+            .filter((b) => b.trim() !== "")
+            .join("\n");
       const indent = " ".repeat(marker.length + 1);
-      return `${marker} ${body.replace(/\n/g, `\n${indent}`)}`;
+      return `${marker} ${body.replace(/\n(?=[^\n])/g, `\n${indent}`)}`;
     })
     .join("\n");
 }

@@ -41,14 +41,17 @@ const CommentEvent = z
   })
   .loose();
 
+/**
+ * A text field of a changelog item, or null. Read as unknown first: a key an item leaves out would be
+ * found on the object's prototype (`toString` is every object's), which is not Jira's value.
+ */
+const ItemText = z
+  .unknown()
+  .optional()
+  .transform((v) => (typeof v === "string" ? v : null));
+
 const ChangelogItem = z
-  .object({
-    field: z.string(),
-    from: z.string().nullish(),
-    fromString: z.string().nullish(),
-    to: z.string().nullish(),
-    toString: z.string().nullish(),
-  })
+  .object({ field: z.string(), from: ItemText, fromString: ItemText, to: ItemText, toString: ItemText })
   .loose();
 
 const IssueUpdatedEvent = z
@@ -157,7 +160,7 @@ function updateTrigger(
 }
 
 /** Jira writes an issue's labels as one space-separated string in a changelog. */
-function labels(value: string | null | undefined): Set<string> {
+function labels(value: string | null): Set<string> {
   return new Set((value ?? "").toLowerCase().split(/\s+/).filter(Boolean));
 }
 

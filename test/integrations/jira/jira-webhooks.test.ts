@@ -111,5 +111,33 @@ describe.each<Flavour>(["cloud", "datacenter"])(
       await j.comment(issue, (text) => text.startsWith("@"), "the final");
       expect(j.jira.botComments(issue)).toHaveLength(2);
     });
+
+    it("a comment whose answer was lost is found again by its property, not posted twice", async () => {
+      const issue = j.jira.issue("PROJ", { summary: "Flaky Jira" });
+      j.jira.loseAnswer("POST", new RegExp(`^issue/${issue.id}/comment$`), 2);
+      j.jira.fail("PUT", new RegExp(`^issue/${issue.id}/comment/\\d+$`), 1, 503);
+      await j.deliver(j.jira.commentCreated(issue, j.ada, "$ echo flaky"));
+      await j.comment(
+        issue,
+        (text) => text.startsWith("@") && text.includes("Succeeded"),
+        "the final",
+        60_000,
+      );
+      const [run] = await j.runsOf(issue);
+      const card = await j.comment(
+        issue,
+        (text) => text.includes("Succeeded") && !text.startsWith("@"),
+        "the card",
+      );
+      expect(j.jira.botComments(issue)).toHaveLength(2);
+      expect(card.properties).toContainEqual({
+        key: "dispatch.message",
+        value: { marker: `card:${run!.run_id}` },
+      });
+      // Both lost posts were looked for (the issue's comments with their properties) before anything was sent again.
+      expect(
+        j.jira.requests.filter((r) => r.method === "GET" && r.path === `issue/${issue.id}/comment`).length,
+      ).toBeGreaterThanOrEqual(2);
+    });
   },
 );
