@@ -45,6 +45,8 @@ export interface FakeJiraIssue {
   assignee: string | null;
   comments: FakeJiraComment[];
   remoteLinks: Array<{ globalId: string; url: string; title: string }>;
+  /** Pull request URLs of the issue's development panel (what a development tool such as GitHub for Jira reports). */
+  development: string[];
   /** Statuses the issue went through by Dispatch's transitions, in order. */
   transitions: string[];
 }
@@ -143,7 +145,7 @@ export class FakeJira {
   /** An issue; `description` is plain lines, written as each flavour's rich text. */
   issue(
     projectKey: string,
-    fields: { summary: string; description?: string; links?: string[] },
+    fields: { summary: string; description?: string; links?: string[]; development?: string[] },
   ): FakeJiraIssue {
     const id = String(this.nextId++);
     const number = [...this.issues.values()].filter((i) => i.projectKey === projectKey).length + 1;
@@ -158,6 +160,7 @@ export class FakeJira {
       assignee: null,
       comments: [],
       remoteLinks: (fields.links ?? []).map((url) => ({ globalId: url, url, title: url })),
+      development: fields.development ?? [],
       transitions: [],
     };
     this.issues.set(id, issue);
@@ -419,6 +422,13 @@ export class FakeJira {
         errorMessages: ["You are not authenticated. Authentication required to perform this operation."],
         errors: {},
       });
+    }
+    if (method === "GET" && url.pathname === "/rest/dev-status/latest/issue/detail") {
+      const issue = this.issues.get(url.searchParams.get("issueId") ?? "");
+      if (!issue || url.searchParams.get("dataType") !== "pullrequest")
+        return send(400, { errors: ["Bad request"] });
+      const pullRequests = issue.development.map((u, i) => ({ id: `#${i + 1}`, url: u, status: "OPEN" }));
+      return send(200, { errors: [], detail: [{ pullRequests, branches: [], repositories: [] }] });
     }
     if (!url.pathname.startsWith(this.prefix))
       return send(404, { errorMessages: ["No such REST API"], errors: {} });

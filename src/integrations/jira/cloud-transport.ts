@@ -10,7 +10,14 @@ import {
   updateComment,
 } from "jira.js/cloud";
 import { type Client, createClient, type SchemaMismatchBehavior } from "jira.js/core";
-import type { JiraTransport, RawCommentPage, RawIssue } from "./jira-transport.ts";
+import {
+  DEVELOPMENT_DETAIL_PATH,
+  type DevelopmentDetail,
+  developmentQuery,
+  type JiraTransport,
+  type RawCommentPage,
+  type RawIssue,
+} from "./jira-transport.ts";
 
 /**
  * Jira Cloud's REST v3 through jira.js's endpoint functions (one request each, no retries of its own: the
@@ -45,6 +52,14 @@ export class CloudTransport implements JiraTransport {
   async getRemoteLinks(issueIdOrKey: string) {
     const links = await getRemoteIssueLinks(this.client, { issueIdOrKey });
     return (Array.isArray(links) ? links : [links]) as Array<{ object?: { url?: string } }>;
+  }
+
+  getDevelopmentPullRequests(issueId: string): Promise<DevelopmentDetail> {
+    return this.client.sendRequest<DevelopmentDetail>({
+      url: DEVELOPMENT_DETAIL_PATH,
+      method: "GET",
+      searchParams: developmentQuery(issueId),
+    });
   }
 
   async addComment(issueIdOrKey: string, body: unknown, properties: Array<{ key: string; value: unknown }>) {

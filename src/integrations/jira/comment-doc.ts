@@ -62,7 +62,10 @@ export function toWiki(doc: CommentDoc): string {
 }
 
 function wikiInline(i: Inline): string {
-  if ("mention" in i) return `[~${i.mention}]`;
+  if ("mention" in i) {
+    // A name that would end the mention's brackets early is written as text instead.
+    return /^[^\s[\]|~{}]+$/.test(i.mention) ? `[~${i.mention}]` : escapeWiki(`@${i.name}`);
+  }
   if (i.text === "") return "";
   const text = i.code ? `{{${escapeWiki(i.text)}}}` : i.bold ? `*${escapeWiki(i.text)}*` : escapeWiki(i.text);
   return i.href ? `[${text}|${i.href.replace(/[|\]\s]/g, encodeURIComponent)}]` : text;

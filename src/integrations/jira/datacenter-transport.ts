@@ -1,5 +1,12 @@
 import { type Client, createClient } from "jira.js/core";
-import type { JiraTransport, RawCommentPage, RawIssue } from "./jira-transport.ts";
+import {
+  DEVELOPMENT_DETAIL_PATH,
+  type DevelopmentDetail,
+  developmentQuery,
+  type JiraTransport,
+  type RawCommentPage,
+  type RawIssue,
+} from "./jira-transport.ts";
 
 /**
  * Jira Data Center's REST v2. jira.js 6 generates only Cloud's v3 endpoints (its Version2Client is gone),
@@ -29,6 +36,14 @@ export class DataCenterTransport implements JiraTransport {
       method: "GET",
     });
     return Array.isArray(links) ? links : [];
+  }
+
+  getDevelopmentPullRequests(issueId: string): Promise<DevelopmentDetail> {
+    return this.client.sendRequest<DevelopmentDetail>({
+      url: DEVELOPMENT_DETAIL_PATH,
+      method: "GET",
+      searchParams: developmentQuery(issueId),
+    });
   }
 
   async addComment(issueIdOrKey: string, body: unknown, properties: Array<{ key: string; value: unknown }>) {

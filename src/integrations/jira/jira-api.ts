@@ -1,3 +1,4 @@
+import { isRateLimitError } from "jira.js/core";
 import { adfToMarkdown, isAdfDocument } from "./adf-markdown.ts";
 import { type CommentDoc, toAdf, toWiki } from "./comment-doc.ts";
 import type { JiraTransport } from "./jira-transport.ts";
@@ -73,10 +74,22 @@ export class JiraApi {
     };
   }
 
-  /** The URLs linked on the issue (remote links: GitHub pull requests and issues among them). */
-  async remoteLinkUrls(issueIdOrKey: string): Promise<string[]> {
-    const links = await deadline(this.transport.getRemoteLinks(issueIdOrKey));
-    return links.map((l) => l.object?.url).filter((u): u is string => typeof u === "string");
+  /**
+   * The URLs linked on the issue: its remote links, then the pull requests of its development panel
+   * (GitHub pull requests and issues among them). The panel is read as a bonus: a site without it, or
+   * an answer it does not give, leaves the remote links.
+   */
+  async linkedUrls(issueId: string): Promise<string[]> {
+    const links = await deadline(this.transport.getRemoteLinks(issueId));
+    const urls = links.map((l) => l.object?.url);
+    try {
+      const development = await deadline(this.transport.getDevelopmentPullRequests(issueId));
+      for (const tool of development?.detail ?? [])
+        urls.push(...(tool.pullRequests ?? []).map((pr) => pr.url));
+    } catch (err) {
+      if (retryAfterOf(err) !== undefined) throw err;
+    }
+    return urls.filter((u): u is string => typeof u === "string");
   }
 
   /** Posts a comment carrying `marker` as a property; its id. */
@@ -152,6 +165,11 @@ export class JiraApi {
   private render(doc: CommentDoc): unknown {
     return this.transport.flavour === "cloud" ? toAdf(doc) : toWiki(doc);
   }
+}
+
+/** A 429 is the site's, whatever path answered it: it is waited out, not ignored. */
+function retryAfterOf(err: unknown): number | undefined {
+  return isRateLimitError(err) ? (err.retryAfterMs ?? 0) : undefined;
 }
 
 class JiraTimeout extends Error {

@@ -4,9 +4,12 @@ import { isJiraTimeout } from "./jira-api.ts";
 
 /** A 429 without a usable Retry-After pauses the site this long. */
 const DEFAULT_RATE_LIMIT_PAUSE_MS = 60_000;
-/** Handling a delivery waits out a Retry-After up to this long, this many times, before handing it back. */
+/**
+ * Handling a delivery waits out a Retry-After up to this long, this many times, before handing it back:
+ * well within the delivery's lease (DISPATCH_LEASE_MS, 30 s by default).
+ */
 const MAX_INLINE_WAIT_MS = 10_000;
-const MAX_INLINE_WAITS = 3;
+const MAX_INLINE_WAITS = 2;
 
 /** How long Jira asked to be left alone, when the error is its 429; undefined otherwise. */
 export function retryAfterMs(err: unknown): number | undefined {

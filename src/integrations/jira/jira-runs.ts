@@ -37,7 +37,7 @@ export interface JiraRunsDeps {
   settings: JiraSettings;
   runs: RunsApi;
   store: Pick<Store, "bindThread">;
-  api: Pick<JiraApi, "issue" | "remoteLinkUrls" | "issueUrl">;
+  api: Pick<JiraApi, "issue" | "linkedUrls" | "issueUrl">;
   parsing: RepositoryParsing;
   log: Logger;
   publicUrl: () => string;
@@ -63,7 +63,7 @@ export class JiraRuns {
     let links: string[];
     try {
       issue = await patiently(() => this.deps.api.issue(trigger.issue.id));
-      links = await patiently(() => this.deps.api.remoteLinkUrls(trigger.issue.id));
+      links = await patiently(() => this.deps.api.linkedUrls(trigger.issue.id));
     } catch (err) {
       // The inbox tries the delivery again; its last attempt says so on the issue.
       if (!ctx.lastAttempt) throw err;

@@ -8,6 +8,8 @@ export interface JiraTransport {
   /** Only the fields Dispatch reads; `description` is ADF on Cloud, wiki markup on Data Center. */
   getIssue(issueIdOrKey: string): Promise<RawIssue>;
   getRemoteLinks(issueIdOrKey: string): Promise<Array<{ object?: { url?: string } }>>;
+  /** The GitHub pull requests of the issue's development panel (`dev-status`, the same path on both). */
+  getDevelopmentPullRequests(issueId: string): Promise<DevelopmentDetail>;
   /** `body` is an ADF document on Cloud, a wiki string on Data Center; the comment carries `properties`. */
   addComment(
     issueIdOrKey: string,
@@ -52,3 +54,19 @@ export interface RawCommentPage {
   }>;
   total?: number;
 }
+
+/** What the development panel's detail answers: per linked tool, its pull requests. */
+export interface DevelopmentDetail {
+  detail?: Array<{ pullRequests?: Array<{ url?: string }> }>;
+}
+
+/**
+ * The development panel's pull requests, as Jira's own issue view reads them (`/rest/dev-status/latest`,
+ * which Atlassian does not document as public REST; an answer it does not give is no links).
+ */
+export const DEVELOPMENT_DETAIL_PATH = "/rest/dev-status/latest/issue/detail";
+export const developmentQuery = (issueId: string) => ({
+  issueId,
+  applicationType: "GitHub",
+  dataType: "pullrequest",
+});

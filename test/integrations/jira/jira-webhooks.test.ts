@@ -83,6 +83,22 @@ describe.each<Flavour>(["cloud", "datacenter"])(
       expect([...(await j.runsOf(lab)), ...(await j.runsOf(ops))]).toHaveLength(0);
     });
 
+    it("a pull request in the issue's development panel, or `in owner/repo` in the comment, chooses the repository", async () => {
+      j.remotes.create("acme/docs", { "README.md": "# docs\n" });
+      const panel = j.jira.issue("OPS", {
+        summary: "Panel",
+        development: ["https://github.com/acme/docs/pull/7"],
+      });
+      await j.deliver(j.jira.commentCreated(panel, j.ada, "$ echo panel"));
+      const named = j.jira.issue("OPS", { summary: "Named" });
+      await j.deliver(j.jira.commentCreated(named, j.ada, "please do this in acme/docs"));
+      const repos = await waitFor(async () => {
+        const runs = [...(await j.runsOf(panel)), ...(await j.runsOf(named))];
+        return runs.length === 2 ? runs.map((r) => r.agent_config.repository) : undefined;
+      });
+      expect(repos).toEqual(["acme/docs", "acme/docs"]);
+    });
+
     it("Jira's 429 is waited out as its Retry-After says, reading the issue and posting the comment", async () => {
       const issue = j.jira.issue("PROJ", { summary: "Busy Jira" });
       const read = new RegExp(`^issue/${issue.id}$`);
