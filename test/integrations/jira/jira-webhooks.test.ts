@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { waitFor } from "../../support/dispatch.ts";
+import { waitFor, waitForState } from "../../support/dispatch.ts";
 import type { Flavour } from "../../support/fake-jira.ts";
 import { type JiraDispatch, SETTINGS, startJiraDispatch } from "./support.ts";
 
@@ -157,3 +157,28 @@ describe.each<Flavour>(["cloud", "datacenter"])(
     });
   },
 );
+
+describe("Jira: the steering policy", { timeout: 120_000 }, () => {
+  let j: JiraDispatch;
+  beforeAll(async () => {
+    j = await startJiraDispatch("datacenter", { settings: `${SETTINGS}  cancel: requester\n` });
+  });
+  afterAll(() => j?.stop());
+
+  it("under `jira.cancel: requester` someone else who may browse the project is told who may cancel", async () => {
+    const bob = j.jira.user("Bob");
+    j.jira.projects.get("PROJ")!.browse.add(bob.id);
+    const issue = j.jira.issue("PROJ", { summary: "Mine" });
+    await j.deliver(j.jira.commentCreated(issue, j.ada, "$ sleep 30"));
+    const [run] = await waitFor(async () => {
+      const runs = await j.runsOf(issue);
+      return runs.length ? runs : undefined;
+    });
+    await j.deliver(j.jira.commentCreated(issue, bob, "cancel"));
+    const refusal = await j.comment(issue, (text) => text.includes("who started this run"), "the refusal");
+    expect(j.jira.text(refusal.body)).toContain(`only Jira user ${j.ada.id}`);
+    expect((await j.t.api("GET", `/api/v1/agent/runs/${run!.run_id}`)).body.state).not.toBe("CANCELLED");
+    await j.deliver(j.jira.commentCreated(issue, j.ada, "cancel"));
+    await waitForState(j.t, run!.run_id, ["CANCELLED"], 30_000);
+  });
+});
