@@ -269,6 +269,57 @@ const LinearSettingsSchema = z
 
 export type LinearSettings = z.infer<typeof LinearSettingsSchema>;
 
+/** A Jira project key: an upper-case letter, then upper-case letters, digits or underscores. */
+const JIRA_PROJECT_KEY = /^[A-Z][A-Z0-9_]{0,254}$/;
+const jiraProjectKeyMessage = "project keys are Jira project keys such as PROJ";
+
+/** A workflow transition, named by the transition or by the status it leads to (as Jira shows them). */
+const TransitionName = z.string().min(1, "must name a transition or a status, such as In Progress").max(255);
+
+/** The `jira:` section: which projects Dispatch answers in, each one's defaults, the label and steering. */
+const JiraSettingsSchema = z
+  .object({
+    /** Project keys where Dispatch starts and steers runs; every project the service account sees when absent. */
+    allowed_projects: z.array(z.string().regex(JIRA_PROJECT_KEY, jiraProjectKeyMessage)).optional(),
+    /** Adding this label to an issue starts a run from it (one active run per issue). */
+    label: z.string().min(1, "must name a label, such as dispatch").max(255).default("dispatch"),
+    /** Who may follow up on or cancel a run from its issue: anyone who can browse the project, or its requester. */
+    followup: LinearPolicy.default("anyone"),
+    cancel: LinearPolicy.default("anyone"),
+    /** How long a person's browse permission on a project is remembered (a burst of checks makes one call). */
+    permission_cache_seconds: z.number().int().min(0).max(3600).default(60),
+    /**
+     * Per project, by its key (`PROJ`): `repository`, where runs of its issues work when neither the request
+     * (`in owner/repo[@base]`) nor a GitHub link on the issue names one; `transitions`, the workflow
+     * transitions Dispatch makes on the issue when its run starts and when it opens a pull request.
+     */
+    projects: z
+      .record(
+        z.string(),
+        z
+          .object({
+            repository: z.string().min(1).optional(),
+            transitions: z
+              .object({ started: TransitionName.optional(), pull_request: TransitionName.optional() })
+              .strict()
+              .default({}),
+          })
+          .strict(),
+      )
+      // Checked here rather than by the key's schema, so that the message names the key and says why.
+      .superRefine((projects, ctx) => {
+        for (const key of Object.keys(projects)) {
+          if (!JIRA_PROJECT_KEY.test(key)) {
+            ctx.addIssue({ code: "custom", path: [key], message: jiraProjectKeyMessage });
+          }
+        }
+      })
+      .default({}),
+  })
+  .strict();
+
+export type JiraSettings = z.infer<typeof JiraSettingsSchema>;
+
 /** USD per million tokens: a price of the table in pricing.ts. */
 const perMtok = z
   .number({ error: "must be a number of US dollars per million tokens, such as 3 or 0.25" })
@@ -338,6 +389,13 @@ const SettingsSchema = z
       cancel: "anyone",
       membership_cache_seconds: 30,
       teams: {},
+    }),
+    jira: JiraSettingsSchema.default({
+      label: "dispatch",
+      followup: "anyone",
+      cancel: "anyone",
+      permission_cache_seconds: 60,
+      projects: {},
     }),
     mcp: McpSettingsSchema.default({ allowed_urls: [] }),
     git: GitSettingsSchema.default({ allowed_hosts: [] }),

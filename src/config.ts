@@ -4,6 +4,7 @@ import { z } from "zod";
 import { ConfigError, flag, parseVariables, problemRecorder, variablesFor } from "./config-env.ts";
 import { DEFAULT_SETTINGS_FILE, loadSettings, type Settings, SettingsError } from "./config-file.ts";
 import { loadGitHubConfig } from "./config-github.ts";
+import { loadJiraConfig } from "./config-jira.ts";
 import { priceTable } from "./model/pricing.ts";
 import { ModelsEnvSchema, modelsConfig } from "./models-config.ts";
 
@@ -14,6 +15,7 @@ import { ModelsEnvSchema, modelsConfig } from "./models-config.ts";
 
 export { ConfigError } from "./config-env.ts";
 export type { GitHubConfig, GitHubWebhookConfig } from "./config-github.ts";
+export type { JiraConfig } from "./config-jira.ts";
 
 /**
  * The parts of `dispatch serve`: `api` serves HTTP (API, Slack, GitHub, session pages), `worker` runs
@@ -382,6 +384,8 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
        * with the api role, pull requests and comments with the others.
        */
       github: loadGitHubConfig(env, { receivesWebhooks: e.DISPATCH_ROLES.has("api") }),
+      /** The Jira surface, when JIRA_BASE_URL is set (see loadJiraConfig): Cloud or Data Center. */
+      jira: loadJiraConfig(env, { receivesWebhooks: e.DISPATCH_ROLES.has("api") }),
       /** How runs' commands are isolated (DISPATCH_SANDBOX, DISPATCH_BWRAP_PATH, DISPATCH_SANDBOX_*). */
       sandbox: {
         /**

@@ -13,10 +13,12 @@ const SECRET_PATTERNS =
 
 export function scrubSecrets(text: string): string {
   // Keep the first four characters: enough to tell which kind of secret it was. A signed download link's
-  // signature (logged with the request URL) is a capability too.
+  // signature (logged with the request URL) is a capability too, and so is the secret in a Jira Data
+  // Center webhook's URL.
   return text
     .replace(SECRET_PATTERNS, (m) => `${m.slice(0, 4)}[redacted]`)
-    .replace(/([?&]signature=)[A-Za-z0-9_-]{43}/g, "$1[redacted]");
+    .replace(/([?&]signature=)[A-Za-z0-9_-]{43}/g, "$1[redacted]")
+    .replace(/([?&]secret=)[^&#\s"]+/g, "$1[redacted]");
 }
 
 /**
@@ -56,6 +58,7 @@ export function createLogger(
           "req.headers.cookie",
           'req.headers["x-slack-signature"]',
           'req.headers["x-hub-signature-256"]',
+          'req.headers["x-hub-signature"]',
           "headers.authorization",
           "*.apiKey",
           "*.api_key",

@@ -10,12 +10,12 @@ import type { RunsApi } from "../../runs/runs-api.ts";
 import type { InboundDelivery, Store } from "../../store/store.ts";
 import { createBody } from "../grammar.ts";
 import { InboxQueue, type InboxStore } from "../inbox-queue.ts";
+import { chooseRepository } from "../repository-choice.ts";
 import { describeError, runErrorCode } from "../run-errors.ts";
 import { followupThought, onItThought } from "./activity-words.ts";
 import type { LinearApi } from "./linear-api.ts";
 import { type LinearAudience, linearPrincipalId } from "./linear-audience.ts";
 import { LINEAR_SOURCE } from "./notifier-platform.ts";
-import { chooseRepository } from "./repository-choice.ts";
 import { actorOf, type SessionEvent, type SessionIssue } from "./session-event.ts";
 import { SessionMessages } from "./session-messages.ts";
 import { LinearWebhookRoute } from "./webhook-route.ts";
@@ -145,8 +145,10 @@ export class LinearIntegration {
     const choice = chooseRepository({
       texts: [event.agentSession.comment?.body, issue.description],
       links: await this.issueLinks(issue),
-      teamKey: issue.team.key,
-      settings: this.deps.settings,
+      fallback: {
+        repository: this.deps.settings.teams[issue.team.key]?.repository,
+        setting: `linear.teams.${issue.team.key}.repository`,
+      },
       parsing: this.deps.parsing,
     });
     if (choice.kind === "none") return session.activity("no-repository", errorBody(choice.reason));

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../../src/config.ts";
 import { parseSettings } from "../../../src/config-file.ts";
 import { LinearApi, sendErrorOf } from "../../../src/integrations/linear/linear-api.ts";
-import { chooseRepository } from "../../../src/integrations/linear/repository-choice.ts";
 import { activityId } from "../../../src/integrations/linear/session-messages.ts";
+import { chooseRepository } from "../../../src/integrations/repository-choice.ts";
 import { FakeLinear } from "../../support/fake-linear.ts";
 
 const parsing = { serverUrl: "https://github.com", allowFileRemotes: false, allowedHosts: [] };
@@ -45,7 +45,15 @@ describe("Linear configuration", () => {
 describe("the repository of a Linear run", () => {
   const settings = parseSettings({ linear: { teams: { ENG: { repository: "acme/app" } } } }).linear;
   const choose = (texts: string[], links: string[] = [], teamKey = "ENG") =>
-    chooseRepository({ texts, links, teamKey, settings, parsing });
+    chooseRepository({
+      texts,
+      links,
+      fallback: {
+        repository: settings.teams[teamKey]?.repository,
+        setting: `linear.teams.${teamKey}.repository`,
+      },
+      parsing,
+    });
 
   it("`in owner/repo[@base]` in the request comes first, then a GitHub link on the issue, then the team's default", () => {
     expect(

@@ -1,10 +1,9 @@
-import type { LinearSettings } from "../../config-file.ts";
-import { parseRepositorySpec, type RepositoryParsing, type RepositorySpec } from "../../model/repository.ts";
+import { parseRepositorySpec, type RepositoryParsing, type RepositorySpec } from "../model/repository.ts";
 
 /** `in owner/repo` or `in owner/repo@base` as a word of its own, outside code. */
 const IN_REPOSITORY =
   /(?:^|\s)in\s+([A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9._-]+(?:@[A-Za-z0-9._/+#=,-]+)?)(?=[\s.,;:!?)]|$)/;
-/** A GitHub pull request or issue linked on the Linear issue names its repository. */
+/** A GitHub pull request or issue linked on the tracker's issue names its repository. */
 const GITHUB_LINK =
   /^https:\/\/github\.com\/([A-Za-z0-9][A-Za-z0-9-]*\/[A-Za-z0-9._-]+)\/(?:pull|issues)\/\d+/;
 
@@ -13,17 +12,17 @@ export type RepositoryChoice =
   | { kind: "none"; reason: string };
 
 /**
- * Where a run started from Linear works (docs/surfaces.md), in order: `in owner/repo[@base]` written in
- * the request (the comment that mentioned the agent, else the issue's description), a GitHub pull request
- * or issue linked on the issue, the team's default (`linear.teams.<KEY>.repository`). None of them: the
- * answer says how to name one. A spec the operator does not allow (another host, a file:// remote) is
- * refused with its reason, as the API would.
+ * Where a run started from a tracker's issue works (Linear, Jira: docs/surfaces.md), in order: `in
+ * owner/repo[@base]` written in the request (the comment that mentioned Dispatch, else the issue's
+ * description), a GitHub pull request or issue linked on the issue, the default `fallback.setting` names
+ * (its value in `fallback.repository`). None of them: the answer says how to name one. A spec the operator
+ * does not allow (another host, a file:// remote) is refused with its reason, as the API would.
  */
 export function chooseRepository(input: {
   texts: Array<string | null | undefined>;
   links: readonly string[];
-  teamKey: string;
-  settings: LinearSettings;
+  /** The tracker's default for this issue's team or project, and the setting that holds it. */
+  fallback: { repository: string | undefined; setting: string };
   parsing: RepositoryParsing;
 }): RepositoryChoice {
   for (const text of input.texts) {
@@ -35,15 +34,15 @@ export function chooseRepository(input: {
     const match = GITHUB_LINK.exec(link);
     if (match) return parsed(match[1]!, "a GitHub link on the issue", input.parsing);
   }
-  const fallback = input.settings.teams[input.teamKey]?.repository;
-  if (fallback) return parsed(fallback, `linear.teams.${input.teamKey}.repository`, input.parsing);
+  const { repository, setting } = input.fallback;
+  if (repository) return parsed(repository, setting, input.parsing);
   return {
     kind: "none",
     reason: [
       "I don't know which repository to work in.",
       "Write `in owner/repo` (or `in owner/repo@branch`) in the issue or in a comment that mentions me,",
       "link a GitHub pull request or issue of the repository on this issue,",
-      `or ask your Dispatch admin to set \`linear.teams.${input.teamKey}.repository\` in dispatch.config.yaml.`,
+      `or ask your Dispatch admin to set \`${setting}\` in dispatch.config.yaml.`,
     ].join(" "),
   };
 }
