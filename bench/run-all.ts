@@ -39,6 +39,7 @@ const BENCHES = [
   { script: "runtime/run.ts", results: "runtime" },
   { script: "delivery/run.ts", results: "delivery" },
   { script: "failover/checkpoint.ts", results: "failover-checkpoint" },
+  { script: "failover/failover.ts", results: "failover" },
   { script: "harnesses/run.ts", results: "harnesses" },
   { script: "scale/run.ts", results: "scale", env: { BENCH_SCALE_SANDBOX: "none" } },
   { script: "latency/run.ts", results: "latency" },

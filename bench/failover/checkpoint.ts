@@ -2,7 +2,7 @@
  * Checkpoint cost per step (docs/runtime.md#checkpoints): what saving a run's checkpoint costs after an
  * agent step, for a repository of 10,000 files. Report only (issue: "checkpoint cost per step").
  *
- *   node bench/failover/checkpoint.ts        (npm run bench:failover)
+ *   node bench/failover/checkpoint.ts        (npm run bench:failover: this, then failover.ts)
  *
  * A bare repository of BENCH_CHECKPOINT_FILES files served over smart HTTP by git's own http-backend
  * (test/support/git-http-server.ts, with a token as GitHub takes it), a SQLite store, the default
