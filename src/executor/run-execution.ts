@@ -5,7 +5,7 @@ import type { RemotePolicy } from "../delivery/remote-access.ts";
 import type { DeliveryTarget } from "../delivery/repository-checkout.ts";
 import type { HarnessContext, HarnessOutcome, HarnessRegistry } from "../harnesses/harness.ts";
 import type { PriceTable } from "../model/pricing.ts";
-import type { RequestUsage, RunEventType, RunRecord } from "../model/run.ts";
+import type { RequestUsage, RunEventType, RunRecord, StatusMessage } from "../model/run.ts";
 import { executionMode } from "../model/run-mode.ts";
 import { HANDED_BACK_MESSAGE } from "../model/run-resume.ts";
 import type { Sandbox } from "../sandbox/sandbox.ts";
@@ -17,6 +17,7 @@ import { prepareEnvironment } from "../workspace/environments.ts";
 import type { SkillResolver } from "../workspace/skills.ts";
 import { prepareWorkspace } from "../workspace/workspace.ts";
 import { ExecutionCheckpoints } from "./execution-checkpoints.ts";
+import { recordPlan } from "./plan-approval.ts";
 import { ExecutionDelivery } from "./execution-delivery.ts";
 import { traceExecution } from "./execution-trace.ts";
 import { costLimitOf, costLimitReached, meterRunCost, type RunCost } from "./run-cost.ts";
@@ -99,6 +100,8 @@ export class RunExecution {
    * from then on the run leaving INPROGRESS is its own doing, not a sign that another worker has it.
    */
   private ended = false;
+  /** Set as this execution leaves the run BLOCKED, waiting for a person: its checkpoint stays. */
+  private blocked = false;
   /** Set when the workspace went over its disk quota: how the run ends once the harness has stopped. */
   private overQuota: RunPatch["statusMessage"];
   /** Set when the run went over its cost limit: how it ends once the harness has stopped. */
@@ -283,25 +286,24 @@ export class RunExecution {
       }
       const waiting = await store.startAgent(run.id, workerId);
       if (!waiting) return;
-      // A run that moved here continues its execution: the agent had started on the worker before.
-      const moved = run.resuming !== undefined && run.agentStarted;
+      // A run that moved here continues its execution: the agent had started on the worker before. One
+      // that was answered (it waited for a person) continues it with the answer.
+      const moved = (run.resuming === "shutdown" || run.resuming === "worker_lost") && run.agentStarted;
+      const answered = run.resuming === "answered";
+      const prompt = run.execution === 1 && run.prompt && !answered ? [run.prompt] : [];
       const given = moved
         ? await inputBeforeMove(store, run)
-        : {
-            input: [
-              ...(run.execution === 1 && run.prompt ? [run.prompt] : []),
-              ...waiting.map((f) => f.message),
-            ],
-            modes: waiting.map((f) => f.mode),
-          };
-      const mode = executionMode(run.execution, run.mode, given.modes);
+        : { input: [...prompt, ...waiting.map((f) => f.message)], modes: waiting.map((f) => f.mode) };
+      const mode = answered
+        ? executionMode(Number.POSITIVE_INFINITY, undefined, given.modes)
+        : executionMode(run.execution, run.mode, given.modes);
       let input = given.input;
       let resume: HarnessContext["resume"];
       if (moved && run.resuming) {
         const inFlight = stepsInFlight(await readTranscript(store, run.id));
         await this.emit("log", resumedEvent(run.resuming, restored, inFlight));
         resume = { reason: run.resuming, note: RESUME_NOTE };
-      } else if (run.execution === 1 && run.prompt) {
+      } else if (prompt.length) {
         await this.emit("message", { role: "user", text: run.prompt });
       }
       this.checkpoints?.start();
@@ -373,7 +375,10 @@ export class RunExecution {
           if (signal.aborted) return;
           outcome = delivered;
         }
-        const pending = await this.finish(outcome);
+        // A plan waits for a person to approve it (plan-approval.ts).
+        const waitFor =
+          mode === "plan" && outcome.status === "succeeded" ? await recordPlan(store, run) : undefined;
+        const pending = await this.finish(outcome, undefined, waitFor);
         if (pending.length === 0) return;
         // Follow-ups arrived as the agent finished: the same execution continues with them.
         input = pending;
@@ -385,6 +390,9 @@ export class RunExecution {
         // The last checkpoint, with the step that just ended, then the run moves on: INPROGRESS throughout.
         await this.checkpoints?.handOver();
         await store.handBackRun(run.id, workerId, HANDED_BACK_MESSAGE);
+      } else if (this.blocked) {
+        // Waiting for a person: whichever worker continues it starts from here.
+        await this.checkpoints?.handOver();
       }
       quotaWatcher?.stop();
       await sandbox?.close?.().catch((err) => this.log.warn({ err }, "releasing the sandbox failed"));
@@ -398,7 +406,7 @@ export class RunExecution {
         await store.transition(run.id, "fail", { statusMessage: this.overBudget }, { workerId });
       }
       const endedHere = this.ended || this.overQuota || this.overBudget || this.stopReason === "cancelled";
-      if (this.stopReason !== "shutdown") await this.checkpoints?.stop(Boolean(endedHere));
+      if (this.stopReason !== "shutdown" && !this.blocked) await this.checkpoints?.stop(Boolean(endedHere));
     }
   }
 
@@ -501,11 +509,21 @@ export class RunExecution {
     return taken.map((f) => f.message);
   }
 
-  /** Records the outcome unless follow-ups are waiting; returns those follow-ups' messages. */
-  private async finish(outcome: HarnessOutcome | undefined, fault?: unknown): Promise<string[]> {
+  /**
+   * Records the outcome, or that the run waits for a person (`waitFor`), unless follow-ups are waiting;
+   * returns those follow-ups' messages.
+   */
+  private async finish(
+    outcome: HarnessOutcome | undefined,
+    fault?: unknown,
+    waitFor?: StatusMessage,
+  ): Promise<string[]> {
     const patch: RunPatch = {};
-    let trigger: "succeed" | "fail" | "error";
-    if (!outcome) {
+    let trigger: "succeed" | "fail" | "error" | "block";
+    if (waitFor) {
+      trigger = "block";
+      patch.statusMessage = waitFor;
+    } else if (!outcome) {
       trigger = "error";
       patch.statusMessage = {
         message: `Internal fault while running the agent: ${fault instanceof Error ? fault.message : String(fault)}`,
@@ -525,7 +543,8 @@ export class RunExecution {
     }
     if (outcome?.usage) patch.requestUsage = this.withCost(outcome.usage);
     const result = await this.deps.store.finishExecution(this.run.id, this.deps.workerId, trigger, patch);
-    if (result.run) this.ended = true;
+    if (result.run?.state === "BLOCKED") this.blocked = true;
+    else if (result.run) this.ended = true;
     return result.pending.map((f) => f.message);
   }
 
@@ -553,7 +572,7 @@ export class RunExecution {
   }
 
   private async checkOwnership(): Promise<void> {
-    if (this.controller.signal.aborted || this.ended) return;
+    if (this.controller.signal.aborted || this.ended || this.blocked) return;
     const current = await this.deps.store.getRun(this.run.teamId, this.run.id);
     if (current?.state === "INPROGRESS" && current.workerId === this.deps.workerId) {
       this.turns.observe(current.interrupts);
