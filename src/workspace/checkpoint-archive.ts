@@ -63,20 +63,43 @@ export async function snapshotDirectories(opts: {
     },
     present,
   );
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of pack) {
-    size += chunk.length;
-    if (size > limit) {
-      return {
-        ok: false,
-        reason: `its archive weighs more than the ${mebibytes(limit)} MB a checkpoint may weigh`,
-        bytesOnDisk: usage.bytes,
-      };
-    }
-    chunks.push(chunk);
+  // Read by events, with an error listener for the whole life of the stream: the agent may remove or
+  // rewrite a file while it is read (its session files, lock files), and tar reports that as an error at
+  // any moment, which must end this snapshot (the next step's checkpoint tries again), never the process.
+  const read = await new Promise<Buffer | { over: true } | { changed: string }>((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const settle = (value: Buffer | { over: true } | { changed: string }) => {
+      if (settled) return;
+      settled = true;
+      resolve(value);
+    };
+    pack.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        settle({ over: true });
+        pack.destroy(); // stops reading the rest (and closes the files it had open)
+        return;
+      }
+      chunks.push(chunk);
+    });
+    pack.on("end", () => settle(Buffer.concat(chunks)));
+    pack.on("error", (err: unknown) =>
+      settle({ changed: (err as NodeJS.ErrnoException).code ?? String(err) }),
+    );
+  });
+  if (!Buffer.isBuffer(read)) {
+    return {
+      ok: false,
+      reason:
+        "over" in read
+          ? `its archive weighs more than the ${mebibytes(limit)} MB a checkpoint may weigh`
+          : `a file changed while it was read (${read.changed}); the next checkpoint tries again`,
+      bytesOnDisk: usage.bytes,
+    };
   }
-  return { ok: true, archive: Buffer.concat(chunks), bytesOnDisk: usage.bytes };
+  return { ok: true, archive: read, bytesOnDisk: usage.bytes };
 }
 
 /**
