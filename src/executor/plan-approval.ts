@@ -30,16 +30,9 @@ export async function recordPlan(
     { uid, contentType: "text/markdown", content },
   );
   return {
-    message: "The plan is ready and waits for you: approve it to carry it out, request changes, or cancel the run",
+    message:
+      "The plan is ready and waits for you: approve it to carry it out, request changes, or cancel the run",
     error_code: "awaiting_approval",
     retryable: false,
   };
-}
-
-/** What the agent is told when its plan is approved: carry it out, in the same run. */
-export function approvedMessage(note?: string): string {
-  return [
-    "Your plan is approved. Carry it out now, as written above, and change the files it names.",
-    ...(note ? [`The approver adds: ${note}`] : []),
-  ].join("\n\n");
 }

@@ -3,7 +3,15 @@
  * triggers, and the store applies it as a compare-and-set on the current state, so a refused transition
  * never happens even when two actors race (cancel vs finish, two workers claiming).
  */
-export const RUN_STATES = ["QUEUED", "INPROGRESS", "BLOCKED", "SUCCEEDED", "FAILED", "ERROR", "CANCELLED"] as const;
+export const RUN_STATES = [
+  "QUEUED",
+  "INPROGRESS",
+  "BLOCKED",
+  "SUCCEEDED",
+  "FAILED",
+  "ERROR",
+  "CANCELLED",
+] as const;
 export type RunState = (typeof RUN_STATES)[number];
 
 /** States the Oz API names that Dispatch never emits; list filters accept them and match nothing. */

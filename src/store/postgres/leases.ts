@@ -206,7 +206,6 @@ export async function handBackRun(
   });
 }
 
-
 /** ERROR for a run its worker can no longer finish; follow-ups it never took start the next execution. */
 async function abandon(
   tx: Tx,

@@ -212,7 +212,6 @@ export async function handBackRun(
   return run !== undefined;
 }
 
-
 /** ERROR for a run its worker can no longer finish; follow-ups it never took start the next execution. */
 function abandon(
   db: Database,
