@@ -362,8 +362,11 @@ export class RunExecution {
             ...(outcome.usage ? { usage: outcome.usage } : {}),
           };
         }
-        // A plan changes nothing, so nothing is delivered (the repository stays as it was).
-        if (repository.target && mode !== "plan") {
+        // The agent waits for an answer, or its plan for approval: the run waits (model/run-gates.ts).
+        const asked = outcome.status === "succeeded" ? outcome.waitFor : undefined;
+        // A plan changes nothing, so nothing is delivered (the repository stays as it was); a question is
+        // not the end of the work.
+        if (repository.target && mode !== "plan" && !asked) {
           const delivered = await this.delivery.deliver(
             repository.target,
             workspace,
@@ -375,9 +378,11 @@ export class RunExecution {
           if (signal.aborted) return;
           outcome = delivered;
         }
-        // A plan waits for a person to approve it (plan-approval.ts).
-        const waitFor =
-          mode === "plan" && outcome.status === "succeeded" ? await recordPlan(store, run) : undefined;
+        const waitFor = asked
+          ? { message: asked.message, error_code: asked.reason, retryable: false }
+          : mode === "plan" && outcome.status === "succeeded"
+            ? await recordPlan(store, run)
+            : undefined;
         const pending = await this.finish(outcome, undefined, waitFor);
         if (pending.length === 0) return;
         // Follow-ups arrived as the agent finished: the same execution continues with them.
