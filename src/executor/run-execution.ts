@@ -2,7 +2,6 @@ import type { Logger } from "pino";
 import type { EnvironmentSettings } from "../config-file.ts";
 import type { PullRequestHost } from "../delivery/pull-request-host.ts";
 import type { RemotePolicy } from "../delivery/remote-access.ts";
-import type { DeliveryTarget } from "../delivery/repository-checkout.ts";
 import type { HarnessContext, HarnessOutcome, HarnessRegistry } from "../harnesses/harness.ts";
 import type { PriceTable } from "../model/pricing.ts";
 import type { RequestUsage, RunEventType, RunRecord, StatusMessage } from "../model/run.ts";
@@ -224,8 +223,15 @@ export class RunExecution {
       }
       const repository = await this.delivery.checkout(workspace, created, signal);
       if (!repository) return;
-      this.checkpoints = this.openCheckpoints(workspace, sandbox, repository.target);
-      const restored = await this.restoreCheckpoint(created);
+      this.checkpoints = ExecutionCheckpoints.open({
+        ...this.deps,
+        run,
+        workspace,
+        sandbox,
+        log: this.log,
+        ...(repository.target ? { target: repository.target, token: this.delivery.token } : {}),
+      });
+      const restored = await ExecutionCheckpoints.resumeFrom(run, created, this.checkpoints);
       // A cleaned-up workspace is prepared again, as on the run's first execution.
       if (environmentId && environment && (run.execution === 1 || created)) {
         const prepared = await prepareEnvironment({
@@ -470,37 +476,6 @@ export class RunExecution {
       if (this.draining) this.stop("shutdown");
       else this.checkpoints?.stepEnded();
     }
-  }
-
-  private openCheckpoints(
-    workspace: string,
-    sandbox: Sandbox,
-    target: (DeliveryTarget & { base: string }) | undefined,
-  ): ExecutionCheckpoints | undefined {
-    const { delivery, checkpointIntervalMs } = this.deps;
-    if (checkpointIntervalMs === undefined) return undefined;
-    return new ExecutionCheckpoints({
-      store: this.deps.store,
-      workerId: this.deps.workerId,
-      run: this.run,
-      workspace,
-      ...(this.deps.diskQuota ? { diskQuota: this.deps.diskQuota } : {}),
-      log: this.log,
-      intervalMs: checkpointIntervalMs,
-      ...(target && delivery
-        ? { repository: { target, token: this.delivery.token, remotes: delivery.remotes, sandbox } }
-        : {}),
-    });
-  }
-
-  /** Where a run that moved here resumes from (docs/architecture.md, "Runs survive their worker"). */
-  private async restoreCheckpoint(created: boolean): Promise<string> {
-    if (!this.run.resuming || !this.run.agentStarted) return "";
-    if (!created) return "in this worker's copy of its workspace";
-    return (
-      (await this.checkpoints?.restore()) ??
-      "without a checkpoint (this worker takes none): its workspace starts over"
-    );
   }
 
   private async takeFollowups(): Promise<string[]> {
