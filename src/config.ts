@@ -6,6 +6,7 @@ import { DEFAULT_SETTINGS_FILE, loadSettings, type Settings, SettingsError } fro
 import { loadGitHubConfig } from "./config-github.ts";
 import { loadJiraConfig } from "./config-jira.ts";
 import { priceTable } from "./model/pricing.ts";
+import { DEFAULT_BLOCKED_TIMEOUT_S } from "./model/run-gates.ts";
 import { ModelsEnvSchema, modelsConfig } from "./models-config.ts";
 
 /**
@@ -94,6 +95,7 @@ const EnvSchema = z.object({
     }),
   DISPATCH_SHUTDOWN_GRACE_MS: intFrom(0, 600_000).default(10_000),
   DISPATCH_MAX_RESUMES: intFrom(0, 100).default(3),
+  DISPATCH_BLOCKED_TIMEOUT_S: intFrom(1, 31_536_000).default(DEFAULT_BLOCKED_TIMEOUT_S),
   DISPATCH_CHECKPOINT_INTERVAL_S: intFrom(1, 86_400).default(60),
   DISPATCH_RATE_LIMIT_PER_MINUTE: intFrom(1, 10_000_000).default(1200),
   DISPATCH_RATE_LIMIT_BURST: intFrom(1, 10_000_000).default(200),
@@ -303,6 +305,8 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
        * Runs survive their worker (docs/architecture.md): resumes of an execution after lost workers before
        * it ends ERROR (DISPATCH_MAX_RESUMES), and the longest time between two checkpoints of a working run.
        */
+      /** How long a run waits for a person (BLOCKED) before it is cancelled (model/run-gates.ts). */
+      blockedTimeoutS: e.DISPATCH_BLOCKED_TIMEOUT_S,
       resume: {
         maxResumes: e.DISPATCH_MAX_RESUMES,
         checkpointIntervalMs: e.DISPATCH_CHECKPOINT_INTERVAL_S * 1000,

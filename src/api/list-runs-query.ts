@@ -56,14 +56,14 @@ type TaskStatus = (typeof TASK_STATUSES)[number];
 
 /**
  * The Warp Platform API's task_status in Dispatch's states: `running` is the run or any run below it
- * QUEUED or INPROGRESS; the others are the run's own state (`failed` is FAILED or ERROR; `blocked`, which
- * Dispatch never records, matches nothing).
+ * QUEUED or INPROGRESS; the others are the run's own state (`failed` is FAILED or ERROR; `blocked` is
+ * BLOCKED: waiting for a person).
  */
 function taskStatusOf(statuses: TaskStatus[]): NonNullable<ListInput["taskStatus"]> {
   const states: Record<TaskStatus, RunState[]> = {
     running: ["QUEUED", "INPROGRESS"],
     failed: ["FAILED", "ERROR"],
-    blocked: [],
+    blocked: ["BLOCKED"],
     cancelled: ["CANCELLED"],
     complete: ["SUCCEEDED"],
   };

@@ -12,6 +12,7 @@ import { identityOperations } from "./routes/identities.ts";
 import { modelOperations } from "./routes/models.ts";
 import { networkingOperations } from "./routes/networking.ts";
 import { redirectOperations } from "./routes/redirects.ts";
+import { runApprovalOperations } from "./routes/run-approval.ts";
 import { runInsightOperations } from "./routes/run-insights.ts";
 import { runOperations } from "./routes/runs.ts";
 import { scheduleOperations } from "./routes/schedules.ts";
@@ -26,6 +27,7 @@ type Json = Record<string, unknown>;
 const OPERATIONS: Operation[] = [
   runOperations,
   runInsightOperations,
+  runApprovalOperations,
   conversationOperations,
   redirectOperations,
   modelOperations,

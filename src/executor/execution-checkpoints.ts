@@ -1,4 +1,8 @@
 import type { Logger } from "pino";
+import type { RemotePolicy } from "../delivery/remote-access.ts";
+import type { DeliveryTarget } from "../delivery/repository-checkout.ts";
+import type { RunRecord } from "../model/run.ts";
+import type { Sandbox } from "../sandbox/sandbox.ts";
 import { CheckpointSchedule } from "./checkpoint-schedule.ts";
 import { RunCheckpoints, type RunCheckpointsOptions } from "./run-checkpoints.ts";
 
@@ -21,6 +25,60 @@ export class ExecutionCheckpoints {
     this.checkpoints = new RunCheckpoints(options);
     this.intervalMs = intervalMs;
     this.log = opts.log;
+  }
+
+  /** The checkpoints of this execution, or none when the worker takes none (no interval configured). */
+  static open(opts: {
+    run: RunRecord;
+    workerId: string;
+    store: RunCheckpointsOptions["store"];
+    workspace: string;
+    sandbox: Sandbox;
+    log: Logger;
+    diskQuota?: RunCheckpointsOptions["diskQuota"];
+    checkpointIntervalMs?: number;
+    delivery?: { remotes: RemotePolicy };
+    target?: DeliveryTarget & { base: string };
+    token?: string | undefined;
+  }): ExecutionCheckpoints | undefined {
+    if (opts.checkpointIntervalMs === undefined) return undefined;
+    return new ExecutionCheckpoints({
+      store: opts.store,
+      workerId: opts.workerId,
+      run: opts.run,
+      workspace: opts.workspace,
+      ...(opts.diskQuota ? { diskQuota: opts.diskQuota } : {}),
+      log: opts.log,
+      intervalMs: opts.checkpointIntervalMs,
+      ...(opts.target && opts.delivery
+        ? {
+            repository: {
+              target: opts.target,
+              token: opts.token,
+              remotes: opts.delivery.remotes,
+              sandbox: opts.sandbox,
+            },
+          }
+        : {}),
+    });
+  }
+
+  /**
+   * Where a run that moved here resumes from (docs/architecture.md, "Runs survive their worker"): its own
+   * workspace when this machine still has it, else its latest checkpoint put back. Empty for a run that
+   * did not move.
+   */
+  static async resumeFrom(
+    run: RunRecord,
+    created: boolean,
+    checkpoints: ExecutionCheckpoints | undefined,
+  ): Promise<string> {
+    if (!run.resuming || !run.agentStarted) return "";
+    if (!created) return "in this worker's copy of its workspace";
+    return (
+      (await checkpoints?.restore()) ??
+      "without a checkpoint (this worker takes none): its workspace starts over"
+    );
   }
 
   /** Whether checkpoints are being taken (the agent works). */

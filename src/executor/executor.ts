@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import { v7 as uuidv7 } from "uuid";
 import type { HarnessRegistry } from "../harnesses/harness.ts";
 import type { RunRecord } from "../model/run.ts";
+import { DEFAULT_BLOCKED_TIMEOUT_S, unansweredStatus } from "../model/run-gates.ts";
 import { HANDED_BACK_MESSAGE } from "../model/run-resume.ts";
 import type { Store } from "../store/store.ts";
 import { type ExecutionDeps, RunExecution } from "./run-execution.ts";
@@ -31,6 +32,8 @@ export interface ExecutorOptions {
   checkpointIntervalMs?: number;
   /** DISPATCH_MAX_RESUMES: resumes of an execution after lost workers before it ends ERROR (default 3). */
   maxResumes?: number;
+  /** DISPATCH_BLOCKED_TIMEOUT_S: a run waiting for a person longer than this is cancelled. */
+  blockedTimeoutS?: number;
 }
 
 /**
@@ -103,6 +106,13 @@ export class Executor {
           "recovered a run whose worker lease expired",
         );
       }
+      const timeoutS = this.opts.blockedTimeoutS ?? DEFAULT_BLOCKED_TIMEOUT_S;
+      const unanswered = await this.opts.store.cancelUnansweredRuns(
+        new Date(Date.now() - timeoutS * 1000).toISOString(),
+        (run) => unansweredStatus(run.statusMessage, timeoutS),
+      );
+      for (const run of unanswered)
+        this.log.info({ runId: run.id }, "cancelled a run nobody answered in time");
     } catch (err) {
       this.log.error({ err }, "lease recovery failed");
     }

@@ -2,10 +2,9 @@ import type { Logger } from "pino";
 import type { EnvironmentSettings } from "../config-file.ts";
 import type { PullRequestHost } from "../delivery/pull-request-host.ts";
 import type { RemotePolicy } from "../delivery/remote-access.ts";
-import type { DeliveryTarget } from "../delivery/repository-checkout.ts";
 import type { HarnessContext, HarnessOutcome, HarnessRegistry } from "../harnesses/harness.ts";
 import type { PriceTable } from "../model/pricing.ts";
-import type { RequestUsage, RunEventType, RunRecord } from "../model/run.ts";
+import type { RequestUsage, RunEventType, RunRecord, StatusMessage } from "../model/run.ts";
 import { executionMode } from "../model/run-mode.ts";
 import { HANDED_BACK_MESSAGE } from "../model/run-resume.ts";
 import type { Sandbox } from "../sandbox/sandbox.ts";
@@ -19,6 +18,7 @@ import { prepareWorkspace } from "../workspace/workspace.ts";
 import { ExecutionCheckpoints } from "./execution-checkpoints.ts";
 import { ExecutionDelivery } from "./execution-delivery.ts";
 import { traceExecution } from "./execution-trace.ts";
+import { recordPlan } from "./plan-approval.ts";
 import { costLimitOf, costLimitReached, meterRunCost, type RunCost } from "./run-cost.ts";
 import { readAttachments, readTranscript } from "./run-history.ts";
 import { inputBeforeMove, RESUME_NOTE, resumedEvent, stepsInFlight } from "./run-resume.ts";
@@ -99,6 +99,8 @@ export class RunExecution {
    * from then on the run leaving INPROGRESS is its own doing, not a sign that another worker has it.
    */
   private ended = false;
+  /** Set as this execution leaves the run BLOCKED, waiting for a person: its checkpoint stays. */
+  private blocked = false;
   /** Set when the workspace went over its disk quota: how the run ends once the harness has stopped. */
   private overQuota: RunPatch["statusMessage"];
   /** Set when the run went over its cost limit: how it ends once the harness has stopped. */
@@ -221,8 +223,15 @@ export class RunExecution {
       }
       const repository = await this.delivery.checkout(workspace, created, signal);
       if (!repository) return;
-      this.checkpoints = this.openCheckpoints(workspace, sandbox, repository.target);
-      const restored = await this.restoreCheckpoint(created);
+      this.checkpoints = ExecutionCheckpoints.open({
+        ...this.deps,
+        run,
+        workspace,
+        sandbox,
+        log: this.log,
+        ...(repository.target ? { target: repository.target, token: this.delivery.token } : {}),
+      });
+      const restored = await ExecutionCheckpoints.resumeFrom(run, created, this.checkpoints);
       // A cleaned-up workspace is prepared again, as on the run's first execution.
       if (environmentId && environment && (run.execution === 1 || created)) {
         const prepared = await prepareEnvironment({
@@ -283,25 +292,24 @@ export class RunExecution {
       }
       const waiting = await store.startAgent(run.id, workerId);
       if (!waiting) return;
-      // A run that moved here continues its execution: the agent had started on the worker before.
-      const moved = run.resuming !== undefined && run.agentStarted;
+      // A run that moved here continues its execution: the agent had started on the worker before. One
+      // that was answered (it waited for a person) continues it with the answer.
+      const moved = (run.resuming === "shutdown" || run.resuming === "worker_lost") && run.agentStarted;
+      const answered = run.resuming === "answered";
+      const prompt = run.execution === 1 && run.prompt && !answered ? [run.prompt] : [];
       const given = moved
         ? await inputBeforeMove(store, run)
-        : {
-            input: [
-              ...(run.execution === 1 && run.prompt ? [run.prompt] : []),
-              ...waiting.map((f) => f.message),
-            ],
-            modes: waiting.map((f) => f.mode),
-          };
-      const mode = executionMode(run.execution, run.mode, given.modes);
+        : { input: [...prompt, ...waiting.map((f) => f.message)], modes: waiting.map((f) => f.mode) };
+      const mode = answered
+        ? executionMode(Number.POSITIVE_INFINITY, undefined, given.modes)
+        : executionMode(run.execution, run.mode, given.modes);
       let input = given.input;
       let resume: HarnessContext["resume"];
       if (moved && run.resuming) {
         const inFlight = stepsInFlight(await readTranscript(store, run.id));
         await this.emit("log", resumedEvent(run.resuming, restored, inFlight));
         resume = { reason: run.resuming, note: RESUME_NOTE };
-      } else if (run.execution === 1 && run.prompt) {
+      } else if (prompt.length) {
         await this.emit("message", { role: "user", text: run.prompt });
       }
       this.checkpoints?.start();
@@ -360,8 +368,11 @@ export class RunExecution {
             ...(outcome.usage ? { usage: outcome.usage } : {}),
           };
         }
-        // A plan changes nothing, so nothing is delivered (the repository stays as it was).
-        if (repository.target && mode !== "plan") {
+        // The agent waits for an answer, or its plan for approval: the run waits (model/run-gates.ts).
+        const asked = outcome.status === "succeeded" ? outcome.waitFor : undefined;
+        // A plan changes nothing, so nothing is delivered (the repository stays as it was); a question is
+        // not the end of the work.
+        if (repository.target && mode !== "plan" && !asked) {
           const delivered = await this.delivery.deliver(
             repository.target,
             workspace,
@@ -373,7 +384,12 @@ export class RunExecution {
           if (signal.aborted) return;
           outcome = delivered;
         }
-        const pending = await this.finish(outcome);
+        const waitFor = asked
+          ? { message: asked.message, error_code: asked.reason, retryable: false }
+          : mode === "plan" && outcome.status === "succeeded"
+            ? await recordPlan(store, run)
+            : undefined;
+        const pending = await this.finish(outcome, undefined, waitFor);
         if (pending.length === 0) return;
         // Follow-ups arrived as the agent finished: the same execution continues with them.
         input = pending;
@@ -385,6 +401,9 @@ export class RunExecution {
         // The last checkpoint, with the step that just ended, then the run moves on: INPROGRESS throughout.
         await this.checkpoints?.handOver();
         await store.handBackRun(run.id, workerId, HANDED_BACK_MESSAGE);
+      } else if (this.blocked) {
+        // Waiting for a person: whichever worker continues it starts from here.
+        await this.checkpoints?.handOver();
       }
       quotaWatcher?.stop();
       await sandbox?.close?.().catch((err) => this.log.warn({ err }, "releasing the sandbox failed"));
@@ -398,7 +417,7 @@ export class RunExecution {
         await store.transition(run.id, "fail", { statusMessage: this.overBudget }, { workerId });
       }
       const endedHere = this.ended || this.overQuota || this.overBudget || this.stopReason === "cancelled";
-      if (this.stopReason !== "shutdown") await this.checkpoints?.stop(Boolean(endedHere));
+      if (this.stopReason !== "shutdown" && !this.blocked) await this.checkpoints?.stop(Boolean(endedHere));
     }
   }
 
@@ -459,37 +478,6 @@ export class RunExecution {
     }
   }
 
-  private openCheckpoints(
-    workspace: string,
-    sandbox: Sandbox,
-    target: (DeliveryTarget & { base: string }) | undefined,
-  ): ExecutionCheckpoints | undefined {
-    const { delivery, checkpointIntervalMs } = this.deps;
-    if (checkpointIntervalMs === undefined) return undefined;
-    return new ExecutionCheckpoints({
-      store: this.deps.store,
-      workerId: this.deps.workerId,
-      run: this.run,
-      workspace,
-      ...(this.deps.diskQuota ? { diskQuota: this.deps.diskQuota } : {}),
-      log: this.log,
-      intervalMs: checkpointIntervalMs,
-      ...(target && delivery
-        ? { repository: { target, token: this.delivery.token, remotes: delivery.remotes, sandbox } }
-        : {}),
-    });
-  }
-
-  /** Where a run that moved here resumes from (docs/architecture.md, "Runs survive their worker"). */
-  private async restoreCheckpoint(created: boolean): Promise<string> {
-    if (!this.run.resuming || !this.run.agentStarted) return "";
-    if (!created) return "in this worker's copy of its workspace";
-    return (
-      (await this.checkpoints?.restore()) ??
-      "without a checkpoint (this worker takes none): its workspace starts over"
-    );
-  }
-
   private async takeFollowups(): Promise<string[]> {
     if (!this.followupHint) return [];
     this.followupHint = false;
@@ -501,11 +489,21 @@ export class RunExecution {
     return taken.map((f) => f.message);
   }
 
-  /** Records the outcome unless follow-ups are waiting; returns those follow-ups' messages. */
-  private async finish(outcome: HarnessOutcome | undefined, fault?: unknown): Promise<string[]> {
+  /**
+   * Records the outcome, or that the run waits for a person (`waitFor`), unless follow-ups are waiting;
+   * returns those follow-ups' messages.
+   */
+  private async finish(
+    outcome: HarnessOutcome | undefined,
+    fault?: unknown,
+    waitFor?: StatusMessage,
+  ): Promise<string[]> {
     const patch: RunPatch = {};
-    let trigger: "succeed" | "fail" | "error";
-    if (!outcome) {
+    let trigger: "succeed" | "fail" | "error" | "block";
+    if (waitFor) {
+      trigger = "block";
+      patch.statusMessage = waitFor;
+    } else if (!outcome) {
       trigger = "error";
       patch.statusMessage = {
         message: `Internal fault while running the agent: ${fault instanceof Error ? fault.message : String(fault)}`,
@@ -525,7 +523,8 @@ export class RunExecution {
     }
     if (outcome?.usage) patch.requestUsage = this.withCost(outcome.usage);
     const result = await this.deps.store.finishExecution(this.run.id, this.deps.workerId, trigger, patch);
-    if (result.run) this.ended = true;
+    if (result.run?.state === "BLOCKED") this.blocked = true;
+    else if (result.run) this.ended = true;
     return result.pending.map((f) => f.message);
   }
 
@@ -553,7 +552,7 @@ export class RunExecution {
   }
 
   private async checkOwnership(): Promise<void> {
-    if (this.controller.signal.aborted || this.ended) return;
+    if (this.controller.signal.aborted || this.ended || this.blocked) return;
     const current = await this.deps.store.getRun(this.run.teamId, this.run.id);
     if (current?.state === "INPROGRESS" && current.workerId === this.deps.workerId) {
       this.turns.observe(current.interrupts);

@@ -85,7 +85,8 @@ export class ScriptedHarness implements Harness {
     const all = ctx.input.flatMap(lines);
     const commands = all.filter((l) => l.startsWith("$ ") && l.slice(2).trim() !== "");
     const text = all.filter((l) => !l.startsWith("$ ") && l.trim() !== "");
-    const steps = commands.map((c, i) => `${i + 1}. Run \`${c.slice(2).trim()}\``).join("\n");
+    // The plan is the script itself: approved, it is the brief that runs (src/runs/plan-approval.ts).
+    const steps = commands.map((c) => `$ ${c.slice(2).trim()}`).join("\n");
     const plan = [
       ...(text.length ? [text.join("\n")] : []),
       commands.length ? `Plan (nothing was run):\n${steps}` : "Plan: nothing to run.",

@@ -3,11 +3,19 @@
  * triggers, and the store applies it as a compare-and-set on the current state, so a refused transition
  * never happens even when two actors race (cancel vs finish, two workers claiming).
  */
-export const RUN_STATES = ["QUEUED", "INPROGRESS", "SUCCEEDED", "FAILED", "ERROR", "CANCELLED"] as const;
+export const RUN_STATES = [
+  "QUEUED",
+  "INPROGRESS",
+  "BLOCKED",
+  "SUCCEEDED",
+  "FAILED",
+  "ERROR",
+  "CANCELLED",
+] as const;
 export type RunState = (typeof RUN_STATES)[number];
 
 /** States the Oz API names that Dispatch never emits; list filters accept them and match nothing. */
-export const FOREIGN_RUN_STATES = ["PENDING", "CLAIMED", "BLOCKED"] as const;
+export const FOREIGN_RUN_STATES = ["PENDING", "CLAIMED"] as const;
 
 export const TERMINAL_STATES: readonly RunState[] = ["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"];
 
@@ -21,7 +29,7 @@ export function isTerminal(state: string): boolean {
  * begins one, a finish or cancel ends it, a follow-up hand-off queues the next, and a requeue queues the
  * same execution again. The stores derive the columns a transition sets from this.
  */
-export type ExecutionEffect = "begin" | "end" | "next" | "retry";
+export type ExecutionEffect = "begin" | "end" | "next" | "retry" | "pause" | "answer";
 
 export const TRANSITIONS = {
   /** A worker claims a queued run. */
@@ -31,7 +39,14 @@ export const TRANSITIONS = {
   fail: { from: ["INPROGRESS"], to: "FAILED", execution: "end" },
   /** The platform failed: worker lost, internal fault. */
   error: { from: ["INPROGRESS"], to: "ERROR", execution: "end" },
-  cancel: { from: ["QUEUED", "INPROGRESS"], to: "CANCELLED", execution: "end" },
+  cancel: { from: ["QUEUED", "INPROGRESS", "BLOCKED"], to: "CANCELLED", execution: "end" },
+  /**
+   * The run waits for a person (a plan to approve, a question): it gives up its worker and slot, keeping
+   * its execution, workspace and agent session (docs/architecture.md, "Waiting for a person").
+   */
+  block: { from: ["INPROGRESS"], to: "BLOCKED", execution: "pause" },
+  /** Answered (approved, revised, a reply): back to INPROGRESS in place, for a worker to continue it. */
+  answer: { from: ["BLOCKED"], to: "INPROGRESS", execution: "answer" },
   /** A follow-up to a finished run starts a new execution of the same run. */
   handoff: { from: ["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"], to: "QUEUED", execution: "next" },
   /** Recovery: a lease expired before the agent started, so the run is queued again (once). */

@@ -15,6 +15,7 @@ export interface RunShown {
 export const STATE_WORDS: Readonly<Record<string, string>> = {
   QUEUED: "Queued",
   INPROGRESS: "In progress",
+  BLOCKED: "Waiting for you",
   SUCCEEDED: "Succeeded",
   FAILED: "Failed",
   ERROR: "Failed",

@@ -134,8 +134,11 @@ export interface RunRecord {
   resumes?: number;
 }
 
-/** Why a run moves to another worker: its worker was stopped (a deploy) or lost (its lease expired). */
-export type ResumeReason = "shutdown" | "worker_lost";
+/**
+ * Why a run waits for a worker to continue it: its worker was stopped (a deploy) or lost (its lease
+ * expired), or the person it waited for answered.
+ */
+export type ResumeReason = "shutdown" | "worker_lost" | "answered";
 
 export interface FollowupRecord {
   id: string;

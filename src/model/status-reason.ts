@@ -58,6 +58,12 @@ const OZ_CODE_OF_REASON: Record<string, OzErrorCode | null> = {
   repository_unavailable: "resource_unavailable",
   branch_not_owned: "not_authorized",
   worker_lost: "internal_error",
+  // Waiting for a person (BLOCKED): not an error of any kind; the reason says what it waits for.
+  awaiting_approval: null,
+  awaiting_budget: null,
+  awaiting_input: null,
+  // Nobody answered a waiting run within DISPATCH_BLOCKED_TIMEOUT_MINUTES.
+  unanswered: null,
   // No longer given (a stopping worker hands its runs on); runs that ended so before migration 021 keep it.
   worker_shutdown: "internal_error",
   harness_unavailable: "feature_not_available",

@@ -11,6 +11,7 @@ import { identityRoutes } from "../api/routes/identities.ts";
 import { modelRoutes } from "../api/routes/models.ts";
 import { networkingRoutes } from "../api/routes/networking.ts";
 import { redirectRoutes } from "../api/routes/redirects.ts";
+import { runApprovalRoutes } from "../api/routes/run-approval.ts";
 import { runInsightRoutes, transcriptContentPath } from "../api/routes/run-insights.ts";
 import { runRoutes } from "../api/routes/runs.ts";
 import { scheduleRoutes } from "../api/routes/schedules.ts";
@@ -91,6 +92,7 @@ export function registerApi(
     path: transcriptContentPath,
   });
   server.register(runInsightRoutes, { runService, links: transcriptLinks, publicUrl });
+  server.register(runApprovalRoutes, { runService });
   server.register(conversationRoutes, { runService, links: transcriptLinks, publicUrl });
   server.register(sessionPage, {
     runService,

@@ -123,6 +123,7 @@ export async function startWorker(deps: {
     slots: config.maxConcurrentRuns,
     leaseMs: config.leaseMs,
     maxResumes: config.resume.maxResumes,
+    blockedTimeoutS: config.blockedTimeoutS,
     checkpointIntervalMs: config.resume.checkpointIntervalMs,
     pollIntervalMs: config.pollIntervalMs,
     log: deps.log,

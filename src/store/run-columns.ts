@@ -46,6 +46,7 @@ function executionColumns(
         worker_id: null,
         lease_expires_at: null,
         resume_reason: null,
+        blocked_at: null,
       };
     }
     case "next":
@@ -66,6 +67,10 @@ function executionColumns(
         execution_started_at: null,
         requeue_count: run.requeueCount + 1,
       };
+    case "pause":
+      return { worker_id: null, lease_expires_at: null, resume_reason: null, blocked_at: iso(now) };
+    case "answer":
+      return { resume_reason: "answered", blocked_at: null };
     case "begin":
       // A claim also takes the lease and picks the oldest queued run: one statement of its own.
       throw new Error("claims go through claimNextRun");

@@ -11,6 +11,8 @@ import type { RunState } from "../model/run-state.ts";
 export function followupOutcome(state: RunState, agentStarted: boolean): FollowupOutcome {
   if (state === "QUEUED") return "queued_prompt";
   if (state === "INPROGRESS") return agentStarted ? "live_session" : "queue_pending";
+  // The answer the run waits for: it continues in the same execution with it.
+  if (state === "BLOCKED") return "live_session";
   return "handoff_execution";
 }
 

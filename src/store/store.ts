@@ -200,7 +200,7 @@ export interface Store {
   finishExecution(
     runId: string,
     workerId: string,
-    trigger: "succeed" | "fail" | "error",
+    trigger: "succeed" | "fail" | "error" | "block",
     patch: RunPatch,
   ): Promise<{ run?: RunRecord; pending: FollowupRecord[] }>;
   /**
@@ -231,6 +231,14 @@ export interface Store {
    * most `maxResumes` times per execution (default 3), and then ERROR `worker_lost`. Returns the runs it changed.
    */
   recoverExpiredLeases(maxResumes?: number): Promise<RunRecord[]>;
+  /**
+   * Runs BLOCKED since before `blockedBefore` (nobody answered them in time) end CANCELLED with
+   * `statusMessage`. Returns the runs it ended.
+   */
+  cancelUnansweredRuns(
+    blockedBefore: string,
+    statusMessage: (run: RunRecord) => NonNullable<RunRecord["statusMessage"]>,
+  ): Promise<RunRecord[]>;
 
   /**
    * Records the agent_config of the run this worker holds (what delivery resolved: the base branch).

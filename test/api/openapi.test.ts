@@ -46,6 +46,7 @@ describe("OpenAPI document", () => {
         "/agent/runs/{runId}/transcript/content",
         "/agent/runs/{runId}/harness-usage",
         "/agent/runs/{runId}/interrupt",
+        "/agent/runs/{runId}/approve",
         "/agent/conversations/{conversationId}",
         "/agent/conversations/{conversationId}/followups",
         "/agent/conversations/{conversationId}/interrupt",

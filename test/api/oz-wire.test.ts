@@ -212,36 +212,40 @@ describe("Oz's create fields", () => {
     expect(withConfig.body.detail).toContain("config");
   });
 
-  it("mode plan: the scripted agent answers with a plan and runs nothing; orchestrate is operation_not_supported", async () => {
+  it("mode plan: the scripted agent answers with a plan, runs nothing and waits; orchestrate is operation_not_supported", async () => {
     const id = await createRun({ prompt: "Tidy up\n$ echo x > new.txt\n$ rm -rf build", mode: "plan" });
-    const run = await waitForState(t, id, ["SUCCEEDED", "FAILED"]);
-    expect(run.state).toBe("SUCCEEDED");
-    expect(run.status_message.message).toBe("Plan ready; no files were changed");
+    const run = await waitForState(t, id, ["BLOCKED", "SUCCEEDED", "FAILED"]);
+    expect(run.state).toBe("BLOCKED");
+    expect(run.status_message).toMatchObject({ reason: "awaiting_approval" });
+    expect(run.status_message).not.toHaveProperty("error_code");
+    expect(run.artifacts).toEqual([
+      expect.objectContaining({
+        artifact_type: "PLAN",
+        data: expect.objectContaining({ title: expect.any(String) }),
+      }),
+    ]);
     const transcript = await events(id);
     expect(transcript.filter((e) => e.type === "tool_call")).toEqual([]);
     const answer = transcript.findLast((e) => e.type === "message" && e.data.role === "assistant");
-    expect(answer?.data.text).toContain(
-      "Plan (nothing was run):\n1. Run `echo x > new.txt`\n2. Run `rm -rf build`",
-    );
+    expect(answer?.data.text).toContain("Plan (nothing was run):\n$ echo x > new.txt\n$ rm -rf build");
+    // The Warp Platform API's task_status=blocked finds it.
+    const blocked = await t.api("GET", "/api/v1/agent/runs?task_status=blocked&limit=100");
+    expect(blocked.body.runs.map((r: { run_id: string }) => r.run_id)).toContain(id);
 
-    // A normal follow-up then does the work; a plan follow-up plans again.
+    // A normal follow-up answers it with other work; a plan follow-up plans again and waits again.
     await t.api("POST", `/api/v1/agent/runs/${id}/followups`, { message: "$ echo done", mode: "normal" });
-    await waitFor(async () => (await events(id)).some((e) => e.type === "tool_call"), {
-      what: "the command",
-    });
     await waitForState(t, id, ["SUCCEEDED"]);
     const planned = await t.api("POST", `/api/v1/agent/runs/${id}/followups`, {
       message: "$ echo again",
       mode: "plan",
     });
     expect(planned.status).toBe(200);
-    await waitFor(
-      async () =>
-        (await events(id))
-          .filter((e) => e.type === "message" && e.data.role === "assistant")
-          .some((e) => String(e.data.text).includes("1. Run `echo again`")),
-      { what: "the plan of the follow-up" },
-    );
+    await waitForState(t, id, ["BLOCKED"]);
+    expect(
+      (await events(id))
+        .filter((e) => e.type === "message" && e.data.role === "assistant")
+        .some((e) => String(e.data.text).includes("$ echo again")),
+    ).toBe(true);
     expect((await events(id)).filter((e) => e.type === "tool_call").map((e) => e.data.command)).toEqual([
       "echo done",
     ]);

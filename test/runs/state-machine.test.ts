@@ -23,6 +23,10 @@ const ALLOWED: Array<[RunState | null, RunState]> = [
   ["CANCELLED", "QUEUED"],
   // Recovery: lease lost before the agent started.
   ["INPROGRESS", "QUEUED"],
+  // Waiting for a person, answered, or cancelled while waiting.
+  ["INPROGRESS", "BLOCKED"],
+  ["BLOCKED", "INPROGRESS"],
+  ["BLOCKED", "CANCELLED"],
 ];
 
 describe("run state machine", () => {
@@ -41,7 +45,9 @@ describe("run state machine", () => {
       succeed: ["INPROGRESS"],
       fail: ["INPROGRESS"],
       error: ["INPROGRESS"],
-      cancel: ["QUEUED", "INPROGRESS"],
+      cancel: ["QUEUED", "INPROGRESS", "BLOCKED"],
+      block: ["INPROGRESS"],
+      answer: ["BLOCKED"],
       handoff: ["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"],
       requeue: ["INPROGRESS"],
     };

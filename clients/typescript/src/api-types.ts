@@ -66,6 +66,11 @@ export interface AgentSkill {
   }>;
 }
 
+export interface ApproveRunRequest {
+  action: "approve" | "revise";
+  message?: string;
+}
+
 export type ArtifactItem =
   | {
       artifact_type: "PULL_REQUEST";
@@ -86,6 +91,15 @@ export type ArtifactItem =
         mime_type: string;
         size_bytes?: number;
         description?: string;
+      };
+    }
+  | {
+      artifact_type: "PLAN";
+      created_at: string;
+      data: {
+        document_uid: string;
+        artifact_uid?: string;
+        title?: string;
       };
     }
   | {
@@ -279,7 +293,7 @@ export interface CreateRunRequest {
 export interface CreateRunResponse {
   run_id: string;
   task_id: string;
-  state: "QUEUED" | "INPROGRESS" | "SUCCEEDED" | "FAILED" | "ERROR" | "CANCELLED";
+  state: "QUEUED" | "INPROGRESS" | "BLOCKED" | "SUCCEEDED" | "FAILED" | "ERROR" | "CANCELLED";
   at_capacity: boolean;
 }
 
@@ -643,7 +657,7 @@ export interface RunReferenceResponse {
   run_id: string;
 }
 
-export type RunState = "QUEUED" | "INPROGRESS" | "SUCCEEDED" | "FAILED" | "ERROR" | "CANCELLED";
+export type RunState = "QUEUED" | "INPROGRESS" | "BLOCKED" | "SUCCEEDED" | "FAILED" | "ERROR" | "CANCELLED";
 
 export interface ScheduledAgentItem {
   id: string;
@@ -797,23 +811,23 @@ export interface ListRunsQuery {
   state?:
     | "QUEUED"
     | "INPROGRESS"
+    | "BLOCKED"
     | "SUCCEEDED"
     | "FAILED"
     | "ERROR"
     | "CANCELLED"
     | "PENDING"
     | "CLAIMED"
-    | "BLOCKED"
     | Array<
         | "QUEUED"
         | "INPROGRESS"
+        | "BLOCKED"
         | "SUCCEEDED"
         | "FAILED"
         | "ERROR"
         | "CANCELLED"
         | "PENDING"
         | "CLAIMED"
-        | "BLOCKED"
       >;
   name?: string;
   config_name?: string;

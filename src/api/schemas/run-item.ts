@@ -45,6 +45,15 @@ export const ArtifactItemSchema = z
       }),
     }),
     z.object({
+      artifact_type: z.literal("PLAN"),
+      ...at,
+      data: z.looseObject({
+        document_uid: z.string().meta({ description: "The plan's id (its text is stored under this uid)." }),
+        artifact_uid: z.string().optional(),
+        title: z.string().optional(),
+      }),
+    }),
+    z.object({
       artifact_type: z.literal("EXTERNAL_REFERENCE"),
       ...at,
       data: z.object({

@@ -188,7 +188,7 @@ export const ListRunsQuerySchema = z
     }),
     task_status: oneOrMany(z.enum(TASK_STATUSES)).optional().meta({
       description:
-        "running: the run or a run below it is QUEUED or INPROGRESS; failed (FAILED or ERROR), cancelled, complete (SUCCEEDED): the run's own state; blocked matches nothing. Repeatable (OR).",
+        "running: the run or a run below it is QUEUED or INPROGRESS; failed (FAILED or ERROR), cancelled, complete (SUCCEEDED): the run's own state; blocked (BLOCKED: waiting for a person). Repeatable (OR).",
     }),
   })
   .refine((q) => q.name === undefined || q.config_name === undefined || q.name === q.config_name, {

@@ -50,7 +50,9 @@ export async function addFollowup(
       const run =
         outcome === "handoff_execution"
           ? (await applyTransition(tx, runId, "handoff", { eventData: { followup_id: f.id } }))!
-          : await touch(tx, runId, now);
+          : state === "BLOCKED"
+            ? (await applyTransition(tx, runId, "answer", { eventData: { followup_id: f.id } }))!
+            : await touch(tx, runId, now);
       const value = { followup: toFollowup(inserted!), run };
       const response = idem ? await rememberResponse(tx, idem, value) : undefined;
       announce(tx, run);

@@ -86,7 +86,7 @@ export async function finishExecution(
   db: Database,
   runId: string,
   workerId: string,
-  trigger: "succeed" | "fail" | "error",
+  trigger: "succeed" | "fail" | "error" | "block",
   patch: RunPatch,
 ): Promise<{ run?: RunRecord; pending: FollowupRecord[] }> {
   return db.tx(async (tx): Promise<{ run?: RunRecord; pending: FollowupRecord[] }> => {
@@ -139,7 +139,7 @@ export async function recoverExpiredLeases(
       }
       if (run) out.push(run);
     }
-    for (const run of out) announceResumable(tx, run);
+    for (const run of out) announce(tx, run);
     return out;
   });
 }
@@ -201,15 +201,9 @@ export async function handBackRun(
     );
     if (changed !== 1) return false;
     await insertEvent(tx, runId, "log", { level: "info", phase: "worker", message }, now);
-    announceResumable(tx, toRun((await tx.row("SELECT * FROM runs WHERE id = $1", [runId]))!));
+    announce(tx, toRun((await tx.row("SELECT * FROM runs WHERE id = $1", [runId]))!));
     return true;
   });
-}
-
-/** A run waiting for a worker wakes the executors as a queued one does. */
-function announceResumable(tx: Tx, run: RunRecord): void {
-  announce(tx, run);
-  if (run.resuming) tx.signal("run_queued", run.id);
 }
 
 /** ERROR for a run its worker can no longer finish; follow-ups it never took start the next execution. */
@@ -226,4 +220,26 @@ async function abandon(
   ]);
   if (!waiting) return errored;
   return applyTransition(tx, runId, "handoff", { eventData: { reason: "undelivered follow-up" } });
+}
+
+export async function cancelUnansweredRuns(
+  db: Database,
+  blockedBefore: string,
+  statusMessage: (run: RunRecord) => NonNullable<RunRecord["statusMessage"]>,
+): Promise<RunRecord[]> {
+  return db.tx(async (tx) => {
+    const rows = await tx.rows(
+      `SELECT * FROM runs WHERE state = 'BLOCKED' AND blocked_at < $1
+        ORDER BY blocked_at LIMIT 100 FOR UPDATE SKIP LOCKED`,
+      [blockedBefore],
+    );
+    const out: RunRecord[] = [];
+    for (const row of rows) {
+      const run = toRun(row);
+      const cancelled = await applyTransition(tx, run.id, "cancel", { statusMessage: statusMessage(run) });
+      if (cancelled) out.push(cancelled);
+    }
+    for (const run of out) announce(tx, run);
+    return out;
+  });
 }

@@ -72,6 +72,7 @@ const statements: Statements<Database> = {
   recordSkill: leases.recordSkill,
   handBackRun: leases.handBackRun,
   recoverExpiredLeases: leases.recoverExpiredLeases,
+  cancelUnansweredRuns: leases.cancelUnansweredRuns,
   listAttachments: attachments.listAttachments,
   getAttachment: attachments.getAttachment,
   readAttachmentContent: attachments.readAttachmentContent,

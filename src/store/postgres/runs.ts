@@ -408,6 +408,7 @@ export async function touch(tx: Tx, runId: string, at: string): Promise<RunRecor
 /** The signals of a changed run, published with the transaction's commit. */
 export function announce(tx: Tx, run: RunRecord): void {
   tx.signal("run_changed", run.id);
-  if (run.state === "QUEUED") tx.signal("run_queued", run.id);
+  // A run waiting for a worker to continue it (resuming) wakes the executors as a queued one does.
+  if (run.state === "QUEUED" || run.resuming) tx.signal("run_queued", run.id);
   tx.signal("event_appended", run.id, -1);
 }

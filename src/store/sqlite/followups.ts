@@ -49,7 +49,9 @@ export async function addFollowup(
       const run =
         outcome === "handoff_execution"
           ? applyTransition(db, runId, "handoff", { eventData: { followup_id: f.id } })!
-          : touch(db, runId, now);
+          : state === "BLOCKED"
+            ? applyTransition(db, runId, "answer", { eventData: { followup_id: f.id } })!
+            : touch(db, runId, now);
       const followup = toFollowup(db.sql("SELECT * FROM followups WHERE id = ?").get(f.id) as Row);
       const value = { followup, run };
       const response = idem ? rememberResponse(db, idem, value) : undefined;

@@ -89,7 +89,7 @@ export async function finishExecution(
   db: Database,
   runId: string,
   workerId: string,
-  trigger: "succeed" | "fail" | "error",
+  trigger: "succeed" | "fail" | "error" | "block",
   patch: RunPatch,
 ): Promise<{ run?: RunRecord; pending: FollowupRecord[] }> {
   const result = await db.grouped(() => {
@@ -141,7 +141,7 @@ export async function recoverExpiredLeases(
     }
     return out;
   });
-  for (const run of changed) announceResumable(db, run);
+  for (const run of changed) announce(db, run);
   return changed;
 }
 
@@ -208,14 +208,8 @@ export async function handBackRun(
     insertEvent(db, runId, "log", { level: "info", phase: "worker", message }, now);
     return readRun(db, runId);
   });
-  if (run) announceResumable(db, run);
+  if (run) announce(db, run);
   return run !== undefined;
-}
-
-/** A run waiting for a worker wakes the executors as a queued one does. */
-function announceResumable(db: Database, run: RunRecord): void {
-  announce(db, run);
-  if (run.resuming) db.signals.emit("run_queued", run.id);
 }
 
 /** ERROR for a run its worker can no longer finish; follow-ups it never took start the next execution. */
@@ -232,4 +226,25 @@ function abandon(
     .get(runId);
   if (!waiting) return errored;
   return applyTransition(db, runId, "handoff", { eventData: { reason: "undelivered follow-up" } });
+}
+
+export async function cancelUnansweredRuns(
+  db: Database,
+  blockedBefore: string,
+  statusMessage: (run: RunRecord) => NonNullable<RunRecord["statusMessage"]>,
+): Promise<RunRecord[]> {
+  const ended = await db.grouped(() => {
+    const rows = db
+      .sql("SELECT id FROM runs WHERE state = 'BLOCKED' AND blocked_at < ? ORDER BY blocked_at LIMIT 100")
+      .all(blockedBefore) as Row[];
+    const out: RunRecord[] = [];
+    for (const row of rows) {
+      const run = readRun(db, String(row.id));
+      const cancelled = run && applyTransition(db, run.id, "cancel", { statusMessage: statusMessage(run) });
+      if (cancelled) out.push(cancelled);
+    }
+    return out;
+  });
+  for (const run of ended) announce(db, run);
+  return ended;
 }

@@ -426,6 +426,7 @@ export function touch(db: Database, runId: string, at: string): RunRecord {
 /** Signals go out after the transaction committed, so listeners re-reading the store see the change. */
 export function announce(db: Database, run: RunRecord): void {
   db.signals.emit("run_changed", run.id);
-  if (run.state === "QUEUED") db.signals.emit("run_queued", run.id);
+  // A run waiting for a worker to continue it (resuming) wakes the executors as a queued one does.
+  if (run.state === "QUEUED" || run.resuming) db.signals.emit("run_queued", run.id);
   db.signals.emit("event_appended", run.id, -1);
 }

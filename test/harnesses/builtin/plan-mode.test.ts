@@ -53,8 +53,9 @@ describe("plan mode with the builtin harness", () => {
       config: { model_id: "mock/plan", repository: "acme/app", delivery: "branch" },
     });
     expect(res.status).toBe(200);
-    const run = await waitForState(t, res.body.run_id, ["SUCCEEDED", "FAILED", "ERROR"], 30_000);
-    expect(run.state).toBe("SUCCEEDED");
+    const run = await waitForState(t, res.body.run_id, ["BLOCKED", "SUCCEEDED", "FAILED", "ERROR"], 30_000);
+    // The plan waits for approval (test/executor/plan-approval.test.ts).
+    expect(run.state).toBe("BLOCKED");
 
     const call = planned.calls[0]!;
     expect(systemText(call)).toContain("PLAN MODE: do not change any file");
@@ -63,11 +64,11 @@ describe("plan mode with the builtin harness", () => {
     expect(tools).not.toContain("write_file");
     expect(tools).not.toContain("edit_file");
 
-    // Nothing delivered: no work branch on the remote, no patch or pull request on the run.
+    // Nothing delivered: no work branch on the remote, no patch or pull request on the run, only the plan.
     expect(remotes.branches("acme/app")).toEqual(["main"]);
-    expect(run.artifacts).toEqual([]);
+    expect(run.artifacts.map((a: { artifact_type: string }) => a.artifact_type)).toEqual(["PLAN"]);
     // Delivery did not even look: a delivered run would say "No changes".
-    expect(run).not.toHaveProperty("status_message");
+    expect(run.status_message).toMatchObject({ reason: "awaiting_approval" });
   });
 
   it("a normal run of the same model gets the file tools and no plan instruction", async () => {

@@ -11,6 +11,8 @@ export function followupsConformance(t: StoreSuite): void {
       QUEUED: "queued_prompt",
       // Its agent has not started yet (its workspace is being prepared).
       INPROGRESS: "queue_pending",
+      // The answer the run waits for.
+      BLOCKED: "live_session",
       SUCCEEDED: "handoff_execution",
       FAILED: "handoff_execution",
       ERROR: "handoff_execution",
@@ -27,7 +29,7 @@ export function followupsConformance(t: StoreSuite): void {
         expect(result?.kind).toBe("created");
         if (result?.kind !== "created") return;
         expect(result.value.followup.outcome).toBe(outcomes[state]);
-        const expectedState = state === "INPROGRESS" ? "INPROGRESS" : "QUEUED";
+        const expectedState = state === "INPROGRESS" || state === "BLOCKED" ? "INPROGRESS" : "QUEUED";
         expect((await t.store.getRun("t1", run.id))?.state).toBe(expectedState);
         const events = await t.store.listEvents(run.id, 0, 100);
         expect(events.some((e) => e.type === "followup" && e.data.message === "next")).toBe(true);

@@ -24,7 +24,9 @@ export function runsConformance(t: StoreSuite): void {
       { trigger: "succeed", from: ["INPROGRESS"], to: "SUCCEEDED" },
       { trigger: "fail", from: ["INPROGRESS"], to: "FAILED" },
       { trigger: "error", from: ["INPROGRESS"], to: "ERROR" },
-      { trigger: "cancel", from: ["QUEUED", "INPROGRESS"], to: "CANCELLED" },
+      { trigger: "cancel", from: ["QUEUED", "INPROGRESS", "BLOCKED"], to: "CANCELLED" },
+      { trigger: "block", from: ["INPROGRESS"], to: "BLOCKED" },
+      { trigger: "answer", from: ["BLOCKED"], to: "INPROGRESS" },
       { trigger: "handoff", from: ["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"], to: "QUEUED" },
       { trigger: "requeue", from: ["INPROGRESS"], to: "QUEUED" },
     ];
@@ -47,6 +49,37 @@ export function runsConformance(t: StoreSuite): void {
         });
       }
     }
+
+    it("a blocked run holds no worker; answered, it waits for one to continue it, before queued runs", async () => {
+      const run = await runIn("BLOCKED");
+      expect(await t.store.getRun("t1", run.id)).toMatchObject({ state: "BLOCKED", workerId: null });
+      const queued = await t.create();
+      await t.store.transition(run.id, "answer");
+      expect(await t.store.getRun("t1", run.id)).toMatchObject({ state: "INPROGRESS", resuming: "answered" });
+      expect(await t.store.claimNextRun("W2", 60_000)).toMatchObject({
+        id: run.id,
+        resuming: "answered",
+        agentStarted: true,
+      });
+      expect((await t.store.claimNextRun("W3", 60_000))?.id).toBe(queued.id);
+    });
+
+    it("cancels the runs blocked since before a time, with the message given", async () => {
+      const run = await runIn("BLOCKED");
+      expect(
+        await t.store.cancelUnansweredRuns(new Date(Date.now() - 60_000).toISOString(), () => ({
+          message: "x",
+        })),
+      ).toEqual([]);
+      const ended = await t.store.cancelUnansweredRuns(new Date(Date.now() + 1000).toISOString(), (r) => ({
+        message: `nobody answered ${r.id}`,
+        error_code: "unanswered",
+      }));
+      expect(ended.map((r) => [r.id, r.state])).toEqual([[run.id, "CANCELLED"]]);
+      expect((await t.store.getRun("t1", run.id))?.statusMessage).toMatchObject({
+        message: `nobody answered ${run.id}`,
+      });
+    });
 
     it("a worker that does not hold the lease cannot finish the run", async () => {
       const run = await runIn("INPROGRESS");

@@ -64,6 +64,10 @@ export function storeSuite(current: () => Store): StoreSuite {
     expect(claimed?.id).toBe(run.id);
     if (state === "INPROGRESS") return claimed!;
     if (state === "CANCELLED") return (await store.transition(run.id, "cancel"))!;
+    if (state === "BLOCKED") {
+      await store.startAgent(run.id, W);
+      return (await store.transition(run.id, "block", {}, { workerId: W }))!;
+    }
     const trigger = state === "SUCCEEDED" ? "succeed" : state === "FAILED" ? "fail" : "error";
     return (await store.transition(run.id, trigger, {}, { workerId: W }))!;
   };
