@@ -163,7 +163,10 @@ async function get(argv: string[]): Promise<number> {
     // The pull request and the patch are shown above; any other artifact as it is.
     ...run.artifacts
       .filter((a) => a.artifact_type !== "PULL_REQUEST" && a.artifact_type !== "FILE")
-      .map((a): [string, string] => ["artifact", `${a.artifact_type} ${String(a.data.url ?? "")}`]),
+      .map((a): [string, string] => [
+        "artifact",
+        `${a.artifact_type} ${String(("url" in a.data ? a.data.url : a.data.title) ?? "")}`,
+      ]),
   ];
   const width = Math.max(...fields.map(([k]) => k.length));
   for (const [key, value] of fields) {
