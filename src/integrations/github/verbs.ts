@@ -120,7 +120,7 @@ export class Verbs {
     const attachments = await this.attachmentsOf(issue, login, images);
     let created: { run_id: string };
     try {
-      const body = createBody(promptWithContext(command.prompt, context), options);
+      const body = createBody(promptWithContext(command.prompt, context), options, undefined, command.mode);
       created = await this.deps.runs.create(
         {
           ...body,

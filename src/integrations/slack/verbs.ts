@@ -112,7 +112,7 @@ export class Verbs {
     try {
       created = await runs.create(
         {
-          ...createBody(command.prompt, options, repository),
+          ...createBody(command.prompt, options, repository, command.mode),
           creator: user.creator,
           source: "SLACK",
           ...(triggerUrl ? { trigger_url: triggerUrl } : {}),

@@ -1,4 +1,5 @@
 import type {
+  ApproveRunRequest,
   CreateRunRequest,
   CreateRunResponse,
   FollowupRequest,
@@ -114,6 +115,14 @@ export class Runs {
     options?: RunRequestOptions,
   ): APIPromise<RunEventsResponse> {
     return this.#json("GET", `${runPath(runId)}/events`, { ...options, query: { ...query } });
+  }
+
+  /**
+   * POST /agent/runs/{runId}/approve (a Dispatch extension): approve the plan a run waits on, or ask for
+   * changes to it (`{action: "revise", message}`). 409 when the run has no plan waiting for approval.
+   */
+  approve(runId: string, body: ApproveRunRequest, options?: RunRequestOptions): APIPromise<FollowupResponse> {
+    return this.#json("POST", `${runPath(runId)}/approve`, { ...options, body });
   }
 
   #json<T>(method: string, path: string, options: RequestOptions = {}): APIPromise<T> {
