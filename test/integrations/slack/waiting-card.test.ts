@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { cardFingerprint, renderStatusCard } from "../../../src/integrations/slack/status-card.ts";
 import { reviseModal, reviseOrigin } from "../../../src/integrations/slack/waiting-card.ts";
-import type { RunItem } from "../../../src/runs/run-item.ts";
 import type { RunView } from "../../../src/runs/waiting-run.ts";
 
 /** A BLOCKED run's card (docs/surfaces.md, "Waiting for you"), rendered from the run as RunsApi gives it. */
