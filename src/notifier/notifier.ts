@@ -260,10 +260,13 @@ export class Notifier {
     }
     const known = this.plans.get(run.run_id);
     if (known?.updatedAt === run.updated_at) return known.view;
-    const view = await withPlan(this.runs, run, (err) =>
-      this.log.warn({ err, runId: run.run_id }, "could not read the plan of a run waiting for approval"),
-    );
-    this.plans.set(run.run_id, { updatedAt: run.updated_at, view });
+    let unread = false;
+    const view = await withPlan(this.runs, run, (err) => {
+      unread = true;
+      this.log.warn({ err, runId: run.run_id }, "could not read the plan of a run waiting for approval");
+    });
+    // Unread, the card points to the run page for now, and a later tick tries again.
+    if (!unread) this.plans.set(run.run_id, { updatedAt: run.updated_at, view });
     return view;
   }
 
