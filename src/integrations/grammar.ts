@@ -1,9 +1,13 @@
 /**
- * The command grammar shared by Slack and GitHub (docs/surfaces.md): what a person wrote
- * after `/agent` or `@bot`, turned into a verb, a prompt and run options.
+ * The command grammar shared by Slack, GitHub and Jira, and by Linear for a plan's answer
+ * (docs/surfaces.md): what a person wrote after `/agent` or `@bot`, turned into a verb, a prompt and run
+ * options.
  *
  *   <prompt> [options]            a new run; options are `key=value` anywhere or `[k=v, k="v w"]` groups
  *   new <prompt>                  a new run even in a thread that already has one
+ *   plan <prompt> [options]       a new run in plan mode: its plan waits for approval (docs/surfaces.md)
+ *   approve [run] [note]          carry out the plan the run waits to have approved (same run, normal mode)
+ *   revise [run] <changes>        have that plan revised with these changes (plan mode again)
  *   cancel [run] · status [run]   the run is optional where the thread says which run is meant
  *   list · help
  *   followup <run_id> <message>   slash command only
@@ -38,7 +42,12 @@ export type Command =
       forceNew: boolean;
       /** `in owner/repo[@base]` at the start (Slack): the run's repository; absent otherwise. */
       repository?: RepositorySpec;
+      /** `plan …`: the run plans first and waits for its plan to be approved. */
+      mode?: "plan";
     }
+  /** The answer to a plan that waits for approval; the run is the thread's unless named. */
+  | { verb: "approve"; runId?: string; note?: string }
+  | { verb: "revise"; runId?: string; changes: string }
   | { verb: "cancel"; runId?: string }
   | { verb: "status"; runId?: string }
   | { verb: "list" }
@@ -103,6 +112,13 @@ export function parseCommand(text: string, surface: Surface, opts: GrammarOption
       if (rest === "") throw new GrammarError("`new` needs a prompt: new <prompt> [options]");
       return slack ? parseRunIn(rest, true, parsing) : parseRun(rest, true);
     }
+    case "plan": {
+      if (rest === "") throw new GrammarError("`plan` needs a prompt: plan <prompt> [options]");
+      return { ...(slack ? parseRunIn(rest, true, parsing) : parseRun(rest, true)), mode: "plan" };
+    }
+    case "approve":
+    case "revise":
+      return parsePlanAnswer(verb, rest);
     case "repo":
       if (!slack) break;
       // `repo` alone shows, `repo none` clears, `repo <spec>` sets; more words are a prompt ("repo is slow…").
@@ -153,6 +169,20 @@ export function parseCommand(text: string, surface: Surface, opts: GrammarOption
       }
   }
   return slack ? parseRunIn(trimmed, false, parsing) : parseRun(trimmed, false);
+}
+
+/** A run id as the API gives them (a UUID): only such a word after `approve` or `revise` names a run. */
+const RUN_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** `approve [run] [note]` and `revise [run] <changes>`, after the verb. */
+function parsePlanAnswer(verb: "approve" | "revise", rest: string): Command {
+  const [first = ""] = rest.split(/\s+/);
+  const runId = RUN_ID.test(first) ? first : undefined;
+  const text = (runId ? rest.slice(first.length) : rest).trim();
+  const run = runId ? { runId } : {};
+  if (verb === "approve") return { verb, ...run, ...(text ? { note: text } : {}) };
+  if (text === "") throw new GrammarError("say what to change in the plan: revise <changes>");
+  return { verb, ...run, changes: text };
 }
 
 /**
@@ -290,9 +320,9 @@ export function optionsFromAgentConfig(config: {
 
 /**
  * The RunsApi create body for parsed options (`env` → environment_id, `skill` → skill) and, when given,
- * the repository (`config.repository`, `config.base_branch`).
+ * the repository (`config.repository`, `config.base_branch`) and the mode (`plan`).
  */
-export function createBody(prompt: string, options: RunOptions, repository?: RepositorySpec) {
+export function createBody(prompt: string, options: RunOptions, repository?: RepositorySpec, mode?: "plan") {
   const config: Record<string, unknown> = {};
   if (repository) {
     config.repository = repository.repository;
@@ -307,6 +337,7 @@ export function createBody(prompt: string, options: RunOptions, repository?: Rep
     ...(options.title ? { title: options.title } : {}),
     ...(options.skill ? { skill: options.skill } : {}),
     ...(Object.keys(config).length > 0 ? { config } : {}),
+    ...(mode ? { mode } : {}),
   };
 }
 

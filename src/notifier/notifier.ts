@@ -5,6 +5,7 @@ import { DEFAULT_STALL_AFTER_MS, stalledFor } from "../model/stall.ts";
 import { type ThreadBinding, threadKey } from "../model/thread-binding.ts";
 import type { RunItem } from "../runs/run-item.ts";
 import type { RunsApi } from "../runs/runs-api.ts";
+import { type RunView, waitsForApproval, withPlan } from "../runs/waiting-run.ts";
 import type {
   CardState,
   NotifierCursor,
@@ -86,6 +87,8 @@ export class Notifier {
   private wakeStallCheck: (() => void) | undefined;
   /** When the last stall check started; undefined until the first, which looks at every run in progress. */
   private lastStallCheck: number | undefined;
+  /** The plans of runs waiting for approval, by run, as of the run's updated_at: read once per wait. */
+  private readonly plans = new Map<string, { updatedAt: string; view: RunView }>();
 
   constructor(deps: {
     runsApi: RunsApi;
@@ -212,7 +215,7 @@ export class Notifier {
           .map((r) => r.run_id),
       );
       // A page's changes are recorded together: SQLite's group commit gives them one fsync, not one each.
-      const applied: Array<Promise<boolean>> = [];
+      const applied: Array<Promise<number>> = [];
       for (const run of runs) {
         if (after(run, highest)) highest = { updatedAt: run.updated_at, runId: run.run_id };
         const entry = state.get(run.run_id);
@@ -227,11 +230,15 @@ export class Notifier {
           continue;
         }
         const stalledMs = this.stalledMs(run, progress.get(run.run_id), now);
-        for (const thread of this.threadsOf(entry)) {
-          applied.push(this.apply(thread, run, now, stalledMs));
-        }
+        const threads = this.threadsOf(entry);
+        applied.push(
+          this.view(run).then(async (view) => {
+            const done = await Promise.all(threads.map((t) => this.apply(t, view, now, stalledMs)));
+            return done.filter(Boolean).length;
+          }),
+        );
       }
-      for (const recorded of await Promise.all(applied)) if (recorded) changed++;
+      for (const recorded of await Promise.all(applied)) changed += recorded;
       page = next_cursor;
     } while (page);
     let next = highest;
@@ -240,6 +247,27 @@ export class Notifier {
       await this.store.setNotifierCursor(CURSOR, next);
     }
     return { changed };
+  }
+
+  /**
+   * The run as its cards show it: with its plan while the plan waits for approval (docs/surfaces.md,
+   * "Waiting for you"), read once for each time the run changes.
+   */
+  private async view(run: RunItem): Promise<RunView> {
+    if (!waitsForApproval(run)) {
+      this.plans.delete(run.run_id);
+      return run;
+    }
+    const known = this.plans.get(run.run_id);
+    if (known?.updatedAt === run.updated_at) return known.view;
+    let unread = false;
+    const view = await withPlan(this.runs, run, (err) => {
+      unread = true;
+      this.log.warn({ err, runId: run.run_id }, "could not read the plan of a run waiting for approval");
+    });
+    // Unread, the card points to the run page for now, and a later tick tries again.
+    if (!unread) this.plans.set(run.run_id, { updatedAt: run.updated_at, view });
+    return view;
   }
 
   /** The run's threads this notifier reports to (those of a surface served here, not ended), each with its card. */
@@ -363,7 +391,7 @@ export class Notifier {
    * origin, to a thread someone asked from since its last reply, and to a thread that never had one
    * (docs/surfaces.md, where replies go).
    */
-  private async apply(thread: ReportedThread, run: RunItem, now: number, stalledMs: number | undefined) {
+  private async apply(thread: ReportedThread, run: RunView, now: number, stalledMs: number | undefined) {
     const { platform, binding, key, card } = thread;
     if (card && card.runUpdatedAt > run.updated_at) return false; // an older read than what we have
     const stalled = stalledMs !== undefined;

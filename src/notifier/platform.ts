@@ -1,5 +1,5 @@
 import type { ThreadBinding } from "../model/thread-binding.ts";
-import type { RunItem } from "../runs/run-item.ts";
+import type { RunView } from "../runs/waiting-run.ts";
 import type { OutboxRow } from "../store/store.ts";
 
 /**
@@ -20,15 +20,17 @@ export interface NotifierPlatform {
   /** Where a binding's messages go: rate limits pause only that target's rows. */
   target(binding: ThreadBinding): string;
   /**
+   * A run waiting for its plan to be approved comes with the plan (RunView), so the card can show it.
+   *
    * What the card shows, minus a running run's elapsed time: equal means no edit is needed. `stalled`: the
    * card says the run has made no progress for a while (model/stall.ts), without saying how long.
    */
-  fingerprint(run: RunItem, stalled?: boolean): string;
+  fingerprint(run: RunView, stalled?: boolean): string;
   /** `stalledMs`: how long a stalled run has been without progress (undefined: it is not stalled). */
-  card(run: RunItem, binding: ThreadBinding, now: number, stalledMs?: number): Record<string, unknown>;
-  finalReply(run: RunItem, binding: ThreadBinding): Record<string, unknown>;
+  card(run: RunView, binding: ThreadBinding, now: number, stalledMs?: number): Record<string, unknown>;
+  finalReply(run: RunView, binding: ThreadBinding): Record<string, unknown>;
   /** The reaction on the triggering message for a terminal state, if the platform shows one. */
-  outcomeReaction(run: RunItem, binding: ThreadBinding): Record<string, unknown> | undefined;
+  outcomeReaction(run: RunView, binding: ThreadBinding): Record<string, unknown> | undefined;
   /**
    * Sends one outbox row in one attempt (`row.threadKey` names its thread among the run's). `cardRef` is the
    * platform's id of a card message it created (a chat message id, a comment id); `thread`, when that card

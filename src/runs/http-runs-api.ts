@@ -1,6 +1,7 @@
 import { APIError, Dispatch } from "@agent-dispatch/client";
 import { isRunErrorCode, RunError, type RunErrorCode } from "../model/errors.ts";
-import type { Creator } from "../model/run.ts";
+import type { Creator, FollowupOutcome } from "../model/run.ts";
+import type { PlanAnswer } from "./plan-approval.ts";
 import type { RunItem } from "./run-item.ts";
 import type {
   RunEventsPage,
@@ -93,6 +94,15 @@ export class HttpRunsApi implements RunsApi {
   events(runId: string, after: number, limit: number): Promise<RunEventsPage> {
     return asRunError(
       async () => (await this.client.runs.listEvents(runId, { after, limit })) as unknown as RunEventsPage,
+    );
+  }
+
+  approve(runId: string, answer: PlanAnswer, opts: RunsApiCallOptions = {}) {
+    return asRunError(async () =>
+      this.client.post<{ followup_id: string; outcome: FollowupOutcome }>(
+        `agent/runs/${encodeURIComponent(runId)}/approve`,
+        { body: answer, ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {}) },
+      ),
     );
   }
 }

@@ -1,12 +1,14 @@
 import type { ApiKeyRole, Caller } from "../model/identity.ts";
 import type { Creator, FollowupOutcome, RunEvent } from "../model/run.ts";
 import type { AttachmentInput } from "./attachments.ts";
+import { answerPlan, type PlanAnswer } from "./plan-approval.ts";
 import { type RunItem, toRunItem } from "./run-item.ts";
 import type { ListInput, RunService } from "./run-service.ts";
 
 /**
  * What the integrations (Slack, GitHub, Linear) and the notifier use to reach runs: the operations of the
- * HTTP API they need (create, get, list, follow up, cancel, and a page of the transcript), in its wire shapes. The in-process implementation calls the run service directly; an HTTP
+ * HTTP API they need (create, get, list, follow up, cancel, a page of the transcript, and the answer to a
+ * plan that waits for approval), in its wire shapes. The in-process implementation calls the run service directly; an HTTP
  * one (the TypeScript client) lets the bot front a remote Dispatch. Integrations never touch the store.
  */
 export interface RunsApi {
@@ -24,6 +26,15 @@ export interface RunsApi {
   cancel(runId: string, opts?: RunsApiCallOptions & { by?: Creator }): Promise<void>;
   /** The run's transcript after seq `after` (GET /agent/runs/{id}/events): a surface reports its steps from it. */
   events(runId: string, after: number, limit: number): Promise<RunEventsPage>;
+  /**
+   * Approves the plan the run waits on, or asks for changes to it (POST /agent/runs/{id}/approve): a
+   * follow-up of the run; `conflict` when no plan waits.
+   */
+  approve(
+    runId: string,
+    answer: PlanAnswer,
+    opts?: RunsApiCallOptions,
+  ): Promise<{ followup_id: string; outcome: FollowupOutcome }>;
 }
 
 /** One page of a run's transcript, as GET /agent/runs/{id}/events answers it. */
@@ -34,6 +45,8 @@ export interface RunEventsPage {
 
 export interface RunsApiCreate {
   prompt?: string;
+  /** `plan`: the run plans and waits for its plan to be approved (docs/api.md); normal when absent. */
+  mode?: "plan";
   title?: string;
   config?: Record<string, unknown>;
   skill?: string;
@@ -150,6 +163,18 @@ export class InProcessRunsApi implements RunsApi {
   async events(runId: string, after: number, limit: number): Promise<RunEventsPage> {
     const events = await this.service.events(this.caller, runId, after, limit);
     return { events, next_after: events.at(-1)?.seq ?? after };
+  }
+
+  approve(runId: string, answer: PlanAnswer, opts: RunsApiCallOptions = {}) {
+    return answerPlan(
+      this.service,
+      {
+        caller: this.caller,
+        ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey, rawBody: { runId, answer } } : {}),
+      },
+      runId,
+      answer,
+    );
   }
 }
 

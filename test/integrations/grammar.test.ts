@@ -242,3 +242,45 @@ describe("options out", () => {
     });
   });
 });
+
+describe("parseCommand: plans that wait for approval", () => {
+  const RUN = "0190f5a2-1c2b-7d3e-8f40-123456789abc";
+
+  it("`plan <prompt> [options]` is a new run in plan mode, with the options of any run", () => {
+    expect(run("plan add a cache model=m")).toEqual({
+      verb: "run",
+      prompt: "add a cache",
+      options: { model: "m" },
+      forceNew: true,
+      mode: "plan",
+    });
+    expect(run("plan in acme/app add a cache").repository).toEqual({ repository: "acme/app" });
+    expect(run("plan fix it", "github").mode).toBe("plan");
+    expect(createBody("p", {}, undefined, "plan")).toEqual({ prompt: "p", mode: "plan" });
+    expect(errorOf("plan")).toContain("`plan` needs a prompt");
+  });
+
+  it("`approve [run] [note]` and `revise [run] <changes>`: only a run id names a run", () => {
+    expect(parseCommand("approve", "mention")).toEqual({ verb: "approve" });
+    expect(parseCommand("approve looks good, go", "github")).toEqual({
+      verb: "approve",
+      note: "looks good, go",
+    });
+    expect(parseCommand(`approve ${RUN} ship it`, "slash")).toEqual({
+      verb: "approve",
+      runId: RUN,
+      note: "ship it",
+    });
+    expect(parseCommand("revise use Redis instead", "mention")).toEqual({
+      verb: "revise",
+      changes: "use Redis instead",
+    });
+    expect(parseCommand(`REVISE ${RUN} smaller steps`, "slash")).toEqual({
+      verb: "revise",
+      runId: RUN,
+      changes: "smaller steps",
+    });
+    expect(errorOf("revise", "github")).toContain("say what to change in the plan");
+    expect(errorOf(`revise ${RUN}`)).toContain("revise <changes>");
+  });
+});

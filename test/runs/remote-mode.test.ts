@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RunError } from "../../src/model/errors.ts";
 import { HttpRunsApi } from "../../src/runs/http-runs-api.ts";
+import { readPlan, waitsForApproval } from "../../src/runs/waiting-run.ts";
 import { CHANNEL, type SlackDispatch, startSlackDispatch, TEAM } from "../integrations/slack/support.ts";
 import { startTestDispatch, type TestDispatch, waitFor, waitForState } from "../support/dispatch.ts";
 
@@ -106,5 +107,31 @@ describe("remote mode (DISPATCH_RUN_SERVICE_URL)", () => {
     await expect(api.get("no-such-run")).rejects.toMatchObject({ code: "resource_not_found" });
     const page = await api.list({ sort_by: "updated_at", sort_order: "asc", limit: 500 });
     expect(page.runs.map((r) => r.run_id)).toContain(created.run_id);
+  });
+
+  it("HttpRunsApi answers a plan that waits for approval, and reads the plan from the transcript", async () => {
+    const api = new HttpRunsApi({ baseUrl: `${service.url}/api/v1`, apiKey: service.key });
+    const { run_id } = await api.create({ prompt: "$ echo planned", mode: "plan" });
+    await waitForState(service, run_id, ["BLOCKED"], 30_000);
+    const waiting = await api.get(run_id);
+    expect(waitsForApproval(waiting)).toBe(true);
+    expect(await readPlan(api, run_id)).toContain("$ echo planned");
+    const revised = await api.approve(
+      run_id,
+      { action: "revise", message: "$ echo revised" },
+      { idempotencyKey: "remote-revise" },
+    );
+    expect(revised.outcome).toBe("live_session");
+    await waitFor(async () => (await readPlan(api, run_id))?.includes("$ echo revised"), {
+      what: "the revised plan",
+      timeoutMs: 30_000,
+    });
+    await waitForState(service, run_id, ["BLOCKED"], 30_000);
+    await api.approve(run_id, { action: "approve" });
+    expect((await waitForState(service, run_id, ["SUCCEEDED", "FAILED"], 30_000)).state).toBe("SUCCEEDED");
+    await expect(api.approve(run_id, { action: "approve" })).rejects.toMatchObject({
+      code: "conflict",
+      detail: expect.stringContaining("no plan waiting"),
+    });
   });
 });

@@ -28,7 +28,7 @@ import { WebhookRoute } from "./webhook-route.ts";
 const WORK_CONCURRENCY = 4;
 
 /** Words that are commands on an issue that has a run; anything else there is a follow-up. */
-const VERBS = new Set(["cancel", "status", "help", "list", "new", "login"]);
+const VERBS = new Set(["cancel", "status", "help", "list", "new", "login", "plan", "approve", "revise"]);
 
 export type GitHubStore = Pick<
   Store,
@@ -263,6 +263,16 @@ export class GitHubIntegration {
         const runId = command.runId ?? binding?.runId;
         if (!runId) return this.verbs.notice(issue, login, "No Dispatch run was started here yet.");
         return this.verbs.cancel(issue, login, creator, runId, key("cancel"));
+      }
+      case "approve":
+      case "revise": {
+        const runId = command.runId ?? binding?.runId;
+        if (!runId) return this.verbs.notice(issue, login, "No Dispatch run was started here yet.");
+        const answer =
+          command.verb === "revise"
+            ? { action: "revise" as const, message: command.changes }
+            : { action: "approve" as const, ...(command.note ? { message: command.note } : {}) };
+        return this.verbs.answerPlan(issue, login, runId, answer, key(command.verb));
       }
       case "login":
         // Never the code nor a link that signs in: this comment is public.

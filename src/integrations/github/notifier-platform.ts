@@ -17,6 +17,8 @@ export function githubNotifierPlatform(deps: {
   clients: GitHubClients;
   store: Pick<Store, "getCardState">;
   editIntervalMs: number;
+  /** The bot's @handle, as a waiting run's comment tells people to write it. */
+  handle: string;
 }): NotifierPlatform {
   const sender = new GitHubCommentSender(deps.clients, deps.store);
   const where = (b: { workspace: string; channel: string }) => ({
@@ -28,8 +30,11 @@ export function githubNotifierPlatform(deps: {
     source: "GITHUB_WEBHOOK",
     editIntervalMs: deps.editIntervalMs,
     target: githubTarget,
-    fingerprint: trackingFingerprint,
-    card: (run, b, now, stalledMs) => ({ ...where(b), body: renderTrackingComment(run, now, stalledMs) }),
+    fingerprint: (run, stalled) => trackingFingerprint(run, stalled, deps.handle),
+    card: (run, b, now, stalledMs) => ({
+      ...where(b),
+      body: renderTrackingComment(run, now, stalledMs, deps.handle),
+    }),
     finalReply: (run, b) => ({ ...where(b), body: renderFinalComment(run, b) }),
     outcomeReaction: (run, b) => {
       const content = githubOutcomeReaction(run.state);

@@ -69,6 +69,7 @@ export async function createSurface(ctx: SurfaceContext): Promise<Surface> {
             clients,
             store,
             editIntervalMs: ctx.editIntervalMs.github ?? EDIT_INTERVAL_MS,
+            handle: github.botHandle,
           }),
         }
       : {}),

@@ -12,6 +12,8 @@ import {
 import { capitalized, stallWords } from "../../model/stall.ts";
 import type { ThreadBinding } from "../../model/thread-binding.ts";
 import type { RunItem } from "../../runs/run-item.ts";
+import type { RunView } from "../../runs/waiting-run.ts";
+import { waitingLines } from "./waiting-comment.ts";
 
 /**
  * The GitHub side of a run's progress (docs/surfaces.md): one *tracking comment* per run on its issue or
@@ -47,6 +49,8 @@ function githubStateEmoji(state: string): string {
       return "⏳";
     case "INPROGRESS":
       return "🔄";
+    case "BLOCKED":
+      return "✋";
     case "SUCCEEDED":
       return "✅";
     case "FAILED":
@@ -125,7 +129,12 @@ function deliveryText(run: RunItem): { text: string; shownUrl?: string } | undef
   return { text: parts.join(" · "), ...(pr ? { shownUrl: pr.url } : {}) };
 }
 
-function buildTrackingComment(run: RunItem, elapsed: string | null, stall?: string): string {
+function buildTrackingComment(
+  run: RunView,
+  elapsed: string | null,
+  stall: string | undefined,
+  handle: string | undefined,
+): string {
   const title = truncate(inertText(run.title || "Untitled run", true), 300);
   const failed = run.state === "FAILED" || run.state === "ERROR";
   const lines = [
@@ -140,6 +149,7 @@ function buildTrackingComment(run: RunItem, elapsed: string | null, stall?: stri
     costText(run),
   ].filter(Boolean);
   if (facts.length > 0) lines.push(inertText(facts.join(" · "), true), "");
+  lines.push(...waitingLines(run, inertText, handle));
   // A stalled run (model/stall.ts) says so, and how to start over: GitHub has no buttons.
   if (stall && !isTerminal(run.state)) {
     lines.push(
@@ -165,18 +175,21 @@ function buildTrackingComment(run: RunItem, elapsed: string | null, stall?: stri
 }
 
 /**
- * The tracking comment: state, title, resolved options, elapsed time, where the work goes (repository,
- * base, pull request, diff stat), session and PR links, failure message.
+ * The tracking comment: state, title, resolved options, elapsed time, what a waiting run waits for (its
+ * plan and how to answer, naming the bot's `handle`), where the work goes (repository, base, pull request,
+ * diff stat), session and PR links, failure message.
  */
 export function renderTrackingComment(
-  run: RunItem,
+  run: RunView,
   now: number | Date = Date.now(),
   stalledMs?: number,
+  handle?: string,
 ): string {
   return buildTrackingComment(
     run,
     elapsedText(run, now),
     stalledMs === undefined ? undefined : stallWords(stalledMs),
+    handle,
   );
 }
 
@@ -184,11 +197,12 @@ export function renderTrackingComment(
  * What the tracking comment shows minus a running run's elapsed time (and how long a stalled run has been
  * quiet): equal means no edit is needed.
  */
-export function trackingFingerprint(run: RunItem, stalled = false): string {
+export function trackingFingerprint(run: RunView, stalled = false, handle?: string): string {
   const body = buildTrackingComment(
     run,
     isTerminal(run.state) ? elapsedText(run, 0) : null,
     stalled ? stallWords(0) : undefined,
+    handle,
   );
   return createHash("sha256").update(body).digest("base64url").slice(0, 22);
 }

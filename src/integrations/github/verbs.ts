@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import type { Creator } from "../../model/run.ts";
 import { stateWords } from "../../model/run-wording.ts";
 import type { AttachmentInput } from "../../runs/attachments.ts";
+import type { PlanAnswer } from "../../runs/plan-approval.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
 import type { Store } from "../../store/store.ts";
 import type { CollectedImages } from "../attachments/collect-images.ts";
@@ -120,7 +121,7 @@ export class Verbs {
     const attachments = await this.attachmentsOf(issue, login, images);
     let created: { run_id: string };
     try {
-      const body = createBody(promptWithContext(command.prompt, context), options);
+      const body = createBody(promptWithContext(command.prompt, context), options, undefined, command.mode);
       created = await this.deps.runs.create(
         {
           ...body,
@@ -205,6 +206,37 @@ export class Verbs {
     // The reply at the end of this execution comes here too (docs/surfaces.md, one run, many threads).
     await this.deps.store.markThreadAsked(runId, issue.threadKey, new Date().toISOString());
     return true;
+  }
+
+  /**
+   * `approve [note]` / `revise <changes>`: answers the plan the run waits on (docs/surfaces.md, "Waiting for
+   * you"), a follow-up asked from this issue like any other.
+   */
+  async answerPlan(
+    issue: IssueThread,
+    login: string,
+    runId: string,
+    answer: PlanAnswer,
+    idempotencyKey: string,
+  ): Promise<void> {
+    if (!(await this.inRepo(issue.repo, runId))) return this.notFound(issue, login, runId);
+    try {
+      // The tracking comment shows the run at work again; 👀 already acknowledged the comment.
+      await this.deps.runs.approve(runId, answer, { idempotencyKey });
+    } catch (err) {
+      if (runErrorCode(err) === "conflict") {
+        const run = await this.deps.runs.get(runId).catch(() => undefined);
+        const state = run ? stateWords(run).toLowerCase() : "not waiting";
+        return this.notice(
+          issue,
+          login,
+          `Run \`${runId}\` has no plan waiting for approval (it is ${state}); mention me without \`${answer.action}\` to send it a follow-up.`,
+        );
+      }
+      this.log.debug({ err, runId }, "could not answer a plan from GitHub");
+      return this.notice(issue, login, `Could not answer the plan: ${describeError(err)}`);
+    }
+    await this.deps.store.markThreadAsked(runId, issue.threadKey, new Date().toISOString());
   }
 
   async cancel(

@@ -5,11 +5,14 @@ import type { JiraSettings } from "../../config-file.ts";
 import type { RepositoryParsing } from "../../model/repository.ts";
 import type { Creator } from "../../model/run.ts";
 import { isTerminal } from "../../model/run-state.ts";
+import { stateWords } from "../../model/run-wording.ts";
 import { type ThreadBinding, threadKey } from "../../model/thread-binding.ts";
+import type { PlanAnswer } from "../../runs/plan-approval.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
 import type { InboundDelivery, Store } from "../../store/store.ts";
 import { type Command, GrammarError, parseCommand, selectsAgent } from "../grammar.ts";
 import { InboxQueue, type InboxStore } from "../inbox-queue.ts";
+import { runErrorCode } from "../run-errors.ts";
 import { IssueMessages } from "./issue-messages.ts";
 import type { JiraApi } from "./jira-api.ts";
 import { type JiraAudience, jiraPrincipalId } from "./jira-audience.ts";
@@ -23,7 +26,7 @@ const WORK_CONCURRENCY = 4;
 /** The inbox's attempts per delivery (inbox-queue.ts): the last one answers rather than fails. */
 const LAST_ATTEMPT = 5;
 /** Words that are commands on an issue that has a run; anything else there is a follow-up. */
-const VERBS = new Set(["cancel", "status", "help", "list", "new", "login"]);
+const VERBS = new Set(["cancel", "status", "help", "list", "new", "login", "plan", "approve", "revise"]);
 
 export type JiraStore = Pick<
   Store,
@@ -194,9 +197,47 @@ export class JiraIntegration {
         if (command.verb === "cancel") return this.cancel(ctx, target);
         return this.starts.status(messages, target.runId);
       }
+      case "approve":
+      case "revise": {
+        const runId = command.runId ?? binding?.runId;
+        const target = runId ? await this.bindingOf(runId, trigger.issue.projectKey) : undefined;
+        if (!runId) return notice(command.verb, "no Dispatch run was started on this issue yet.");
+        if (!target)
+          return notice(command.verb, `no run ${runId} was started in project ${trigger.issue.projectKey}.`);
+        const answer: PlanAnswer =
+          command.verb === "revise"
+            ? { action: "revise", message: command.changes }
+            : { action: "approve", ...(command.note ? { message: command.note } : {}) };
+        return this.answerPlan(ctx, target, answer);
+      }
       case "run":
         if (binding && !command.forceNew) return this.followup(ctx, binding, command.prompt);
         return this.starts.start(ctx, command);
+    }
+  }
+
+  /** `approve [note]` / `revise <changes>`: the answer to the plan the run waits on, a follow-up like any. */
+  private async answerPlan(ctx: HandlingContext, binding: ThreadBinding, answer: PlanAnswer): Promise<void> {
+    const { trigger, notice } = ctx;
+    const refusal = await this.refusal(trigger.actor.id, binding, "followup");
+    if (refusal) return notice("refused", refusal);
+    try {
+      await this.deps.runs.approve(binding.runId, answer, {
+        idempotencyKey: `jira-answer-${trigger.comment!.id}`,
+      });
+      await this.deps.store.markThreadAsked(binding.runId, threadKey(binding), new Date().toISOString());
+      // The run's comment shows it at work again once the notifier sees the change.
+    } catch (err) {
+      if (runErrorCode(err) === "conflict") {
+        const run = await this.deps.runs.get(binding.runId).catch(() => undefined);
+        const state = run ? stateWords(run).toLowerCase() : "not waiting";
+        return notice(
+          answer.action,
+          `run ${binding.runId} has no plan waiting for approval (it is ${state}); mention me without "${answer.action}" to send it a follow-up.`,
+        );
+      }
+      this.log.debug({ err, runId: binding.runId }, "could not answer a plan from Jira");
+      await notice(answer.action, `could not answer the plan: ${this.starts.describe(err)}`);
     }
   }
 

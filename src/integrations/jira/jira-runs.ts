@@ -95,6 +95,7 @@ export class JiraRuns {
         promptOf(issue, trigger.actor.name, command.prompt),
         { title: truncate(oneLine(`${issue.key} ${issue.summary}`), 200), ...command.options },
         choice.spec,
+        command.mode,
       );
       const created = await this.deps.runs.create(
         {
@@ -169,6 +170,14 @@ export class JiraRuns {
         t(" starts a run (a follow-up when the issue has one)"),
       ),
       paragraph(code("new <what to do>"), t(" starts another run on the issue")),
+      paragraph(
+        code("plan <what to do>"),
+        t(" starts a run that plans first and waits: "),
+        code("approve [note]"),
+        t(" carries the plan out, "),
+        code("revise <what to change>"),
+        t(" has it planned again"),
+      ),
       paragraph(code("status"), t(" · "), code("cancel"), t(" act on the issue's latest run")),
       paragraph(
         t(

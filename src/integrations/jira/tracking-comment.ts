@@ -11,6 +11,7 @@ import {
 } from "../../model/run-wording.ts";
 import { capitalized, stallWords } from "../../model/stall.ts";
 import type { RunItem } from "../../runs/run-item.ts";
+import type { RunView } from "../../runs/waiting-run.ts";
 import {
   type Block,
   bold,
@@ -22,11 +23,12 @@ import {
   paragraph,
   t,
 } from "./comment-doc.ts";
+import { waitingBlocks } from "./waiting-comment.ts";
 
 /**
  * What a run shows on its Jira issue (docs/surfaces.md, Jira): one comment per run, edited in place as it
- * progresses (state, title, agent and options, elapsed time, cost, where the work goes with the pull
- * request, the run page), and at the end a short comment that mentions the requester. Pure functions of the
+ * progresses (state, title, agent and options, elapsed time, cost, what a waiting run waits for, where the
+ * work goes with the pull request, the run page), and at the end a short comment that mentions the requester. Pure functions of the
  * run as RunsApi returns it, in the words every surface shares (model/run-wording.ts).
  */
 
@@ -40,6 +42,8 @@ function stateEmoji(state: string): string {
       return "⏳";
     case "INPROGRESS":
       return "🔄";
+    case "BLOCKED":
+      return "✋";
     case "SUCCEEDED":
       return "✅";
     case "FAILED":
@@ -89,7 +93,7 @@ function runPage(publicUrl: string, run: RunItem): string {
   return `${publicUrl}/runs/${run.run_id}`;
 }
 
-function buildCard(run: RunItem, publicUrl: string, elapsed: string | null, stall?: string): CommentDoc {
+function buildCard(run: RunView, publicUrl: string, elapsed: string | null, stall?: string): CommentDoc {
   const doc: CommentDoc = [paragraph(...headline(run))];
   const facts = [
     agentFact(run),
@@ -98,6 +102,7 @@ function buildCard(run: RunItem, publicUrl: string, elapsed: string | null, stal
     costText(run),
   ].filter(Boolean);
   if (facts.length > 0) doc.push(paragraph(t(facts.join(" · "))));
+  doc.push(...waitingBlocks(run));
   if (stall && !isTerminal(run.state)) {
     doc.push(
       paragraph(
@@ -121,7 +126,7 @@ function buildCard(run: RunItem, publicUrl: string, elapsed: string | null, stal
 }
 
 /** The run's comment on its issue: edited as the run moves on. */
-export function renderCard(run: RunItem, publicUrl: string, now: number, stalledMs?: number): CommentDoc {
+export function renderCard(run: RunView, publicUrl: string, now: number, stalledMs?: number): CommentDoc {
   return buildCard(
     run,
     publicUrl,
@@ -131,7 +136,7 @@ export function renderCard(run: RunItem, publicUrl: string, now: number, stalled
 }
 
 /** What the card shows minus a running run's elapsed time: equal means no edit is needed. */
-export function cardFingerprint(run: RunItem, stalled = false): string {
+export function cardFingerprint(run: RunView, stalled = false): string {
   const doc = buildCard(
     run,
     "",

@@ -1,5 +1,6 @@
 import { deliveryLine, deliverySummary, repositoryLabel } from "../../model/delivery-summary.ts";
 import type { FollowupOutcome, RunEvent } from "../../model/run.ts";
+import { waitingFor } from "../../model/run-gates.ts";
 import { isTerminal } from "../../model/run-state.ts";
 import { costText, elapsedText, stateWords, truncate } from "../../model/run-wording.ts";
 import type { RunItem } from "../../runs/run-item.ts";
@@ -33,6 +34,41 @@ export function followupThought(outcome: FollowupOutcome): ActivityContent {
     handoff_execution: "the run continues with it, in the same workspace and branch",
   };
   return { type: "thought", body: `Got it: ${how[outcome]}.` };
+}
+
+/**
+ * A run that waits for a person asks in the session (docs/surfaces.md, "Waiting for you"): an `elicitation`
+ * (Linear shows the session awaiting input) with the plan to approve, or the question; the reply in the
+ * session answers it.
+ */
+export function elicitationActivity(
+  status: { reason?: string; message?: string } | undefined,
+  plan: string | undefined,
+): ActivityContent {
+  const reason = status?.reason;
+  const lines = [`**Waiting for you: ${waitingFor(reason)}.**`];
+  if (reason === "awaiting_approval") {
+    if (plan?.trim()) lines.push("", truncate(plan.trim(), BODY_LIMIT - 500));
+    lines.push(
+      "",
+      "Reply `approve` (a note after it goes to the agent) to carry this plan out in the same run, `revise <what to change>` to have it planned again, or stop the session to cancel the run.",
+    );
+  } else {
+    if (status?.message) lines.push("", truncate(status.message, BODY_LIMIT - 200));
+    lines.push("", "Reply in this session to answer.");
+  }
+  return { type: "elicitation", body: truncate(lines.join("\n"), BODY_LIMIT) };
+}
+
+/** A plan answered from the session: what happens next. */
+export function planAnsweredThought(action: "approve" | "revise"): ActivityContent {
+  return {
+    type: "thought",
+    body:
+      action === "approve"
+        ? "Approved: the agent carries out the plan in this run."
+        : "Got it: the agent revises its plan and asks again.",
+  };
 }
 
 /** The session's plan: where the run is, step by step. */

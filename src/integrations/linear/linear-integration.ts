@@ -6,13 +6,15 @@ import type { RepositoryParsing } from "../../model/repository.ts";
 import type { Creator } from "../../model/run.ts";
 import { stateWords, truncate } from "../../model/run-wording.ts";
 import { type ThreadBinding, threadKey } from "../../model/thread-binding.ts";
+import type { PlanAnswer } from "../../runs/plan-approval.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
+import { waitsForApproval } from "../../runs/waiting-run.ts";
 import type { InboundDelivery, Store } from "../../store/store.ts";
-import { createBody } from "../grammar.ts";
+import { type Command, createBody, GrammarError, parseCommand } from "../grammar.ts";
 import { InboxQueue, type InboxStore } from "../inbox-queue.ts";
 import { chooseRepository } from "../repository-choice.ts";
 import { describeError, runErrorCode } from "../run-errors.ts";
-import { followupThought, onItThought } from "./activity-words.ts";
+import { followupThought, onItThought, planAnsweredThought } from "./activity-words.ts";
 import type { LinearApi } from "./linear-api.ts";
 import { type LinearAudience, linearPrincipalId } from "./linear-audience.ts";
 import { LINEAR_SOURCE } from "./notifier-platform.ts";
@@ -160,6 +162,7 @@ export class LinearIntegration {
         promptOf(event, issue, actor.name),
         { title: truncate(`${issue.identifier} ${oneLine(issue.title)}`, 200) },
         choice.spec,
+        asksForPlan(event.agentSession.comment?.body) ? "plan" : undefined,
       );
       const created = await this.deps.runs.create(
         {
@@ -227,6 +230,8 @@ export class LinearIntegration {
     const message = typeof activity.content.body === "string" ? activity.content.body.trim() : "";
     if (!message)
       return session.activity(key, errorBody("The message is empty: say what the agent should do."));
+    const answer = await this.planAnswer(binding.runId, message);
+    if (answer) return this.answerPlan(binding, answer, activity.id, session, key);
     try {
       const { outcome } = await this.deps.runs.followup(binding.runId, message, {
         idempotencyKey: `linear-followup-${activity.id}`,
@@ -237,6 +242,45 @@ export class LinearIntegration {
     } catch (err) {
       this.log.debug({ err, runId: binding.runId }, "could not send a follow-up from Linear");
       await session.activity(key, errorBody(`Could not send the follow-up: ${describeError(err)}`));
+    }
+  }
+
+  /**
+   * `approve [note]` or `revise <changes>` written while the run's plan waits for approval: the answer to
+   * it (docs/surfaces.md, "Waiting for you"). Anything else, or a run not waiting, is a follow-up.
+   */
+  private async planAnswer(runId: string, message: string): Promise<PlanAnswer | undefined> {
+    const verb = (message.split(/\s+/)[0] ?? "").toLowerCase();
+    if (verb !== "approve" && verb !== "revise") return undefined;
+    let command: Command;
+    try {
+      command = parseCommand(message, "github");
+    } catch (err) {
+      if (err instanceof GrammarError) return undefined;
+      throw err;
+    }
+    const run = await this.deps.runs.get(runId).catch(() => undefined);
+    if (!run || !waitsForApproval(run)) return undefined;
+    if (command.verb === "revise") return { action: "revise", message: command.changes };
+    if (command.verb === "approve")
+      return { action: "approve", ...(command.note ? { message: command.note } : {}) };
+    return undefined;
+  }
+
+  private async answerPlan(
+    binding: ThreadBinding,
+    answer: PlanAnswer,
+    activityId: string,
+    session: SessionMessages,
+    key: string,
+  ): Promise<void> {
+    try {
+      await this.deps.runs.approve(binding.runId, answer, { idempotencyKey: `linear-answer-${activityId}` });
+      await this.deps.store.markThreadAsked(binding.runId, threadKey(binding), new Date().toISOString());
+      await session.activity(key, planAnsweredThought(answer.action));
+    } catch (err) {
+      this.log.debug({ err, runId: binding.runId }, "could not answer a plan from Linear");
+      await session.activity(key, errorBody(`Could not answer the plan: ${describeError(err)}`));
     }
   }
 
@@ -305,6 +349,14 @@ function promptOf(event: SessionEvent, issue: SessionIssue, requester: string): 
     "",
     context,
   ].join("\n");
+}
+
+/**
+ * Whether the mentioning comment asks for a plan first (`@Dispatch plan …`): the run plans and waits for its
+ * plan to be approved in the session (docs/surfaces.md, "Waiting for you").
+ */
+function asksForPlan(comment: string | undefined): boolean {
+  return /^\s*(?:@\S+\s+|\[@[^\]]*\]\([^)]*\)\s*)*plan\b/i.test(comment ?? "");
 }
 
 function oneLine(text: string): string {

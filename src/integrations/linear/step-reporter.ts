@@ -4,7 +4,7 @@ import { isTerminal } from "../../model/run-state.ts";
 import { type ThreadBinding, threadKey } from "../../model/thread-binding.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
 import type { OutboxMessage, Store } from "../../store/store.ts";
-import { stepActivity } from "./activity-words.ts";
+import { elicitationActivity, stepActivity } from "./activity-words.ts";
 import { LINEAR_SOURCE } from "./notifier-platform.ts";
 import { activityMessage } from "./session-messages.ts";
 
@@ -16,6 +16,8 @@ interface Followed {
   after: number;
   /** Each tool call's parameter by call id, for its result. */
   calls: Map<string, string>;
+  /** The agent's latest message: a plan when the run then waits for its approval. */
+  lastMessage?: string;
 }
 
 /**
@@ -27,6 +29,7 @@ interface Followed {
  *
  * Steps are progress, not the record: once a run has ended nothing more is posted for that execution
  * (an activity after the final one would show the session as working again); the final is the notifier's.
+ * A run that waits for a person (BLOCKED) asks with an `elicitation`: the plan to approve, or the question.
  */
 export class StepReporter {
   private readonly runs: Pick<RunsApi, "events" | "get" | "list">;
@@ -72,7 +75,12 @@ export class StepReporter {
   /** Runs in progress that came from Linear: those a missed signal (another replica, remote mode) left behind. */
   private async poll(): Promise<void> {
     try {
-      const { runs } = await this.runs.list({ state: ["INPROGRESS"], source: LINEAR_SOURCE, limit: 200 });
+      // Waiting runs too: the event that made one wait may not have been read yet.
+      const { runs } = await this.runs.list({
+        state: ["INPROGRESS", "BLOCKED"],
+        source: LINEAR_SOURCE,
+        limit: 200,
+      });
       const live = new Set(runs.map((r) => r.run_id));
       for (const runId of this.followed.keys()) if (!live.has(runId)) this.followed.delete(runId);
       for (const runId of live) this.wake(runId);
@@ -137,6 +145,25 @@ export class StepReporter {
     };
     const messages: OutboxMessage[] = [];
     for (const event of events) {
+      if (
+        event.type === "message" &&
+        event.data.role === "assistant" &&
+        typeof event.data.text === "string"
+      ) {
+        followed.lastMessage = event.data.text;
+      }
+      if (event.type === "state" && event.data.state === "BLOCKED") {
+        const status = event.data.status_message as { reason?: string; message?: string } | undefined;
+        messages.push({
+          ...activityMessage(
+            `linear-elicitation:${runId}:${event.seq}`,
+            where,
+            elicitationActivity(status, followed.lastMessage),
+          ),
+          threadKey: threadKey(followed.binding),
+        });
+        continue;
+      }
       const step = stepActivity(event, followed.calls);
       if (!step) continue;
       messages.push({

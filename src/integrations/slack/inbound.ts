@@ -14,7 +14,8 @@ type Body = Record<string, any>;
 
 /**
  * The dedupe keys of one Slack delivery (docs/surfaces.md): event `event_id`; message (team, channel, ts);
- * command (team, user, channel, text) within 60 s; block action (action_ts, action_id). A delivery with
+ * command (team, user, channel, text) within 60 s; block action (action_ts, action_id); modal submission
+ * (view id). A delivery with
  * no key (url_verification, anything unknown) is never a duplicate.
  */
 export function inboundKeys(body: Body): InboundKey[] {
@@ -35,6 +36,10 @@ export function inboundKeys(body: Body): InboundKey[] {
   if (body.type === "block_actions" && Array.isArray(body.actions) && body.actions[0]) {
     const action = body.actions[0];
     return [{ key: `slack:action:${action.action_ts}:${action.action_id}` }];
+  }
+  // A modal is submitted once (Slack closes it): its view id names the submission.
+  if (body.type === "view_submission" && typeof body.view?.id === "string") {
+    return [{ key: `slack:view:${body.view.id}` }];
   }
   return [];
 }

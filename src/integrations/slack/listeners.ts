@@ -2,11 +2,13 @@ import type { App } from "@slack/bolt";
 import type { Logger } from "pino";
 import type { SlackSettings } from "../../config-file.ts";
 import type { RepositoryParsing } from "../../model/repository.ts";
+import type { PlanAnswer } from "../../runs/plan-approval.ts";
 import type { Store } from "../../store/store.ts";
 import { type Command, GrammarError, parseCommand } from "../grammar.ts";
 import { type Actor, refusal } from "./access.ts";
 import { claimDelivery, idempotencyKeyFor } from "./inbound.ts";
 import { grammarErrorText, plainText } from "./messages.ts";
+import type { PlanAnswers } from "./plan-answers.ts";
 import { CLAIMED } from "./receiver.ts";
 import type { Responder } from "./responder.ts";
 import type { ScheduleVerbs } from "./schedule-verbs.ts";
@@ -14,6 +16,14 @@ import type { SlackFiles } from "./slack-files.ts";
 import { ACTION_CANCEL, ACTION_OPEN_SESSION, ACTION_RETRY } from "./status-card.ts";
 import type { UserDirectory } from "./user-directory.ts";
 import type { SharedFiles, Verbs } from "./verbs.ts";
+import {
+  ACTION_APPROVE,
+  ACTION_REVISE,
+  REVISE_BLOCK,
+  REVISE_INPUT,
+  REVISE_VIEW,
+  reviseOrigin,
+} from "./waiting-card.ts";
 import { loginText, type WebLogin } from "./web-login.ts";
 import type { WorkQueue } from "./work-queue.ts";
 
@@ -32,6 +42,9 @@ const THREAD_VERBS = [
   "schedule",
   "schedules",
   "unschedule",
+  "plan",
+  "approve",
+  "revise",
 ];
 
 export interface ListenersDeps {
@@ -40,6 +53,8 @@ export interface ListenersDeps {
   settings: SlackSettings;
   store: Pick<Store, "claimInbound" | "findLatestBinding">;
   verbs: Verbs;
+  /** `approve`, `revise`, and the card's Approve and Request changes buttons. */
+  planAnswers: PlanAnswers;
   /** `schedule`, `schedules`, `unschedule`. */
   scheduleVerbs: ScheduleVerbs;
   responder: Responder;
@@ -95,6 +110,18 @@ export class Listeners {
       await ack();
       await this.onRetryButton(body as Payload);
     });
+    app.action(ACTION_APPROVE, async ({ ack, body }) => {
+      await ack();
+      await this.onPlanButton(body as Payload, "approve");
+    });
+    app.action(ACTION_REVISE, async ({ ack, body }) => {
+      await ack();
+      await this.onPlanButton(body as Payload, "revise");
+    });
+    app.view(REVISE_VIEW, async ({ ack, body }) => {
+      await ack();
+      await this.onReviseSubmitted(body as Payload);
+    });
     // A link button still sends an action; acknowledge it so Slack shows no error.
     app.action(ACTION_OPEN_SESSION, async ({ ack }) => {
       await ack();
@@ -143,6 +170,19 @@ export class Listeners {
         return this.deps.scheduleVerbs.unschedule(actor, command.name);
       case "login":
         return say(await loginText(this.deps.webLogin, user, slashCommand));
+      case "approve":
+      case "revise":
+        if (!command.runId) {
+          return say(
+            `Which run? \`${slashCommand} ${command.verb} <run> …\`, or use the buttons on its status card.`,
+          );
+        }
+        return this.deps.planAnswers.answer(
+          actor,
+          command.runId,
+          planAnswerOf(command),
+          idempotencyKeyFor(payload, command.verb),
+        );
       case "run":
         return verbs.startRun(actor, user, command, {
           thread: null,
@@ -236,6 +276,14 @@ export class Listeners {
           idempotencyKey: idempotencyKeyFor(body, "create"),
           ...(files ? { files } : {}),
         });
+      case "approve":
+      case "revise": {
+        const runId = command.runId ?? binding?.runId;
+        if (!runId)
+          return reply(`Mention me with \`${command.verb}\` inside the thread of the run whose plan waits.`);
+        const key = idempotencyKeyFor(body, command.verb);
+        return this.deps.planAnswers.answer(actor, runId, planAnswerOf(command), key, threadTs);
+      }
       case "repo":
         return verbs.repo(actor, command.repository, replyThread);
       case "agent":
@@ -286,6 +334,41 @@ export class Listeners {
     const key = idempotencyKeyFor(body, "retry");
     await verbs.retryFromCard(actor, user, runId, cardTs, key, threadTs);
   }
+
+  /** Approve, or Request changes (which opens the modal), on a card whose plan waits for approval. */
+  private async onPlanButton(body: Payload, which: "approve" | "revise"): Promise<void> {
+    const { settings, responder, planAnswers } = this.deps;
+    const clicked = cardButton(body);
+    if (!clicked) return;
+    const { runId, actor, cardTs, threadTs } = clicked;
+    const early = refusal(settings, actor);
+    if (early) return responder.ephemeral(actor, early, threadTs);
+    if (which === "revise") return planAnswers.openRevise(actor, runId, cardTs, body.trigger_id, threadTs);
+    await planAnswers.approveFromCard(actor, runId, cardTs, idempotencyKeyFor(body, "approve"), threadTs);
+  }
+
+  /** The Request changes modal, submitted: the card it came from is in its private_metadata. */
+  private async onReviseSubmitted(body: Payload): Promise<void> {
+    const { settings, responder, planAnswers } = this.deps;
+    const origin = reviseOrigin(body.view?.private_metadata);
+    if (!origin || !body.user?.id) return;
+    const actor: Actor = {
+      team: body.team?.id ?? body.user.team_id,
+      channel: origin.channel,
+      user: body.user.id,
+      userTeam: body.user.team_id,
+    };
+    const early = refusal(settings, actor);
+    if (early) return responder.ephemeral(actor, early, origin.threadTs);
+    const changes = String(body.view?.state?.values?.[REVISE_BLOCK]?.[REVISE_INPUT]?.value ?? "");
+    await planAnswers.reviseFromModal(actor, origin, changes, idempotencyKeyFor(body, "revise"));
+  }
+}
+
+/** What `approve [note]` or `revise <changes>` says to the plan. */
+function planAnswerOf(command: Command & { verb: "approve" | "revise" }): PlanAnswer {
+  if (command.verb === "revise") return { action: "revise", message: command.changes };
+  return { action: "approve", ...(command.note ? { message: command.note } : {}) };
 }
 
 /** A status card's button click: the run it names (the button's value), who clicked where, and the card. */

@@ -27,6 +27,7 @@ export function helpText(command: string): string {
     `• \`${command} <prompt> [options]\` start a run; a status card is posted in this channel`,
     `• \`${command} status [run]\` · \`${command} list\` · \`${command} cancel <run>\``,
     `• \`${command} followup <run> <message>\` send the run more instructions`,
+    `• \`${command} plan <prompt> [options]\` the agent plans first; its card waits with *Approve* and *Request changes* (or \`@Dispatch approve [note]\` · \`@Dispatch revise <changes>\` in its thread)`,
     `• \`${command} in owner/repo[@branch] <prompt>\` work in that repository and open a pull request (against the branch)`,
     `• \`${command} repo owner/repo[@branch]\` sets this channel's default repository · \`${command} repo\` shows it · \`${command} repo none\` clears it`,
     `• \`${command} --agent ${AGENT_NAMES.join("|")} <prompt>\` chooses the agent · \`${command} agent <name>\` sets this channel's default agent · \`${command} agent\` shows it · \`${command} agent none\` clears it`,

@@ -1,3 +1,4 @@
+import type { ModalView } from "@slack/types";
 import type { WebClient } from "@slack/web-api";
 import type { Logger } from "pino";
 import type { Actor } from "./access.ts";
@@ -27,6 +28,17 @@ export class Responder {
       });
     } catch (err) {
       this.log.warn({ err, channel: actor.channel }, "could not send an ephemeral Slack message");
+    }
+  }
+
+  /** Opens a modal for the person whose click carried `triggerId`; false when Slack refused. */
+  async openModal(triggerId: string, view: ModalView): Promise<boolean> {
+    try {
+      await this.client.views.open({ trigger_id: triggerId, view });
+      return true;
+    } catch (err) {
+      this.log.warn({ err }, "could not open a Slack modal");
+      return false;
     }
   }
 

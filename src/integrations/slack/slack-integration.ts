@@ -15,6 +15,7 @@ import { boltLogger } from "./bolt-logger.ts";
 import { ChannelMembers } from "./channel-members.ts";
 import type { ChannelSchedules } from "./channel-schedules.ts";
 import { Listeners } from "./listeners.ts";
+import { PlanAnswers } from "./plan-answers.ts";
 import { FastifySlackReceiver } from "./receiver.ts";
 import { Responder } from "./responder.ts";
 import { ScheduleVerbs } from "./schedule-verbs.ts";
@@ -161,6 +162,7 @@ export class SlackIntegration {
       settings,
       store,
       verbs,
+      planAnswers: new PlanAnswers({ runs, store, responder, access: deps.access }),
       scheduleVerbs,
       responder,
       users: new UserDirectory(client, log.child({ component: "slack-users" })),

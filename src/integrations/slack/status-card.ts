@@ -17,7 +17,8 @@ import {
 } from "../../model/run-wording.ts";
 import { capitalized, stallWords } from "../../model/stall.ts";
 import type { ThreadBinding } from "../../model/thread-binding.ts";
-import type { RunItem } from "../../runs/run-item.ts";
+import type { RunView } from "../../runs/waiting-run.ts";
+import { waitingBlocks, waitingButtons, waitingText } from "./waiting-card.ts";
 
 /**
  * The Slack status card of a run (docs/surfaces.md): one message per run, edited in place. Pure functions
@@ -52,6 +53,8 @@ export function stateEmoji(state: string): string {
       return ":hourglass_flowing_sand:";
     case "INPROGRESS":
       return ":arrows_counterclockwise:";
+    case "BLOCKED":
+      return ":raised_hand:";
     case "SUCCEEDED":
       return ":white_check_mark:";
     case "FAILED":
@@ -79,7 +82,7 @@ function quote(text: string): string {
 
 const MAX_PR_LINKS = 10;
 
-function pullRequests(run: RunItem): Array<{ url: string; label: string }> {
+function pullRequests(run: RunView): Array<{ url: string; label: string }> {
   return (run.artifacts ?? [])
     .filter((a) => a.artifact_type === "PULL_REQUEST" && typeof a.data?.url === "string")
     .map((a) => {
@@ -114,7 +117,7 @@ function deliveryPlain(summary: DeliverySummary | undefined): string | undefined
   return summary.pullRequest ? `${line} ${summary.pullRequest.url}` : line;
 }
 
-function buildCard(run: RunItem, elapsed: string | null, stall?: string): SlackMessage {
+function buildCard(run: RunView, elapsed: string | null, stall?: string): SlackMessage {
   const terminal = isTerminal(run.state);
   const words = stateWords(run);
   const title = run.title || "Untitled run";
@@ -157,6 +160,7 @@ function buildCard(run: RunItem, elapsed: string | null, stall?: string): SlackM
       text: { type: "mrkdwn", text: truncate(quote(statusMessage), SLACK_LIMITS.section) },
     });
   }
+  blocks.push(...waitingBlocks(run, escapeMrkdwn));
 
   // A stalled run (model/stall.ts) says so where the eye lands, with what to do about it.
   const stalled = stall && !terminal ? capitalized(stall) : undefined;
@@ -197,6 +201,7 @@ function buildCard(run: RunItem, elapsed: string | null, stall?: string): SlackM
       text: { type: "plain_text", text: "Open session" },
       url: run.session_link,
     },
+    ...waitingButtons(run),
   ];
   if (!terminal) {
     buttons.push({
@@ -245,6 +250,8 @@ function buildCard(run: RunItem, elapsed: string | null, stall?: string): SlackM
   const deliveredPlain = deliveryPlain(delivery);
   if (deliveredPlain) textParts.push(deliveredPlain);
   if (statusMessage) textParts.push(statusMessage);
+  const waiting = waitingText(run);
+  if (waiting) textParts.push(waiting);
   if (stalled) textParts.push(stalled);
   textParts.push(run.session_link);
   return {
@@ -255,11 +262,12 @@ function buildCard(run: RunItem, elapsed: string | null, stall?: string): SlackM
 
 /**
  * The status card: state emoji and words, title, resolved options, elapsed time, links (session, pull
- * requests), the status message on failure, `Open session` and (until terminal) `Cancel` buttons; a
+ * requests), the status message on failure, what a waiting run waits for with its answers
+ * (waiting-card.ts), `Open session` and (until terminal) `Cancel` buttons; a
  * stalled run (`stalledMs`, model/stall.ts) also "No progress for 5 min" and a `Retry` button.
  */
 export function renderStatusCard(
-  run: RunItem,
+  run: RunView,
   _binding?: Pick<ThreadBinding, "requester"> | null,
   now: number | Date = Date.now(),
   stalledMs?: number,
@@ -271,7 +279,7 @@ export function renderStatusCard(
  * What the card shows, minus the elapsed time of a run still under way: equal fingerprints mean an edit
  * would change nothing a person cares about, so the notifier does not send one.
  */
-export function cardFingerprint(run: RunItem, stalled = false): string {
+export function cardFingerprint(run: RunView, stalled = false): string {
   // A stalled card's note without its duration: the note appearing or going is an edit, its minutes are not.
   const card = buildCard(
     run,
@@ -282,7 +290,7 @@ export function cardFingerprint(run: RunItem, stalled = false): string {
 }
 
 /** The thread reply at a terminal state: mentions the requester once, with the outcome and status message. */
-export function renderFinalReply(run: RunItem, binding: Pick<ThreadBinding, "requester">): SlackMessage {
+export function renderFinalReply(run: RunView, binding: Pick<ThreadBinding, "requester">): SlackMessage {
   const words = stateWords(run);
   const failed = run.state === "FAILED" || run.state === "ERROR";
   const mention = /^[UW][A-Z0-9]+$/.test(binding.requester) ? `<@${binding.requester}> ` : "";

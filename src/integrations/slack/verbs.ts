@@ -6,6 +6,7 @@ import type { ThreadBinding } from "../../model/thread-binding.ts";
 import { retryInput } from "../../runs/retry.ts";
 import type { RunItem } from "../../runs/run-item.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
+import { withPlan } from "../../runs/waiting-run.ts";
 import type { Store } from "../../store/store.ts";
 import type { CollectedImages } from "../attachments/collect-images.ts";
 import { type Command, createBody, describeRepository } from "../grammar.ts";
@@ -112,7 +113,7 @@ export class Verbs {
     try {
       created = await runs.create(
         {
-          ...createBody(command.prompt, options, repository),
+          ...createBody(command.prompt, options, repository, command.mode),
           creator: user.creator,
           source: "SLACK",
           ...(triggerUrl ? { trigger_url: triggerUrl } : {}),
@@ -373,6 +374,8 @@ export class Verbs {
     } catch (err) {
       return responder.ephemeral(actor, `Could not read the run: ${describeError(err)}`, thread);
     }
+    // A plan waiting for approval is shown as its card shows it (unreadable, the card points to the run page).
+    run = await withPlan(runs, run, () => {});
     const rendered = renderStatus?.(run, binding) ?? { text: statusText(run) };
     await responder.ephemeral(actor, rendered.text, thread, rendered.blocks);
   }
