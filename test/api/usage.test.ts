@@ -234,6 +234,7 @@ describe("GET /api/v1/usage", () => {
     };
     await refused("from=yesterday", /from must be a date such as 2026-03-01/);
     await refused("from=2026-02-30", /2026-02-30 is not a day of the calendar/);
+    await refused("to=0000-01-01", /from 1970-01-01 on/);
     await refused("from=2026-03-02&to=2026-03-01", /is after to .* give from before to/);
     await refused("from=2025-01-01&to=2026-03-01", /over 366 days; ask for a year or less/);
     await refused(

@@ -554,7 +554,9 @@ describe("session page of a run in a repository", () => {
     expect(visible(section)).toMatch(
       /Showing the first 200 KB of \d\d\.\d MB; the whole patch is an artifact of the run/,
     );
-  });
+
+    // A run, a 30 MB artifact and 30 page loads: more than the default 30 s on a loaded machine.
+  }, 120_000);
 
   it("has no delivery section for a run without a repository", async () => {
     const created = await d.api("POST", "/api/v1/agent/runs", { prompt: "$ echo hi" });

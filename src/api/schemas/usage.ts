@@ -24,6 +24,9 @@ const periodBound = (name: string) =>
         });
       } else if (new Date(Date.UTC(year, month - 1, day)).getUTCDate() !== day) {
         ctx.addIssue({ code: "custom", message: `${name}: ${s.slice(0, 10)} is not a day of the calendar` });
+      } else if (year < 1970) {
+        // No run is older; and a year before 1 (a month before 0000-01-01) is no RFC 3339 time to answer with.
+        ctx.addIssue({ code: "custom", message: `${name}: give a date from 1970-01-01 on` });
       }
     })
     .transform((s) => new Date(s.length === 10 ? `${s}T00:00:00Z` : s).toISOString())
