@@ -74,7 +74,8 @@ export function usdText(usd: number): string {
 
 /** "82 %" of a limit. */
 function shareText(used: number, limit: number): string {
-  return `${Math.floor((used / limit) * 100)} %`;
+  // Whole percents, not below the share (0.0105 / 0.01 is 104.999… in binary).
+  return `${Math.floor((used / limit) * 100 + 1e-9)} %`;
 }
 
 /** The warning at 80 %: "80 % of the $5.00 budget spent (its cost limit)". */
