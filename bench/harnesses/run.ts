@@ -230,6 +230,8 @@ async function bareRun(spec: Spec, fake: FakeModel, turns: ScriptedTurn[]): Prom
         failure ??= message;
       },
       completed: () => undefined,
+      // The bench's tasks ask the person nothing.
+      asked: () => undefined,
     };
     session.begin(io);
     if (!session.liveInput) close();

@@ -19,6 +19,7 @@ import {
   table,
   UsageError,
 } from "./api-output.ts";
+import { answerHint, answerPlan, EXIT_WAITING, stateCell, stillWaitingAt } from "./plan-commands.ts";
 import { RUNS_USAGE, type RunCommand } from "./run-commands.ts";
 import { agoCell, durationText, whenLine } from "./time-text.ts";
 import { renderEvent, StatusLine, stylesFor } from "./transcript.ts";
@@ -47,6 +48,9 @@ export async function runCommand(command: RunCommand, argv: string[]): Promise<n
         return await logs(argv);
       case "diff":
         return await diff(argv);
+      case "approve":
+      case "revise":
+        return await answerPlan(command, argv);
     }
   } catch (err) {
     return reportApiError(err, RUNS_USAGE);
@@ -64,6 +68,7 @@ async function create(argv: string[]): Promise<number> {
       skill: { type: "string" },
       repo: { type: "string" },
       title: { type: "string" },
+      plan: { type: "boolean" },
       follow: { type: "boolean", short: "f" },
       json: { type: "boolean" },
     },
@@ -82,6 +87,7 @@ async function create(argv: string[]): Promise<number> {
     ...(values.title ? { title: values.title } : {}),
     ...(values.skill ? { skill: values.skill } : {}),
     ...(Object.keys(config).length ? { config } : {}),
+    ...(values.plan ? { mode: "plan" as const } : {}),
   };
   const dispatch = apiClient();
   const created = await dispatch.runs.create(body);
@@ -126,7 +132,12 @@ async function list(argv: string[]): Promise<number> {
     return EXIT_OK;
   }
   const now = Date.now();
-  const rows = runs.map((r) => [r.run_id, r.state, agoCell(r.updated_at, now), r.title.replace(/\s+/g, " ")]);
+  const rows = runs.map((r) => [
+    r.run_id,
+    stateCell(r),
+    agoCell(r.updated_at, now),
+    r.title.replace(/\s+/g, " "),
+  ]);
   process.stdout.write(table([["RUN ID", "STATE", "UPDATED", "TITLE"], ...rows]));
   return EXIT_OK;
 }
@@ -146,7 +157,7 @@ async function get(argv: string[]): Promise<number> {
   const fields: Array<[string, string | undefined]> = [
     ["run", run.run_id],
     ["title", run.title],
-    ["state", run.status_message ? `${run.state}: ${run.status_message.message}` : run.state],
+    ["state", run.status_message ? `${stateCell(run)}: ${run.status_message.message}` : run.state],
     ["created", whenLine(run.created_at)],
     ["updated", whenLine(run.updated_at)],
     ["started", whenLine(run.started_at)],
@@ -163,13 +174,18 @@ async function get(argv: string[]): Promise<number> {
     // The pull request and the patch are shown above; any other artifact as it is.
     ...run.artifacts
       .filter((a) => a.artifact_type !== "PULL_REQUEST" && a.artifact_type !== "FILE")
-      .map((a): [string, string] => ["artifact", `${a.artifact_type} ${String(a.data.url ?? "")}`]),
+      .map((a): [string, string] => [
+        "artifact",
+        `${a.artifact_type} ${String(("url" in a.data ? a.data.url : a.data.title) ?? "")}`,
+      ]),
   ];
   const width = Math.max(...fields.map(([k]) => k.length));
   for (const [key, value] of fields) {
     if (value) process.stdout.write(`${s.dim(key.padEnd(width))}  ${value}\n`);
   }
   process.stdout.write(`\n${run.prompt}\n`);
+  const hint = answerHint(run);
+  if (hint) process.stderr.write(`\n${hint}\n`);
   return EXIT_OK;
 }
 
@@ -283,6 +299,14 @@ async function follow(dispatch: Dispatch, runId: string, opts: { json: boolean }
     for await (const event of dispatch.runs.events(runId, {}, { signal: interrupt.signal })) {
       if (event.type === "state") status.state = state = String(event.data.state);
       status.above(() => printEvent(event, opts.json, s));
+      // A run waiting for a person is not finished, and nothing happens until someone answers it.
+      const blocked = event.type === "state" && state === "BLOCKED";
+      const waiting = blocked ? await stillWaitingAt(dispatch, runId, event.seq) : undefined;
+      if (waiting) {
+        status.stop();
+        if (!opts.json) process.stderr.write(`${answerHint(waiting)}\n`);
+        return EXIT_WAITING;
+      }
     }
     status.stop();
     if (state === undefined || !isTerminalState(state)) return EXIT_FAILED;

@@ -118,8 +118,14 @@ export class ExecutionDelivery {
     signal: AbortSignal,
   ): Promise<HarnessOutcome> {
     const delivery = this.ctx.deps.delivery!;
-    const publish = outcome.status === "succeeded" && !signal.aborted;
-    const transcript = await readTranscript(this.ctx.deps.store, this.ctx.run.id);
+    const { store, workerId, leaseMs } = this.ctx.deps;
+    // Pushed and opened only by the worker that holds the run: one that lost it while it was cut off (its
+    // lease ran out, another worker continues the run) publishes nothing (lease fencing).
+    const publish =
+      outcome.status === "succeeded" &&
+      !signal.aborted &&
+      (await store.renewLease(this.ctx.run.id, workerId, leaseMs));
+    const transcript = await readTranscript(store, this.ctx.run.id);
     const summary = String(
       transcript.findLast((e) => e.type === "message" && e.data.role === "assistant")?.data.text ?? "",
     );

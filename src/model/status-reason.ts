@@ -62,7 +62,7 @@ const OZ_CODE_OF_REASON: Record<string, OzErrorCode | null> = {
   awaiting_approval: null,
   awaiting_budget: null,
   awaiting_input: null,
-  // Nobody answered a waiting run within DISPATCH_BLOCKED_TIMEOUT_MINUTES.
+  // Nobody answered a waiting run within DISPATCH_BLOCKED_TIMEOUT_S.
   unanswered: null,
   // No longer given (a stopping worker hands its runs on); runs that ended so before migration 021 keep it.
   worker_shutdown: "internal_error",

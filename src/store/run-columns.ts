@@ -71,7 +71,8 @@ function executionColumns(
     case "pause":
       return { worker_id: null, lease_expires_at: null, resume_reason: null, blocked_at: iso(now) };
     case "answer":
-      return { resume_reason: "answered", blocked_at: null };
+      // Working again: what it waited for (the question, the plan) is no longer its status.
+      return { resume_reason: "answered", blocked_at: null, status_message: null };
     case "begin":
       // A claim also takes the lease and picks the oldest queued run: one statement of its own.
       throw new Error("claims go through claimNextRun");

@@ -1,6 +1,7 @@
 import { agentWords } from "../model/agent-wording.ts";
 import { deliverySummary, repositoryLabel } from "../model/delivery-summary.ts";
 import type { RunRecord } from "../model/run.ts";
+import { waitingFor } from "../model/run-gates.ts";
 import { RUN_STATES, type RunState } from "../model/run-state.ts";
 import { costText, formatCost, formatDuration, stateWord } from "../model/run-wording.ts";
 import { stallNote } from "../model/stall.ts";
@@ -37,7 +38,7 @@ export const ROW_CELLS = 9;
  * small); on a phone each row is a card: state and title on top, then the other cells under their labels.
  */
 export const ROWS_STYLE = `#runs .c-title{min-width:14rem} #runs .c-title a{font-weight:600} #runs .c-agent{font-size:13px;color:#59636e;max-width:12rem}
-#runs .c-repo code{word-break:break-all} #runs .c-age{white-space:nowrap}
+#runs .c-repo code{word-break:break-all} #runs .c-age{white-space:nowrap} #runs .waiting-for{font-size:13px;color:#7d4e00}
 @media (max-width:720px){#runs thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}
 #runs,#runs caption,#runs tbody,#runs tr,#runs td{display:block;width:auto} #runs tr{border:1px solid #d1d9e0;border-radius:6px;margin:.5rem 0;padding:.4rem .6rem}
 #runs td{border:0;padding:.1rem 0;text-align:left} #runs td.c-state{display:inline-block;margin-right:.4rem} #runs td.c-title{display:inline;min-width:0}
@@ -124,6 +125,11 @@ export function renderRow(run: RunRecord, ctx: RowContext): string {
   const stallHtml = stall
     ? ` <span class="stall">${escapeHtml(stall)}</span> <a href="/runs/${encodeURIComponent(run.id)}" aria-label="Cancel or retry ${escapeHtml(run.title)}">cancel or retry</a>`
     : "";
+  // A waiting run says what it waits for: the person scanning the list sees what is theirs to answer.
+  const waitingHtml =
+    run.state === "BLOCKED"
+      ? ` <span class="waiting-for">for ${escapeHtml(waitingFor(run.statusMessage?.error_code))}</span>`
+      : "";
   // Each cell names its column (data-label): on a phone a row is a card and the labels stand in for the header.
-  return `<tr data-run-id="${escapeHtml(run.id)}"><td class="c-state"><span class="state state-${run.state}">${escapeHtml(STATE_LABELS[run.state] ?? run.state)}</span>${stallHtml}</td><td class="c-title"><a href="/runs/${encodeURIComponent(run.id)}">${escapeHtml(run.title)}</a></td><td class="c-who" data-label="Requester"><a href="/?creator=${encodeURIComponent(run.creator.uid)}">${escapeHtml(run.creator.display_name)}</a></td><td class="c-source" data-label="Source">${source}${schedule}</td><td class="c-repo" data-label="Repository">${repository}</td><td class="c-agent" data-label="Agent">${escapeHtml(agent)}</td><td class="c-age" data-label="Age">${timeTag(run.createdAt, ctx.now)}</td><td class="num" data-label="Run time">${runTime}</td><td class="num" data-label="Cost">${cost}</td></tr>\n`;
+  return `<tr data-run-id="${escapeHtml(run.id)}"><td class="c-state"><span class="state state-${run.state}">${escapeHtml(STATE_LABELS[run.state] ?? run.state)}</span>${waitingHtml}${stallHtml}</td><td class="c-title"><a href="/runs/${encodeURIComponent(run.id)}">${escapeHtml(run.title)}</a></td><td class="c-who" data-label="Requester"><a href="/?creator=${encodeURIComponent(run.creator.uid)}">${escapeHtml(run.creator.display_name)}</a></td><td class="c-source" data-label="Source">${source}${schedule}</td><td class="c-repo" data-label="Repository">${repository}</td><td class="c-agent" data-label="Agent">${escapeHtml(agent)}</td><td class="c-age" data-label="Age">${timeTag(run.createdAt, ctx.now)}</td><td class="num" data-label="Run time">${runTime}</td><td class="num" data-label="Cost">${cost}</td></tr>\n`;
 }

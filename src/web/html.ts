@@ -75,7 +75,7 @@ a{color:#0969da} a:focus,button:focus,input:focus,select:focus{outline:2px solid
 table{border-collapse:collapse;width:100%;font-size:14px} th,td{text-align:left;padding:.35rem .5rem;border-bottom:1px solid #eaeef2;vertical-align:top}
 th{font-weight:600;background:#f6f8fa} .muted{color:#59636e} .num{text-align:right}
 .state{font-weight:600;padding:.05rem .45rem;border-radius:1rem;background:#eaeef2;color:#1f2328;white-space:nowrap}
-.state-SUCCEEDED{background:#dafbe1}.state-FAILED,.state-ERROR{background:#ffebe9}.state-INPROGRESS{background:#ddf4ff}
+.state-SUCCEEDED{background:#dafbe1}.state-FAILED,.state-ERROR{background:#ffebe9}.state-INPROGRESS{background:#ddf4ff}.state-BLOCKED{background:#fff8c5}
 .filters{display:flex;gap:.75rem;flex-wrap:wrap;align-items:end;margin:1rem 0} .filters label{display:flex;flex-direction:column;font-size:13px}
 .counts{display:flex;gap:1rem;flex-wrap:wrap;list-style:none;padding:0} .error{background:#ffebe9;padding:.5rem .75rem;border-radius:6px}
 input,select,button{font:inherit;padding:.25rem .5rem} .who{display:flex;gap:.5rem;align-items:center}

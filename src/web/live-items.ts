@@ -17,6 +17,8 @@ export interface LiveItems {
   header: HeaderData;
   /** The delivery section once the run has finished (its pull request and diff), else null. */
   delivery: string | null;
+  /** What the run waits for and its answers (run-gate.ts) on a page that has them, else null. */
+  gate: string | null;
 }
 
 /**
@@ -34,6 +36,8 @@ export async function sendLiveItems(
   now: number,
   /** The delivery section of a run, rendered (pull request, diff). */
   delivery: (run: RunRecord) => Promise<string>,
+  /** The page's section for a run waiting for a person, rendered; a page without one passes none. */
+  gate?: (run: RunRecord) => Promise<string>,
 ): Promise<FastifyReply> {
   const q = req.query as { from?: string; limit?: string };
   const from = q.from ?? "";
@@ -67,6 +71,7 @@ export async function sendLiveItems(
     execution_from: page.executionFrom,
     header,
     delivery: header.terminal ? await delivery(fresh) : null,
+    gate: gate ? await gate(fresh) : null,
   };
   return reply.header("cache-control", "no-store").type("application/json; charset=utf-8").send(body);
 }

@@ -7,7 +7,8 @@ import type { ViewBudget } from "./run-view.ts";
  * `<page>/items?from=<seq>` for the server's rendering of the new events, so a streamed entry is the
  * same HTML as a reloaded one (Markdown, tool rows, the plan). A tool call still waiting for its result
  * is asked for again until it has one, and an entry already shown is replaced by its key (an open row
- * stays open). The header follows: state, status message, tokens and cost, and the run time ticks. Past
+ * stays open). The header follows: state, status message, tokens and cost, and the run time ticks; so
+ * does a waiting run's section (its plan and answers) where the page has one. Past
  * the page's budget it stops and links to the next page. It runs under the page's CSP nonce.
  */
 export function liveViewScript(budget: Pick<ViewBudget, "events" | "bytes">): string {
@@ -91,6 +92,14 @@ export function liveViewScript(budget: Pick<ViewBudget, "events" | "bytes">): st
       plan.hidden = false;
     }
     header(view.header);
+    // The wait's section, replaced only when the wait changed: text typed into its forms stays.
+    const gate = document.getElementById("gate");
+    if (view.gate !== null && gate) {
+      const template = document.createElement("template");
+      template.innerHTML = view.gate;
+      const fresh = template.content.firstElementChild;
+      if (fresh && fresh.dataset.key !== gate.dataset.key) gate.replaceWith(fresh);
+    }
     if (view.delivery !== null) {
       const shown = document.getElementById("delivery-view");
       const template = document.createElement("template");

@@ -92,6 +92,8 @@ export interface RunPageView {
   script: string;
   /** The retry form's one-time key (its idempotency key). */
   retryKey: string;
+  /** What a waiting run waits for, with its answers (run-gate.ts), already rendered. */
+  gate: string;
 }
 
 /** Whether the signed-in person may follow up and cancel (a read-only session may not). */
@@ -130,6 +132,7 @@ export function renderRunPage(v: RunPageView): string {
 ${header}
 ${v.notice ? `<p class="notice" role="status">${escapeHtml(v.notice)}</p>` : ""}
 ${act ? "" : `<p class="muted" id="read-only">Your role (${escapeHtml(session.role)}) can read runs but not follow up on or cancel them.</p>`}
+${v.gate}
 <section aria-labelledby="prompt-h"><h2 id="prompt-h">Prompt</h2><pre class="prompt">${escapeHtml(run.prompt)}</pre></section>
 ${v.attachments}
 ${renderTranscript(v.transcript)}
@@ -156,7 +159,9 @@ ${followupFields(run, session, message)}</section>`;
 function followupFields(run: RunRecord, session: WebSession, message: string): string {
   const hint = isTerminal(run.state)
     ? "The run has finished: a follow-up continues it in a new execution, with the same workspace and branch."
-    : "The agent reads it at its next step.";
+    : run.state === "BLOCKED"
+      ? "The run waits for you: a follow-up answers it, and the run continues with it."
+      : "The agent reads it at its next step.";
   return `<form method="post" action="/runs/${encodeURIComponent(run.id)}/followup">${csrfField(session)}
 <p><label for="followup">Message to the agent</label><br>
 <textarea id="followup" name="message" rows="4" required maxlength="100000" aria-describedby="followup-help">${escapeHtml(message)}</textarea></p>
@@ -187,16 +192,9 @@ export function renderCancelConfirm(run: RunRecord, session: WebSession): string
 </form>`;
 }
 
-/** A refusal of the run service, in its words, with the way back. */
-export function renderRefusal(
-  run: RunRecord,
-  session: WebSession,
-  heading: string,
-  message: string,
-  followup?: string,
-): string {
+/** A refusal of the run service, in its words, with the way back and the form to try again (`again`). */
+export function renderRefusal(run: RunRecord, heading: string, message: string, again = ""): string {
   const runPath = `/runs/${encodeURIComponent(run.id)}`;
-  const again = followup !== undefined && canAct(session) ? followupForm(run, session, followup) : "";
   return `<h1>${escapeHtml(heading)}</h1>
 <p class="error" role="alert">${escapeHtml(message)}</p>
 <p><a href="${runPath}">Back to the run</a></p>

@@ -3,12 +3,14 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { type RunTranscript, resumeAfter, streamRunEvents } from "../api/event-stream.ts";
 import { httpOf } from "../api/problem.ts";
 import { describeIssues, LIMITS } from "../api/schemas/common.ts";
+import { ApproveRunRequestSchema } from "../api/schemas/run-approval.ts";
 import { FollowupRequestSchema } from "../api/schemas/runs.ts";
 import { RunError } from "../model/errors.ts";
 import type { RunRecord } from "../model/run.ts";
 import { isTerminal } from "../model/run-state.ts";
 import { stallNote } from "../model/stall.ts";
 import type { WebSession } from "../model/web-session.ts";
+import { answerPlan, type PlanAnswer } from "../runs/plan-approval.ts";
 import { retryInput } from "../runs/retry.ts";
 import { creatorOf } from "../runs/run-audit.ts";
 import type { RunService } from "../runs/run-service.ts";
@@ -20,10 +22,12 @@ import { escapeHtml, sendPage } from "./html.ts";
 import { sendLiveItems } from "./live-items.ts";
 import { liveViewScript } from "./live-view-script.ts";
 import { runEquivalents } from "./run-equivalents.ts";
+import { RUN_GATE_STYLE, readGate, renderGate, reviseForm } from "./run-gate.ts";
 import { RUN_HEADER_STYLE } from "./run-header.ts";
 import {
   COPY_SCRIPT,
   canAct,
+  followupForm,
   RUN_PAGE_STYLE,
   renderCancelConfirm,
   renderRefusal,
@@ -51,6 +55,8 @@ const SCRIPT = liveViewScript(RUN_PAGE_BUDGET) + COPY_SCRIPT;
 const NOTICES: Record<string, string> = {
   followup: "Follow-up sent.",
   cancel: "Run cancelled.",
+  approved: "Plan approved: the run carries it out.",
+  revised: "Changes requested: the agent revises its plan, which will wait for you again.",
   retried: "Started again: this is the new run (the one retried was cancelled if it was still running).",
 };
 /** The retry form's one-time key: a second submission of the same form starts no second run. */
@@ -58,7 +64,8 @@ const RETRY_KEY = /^[0-9a-f]{32}$/;
 
 export interface RunPageOptions {
   signIn: WebSignIn;
-  runService: Pick<RunService, "get" | "getToSteer" | "followup" | "cancel" | "create"> & RunTranscript;
+  runService: Pick<RunService, "get" | "getToSteer" | "followup" | "cancel" | "create" | "history"> &
+    RunTranscript;
   store: Pick<Store, "readArtifactHead" | "getThreadBinding" | "getCardState" | "bindThread">;
   attachments?: AttachmentSource;
   /** Base of the API for the page's curl and CLI lines; the request's own origin when empty. */
@@ -71,8 +78,8 @@ export interface RunPageOptions {
 
 /**
  * GET /runs/<id>: one of the signed-in team's runs, with what its session page shows plus a follow-up
- * box, Cancel (confirmed on its own page, so it works without JavaScript) and the CLI and curl lines
- * that do the same. Another team's run and an unknown id are the same 404; a visitor is sent to sign in
+ * box, Cancel (confirmed on its own page, so it works without JavaScript), a waiting run's Approve and
+ * Request changes (run-gate.ts), and the CLI and curl lines that do the same. Another team's run and an unknown id are the same 404; a visitor is sent to sign in
  * (the session link, not the run id, is what lets a visitor read a run). Every POST needs a signed-in
  * session, its CSRF token and a role that may act; the run service decides the rest and its refusals
  * are shown in its words.
@@ -142,11 +149,12 @@ export async function runPage(app: FastifyInstance, opts: RunPageOptions): Promi
         session,
       );
     }
-    const [transcript, delivery, images, binding] = await Promise.all([
+    const [transcript, delivery, images, binding, gate] = await Promise.all([
       readTranscriptPage(runService, run.id, Number(q.after ?? 0), RUN_PAGE_BUDGET),
       readDelivery(run, opts.store, RUN_PAGE_BUDGET, req.log),
       readAttachments(run, opts.attachments, req.log),
       opts.store.getThreadBinding(run.id),
+      readGate(run, opts.store, req.log),
     ]);
     const nonce = randomBytes(16).toString("base64");
     const notice = q.done !== undefined ? NOTICES[q.done] : undefined;
@@ -165,11 +173,12 @@ export async function runPage(app: FastifyInstance, opts: RunPageOptions): Promi
       nonce,
       script: SCRIPT,
       retryKey: randomBytes(16).toString("hex"),
+      gate: renderGate(run, gate, session, canAct(session)),
     });
     return sendPage(reply, 200, run.title, body, session, {
       scriptNonce: nonce,
       selfImages: images.length > 0,
-      style: `${runViewStyle(delivery)}\n${RUN_HEADER_STYLE}\n${RUN_PAGE_STYLE}`,
+      style: `${runViewStyle(delivery)}\n${RUN_HEADER_STYLE}\n${RUN_PAGE_STYLE}\n${RUN_GATE_STYLE}`,
     });
   });
 
@@ -182,6 +191,9 @@ export async function runPage(app: FastifyInstance, opts: RunPageOptions): Promi
     const reread = async () => (await teamRun(session, run.id)) ?? run;
     const delivery = async (fresh: RunRecord) =>
       renderDelivery(await readDelivery(fresh, opts.store, RUN_PAGE_BUDGET, req.log));
+    // The run starting or stopping to wait for an answer shows or hides its forms (run-gate.ts).
+    const gate = async (fresh: RunRecord) =>
+      renderGate(fresh, await readGate(fresh, opts.store, req.log), session, canAct(session));
     return sendLiveItems(
       req,
       reply,
@@ -191,6 +203,7 @@ export async function runPage(app: FastifyInstance, opts: RunPageOptions): Promi
       RUN_PAGE_BUDGET,
       signIn.now().getTime(),
       delivery,
+      gate,
     );
   });
 
@@ -224,17 +237,56 @@ export async function runPage(app: FastifyInstance, opts: RunPageOptions): Promi
       const { session, run } = opened;
       const message = formOf(req).message ?? "";
       const parsed = FollowupRequestSchema.safeParse({ message });
+      const again = followupForm(run, session, message);
       if (!parsed.success) {
-        return refused(reply, run, session, 400, "Follow-up not sent", describeIssues(parsed.error), message);
+        return refused(reply, run, session, 400, "Follow-up not sent", describeIssues(parsed.error), again);
       }
       try {
         await runService.followup({ caller: session }, run.id, { message: parsed.data.message });
       } catch (err) {
-        return refusal(err, reply, run, session, "Follow-up not sent", message);
+        return refusal(err, reply, run, session, "Follow-up not sent", again);
       }
       return backToRun(reply, run, "followup");
     },
   );
+
+  // A plan that waits for approval (docs/api.md): Approve with an optional note, Request changes with
+  // the changes. Each is the API's answer (a follow-up), so the steering policy decides as for any.
+  const answer = async (
+    req: FastifyRequest<{ Params: { runId: string } }>,
+    reply: FastifyReply,
+    action: PlanAnswer["action"],
+  ): Promise<FastifyReply> => {
+    const opened = await openForAction(req, reply);
+    if (!("run" in opened)) return opened;
+    const { session, run } = opened;
+    const field = formOf(req)[action === "approve" ? "note" : "message"];
+    const text = typeof field === "string" ? field : "";
+    const heading = action === "approve" ? "Plan not approved" : "Changes not sent";
+    const again = action === "revise" ? reviseForm(run, session, text) : "";
+    const parsed = ApproveRunRequestSchema.safeParse({
+      action,
+      ...(action === "revise" || text.trim() !== "" ? { message: text } : {}),
+    });
+    if (!parsed.success) {
+      return refused(reply, run, session, 400, heading, describeIssues(parsed.error), again);
+    }
+    try {
+      // Who may answer before whether there is a plan to answer: the steering policy's refusal first.
+      await runService.getToSteer(session, run.id, "followup");
+      await answerPlan(runService, { caller: session }, run.id, parsed.data as PlanAnswer);
+    } catch (err) {
+      return refusal(err, reply, run, session, heading, again);
+    }
+    return backToRun(reply, run, action === "approve" ? "approved" : "revised");
+  };
+  for (const action of ["approve", "revise"] as const) {
+    app.post<{ Params: { runId: string } }>(
+      `/runs/:runId/${action}`,
+      { bodyLimit: LIMITS.bodyBytes },
+      (req, reply) => answer(req, reply, action),
+    );
+  }
 
   app.get<{ Params: { runId: string } }>("/runs/:runId/cancel", async (req, reply) => {
     const opened = await open(req, reply);
@@ -349,12 +401,12 @@ function refusal(
   run: RunRecord,
   session: WebSession,
   heading: string,
-  followup?: string,
+  again?: string,
 ): FastifyReply {
   if (!(err instanceof RunError)) throw err;
   const { status } = httpOf(err);
   if (status >= 500) throw err;
-  return refused(reply, run, session, status, heading, err.detail ?? err.message, followup);
+  return refused(reply, run, session, status, heading, err.detail ?? err.message, again);
 }
 
 function refused(
@@ -364,9 +416,9 @@ function refused(
   status: number,
   heading: string,
   message: string,
-  followup?: string,
+  again?: string,
 ): FastifyReply {
-  return sendPage(reply, status, heading, renderRefusal(run, session, heading, message, followup), session, {
+  return sendPage(reply, status, heading, renderRefusal(run, heading, message, again), session, {
     style: RUN_PAGE_STYLE,
   });
 }

@@ -154,7 +154,7 @@ function page(title: string, head: string, body: string, style = ""): string {
 body{font:15px/1.5 system-ui,sans-serif;max-width:960px;margin:0 auto 2rem;padding:0 1rem;color:#1f2328}
 h1{font-size:1.4rem;margin:0 0 .3rem} h2{font-size:1rem;margin:1.5rem 0 .5rem} a{color:#0969da}
 .state{font-weight:600;padding:.1rem .5rem;border-radius:1rem;background:#eaeef2}
-.state-SUCCEEDED{background:#dafbe1}.state-FAILED,.state-ERROR{background:#ffebe9}.state-INPROGRESS{background:#ddf4ff}
+.state-SUCCEEDED{background:#dafbe1}.state-FAILED,.state-ERROR{background:#ffebe9}.state-INPROGRESS{background:#ddf4ff}.state-BLOCKED{background:#fff8c5}
 .muted{color:#59636e}
 ${RUN_HEADER_STYLE}
 ${style}

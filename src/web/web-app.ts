@@ -19,7 +19,7 @@ export interface WebAppOptions {
   signIn: WebSignIn;
   runService: Pick<
     RunService,
-    "list" | "get" | "getToSteer" | "audienceOf" | "followup" | "cancel" | "create"
+    "list" | "get" | "getToSteer" | "audienceOf" | "followup" | "cancel" | "create" | "history"
   > &
     RunTranscript;
   store: Pick<

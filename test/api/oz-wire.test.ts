@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RunItemSchema } from "../../src/api/schemas/runs.ts";
 import { OZ_ERROR_CODES, ozErrorCodeOf } from "../../src/model/status-reason.ts";
-import { startTestDispatch, type TestDispatch, waitFor, waitForState } from "../support/dispatch.ts";
+import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
 
 /**
  * Oz's wire rules (docs/api.md) on runs: the harness in Oz's form, status_message with Oz's error_code

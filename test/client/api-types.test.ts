@@ -65,6 +65,7 @@ const fieldNamesMatch: {
   UsageTotals: true,
   AuditEvent: true,
   ListAuditEventsResponse: true,
+  ApproveRunRequest: true,
 };
 type ApiTypes = {
   MCPServerConfig: Api.MCPServerConfig;
@@ -120,6 +121,7 @@ type ApiTypes = {
   UsageTotals: Api.UsageTotals;
   AuditEvent: Api.AuditEvent;
   ListAuditEventsResponse: Api.ListAuditEventsResponse;
+  ApproveRunRequest: Api.ApproveRunRequest;
 };
 
 describe("client wire types", () => {

@@ -67,6 +67,54 @@ describeExternalAgent(
       expect(followup?.data.outcome).toBe("live_session");
     });
 
+    it("asks the person with AskUserQuestion: the run waits awaiting_input, the answer resumes its session", async () => {
+      const { d, fake } = t;
+      const before = fake.agentRequests().length;
+      const question = {
+        question: "Which file should get the notes?",
+        header: "File",
+        multiSelect: false,
+        options: [
+          { label: "README.md", description: "The project's front page" },
+          { label: "NOTES.md", description: "A new file" },
+        ],
+      };
+      t.script(
+        { calls: [{ name: "AskUserQuestion", input: { questions: [question] } }] },
+        { text: "I asked which file." },
+        // After the answer, in the resumed session:
+        { text: "Added the notes to README.md." },
+      );
+      const runId = await t.create("Add the notes");
+      const waiting = await d.state(runId, ["BLOCKED", "SUCCEEDED", "FAILED", "ERROR"]);
+      expect(waiting.state, JSON.stringify(waiting.status_message)).toBe("BLOCKED");
+      expect(waiting.status_message).toMatchObject({
+        reason: "awaiting_input",
+        message:
+          "Which file should get the notes?\n- README.md: The project's front page\n- NOTES.md: A new file",
+      });
+      // Headless Claude Code offers the tool only because Dispatch answers its permission requests.
+      const asked = fake.agentRequests().slice(before);
+      expect((asked[0]!.body.tools as Array<{ name: string }>).map((tool) => tool.name)).toContain(
+        "AskUserQuestion",
+      );
+      expect(requestText(asked[1]!.body)).toContain("the run waits for their answer");
+
+      const answered = await d.api("POST", `/api/v1/agent/runs/${runId}/followups`, { message: "README.md" });
+      expect(answered.status, answered.text).toBe(200);
+      const done = await d.state(runId, ["SUCCEEDED", "FAILED", "ERROR"]);
+      expect(done.state, JSON.stringify(done.status_message)).toBe("SUCCEEDED");
+      // The same session went on: its question, the refusal that says the answer follows, then the answer.
+      const resumed = fake.agentRequests().slice(before)[2]!.body as { messages: Array<{ role: string }> };
+      const said = requestText(resumed);
+      expect(said).toContain("Which file should get the notes?");
+      expect(said.indexOf("the run waits for their answer")).toBeLessThan(said.lastIndexOf("README.md"));
+      expect(resumed.messages.at(-1)!.role).toBe("user");
+      expect(JSON.stringify(resumed.messages.at(-1))).toContain("README.md");
+      const states = (await d.events(runId)).filter((e) => e.type === "state").map((e) => e.data.state);
+      expect(states).toEqual(["QUEUED", "INPROGRESS", "BLOCKED", "INPROGRESS", "SUCCEEDED"]);
+    });
+
     it("reaches nothing but its model endpoint: other provider paths are refused, other hosts unreachable", async () => {
       const { d, fake } = t;
       const before = fake.agentRequests().length;

@@ -82,6 +82,8 @@ describe("a run's audience on the web app and the API", () => {
       ["followup", { csrf, message: "$ echo steered by an outsider" }],
       ["cancel", { csrf }],
       ["retry", { csrf, retry_key: "0123456789abcdef0123456789abcdef" }],
+      ["approve", { csrf, note: "$ echo approved by an outsider" }],
+      ["revise", { csrf, message: "$ echo steered by an outsider" }],
     ];
     for (const [action, form] of actions) {
       const page = await outsider.post(`/runs/${privateRun}/${action}`, form);
@@ -214,6 +216,10 @@ describe("a run's audience on the web app and the API", () => {
       const refused = await browser.post(`/runs/${run}/cancel`, { csrf: csrfOf(page) });
       expect(refused.status).toBe(403);
       expect(refused.html).toContain("who started this run");
+      // Answering a plan is steering too: refused by the policy before anything else is looked at.
+      const answer = await browser.post(`/runs/${run}/approve`, { csrf: csrfOf(page) });
+      expect(answer.status).toBe(403);
+      expect(answer.html).toContain("who started this run");
       expect((await r.t.api("GET", `/api/v1/agent/runs/${run}`)).body.state).toBe("QUEUED");
     } finally {
       await r.stop();

@@ -142,13 +142,13 @@ def test_request_parameters_cover_the_api(openapi: dict[str, Any]) -> None:
 def test_unknown_fields_and_enum_values_are_tolerated() -> None:
     newer = {
         **RUN,
-        "state": "BLOCKED",
+        "state": "PENDING",
         "brand_new_field": {"x": 1},
         "creator": {**RUN["creator"], "type": "robot", "avatar": "a.png"},
         "agent_config": {"harness": {"type": "quantum", "qubits": 3}},
     }
     run = RunItem.model_validate(newer)
-    assert run.state == "BLOCKED" and not run.is_terminal
+    assert run.state == "PENDING" and not run.is_terminal
     assert run.model_extra == {"brand_new_field": {"x": 1}}
     assert run.creator.type == "robot"
     assert run.agent_config.harness is not None and run.agent_config.harness.type == "quantum"

@@ -6,6 +6,7 @@ export type {
   AgentConfig,
   AgentIdentity,
   AgentSkill,
+  ApproveRunRequest,
   CancelRunRequest,
   CloudEnvironment,
   CreateAgentIdentityRequest,
@@ -83,6 +84,7 @@ export {
 export { Models } from "./resources/models.ts";
 export {
   isTerminalState,
+  type RunApproveParams,
   type RunCreateParams,
   type RunEventsListParams,
   type RunEventsStreamParams,

@@ -164,7 +164,7 @@ export const RunItemSchema = z
         error_code: z.enum(OZ_ERROR_CODES).optional().meta({ description: "Oz's ErrorCode, when one fits." }),
         reason: z.string().optional().meta({
           description:
-            "Dispatch extension: the finer reason, e.g. time_limit, command_failed, delivery_failed, worker_lost, cancelled.",
+            "Dispatch extension: the finer reason, e.g. time_limit, command_failed, delivery_failed, worker_lost, cancelled; for a BLOCKED run what it waits for: awaiting_approval, awaiting_budget or awaiting_input (unanswered: cancelled after DISPATCH_BLOCKED_TIMEOUT_S).",
         }),
         retryable: z.boolean().optional(),
       })

@@ -9,11 +9,12 @@ import {
 import type { TokenCount } from "../../model/pricing.ts";
 import type { RequestUsage } from "../../model/run.ts";
 import type { Harness, HarnessContext, HarnessOutcome } from "../harness.ts";
-import { PLAN_INSTRUCTION, withoutFileWrites } from "../plan-mode.ts";
+import { PLAN_INSTRUCTION, planModeTools } from "../plan-mode.ts";
 import { historyFromTranscript, usageFromTranscript } from "./history.ts";
 import { connectMcpServers, type McpConnection, McpStartError } from "./mcp.ts";
 import { ModelCallSpans, tracedTools } from "./model-call-spans.ts";
 import { ModelConfigError, type ModelResolver, type ResolvedModel } from "./models.ts";
+import { AskedQuestions } from "./tools/ask-user.ts";
 import { createTools } from "./tools/create-tools.ts";
 import type { ToolLimits } from "./tools/tool-context.ts";
 import type { ToolOutput } from "./tools/tool-output.ts";
@@ -42,7 +43,8 @@ export const DEFAULT_MAX_RUN_MINUTES = 30;
 const DEFAULT_SYSTEM = `You are a coding agent working in a sandboxed workspace: a directory that holds the \
 task's files (the current directory of every command). Use the tools to inspect and change it: shell runs a \
 command (no network), read_file / write_file / edit_file work on files, list_files and search_files find \
-them, update_plan keeps the plan people follow the run by. Paths are relative to the workspace; nothing outside it is reachable. Work step by step, check your \
+them, update_plan keeps the plan people follow the run by, ask_user asks the person a question and waits \
+for the answer (only when you cannot go on well without it). Paths are relative to the workspace; nothing outside it is reachable. Work step by step, check your \
 changes (run the tests or the code when there are any), and finish with a short summary of what you did \
 and anything left undone.`;
 
@@ -108,13 +110,15 @@ export class BuiltinHarness implements Harness {
         return { status: "failed", message, errorCode: "mcp_server_failed", usage };
       }
       const inflight = new Set<Promise<unknown>>();
+      const questions = new AskedQuestions();
       const own = createTools({
         sandbox: ctx.sandbox,
         signal,
+        questions,
         ...(this.opts.toolLimits ? { limits: this.opts.toolLimits } : {}),
       });
       const tools = tracked(
-        tracedTools({ ...(ctx.mode === "plan" ? withoutFileWrites(own) : own), ...mcp.tools }),
+        tracedTools({ ...(ctx.mode === "plan" ? planModeTools(own) : own), ...mcp.tools }),
         inflight,
       );
       const images = new TurnImages({ vision: resolved.vision === true, modelId: resolved.id });
@@ -127,7 +131,7 @@ export class BuiltinHarness implements Harness {
       );
       for (const note of images.takeNotes()) await ctx.emit("log", noteEvent(note, resolved.id));
       try {
-        return await this.loop(ctx, resolved, tools, signal, usage, history, images, {
+        return await this.loop(ctx, resolved, tools, signal, usage, history, images, questions, {
           timedOut: () => (timeLimit.signal.aborted && !ctx.signal.aborted ? timedOut() : undefined),
         });
       } finally {
@@ -149,6 +153,7 @@ export class BuiltinHarness implements Harness {
     usage: RequestUsage,
     messages: ReturnType<typeof historyFromTranscript>,
     images: TurnImages,
+    questions: AskedQuestions,
     limits: { timedOut: () => HarnessOutcome | undefined },
   ): Promise<HarnessOutcome> {
     const log = ctx.log.child({ component: "builtin-harness" });
@@ -164,7 +169,8 @@ export class BuiltinHarness implements Harness {
       instructions: base ? `${base}\n\n${system}` : system,
       messages,
       tools,
-      stopWhen: isStepCount(maxSteps),
+      // A question ends the turn at the end of its step: the run waits for the answer.
+      stopWhen: [isStepCount(maxSteps), () => questions.any],
       abortSignal: signal,
       maxRetries: this.opts.maxRetries ?? 2,
       experimental_steering: steering,
@@ -175,8 +181,9 @@ export class BuiltinHarness implements Harness {
         // read this step's end only after that call has started.
         ctx.cost?.charge(resolved.id, pricedTokens(ended.usage));
         // Step boundary: follow-ups that arrived meanwhile reach the model in the next step. At the last
-        // step they stay waiting instead, so the executor hands them to a new turn.
-        if (stepsDone >= maxSteps || signal.aborted) return;
+        // step, or after a question, they stay waiting instead, so the executor hands them to a new turn
+        // (after a question, as its answer).
+        if (stepsDone >= maxSteps || signal.aborted || questions.any) return;
         const taken = await ctx.takeFollowups();
         // A follow-up may have come with images: they join its message (read only when one arrived).
         if (taken.length > 0 && ctx.attachments) {
@@ -290,6 +297,13 @@ export class BuiltinHarness implements Harness {
       const message = `The model call failed (${resolved.id}): ${describeError(failure)}`;
       await ctx.emit("error", { message, error_code: "model_error" });
       return { status: "failed", message, errorCode: "model_error", usage };
+    }
+    if (questions.any) {
+      return {
+        status: "succeeded",
+        usage,
+        waitFor: { reason: "awaiting_input", message: questions.message },
+      };
     }
     if (finishReason === "tool-calls" && step >= maxSteps) {
       const message = `The agent stopped after ${maxSteps} steps (the step limit) without a final answer; send a follow-up to let it continue`;

@@ -9,7 +9,8 @@ import type { TurnImages } from "./turn-images.ts";
  *
  * Events the builtin harness writes carry `step` (one id per model call) and `call_id`; a step becomes
  * one assistant message plus one tool message. A follow-up joins the conversation at the first step
- * boundary after it was posted, which is where steering delivered it. A tool call without a result (the
+ * boundary after it was posted, which is where steering delivered it (one the agent had not taken when
+ * its turn ended is this execution's input and comes last). A tool call without a result (the
  * run was cancelled while it ran) gets a result saying so, so providers accept the history.
  */
 export function historyFromTranscript(
@@ -19,6 +20,7 @@ export function historyFromTranscript(
 ): ModelMessage[] {
   const messages: ModelMessage[] = [];
   let pendingUsers: UserModelMessage[] = [];
+  const followups = new Set<ModelMessage>();
   let step: { id: string; assistant: AssistantPart[]; results: ToolResults } | undefined;
 
   const flushStep = () => {
@@ -75,7 +77,9 @@ export function historyFromTranscript(
             images && typeof d.followup_id === "string"
               ? images.followup(d.followup_id, d.message)
               : d.message;
-          pendingUsers.push({ role: "user", content });
+          const message: UserModelMessage = { role: "user", content };
+          followups.add(message);
+          pendingUsers.push(message);
         }
         break;
       case "tool_call":
@@ -105,7 +109,14 @@ export function historyFromTranscript(
   }
   for (const text of input) {
     const at = trailing.indexOf(text);
-    if (at >= 0) trailing.splice(at, 1);
+    if (at >= 0) {
+      trailing.splice(at, 1);
+      continue;
+    }
+    // A follow-up posted while the last step's model call ran sits before that step on the transcript,
+    // but the step did not take it (it asked a question or was the last): it comes after, once.
+    const posted = messages.findLastIndex((m) => followups.has(m) && textOf(m as UserModelMessage) === text);
+    if (posted >= 0) messages.push(...messages.splice(posted, 1));
     else messages.push({ role: "user", content: images ? images.byText(text) : text });
   }
   return messages;

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { type AgentProgram, executable, notInstalled, packageDir } from "./agent-program.ts";
+import { answerControlRequest } from "./claude-control.ts";
 import {
   type AgentIO,
   type AgentSession,
@@ -79,6 +80,10 @@ class ClaudeSession implements AgentSession {
       // The sandbox is the boundary: inside it the agent needs no one to approve its commands.
       "--permission-mode",
       "bypassPermissions",
+      // What still needs a person (AskUserQuestion) is asked on its output and answered on its input
+      // (claude-control.ts); without this, headless Claude Code has no AskUserQuestion.
+      "--permission-prompt-tool",
+      "stdio",
       "--model",
       setup.model,
       ...(base ? ["--append-system-prompt", base] : []),
@@ -159,6 +164,12 @@ class ClaudeSession implements AgentSession {
             }),
           );
         }
+        break;
+      }
+      case "control_request": {
+        const { response, question } = answerControlRequest(event);
+        if (question !== undefined) io.asked(question);
+        io.write(response);
         break;
       }
       case "result": {

@@ -57,6 +57,11 @@ export interface AgentIO {
   fail(message: string): void;
   /** The agent reported its turn complete. */
   completed(): void;
+  /**
+   * The agent asked the person a question: its turn ends waiting for the answer (a follow-up), unless one
+   * reaches it before the turn is over.
+   */
+  asked(question: string): void;
 }
 
 /** One harness.run of an agent: how it starts and how its stream maps onto Dispatch's events. */
@@ -287,6 +292,12 @@ export abstract class ExternalHarness implements Harness {
     };
     let failure: string | undefined;
     let completed = false;
+    // Questions not yet answered: a follow-up handed to the agent after them is the answer.
+    let questions: string[] = [];
+    const deliver = (messages: string[]) => {
+      session.deliver!(messages, io);
+      questions = [];
+    };
     // Taking follow-ups and closing the input happen one at a time, so none is taken after the close.
     let inputChain: Promise<unknown> = Promise.resolve();
     const serial = <T>(step: () => Promise<T>): Promise<T> => {
@@ -304,7 +315,7 @@ export abstract class ExternalHarness implements Harness {
           if (!inputOpen) return false;
           const messages = session.deliver && !d.signal.aborted ? await ctx.takeFollowups() : [];
           if (messages.length > 0) {
-            session.deliver!(messages, io);
+            deliver(messages);
             return true;
           }
           closeInput();
@@ -329,6 +340,9 @@ export abstract class ExternalHarness implements Harness {
       completed: () => {
         completed = true;
       },
+      asked: (question) => {
+        questions.push(question);
+      },
     };
 
     session.begin(io);
@@ -339,7 +353,7 @@ export abstract class ExternalHarness implements Harness {
             void serial(async () => {
               if (!inputOpen || d.signal.aborted) return;
               const messages = await ctx.takeFollowups();
-              if (messages.length > 0) session.deliver!(messages, io);
+              if (messages.length > 0) deliver(messages);
             }).catch((err) => ctx.log.warn({ err }, "taking follow-ups failed"));
           }, this.opts.followupPollMs ?? 250)
         : undefined;
@@ -357,7 +371,13 @@ export abstract class ExternalHarness implements Harness {
         await session.handle(event, io);
       }
       const exit = await proc.exited;
-      return { exit, stderr, failure, completed };
+      return {
+        exit,
+        stderr,
+        failure,
+        completed,
+        ...(questions.length ? { question: questions.join("\n\n") } : {}),
+      };
     } finally {
       if (poll) clearInterval(poll);
       await serial(async () => closeInput());
@@ -405,6 +425,9 @@ export abstract class ExternalHarness implements Harness {
         "agent_failed",
       );
     }
+    // The agent asked and nobody has answered yet: the run waits (model/run-gates.ts).
+    if (r.question)
+      return { status: "succeeded", usage, waitFor: { reason: "awaiting_input", message: r.question } };
     return { status: "succeeded", usage };
   }
 }
@@ -414,6 +437,8 @@ interface DriveResult {
   stderr: string;
   failure: string | undefined;
   completed: boolean;
+  /** What the agent asked the person and nobody answered during the turn. */
+  question?: string;
 }
 
 /** How the agent's provider reports usage in its responses. */

@@ -56,6 +56,7 @@ describe("builtin harness (harness level, real PlainSandbox)", () => {
       expect(String(system?.content)).toMatch(/^Be terse\.\n\nYou are a coding agent/);
       expect(JSON.stringify(calls[3]!.prompt)).toContain("[exit code 3]");
       expect(calls[0]!.tools?.map((tool) => tool.name).sort()).toEqual([
+        "ask_user",
         "edit_file",
         "list_files",
         "read_file",

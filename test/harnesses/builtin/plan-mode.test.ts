@@ -44,7 +44,7 @@ function systemText(call: { prompt: Array<{ role: string; content: unknown }> })
 }
 
 describe("plan mode with the builtin harness", () => {
-  it("instructs the model to plan, offers no write or edit tool, and pushes nothing", async () => {
+  it("instructs the model to plan, offers no write, edit or ask tool, and pushes nothing", async () => {
     const planned = scriptedModel([{ text: "1. Add a CHANGELOG.md\n2. Mention it in README.md" }]);
     mocks.set("mock/plan", planned);
     const res = await t.api("POST", "/api/v1/agent/runs", {
@@ -63,6 +63,8 @@ describe("plan mode with the builtin harness", () => {
     expect(tools).toEqual(expect.arrayContaining(["read_file", "list_files", "search_files", "shell"]));
     expect(tools).not.toContain("write_file");
     expect(tools).not.toContain("edit_file");
+    // Questions go in the plan, which waits for a person anyway.
+    expect(tools).not.toContain("ask_user");
 
     // Nothing delivered: no work branch on the remote, no patch or pull request on the run, only the plan.
     expect(remotes.branches("acme/app")).toEqual(["main"]);
@@ -83,7 +85,7 @@ describe("plan mode with the builtin harness", () => {
     const call = normal.calls[0]!;
     expect(systemText(call)).not.toContain("PLAN MODE");
     expect((call.tools ?? []).map((tool) => tool.name)).toEqual(
-      expect.arrayContaining(["write_file", "edit_file"]),
+      expect.arrayContaining(["write_file", "edit_file", "ask_user"]),
     );
   });
 });

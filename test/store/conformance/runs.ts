@@ -51,11 +51,23 @@ export function runsConformance(t: StoreSuite): void {
     }
 
     it("a blocked run holds no worker; answered, it waits for one to continue it, before queued runs", async () => {
-      const run = await runIn("BLOCKED");
-      expect(await t.store.getRun("t1", run.id)).toMatchObject({ state: "BLOCKED", workerId: null });
+      const run = await runIn("INPROGRESS");
+      await t.store.startAgent(run.id, W);
+      const question = { message: "Which file?", error_code: "awaiting_input", retryable: false };
+      await t.store.transition(run.id, "block", { statusMessage: question }, { workerId: W });
+      expect(await t.store.getRun("t1", run.id)).toMatchObject({
+        state: "BLOCKED",
+        workerId: null,
+        statusMessage: question,
+      });
       const queued = await t.create();
       await t.store.transition(run.id, "answer");
-      expect(await t.store.getRun("t1", run.id)).toMatchObject({ state: "INPROGRESS", resuming: "answered" });
+      // Working again: the question is no longer its status.
+      expect(await t.store.getRun("t1", run.id)).toMatchObject({
+        state: "INPROGRESS",
+        resuming: "answered",
+        statusMessage: null,
+      });
       expect(await t.store.claimNextRun("W2", 60_000)).toMatchObject({
         id: run.id,
         resuming: "answered",

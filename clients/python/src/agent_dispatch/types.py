@@ -83,9 +83,10 @@ __all__ = [
     "UsageReport",
 ]
 
-RunState = Literal["QUEUED", "INPROGRESS", "SUCCEEDED", "FAILED", "ERROR", "CANCELLED"]
-"""The states this version knows. Fields typed ``RunState | str`` may carry others (the Oz API also
-names PENDING, CLAIMED and BLOCKED)."""
+RunState = Literal["QUEUED", "INPROGRESS", "BLOCKED", "SUCCEEDED", "FAILED", "ERROR", "CANCELLED"]
+"""The states this version knows; BLOCKED waits for a person (``status_message.reason`` says for what:
+``awaiting_approval``, ``awaiting_budget``, ``awaiting_input``). Fields typed ``RunState | str`` may
+carry others (the Oz API also names PENDING and CLAIMED)."""
 
 TERMINAL_STATES: frozenset[str] = frozenset({"SUCCEEDED", "FAILED", "ERROR", "CANCELLED"})
 """States in which no execution is running (a follow-up can still start a new one)."""
@@ -183,7 +184,7 @@ class StatusMessage(DispatchModel):
     """Oz's error code when one fits (e.g. ``budget_exceeded`` for a time limit), else absent."""
     reason: str | None = None
     """Dispatch extension: the finer reason, e.g. ``time_limit``, ``command_failed``, ``delivery_failed``,
-    ``worker_lost``, ``cancelled``."""
+    ``worker_lost``, ``cancelled``; for a BLOCKED run what it waits for (``awaiting_approval``, ...)."""
     retryable: bool | None = None
 
 

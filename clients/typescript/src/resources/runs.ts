@@ -1,4 +1,5 @@
 import type {
+  ApproveRunRequest,
   CreateRunRequest,
   CreateRunResponse,
   FollowupRequest,
@@ -20,6 +21,7 @@ export type RunCreateParams = CreateRunRequest;
 export type RunFollowupParams = FollowupRequest;
 export type RunListParams = ListRunsQuery;
 export type RunEventsListParams = ListRunEventsQuery;
+export type RunApproveParams = ApproveRunRequest;
 export interface RunEventsStreamParams {
   /** Start after this event `seq` (0 or absent: from the beginning of the transcript). */
   after?: number;
@@ -114,6 +116,16 @@ export class Runs {
     options?: RunRequestOptions,
   ): APIPromise<RunEventsResponse> {
     return this.#json("GET", `${runPath(runId)}/events`, { ...options, query: { ...query } });
+  }
+
+  /**
+   * POST /agent/runs/{runId}/approve (a Dispatch extension): answers a run whose plan waits for approval
+   * (BLOCKED, `status_message.reason` awaiting_approval). `approve` carries the plan out in the same run
+   * (`message`: an optional note); `revise` has it planned again with `message` as the changes. Any other
+   * run is a ConflictError; cancel with `cancel`.
+   */
+  approve(runId: string, body: RunApproveParams, options?: RunRequestOptions): APIPromise<FollowupResponse> {
+    return this.#json("POST", `${runPath(runId)}/approve`, { ...options, body });
   }
 
   #json<T>(method: string, path: string, options: RequestOptions = {}): APIPromise<T> {

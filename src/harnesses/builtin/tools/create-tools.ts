@@ -1,5 +1,6 @@
 import type { ToolSet } from "ai";
 import type { Sandbox } from "../../../sandbox/sandbox.ts";
+import { type AskedQuestions, askUserTool } from "./ask-user.ts";
 import { editFileTool } from "./edit-file.ts";
 import { listFilesTool } from "./list-files.ts";
 import { readFileTool } from "./read-file.ts";
@@ -15,6 +16,8 @@ export interface CreateToolsOptions {
   sandbox: Sandbox;
   signal: AbortSignal;
   limits?: Partial<ToolLimits>;
+  /** Where ask_user records the agent's questions: its turn ends with them. */
+  questions: AskedQuestions;
 }
 
 /**
@@ -40,5 +43,6 @@ export function createTools(opts: CreateToolsOptions): ToolSet {
     list_files: listFilesTool(ctx),
     search_files: searchFilesTool(ctx),
     update_plan: updatePlanTool(),
+    ask_user: askUserTool(opts.questions),
   };
 }

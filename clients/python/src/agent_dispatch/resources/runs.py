@@ -1,10 +1,10 @@
-"""``/agent/runs``: create, list, retrieve, follow up, cancel and follow the transcript of runs."""
+"""``/agent/runs``: create, list, retrieve, follow up, cancel, approve plans and follow the transcript of runs."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import quote
 
 from pydantic import TypeAdapter
@@ -117,6 +117,14 @@ def _followup_body(message: str, mode: str | None, extra_body: Mapping[str, obje
     body: dict[str, object] = {"message": message}
     if mode is not None:
         body["mode"] = mode
+    body.update(extra_body or {})
+    return body
+
+
+def _approve_body(action: str, message: str | None, extra_body: Mapping[str, object] | None) -> dict[str, object]:
+    body: dict[str, object] = {"action": action}
+    if message is not None:
+        body["message"] = message
     body.update(extra_body or {})
     return body
 
@@ -433,6 +441,37 @@ class Runs:
             _parse_cancel,
         )
 
+    def approve(
+        self,
+        run_id: str,
+        *,
+        action: Literal["approve", "revise"],
+        message: str | None = None,
+        idempotency_key: str | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, object] | None = None,
+        extra_body: Mapping[str, object] | None = None,
+        timeout: TimeoutTypes | NotGiven = NOT_GIVEN,
+        max_retries: int | NotGiven = NOT_GIVEN,
+    ) -> FollowupResponse:
+        """Answers a run whose plan waits for approval (``POST /agent/runs/{run_id}/approve``, a Dispatch
+        extension; the run is BLOCKED with ``status_message.reason`` ``awaiting_approval``). ``approve``
+        carries the plan out in the same run (``message``: an optional note); ``revise`` has it planned
+        again with ``message`` as the changes (required). Any other run: ConflictError."""
+        return self._client._request(  # pyright: ignore[reportPrivateUsage]
+            RequestOptions(
+                method="POST",
+                path=_run_path(run_id, "approve"),
+                params=extra_query,
+                json_data=_approve_body(action, message, extra_body),
+                headers=extra_headers,
+                timeout=timeout,
+                max_retries=max_retries,
+                idempotency_key=idempotency_key,
+            ),
+            _parse_followup,
+        )
+
     def list_events(
         self,
         run_id: str,
@@ -735,6 +774,33 @@ class AsyncRuns:
             _parse_cancel,
         )
 
+    async def approve(
+        self,
+        run_id: str,
+        *,
+        action: Literal["approve", "revise"],
+        message: str | None = None,
+        idempotency_key: str | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, object] | None = None,
+        extra_body: Mapping[str, object] | None = None,
+        timeout: TimeoutTypes | NotGiven = NOT_GIVEN,
+        max_retries: int | NotGiven = NOT_GIVEN,
+    ) -> FollowupResponse:
+        return await self._client._request(  # pyright: ignore[reportPrivateUsage]
+            RequestOptions(
+                method="POST",
+                path=_run_path(run_id, "approve"),
+                params=extra_query,
+                json_data=_approve_body(action, message, extra_body),
+                headers=extra_headers,
+                timeout=timeout,
+                max_retries=max_retries,
+                idempotency_key=idempotency_key,
+            ),
+            _parse_followup,
+        )
+
     async def list_events(
         self,
         run_id: str,
@@ -815,6 +881,7 @@ class RunsWithRawResponse:
         self.followup = to_raw_response_wrapper(runs.followup)
         self.list_handoff_attachments = to_raw_response_wrapper(runs.list_handoff_attachments)
         self.cancel = to_raw_response_wrapper(runs.cancel)
+        self.approve = to_raw_response_wrapper(runs.approve)
         self.list_events = to_raw_response_wrapper(runs.list_events)
 
 
@@ -826,4 +893,5 @@ class AsyncRunsWithRawResponse:
         self.followup = async_to_raw_response_wrapper(runs.followup)
         self.list_handoff_attachments = async_to_raw_response_wrapper(runs.list_handoff_attachments)
         self.cancel = async_to_raw_response_wrapper(runs.cancel)
+        self.approve = async_to_raw_response_wrapper(runs.approve)
         self.list_events = async_to_raw_response_wrapper(runs.list_events)
