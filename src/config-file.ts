@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { BudgetsSettingsSchema, NO_BUDGETS } from "./config-budgets.ts";
 import { AGENT_NAMES } from "./model/agent-wording.ts";
 
 /**
@@ -400,6 +401,7 @@ const SettingsSchema = z
     mcp: McpSettingsSchema.default({ allowed_urls: [] }),
     git: GitSettingsSchema.default({ allowed_hosts: [] }),
     prices: PricesSettingsSchema.default({}),
+    budgets: BudgetsSettingsSchema.default(NO_BUDGETS),
   })
   // Other sections (environments, GitHub) belong to other parts of the service and are read there.
   .loose();

@@ -431,10 +431,15 @@ const configSchema = (env: NodeJS.ProcessEnv) =>
         minFreeBytes: e.DISPATCH_MIN_FREE_DISK_MB * 2 ** 20,
       },
       /**
-       * Run costs: model prices (Dispatch's defaults with dispatch.config.yaml `prices:` on top) and the
-       * cost limit of a run that sets no config.max_cost_usd (DISPATCH_MAX_COST_USD; none when unset).
+       * Run costs: model prices (Dispatch's defaults with dispatch.config.yaml `prices:` on top), the cost
+       * limit of a run that sets no config.max_cost_usd (DISPATCH_MAX_COST_USD or budgets.run_usd; none when
+       * unset) and the monthly budgets (docs/runtime.md, "Budgets").
        */
-      cost: { prices: priceTable(settings.prices), defaultMaxCostUsd: e.DISPATCH_MAX_COST_USD },
+      cost: {
+        prices: priceTable(settings.prices),
+        defaultMaxCostUsd: defaultRunLimit(e.DISPATCH_MAX_COST_USD, settings.budgets.run_usd),
+        budgets: settings.budgets,
+      },
       /**
        * Outbound webhooks (docs/api.md): the first retry's wait (doubling after each), the attempts before a
        * delivery fails, and whether loopback and private addresses may receive them.
@@ -465,6 +470,16 @@ function readSettings(file: string | undefined): Settings {
     if (err instanceof SettingsError) throw new ConfigError(err.message);
     throw err;
   }
+}
+
+/** The default limit of a run, set in one place: DISPATCH_MAX_COST_USD or budgets.run_usd, not both. */
+function defaultRunLimit(variable: number | undefined, setting: number | undefined): number | undefined {
+  if (variable !== undefined && setting !== undefined && variable !== setting) {
+    throw new ConfigError(
+      `DISPATCH_MAX_COST_USD (${variable}) and budgets.run_usd (${setting}) in dispatch.config.yaml both set a run's default cost limit; keep one of them`,
+    );
+  }
+  return variable ?? setting;
 }
 
 function secretFiles(configFile: string | undefined, privateKey: string | undefined): string[] {

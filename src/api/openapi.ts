@@ -13,6 +13,7 @@ import { modelOperations } from "./routes/models.ts";
 import { networkingOperations } from "./routes/networking.ts";
 import { redirectOperations } from "./routes/redirects.ts";
 import { runApprovalOperations } from "./routes/run-approval.ts";
+import { runBudgetOperations } from "./routes/run-budget.ts";
 import { runInsightOperations } from "./routes/run-insights.ts";
 import { runOperations } from "./routes/runs.ts";
 import { scheduleOperations } from "./routes/schedules.ts";
@@ -28,6 +29,7 @@ const OPERATIONS: Operation[] = [
   runOperations,
   runInsightOperations,
   runApprovalOperations,
+  runBudgetOperations,
   conversationOperations,
   redirectOperations,
   modelOperations,

@@ -26,8 +26,8 @@ export interface ExecutorOptions {
   diskQuota?: ExecutionDeps["diskQuota"];
   /** Delivery of runs that name a repository (GITHUB_SERVER_URL, the GitHub integration's pull requests). */
   delivery?: ExecutionDeps["delivery"];
-  /** Model prices (run costs) and DISPATCH_MAX_COST_USD, the default cost limit of a run. */
-  cost?: Pick<ExecutionDeps, "prices" | "defaultMaxCostUsd">;
+  /** Model prices (run costs), DISPATCH_MAX_COST_USD (a run's default cost limit) and the budgets. */
+  cost?: Pick<ExecutionDeps, "prices" | "defaultMaxCostUsd" | "budgets">;
   /** DISPATCH_CHECKPOINT_INTERVAL_S (ms); no checkpoints are taken when absent. */
   checkpointIntervalMs?: number;
   /** DISPATCH_MAX_RESUMES: resumes of an execution after lost workers before it ends ERROR (default 3). */

@@ -1,6 +1,6 @@
-import type { Logger } from "pino";
 import { canonicalModelId } from "../harnesses/builtin/models.ts";
 import type { CostMeter } from "../harnesses/harness.ts";
+import { usdText } from "../model/budget.ts";
 import { EXTERNAL_MODEL_PROVIDERS } from "../model/harness-wire.ts";
 import {
   cachedOf,
@@ -11,15 +11,19 @@ import {
   roundCost,
   type TokenCount,
 } from "../model/pricing.ts";
-import type { AgentConfig, ModelUsage, RequestUsage, RunRecord, StatusMessage } from "../model/run.ts";
+import type { AgentConfig, ModelUsage, RequestUsage, StatusMessage } from "../model/run.ts";
 import type { ModelsConfig } from "../models-config.ts";
 
 const UNNAMED_MODEL = "(unnamed model)";
 
-/** Where a run's cost limit comes from: the run's `config.max_cost_usd` or the server's default. */
+/**
+ * The limit a run's cost is held to: what the run itself may cost under the tightest of its limits
+ * (budget-gate.ts), and that limit's words.
+ */
 export interface CostLimit {
   usd: number;
-  source: "run" | "server";
+  /** "its cost limit (config.max_cost_usd)", "the monthly budget of Ada", … */
+  name: string;
 }
 
 export interface RunCostOptions {
@@ -27,13 +31,17 @@ export interface RunCostOptions {
   limit: CostLimit | undefined;
   /** The run's usage before this execution (request_usage: cumulative over its executions). */
   before: RequestUsage;
+  /** Called once, when the run's cost first passes its limit. */
+  onLimitReached(total: number): void;
   /**
-   * Called once, when the run first goes over its limit: its cost passed it, or it called (or asked to
-   * call) a model without a price. `status` is how the run ends.
+   * Called once, when the run under a limit calls (or asks to call) a model without a price: nothing
+   * could hold its calls to the limit, so the run ends with `status`.
    */
-  onOverLimit(status: StatusMessage, total: number): void;
+  onUnpricedUnderLimit(status: StatusMessage): void;
   /** Called once per model without a price when the run has no limit (its calls make its cost unknown). */
   onUnpriced(modelId: string): void;
+  /** Called after each priced call with the run's cost so far. */
+  onCharge?(total: number): void;
 }
 
 /**
@@ -66,7 +74,7 @@ export class RunCost implements CostMeter {
     const { limit } = this.opts;
     if (!limit || priceOf(this.opts.prices, modelId)) return undefined;
     const status = unpricedModel(modelId, limit);
-    this.overLimit(status);
+    this.unpricedUnderLimit(status);
     return status.message;
   }
 
@@ -85,7 +93,7 @@ export class RunCost implements CostMeter {
     if (cost === undefined) {
       this.known = false;
       if (limit) {
-        this.overLimit(unpricedModel(modelId, limit));
+        this.unpricedUnderLimit(unpricedModel(modelId, limit));
         return undefined;
       }
       const name = modelId ?? UNNAMED_MODEL;
@@ -97,7 +105,11 @@ export class RunCost implements CostMeter {
     }
     this.charged = true;
     this.total += cost;
-    if (limit && this.total > limit.usd) this.overLimit(costLimitReached(this.total, limit));
+    this.opts.onCharge?.(this.total);
+    if (limit && this.total > limit.usd && !this.over) {
+      this.over = true;
+      this.opts.onLimitReached(this.total);
+    }
     return roundCost(cost);
   }
 
@@ -121,10 +133,10 @@ export class RunCost implements CostMeter {
     };
   }
 
-  private overLimit(status: StatusMessage): void {
+  private unpricedUnderLimit(status: StatusMessage): void {
     if (this.over) return;
     this.over = true;
-    this.opts.onOverLimit(status, this.total);
+    this.opts.onUnpricedUnderLimit(status);
   }
 
   /** The run's cost so far in USD, or undefined when it is not known. */
@@ -134,7 +146,7 @@ export class RunCost implements CostMeter {
     return roundCost(this.total);
   }
 
-  /** Whether the run has already spent its limit (a follow-up execution then does not start). */
+  /** Whether the run has already spent its limit (no turn of the agent then starts). */
   get spent(): boolean {
     return this.opts.limit !== undefined && this.total >= this.opts.limit.usd;
   }
@@ -181,86 +193,14 @@ export function unpricedModelOf(
   return priceOf(prices, id) ? undefined : id;
 }
 
-/** The limit that applies to a run: its own, else the server's default; none when neither is set. */
-export function costLimitOf(
-  runLimit: number | undefined,
-  serverDefault: number | undefined,
-): CostLimit | undefined {
-  if (runLimit !== undefined) return { usd: runLimit, source: "run" };
-  if (serverDefault !== undefined) return { usd: serverDefault, source: "server" };
-  return undefined;
-}
-
 /**
  * How a run with a cost limit that called (or asked to call) a model without a price ends: FAILED, reason
  * cost_limit, since nothing could hold that model's calls to the limit.
  */
 export function unpricedModel(modelId: string | undefined, limit: CostLimit): StatusMessage {
-  const which =
-    limit.source === "run" ? "its cost limit" : "the server's default cost limit (DISPATCH_MAX_COST_USD)";
   return {
-    message: `Stopped: model ${modelId ?? UNNAMED_MODEL} has no price on this server, so its calls cannot be counted against ${which} of ${usdText(limit.usd)}; use a model with a price, or ask the operator to add one under prices in dispatch.config.yaml`,
+    message: `Stopped: model ${modelId ?? UNNAMED_MODEL} has no price on this server, so its calls cannot be counted against ${limit.name} (${usdText(limit.usd)} for this run); use a model with a price, or ask the operator to add one under prices in dispatch.config.yaml`,
     error_code: "cost_limit",
     retryable: false,
   };
-}
-
-/** How a run stopped at its cost limit ends: FAILED, reason cost_limit (Oz `budget_exceeded`). */
-export function costLimitReached(spentUsd: number, limit: CostLimit): StatusMessage {
-  const raise =
-    limit.source === "run"
-      ? "to go on, start a new run with a higher config.max_cost_usd"
-      : "to go on, start a new run with config.max_cost_usd set higher, or ask the operator to raise DISPATCH_MAX_COST_USD";
-  const which =
-    limit.source === "run" ? "its cost limit" : "the server's default cost limit (DISPATCH_MAX_COST_USD)";
-  return {
-    message: `Stopped: this run has cost ${usdText(spentUsd)}, over ${which} of ${usdText(limit.usd)}; ${raise}`,
-    error_code: "cost_limit",
-    retryable: false,
-  };
-}
-
-/** Dollars with enough digits that a small cost or limit is not shown as $0.00. */
-function usdText(usd: number): string {
-  if (usd >= 0.01 || usd === 0) return `$${usd.toFixed(2)}`;
-  return `$${Number(usd.toPrecision(2))}`;
-}
-
-/**
- * The run's cost meter: prices each model call the harness reports, and stops the execution as soon as the
- * run's cost passes its limit (config.max_cost_usd, else the server default), or a run under a limit calls
- * a model without a price. Undefined when the server keeps no prices.
- */
-export function meterRunCost(opts: {
-  run: Pick<RunRecord, "agentConfig" | "requestUsage">;
-  prices?: PriceTable;
-  defaultMaxCostUsd?: number;
-  signal: AbortSignal;
-  log: Logger;
-  emit(type: "error" | "log", data: Record<string, unknown>): Promise<void>;
-  /** Called once, with the status message the run ends with. */
-  onOverLimit(status: StatusMessage): void;
-}): RunCost | undefined {
-  const { prices, log } = opts;
-  if (!prices) return undefined;
-  return new RunCost({
-    prices,
-    limit: costLimitOf(opts.run.agentConfig.max_cost_usd, opts.defaultMaxCostUsd),
-    before: opts.run.requestUsage,
-    onOverLimit: (status, total) => {
-      if (opts.signal.aborted) return;
-      log.warn({ costUsd: total, reason: status.message }, "run over its cost limit; stopping it");
-      void opts
-        .emit("error", { message: status.message, error_code: "cost_limit" })
-        .catch((err) => log.warn({ err }, "recording the cost limit in the transcript failed"));
-      opts.onOverLimit(status);
-    },
-    onUnpriced: (modelId) => {
-      // A run without a limit: a local model without a price is normal, its cost is only not shown.
-      const message = `No price is known for model ${modelId}, so this run's cost is not shown; the operator can add it under prices in dispatch.config.yaml`;
-      void opts
-        .emit("log", { level: "info", phase: "cost", message })
-        .catch((err) => log.warn({ err }, "recording an unpriced model failed"));
-    },
-  });
 }

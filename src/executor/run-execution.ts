@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { type BudgetsSettings, NO_BUDGETS } from "../config-budgets.ts";
 import type { EnvironmentSettings } from "../config-file.ts";
 import type { PullRequestHost } from "../delivery/pull-request-host.ts";
 import type { RemotePolicy } from "../delivery/remote-access.ts";
@@ -15,11 +16,12 @@ import { type DiskQuota, DiskQuotaWatcher, diskQuotaExceeded } from "../workspac
 import { prepareEnvironment } from "../workspace/environments.ts";
 import type { SkillResolver } from "../workspace/skills.ts";
 import { prepareWorkspace } from "../workspace/workspace.ts";
+import { BudgetGate } from "./budget-gate.ts";
 import { ExecutionCheckpoints } from "./execution-checkpoints.ts";
 import { ExecutionDelivery } from "./execution-delivery.ts";
 import { traceExecution } from "./execution-trace.ts";
 import { recordPlan } from "./plan-approval.ts";
-import { costLimitOf, costLimitReached, meterRunCost, type RunCost } from "./run-cost.ts";
+import type { RunCost } from "./run-cost.ts";
 import { readAttachments, readTranscript } from "./run-history.ts";
 import { inputBeforeMove, RESUME_NOTE, resumedEvent, stepsInFlight } from "./run-resume.ts";
 import { withSkill } from "./run-skill.ts";
@@ -49,6 +51,8 @@ export interface ExecutionDeps {
   prices?: PriceTable;
   /** DISPATCH_MAX_COST_USD: the cost limit of a run without config.max_cost_usd; none when absent. */
   defaultMaxCostUsd?: number;
+  /** dispatch.config.yaml `budgets:` (docs/runtime.md, "Budgets"); none when absent. */
+  budgets?: BudgetsSettings;
   /**
    * DISPATCH_CHECKPOINT_INTERVAL_S: the longest time between two checkpoints of a working run (one is also
    * taken after every agent step), so that another worker can resume it. None are taken when absent.
@@ -107,6 +111,8 @@ export class RunExecution {
   private overBudget: RunPatch["statusMessage"];
   /** The run's cost (its earlier executions' and this one's model calls); set once the agent may start. */
   private cost: RunCost | undefined;
+  /** The run's budget: its limits, spend, and the answer to an earlier pause; set with the cost. */
+  private budget: BudgetGate | undefined;
   /** The agent's turns: each one's signal, stopped alone by an interrupt. */
   private readonly turns: TurnControl;
 
@@ -265,31 +271,21 @@ export class RunExecution {
       );
       if (!agentRun) return;
       preparing.end();
-      this.cost = meterRunCost({
-        run: this.run,
-        ...(this.deps.prices ? { prices: this.deps.prices } : {}),
-        ...(this.deps.defaultMaxCostUsd !== undefined
-          ? { defaultMaxCostUsd: this.deps.defaultMaxCostUsd }
-          : {}),
-        signal: this.controller.signal,
+      this.budget = await BudgetGate.open({
+        run,
+        store,
+        workerId,
+        prices: this.deps.prices,
+        rules: { budgets: this.deps.budgets ?? NO_BUDGETS, defaultMaxCostUsd: this.deps.defaultMaxCostUsd },
         log: this.log,
         emit: (type, data) => this.emit(type, data),
-        onOverLimit: (status) => {
+        stopTurn: () => this.turns.stopTurn("budget"),
+        fail: (status) => {
           this.overBudget = status;
           this.stop("cost_limit");
         },
       });
-      if (this.cost?.spent) {
-        // A follow-up to a run that has spent its limit: no model call is made for it.
-        await this.failBeforeStart(
-          costLimitReached(
-            this.cost.spentUsd,
-            costLimitOf(run.agentConfig.max_cost_usd, this.deps.defaultMaxCostUsd)!,
-          ).message,
-          "cost_limit",
-        );
-        return;
-      }
+      this.cost = this.budget.cost;
       const waiting = await store.startAgent(run.id, workerId);
       if (!waiting) return;
       // A run that moved here continues its execution: the agent had started on the worker before. One
@@ -303,7 +299,7 @@ export class RunExecution {
       const mode = answered
         ? executionMode(Number.POSITIVE_INFINITY, undefined, given.modes)
         : executionMode(run.execution, run.mode, given.modes);
-      let input = given.input;
+      let input = await this.budget.input(given.input);
       let resume: HarnessContext["resume"];
       if (moved && run.resuming) {
         const inFlight = stepsInFlight(await readTranscript(store, run.id));
@@ -317,21 +313,23 @@ export class RunExecution {
       for (;;) {
         let outcome: HarnessOutcome;
         try {
-          outcome = await harness.run({
-            run: agentRun,
-            workspace,
-            sandbox,
-            input,
-            ...(resume ? { resume } : {}),
-            mode,
-            signal: this.turns.begin(),
-            emit: (type, data) => this.emit(type, data),
-            takeFollowups: () => this.takeFollowups(),
-            transcript: () => readTranscript(this.deps.store, this.run.id),
-            attachments: () => readAttachments(this.deps.store, this.run),
-            ...(this.cost ? { cost: this.cost } : {}),
-            log: this.deps.log.child({ runId: run.id }),
-          });
+          outcome =
+            this.budget.beforeTurn() ??
+            (await harness.run({
+              run: agentRun,
+              workspace,
+              sandbox,
+              input,
+              ...(resume ? { resume } : {}),
+              mode,
+              signal: this.turns.begin(),
+              emit: (type, data) => this.emit(type, data),
+              takeFollowups: () => this.takeFollowups(),
+              transcript: () => readTranscript(this.deps.store, this.run.id),
+              attachments: () => readAttachments(this.deps.store, this.run),
+              ...(this.cost ? { cost: this.cost } : {}),
+              log: this.deps.log.child({ runId: run.id }),
+            }));
         } catch (err) {
           if (signal.aborted) return;
           if (err instanceof RunMovedError) return;
@@ -339,6 +337,7 @@ export class RunExecution {
           await this.finish(undefined, err);
           return;
         }
+        outcome = await this.budget.afterTurn(outcome); // stopped at its budget: it waits for more
         resume = undefined; // a later turn (a follow-up) is not a move
         // What a command wrote since the last measurement counts too: no run finishes over its quota.
         if (!signal.aborted) await quotaWatcher?.checkNow();

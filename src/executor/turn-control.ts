@@ -50,6 +50,15 @@ export class TurnControl {
     }
   }
 
+  /**
+   * Stops the turn under way as an interrupt does, except that the execution decides what follows (the
+   * run reached its budget: it waits for more, budget-gate.ts).
+   */
+  stopTurn(reason: string): void {
+    const turn = this.turn;
+    if (turn && !turn.signal.aborted) turn.abort(reason);
+  }
+
   /** A follow-up may have arrived: a wait for one checks now. */
   nudge(): void {
     this.wake?.();

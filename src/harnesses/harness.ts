@@ -68,10 +68,11 @@ export type HarnessOutcome =
       usage?: RequestUsage /** The status message (delivery: "PR #12 opened: …"). */;
       message?: string;
       /**
-       * The agent's turn ended waiting for a person (an answer to its question): the run is BLOCKED with
+       * The agent's turn ended waiting for a person (an answer to its question, or more budget when the
+       * executor stopped it at its limit): the run is BLOCKED with
        * this reason and message (model/run-gates.ts) and continues with the answer, a follow-up.
        */
-      waitFor?: { reason: "awaiting_input"; message: string };
+      waitFor?: { reason: "awaiting_input" | "awaiting_budget"; message: string };
     }
   | { status: "failed"; message: string; errorCode?: string; usage?: RequestUsage };
 

@@ -1,4 +1,5 @@
 import { agentWords } from "./agent-wording.ts";
+import { budgetText, type RunBudget } from "./budget.ts";
 
 /**
  * The words people read about a run, on every surface (Slack card, GitHub comment, session page, CLI):
@@ -59,12 +60,17 @@ export function formatCost(usd: number): string {
   return `$${usd.toFixed(2)}`;
 }
 
-/** The run's cost ("$0.42") when it is known (request_usage.inference_cost), else "". */
+/**
+ * The run's cost ("$0.42") when it is known (request_usage.inference_cost), else "". With a limit, the
+ * cost so far beside it ("$0.42 of $5.00"; model/budget.ts), current while the run works.
+ */
 export function costText(run: {
   request_usage?: { inference_cost?: number | undefined } | undefined;
+  budget?: Pick<RunBudget, "limit" | "spent_usd"> | undefined;
 }): string {
   const usd = run.request_usage?.inference_cost;
-  return typeof usd === "number" && Number.isFinite(usd) ? formatCost(usd) : "";
+  const known = typeof usd === "number" && Number.isFinite(usd);
+  return budgetText(run.budget, known ? usd : undefined) || (known ? formatCost(usd) : "");
 }
 
 /** ISO-8601 duration (`PT2M30.5S`) → milliseconds. */

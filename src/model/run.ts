@@ -1,3 +1,4 @@
+import type { RunBudget } from "./budget.ts";
 import type { PrincipalType } from "./identity.ts";
 import type { DeliveryMode } from "./repository.ts";
 import type { RunMode } from "./run-mode.ts";
@@ -132,6 +133,8 @@ export interface RunRecord {
   resuming?: ResumeReason;
   /** How many times the current execution was resumed after its worker was lost; absent when never. */
   resumes?: number;
+  /** What the run keeps of its budget (model/budget.ts); absent for a run that never had a limit. */
+  budget?: RunBudget;
 }
 
 /**

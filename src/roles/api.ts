@@ -12,6 +12,7 @@ import { modelRoutes } from "../api/routes/models.ts";
 import { networkingRoutes } from "../api/routes/networking.ts";
 import { redirectRoutes } from "../api/routes/redirects.ts";
 import { runApprovalRoutes } from "../api/routes/run-approval.ts";
+import { runBudgetRoutes } from "../api/routes/run-budget.ts";
 import { runInsightRoutes, transcriptContentPath } from "../api/routes/run-insights.ts";
 import { runRoutes } from "../api/routes/runs.ts";
 import { scheduleRoutes } from "../api/routes/schedules.ts";
@@ -22,6 +23,7 @@ import { EnvironmentCatalog } from "../catalog/environments.ts";
 import { listModels } from "../catalog/models.ts";
 import type { Config } from "../config.ts";
 import { IdentityService } from "../identities/identity-service.ts";
+import { RunBudgets } from "../runs/budget-answer.ts";
 import type { RunService } from "../runs/run-service.ts";
 import type { ScheduleService } from "../schedules/schedule-service.ts";
 import type { Store } from "../store/store.ts";
@@ -93,6 +95,14 @@ export function registerApi(
   });
   server.register(runInsightRoutes, { runService, links: transcriptLinks, publicUrl });
   server.register(runApprovalRoutes, { runService });
+  server.register(runBudgetRoutes, {
+    budgets: new RunBudgets(runService, store, {
+      budgets: config.cost.budgets,
+      ...(config.cost.defaultMaxCostUsd !== undefined
+        ? { defaultMaxCostUsd: config.cost.defaultMaxCostUsd }
+        : {}),
+    }),
+  });
   server.register(conversationRoutes, { runService, links: transcriptLinks, publicUrl });
   server.register(sessionPage, {
     runService,

@@ -144,6 +144,7 @@ export async function startWorker(deps: {
     },
     cost: {
       prices: config.cost.prices,
+      budgets: config.cost.budgets,
       ...(config.cost.defaultMaxCostUsd !== undefined
         ? { defaultMaxCostUsd: config.cost.defaultMaxCostUsd }
         : {}),

@@ -1,3 +1,4 @@
+import type { RunBudget } from "../model/budget.ts";
 import { withoutSecrets } from "../model/config-secrets.ts";
 import { wireHarnessOf } from "../model/harness-wire.ts";
 import type { AgentConfig, Artifact, RunRecord } from "../model/run.ts";
@@ -62,7 +63,14 @@ export function toRunItem(run: RunRecord, publicUrl: string, opts: RunItemOption
     ...(run.parentRunId ? { parent_run_id: run.parentRunId } : {}),
     root_run_id: run.rootRunId ?? run.id,
     execution_location: "REMOTE" as const,
+    ...(run.budget ? { budget: wireBudget(run.budget) } : {}),
   };
+}
+
+/** A run's budget on the wire: the pending answer is the executor's business. */
+function wireBudget(budget: RunBudget) {
+  const { answer: _answer, over_usd: _over, ...shown } = budget;
+  return shown;
 }
 
 /**

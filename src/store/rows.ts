@@ -1,3 +1,4 @@
+import type { RunBudget } from "../model/budget.ts";
 import type { ApiKeyRecord, Principal } from "../model/identity.ts";
 import type { FollowupOutcome, FollowupRecord, ResumeReason, RunRecord } from "../model/run.ts";
 import type { RunState } from "../model/run-state.ts";
@@ -64,6 +65,7 @@ export function toRun(row: Row): RunRecord {
     ...(row.mode === "plan" ? { mode: "plan" as const } : {}),
     ...(row.resume_reason == null ? {} : { resuming: row.resume_reason as ResumeReason }),
     ...(Number(row.resumes) > 0 ? { resumes: Number(row.resumes) } : {}),
+    ...(row.budget == null ? {} : { budget: parseJson<RunBudget>(row.budget, {}) }),
     // Only a fired run carries the key, so records of other runs compare equal to what was inserted.
     ...(row.schedule_id == null
       ? {}

@@ -27,6 +27,7 @@ export function transitionColumns(
   if (patch.statusMessage !== undefined) sets.status_message = json(patch.statusMessage);
   if (patch.requestUsage !== undefined) sets.request_usage = json(patch.requestUsage);
   if (patch.artifacts !== undefined) sets.artifacts = json(patch.artifacts);
+  if (patch.budget !== undefined) sets.budget = json(patch.budget);
   return sets;
 }
 

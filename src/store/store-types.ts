@@ -189,6 +189,8 @@ export interface RunPatch {
   statusMessage?: RunRecord["statusMessage"];
   requestUsage?: RunRecord["requestUsage"];
   artifacts?: RunRecord["artifacts"];
+  /** What the run keeps of its budget (an answer to a run waiting for budget sets it). */
+  budget?: RunRecord["budget"];
   /** Extra data carried by the `state` event (e.g. who cancelled). */
   eventData?: Record<string, unknown>;
 }

@@ -245,6 +245,8 @@ export interface Store {
    * False when it lost the run.
    */
   recordAgentConfig(runId: string, workerId: string, agentConfig: RunRecord["agentConfig"]): Promise<boolean>;
+  /** Records what the run this worker holds keeps of its budget (model/budget.ts). False when it lost the run. */
+  recordBudget(runId: string, workerId: string, budget: NonNullable<RunRecord["budget"]>): Promise<boolean>;
 
   // Checkpoints (docs/runtime.md#checkpoints): the latest of each run, from which another worker resumes it
   /**

@@ -47,6 +47,7 @@ describe("OpenAPI document", () => {
         "/agent/runs/{runId}/harness-usage",
         "/agent/runs/{runId}/interrupt",
         "/agent/runs/{runId}/approve",
+        "/agent/runs/{runId}/budget",
         "/agent/conversations/{conversationId}",
         "/agent/conversations/{conversationId}/followups",
         "/agent/conversations/{conversationId}/interrupt",

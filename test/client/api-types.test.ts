@@ -66,6 +66,9 @@ const fieldNamesMatch: {
   AuditEvent: true,
   ListAuditEventsResponse: true,
   ApproveRunRequest: true,
+  RunBudget: true,
+  BudgetRequest: true,
+  BudgetResponse: true,
 };
 type ApiTypes = {
   MCPServerConfig: Api.MCPServerConfig;
@@ -122,6 +125,9 @@ type ApiTypes = {
   AuditEvent: Api.AuditEvent;
   ListAuditEventsResponse: Api.ListAuditEventsResponse;
   ApproveRunRequest: Api.ApproveRunRequest;
+  RunBudget: Api.RunBudget;
+  BudgetRequest: Api.BudgetRequest;
+  BudgetResponse: Api.BudgetResponse;
 };
 
 describe("client wire types", () => {

@@ -4,7 +4,8 @@ import { startHarnessDispatch, testKey } from "./support.ts";
 
 /**
  * Cost of an external agent: Dispatch's model gateway reads each relayed answer's usage, so a
- * Claude Code run gets an inference_cost and is stopped mid-turn once it passes config.max_cost_usd.
+ * Claude Code run gets an inference_cost and is stopped mid-turn once it passes config.max_cost_usd, to wait
+ * for more budget.
  * Claude Code runs for real against a loopback Anthropic API.
  */
 
@@ -51,7 +52,7 @@ describe("the cost of an external agent's run", () => {
     expect(run.request_usage.inference_cost).toBeLessThan(0.1);
   });
 
-  it("stops the agent mid-turn once it passes config.max_cost_usd: FAILED, budget_exceeded", async () => {
+  it("stops the agent mid-turn once it passes config.max_cost_usd: the run waits for more budget", async () => {
     const before = fake.agentRequests().length;
     turns.push(
       // $0.45 on the first call: over the $0.10 limit.
@@ -63,10 +64,10 @@ describe("the cost of an external agent's run", () => {
       { text: "Done." },
     );
     const runId = await create("Count", { max_cost_usd: 0.1 });
-    const run = await d.state(runId, ["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"]);
+    const run = await d.state(runId, ["BLOCKED", "SUCCEEDED", "FAILED", "ERROR", "CANCELLED"]);
     turns.length = 0;
-    expect(run.state).toBe("FAILED");
-    expect(run.status_message).toMatchObject({ error_code: "budget_exceeded", reason: "cost_limit" });
+    expect(run.state, JSON.stringify(run.status_message)).toBe("BLOCKED");
+    expect(run.status_message).toMatchObject({ reason: "awaiting_budget" });
     expect(run.status_message.message).toContain("$0.10");
     expect(run.request_usage.inference_cost).toBeGreaterThanOrEqual(0.45);
     expect(fake.agentRequests().length - before).toBe(1);

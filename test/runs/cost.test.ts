@@ -10,7 +10,7 @@ import { renderStatusCard } from "../../src/integrations/slack/status-card.ts";
 import { costOf, DEFAULT_PRICES, priceTable } from "../../src/model/pricing.ts";
 import { formatCost } from "../../src/model/run-wording.ts";
 import type { RunItem } from "../../src/runs/run-item.ts";
-import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
+import { startTestDispatch, type TestDispatch, waitFor, waitForState } from "../support/dispatch.ts";
 import { type FakeModel, type ScriptedTurn, startFakeModel } from "../support/fake-model/server.ts";
 
 /**
@@ -234,7 +234,7 @@ describe("request_usage.inference_cost", () => {
 });
 
 describe("config.max_cost_usd", () => {
-  it("stops the run once its cost passes the limit: FAILED, budget_exceeded, with the cost, the limit and what to do", async () => {
+  it("pauses the run once its cost passes the limit: BLOCKED, awaiting_budget, with the cost, the limit and what it needs", async () => {
     const before = fake.agentRequests().length;
     turns.push(
       // $0.0105: over a one-cent limit after the first step.
@@ -249,23 +249,36 @@ describe("config.max_cost_usd", () => {
       { text: "Done." },
     );
     const id = await runWith({ model_id: SONNET, max_cost_usd: 0.01 });
-    const run = await waitForState(t, id, ["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"], 30_000);
+    const run = await waitForState(t, id, ["BLOCKED", "SUCCEEDED", "FAILED", "ERROR", "CANCELLED"], 30_000);
     turns.length = 0;
-    expect(run.state).toBe("FAILED");
-    expect(run.status_message).toMatchObject({ error_code: "budget_exceeded", reason: "cost_limit" });
-    expect(run.status_message.message).toContain("$0.01");
+    expect(run.state).toBe("BLOCKED");
+    expect(run.status_message).toMatchObject({ reason: "awaiting_budget" });
+    expect(run.status_message.message).toContain("has cost $0.0105");
     expect(run.status_message.message).toContain("config.max_cost_usd");
+    expect(run.status_message.message).toContain("$0.01");
     expect(run.request_usage.inference_cost).toBeCloseTo(0.0105, 6);
     expect(run.agent_config.max_cost_usd).toBe(0.01);
     // The second model call was never made.
     expect(fake.agentRequests().length - before).toBe(1);
 
-    // A follow-up adds to the same run's cost: the spent limit refuses it without a model call.
+    // A follow-up answers the run, but its limit is spent: it waits again without a model call.
     const followup = await t.api("POST", `/api/v1/agent/runs/${id}/followups`, { message: "go on" });
     expect(followup.status, followup.text).toBeLessThan(300);
-    const again = await waitForState(t, id, ["FAILED"], 30_000);
-    expect(again.status_message.reason).toBe("cost_limit");
+    await waitFor(
+      async () => {
+        const events = (await t.api("GET", `/api/v1/agent/runs/${id}/events?limit=1000`)).body.events;
+        return (
+          events.filter((e: { type: string; data: { state?: string } }) => e.data.state === "BLOCKED")
+            .length === 2
+        );
+      },
+      { what: "the answered run to wait again", timeoutMs: 30_000 },
+    );
+    expect((await t.api("GET", `/api/v1/agent/runs/${id}`)).body.status_message.reason).toBe(
+      "awaiting_budget",
+    );
     expect(fake.agentRequests().length - before).toBe(1);
+    expect((await t.api("POST", `/api/v1/agent/runs/${id}/cancel`)).status).toBe(200);
   });
 
   it("is refused at create for a model without a price: nothing could count its calls", async () => {
@@ -284,9 +297,12 @@ describe("config.max_cost_usd", () => {
     const stops: Array<{ message: string; error_code?: string }> = [];
     const cost = new RunCost({
       prices: priceTable(),
-      limit: { usd: 0.5, source: "run" },
+      limit: { usd: 0.5, name: "its cost limit (config.max_cost_usd)" },
       before: { input_tokens: 0, output_tokens: 0, total_tokens: 0 },
-      onOverLimit: (status) => stops.push(status),
+      onUnpricedUnderLimit: (status) => stops.push(status),
+      onLimitReached: () => {
+        throw new Error("a model without a price does not reach the limit, it has no cost");
+      },
       onUnpriced: () => {
         throw new Error("a run with a limit is stopped, not told its cost is unknown");
       },

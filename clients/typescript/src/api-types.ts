@@ -143,6 +143,17 @@ export interface AuditEvent {
   details: Record<string, unknown>;
 }
 
+export interface BudgetRequest {
+  action: "extend" | "stop";
+  amount_usd?: number;
+}
+
+export interface BudgetResponse {
+  run_id: string;
+  state: string;
+  budget: RunBudget;
+}
+
 export interface CancelRunRequest {
   on_behalf_of?: {
     creator: {
@@ -564,6 +575,18 @@ export interface RunAgentConfig {
   delivery?: "pull_request" | "branch" | "none" | null;
 }
 
+export interface RunBudget {
+  extended_usd?: number;
+  limit?: {
+    scope: "run" | "server" | "person" | "repository" | "channel" | "schedule" | "team";
+    name: string;
+    used_usd: number;
+    limit_usd: number;
+  };
+  spent_usd?: number;
+  needs_usd?: number;
+}
+
 export interface RunEvent {
   seq: number;
   at: string;
@@ -651,6 +674,7 @@ export interface RunItem {
   parent_run_id?: string;
   root_run_id: string;
   execution_location: "REMOTE";
+  budget?: RunBudget;
 }
 
 export interface RunReferenceResponse {

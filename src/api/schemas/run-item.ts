@@ -3,6 +3,7 @@ import { RUN_STATES } from "../../model/run-state.ts";
 import { OZ_ERROR_CODES } from "../../model/status-reason.ts";
 import { RunAgentConfigSchema } from "./agent-config.ts";
 import { Timestamp } from "./common.ts";
+import { RunBudgetSchema } from "./run-budget.ts";
 
 /**
  * The run on the wire (RunItem, built by src/runs/run-item.ts), with the Warp Platform API's fields: the
@@ -193,6 +194,9 @@ export const RunItemSchema = z
       .string()
       .meta({ description: "The top of the run's tree of parents: the run itself when it has no parent." }),
     execution_location: z.literal("REMOTE"),
+    budget: RunBudgetSchema.optional().meta({
+      description: "Dispatch extension: the run's budget (docs/api.md, Budgets); absent without a limit.",
+    }),
   })
   .meta({ id: "RunItem" });
 

@@ -138,3 +138,20 @@ export async function recordAgentConfig(
     return changed === 1;
   });
 }
+
+export async function recordBudget(
+  db: Database,
+  runId: string,
+  workerId: string,
+  budget: NonNullable<RunRecord["budget"]>,
+): Promise<boolean> {
+  return db.tx(async (tx) => {
+    const changed = await tx.changes(
+      `UPDATE runs SET budget = $1, updated_at = $2
+        WHERE id = $3 AND worker_id = $4 AND state = 'INPROGRESS'`,
+      [JSON.stringify(budget), iso(Date.now()), runId, workerId],
+    );
+    if (changed === 1) tx.signal("run_changed", runId);
+    return changed === 1;
+  });
+}

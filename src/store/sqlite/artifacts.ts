@@ -142,3 +142,24 @@ export async function recordAgentConfig(
   if (changed) db.signals.emit("run_changed", runId);
   return changed;
 }
+
+export async function recordBudget(
+  db: Database,
+  runId: string,
+  workerId: string,
+  budget: NonNullable<RunRecord["budget"]>,
+): Promise<boolean> {
+  const changed = await db.grouped(
+    () =>
+      Number(
+        db
+          .sql(
+            `UPDATE runs SET budget = ?, updated_at = ?
+              WHERE id = ? AND worker_id = ? AND state = 'INPROGRESS'`,
+          )
+          .run(JSON.stringify(budget), iso(Date.now()), runId, workerId).changes,
+      ) === 1,
+  );
+  if (changed) db.signals.emit("run_changed", runId);
+  return changed;
+}

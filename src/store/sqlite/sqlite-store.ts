@@ -58,6 +58,7 @@ const statements: Statements<Database> = {
   finishExecution: leases.finishExecution,
   recordUsage: leases.recordUsage,
   recordAgentConfig: artifacts.recordAgentConfig,
+  recordBudget: artifacts.recordBudget,
   saveCheckpoint: checkpoints.saveCheckpoint,
   loadCheckpoint: checkpoints.loadCheckpoint,
   deleteCheckpoint: checkpoints.deleteCheckpoint,

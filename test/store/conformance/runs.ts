@@ -76,6 +76,25 @@ export function runsConformance(t: StoreSuite): void {
       expect((await t.store.claimNextRun("W3", 60_000))?.id).toBe(queued.id);
     });
 
+    it("keeps a run's budget: recorded by the worker holding it, set by the answer to its pause", async () => {
+      const run = await runIn("INPROGRESS");
+      const limit = { scope: "run" as const, name: "its cost limit", used_usd: 0.5, limit_usd: 1 };
+      expect(await t.store.recordBudget(run.id, "someone-else", { spent_usd: 9 })).toBe(false);
+      expect(await t.store.recordBudget(run.id, W, { spent_usd: 0.5, limit })).toBe(true);
+      expect((await t.store.getRun("t1", run.id))?.budget).toEqual({ spent_usd: 0.5, limit });
+      await t.store.finishExecution(run.id, W, "block", {
+        statusMessage: { message: "more", error_code: "awaiting_budget" },
+      });
+      expect(await t.store.recordBudget(run.id, W, { spent_usd: 1 })).toBe(false);
+      const answer = { action: "extend" as const, amount_usd: 2, by: "Ada" };
+      const answered = await t.store.transition(run.id, "answer", {
+        budget: { extended_usd: 2, limit, answer },
+      });
+      expect(answered?.budget).toEqual({ extended_usd: 2, limit, answer });
+      // A run that never had a budget has none.
+      expect((await runIn("QUEUED")).budget).toBeUndefined();
+    });
+
     it("cancels the runs blocked since before a time, with the message given", async () => {
       const run = await runIn("BLOCKED");
       expect(

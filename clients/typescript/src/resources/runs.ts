@@ -1,5 +1,7 @@
 import type {
   ApproveRunRequest,
+  BudgetRequest,
+  BudgetResponse,
   CreateRunRequest,
   CreateRunResponse,
   FollowupRequest,
@@ -126,6 +128,14 @@ export class Runs {
    */
   approve(runId: string, body: RunApproveParams, options?: RunRequestOptions): APIPromise<FollowupResponse> {
     return this.#json("POST", `${runPath(runId)}/approve`, { ...options, body });
+  }
+
+  /**
+   * POST /agent/runs/{runId}/budget (a Dispatch extension): a run waiting for budget (BLOCKED,
+   * awaiting_budget) is extended by `amount_usd` and continues, or stops there delivering what it has.
+   */
+  budget(runId: string, body: BudgetRequest, options?: RunRequestOptions): APIPromise<BudgetResponse> {
+    return this.#json("POST", `${runPath(runId)}/budget`, { ...options, body });
   }
 
   #json<T>(method: string, path: string, options: RequestOptions = {}): APIPromise<T> {

@@ -1,0 +1,37 @@
+import type { FastifyInstance } from "fastify";
+import type { z } from "zod";
+import type { RunBudgets } from "../../runs/budget-answer.ts";
+import { json, operation, route } from "../operation.ts";
+import { BudgetRequestSchema, BudgetResponseSchema } from "../schemas/run-budget.ts";
+
+export const runBudgetOperations = {
+  answerBudget: operation({
+    id: "answerBudget",
+    method: "POST",
+    path: "/agent/runs/{runId}/budget",
+    tag: "runs",
+    summary: "Extend the budget of a run that waits for it, or stop it there (a Dispatch extension)",
+    description:
+      "Only a run that is BLOCKED with reason awaiting_budget; any other is 409. extend: the run may spend amount_usd more than it had, and continues in the same execution; stop: it delivers what it has (a run with a repository: its work so far committed, pushed and in a pull request) and ends. The run's requester may extend within their own monthly budgets, an admin beyond them; anyone else gets 403.",
+    access: "key",
+    body: { schema: BudgetRequestSchema, required: true },
+    responses: {
+      200: { description: "The run, answered: INPROGRESS again.", content: json(BudgetResponseSchema) },
+    },
+    errors: ["invalid_request", "not_authorized", "resource_not_found", "conflict", "payload_too_large"],
+  }),
+};
+
+/** Budgets that pause and ask (docs/api.md): the answer, through RunBudgets so the access rule applies. */
+export async function runBudgetRoutes(app: FastifyInstance, opts: { budgets: RunBudgets }): Promise<void> {
+  route(app, runBudgetOperations.answerBudget, async (req) => {
+    const body = req.body as z.infer<typeof BudgetRequestSchema>;
+    const run = await opts.budgets.answer(
+      { caller: req.caller! },
+      req.params.runId,
+      body.action === "extend" ? { action: "extend", amount_usd: body.amount_usd! } : { action: "stop" },
+    );
+    const { answer: _answer, over_usd: _over, ...budget } = run.budget ?? {};
+    return { run_id: run.id, state: run.state, budget };
+  });
+}
