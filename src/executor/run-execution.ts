@@ -468,8 +468,15 @@ export class RunExecution {
       return;
     }
     if (!(await store.appendWorkerEvent(this.run.id, workerId, type, data))) {
-      this.lost();
-      throw new RunMovedError();
+      // Refused: cancelled (not yet seen by this execution: what it still records of the cancelled run
+      // is kept, such as a push already under way), or held by another worker now.
+      await this.checkOwnership();
+      if ((this.stopReason as StopReason | undefined) !== "cancelled") {
+        this.lost();
+        throw new RunMovedError();
+      }
+      await store.appendEvent(this.run.id, type, data);
+      return;
     }
     if (type === "tool_result" || (type === "message" && data.role === "assistant")) {
       if (this.draining) this.stop("shutdown");

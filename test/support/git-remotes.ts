@@ -83,15 +83,16 @@ export class GitRemotes {
   }
 
   /**
-   * Holds every push to `repo` in its pre-receive hook until `release()`; `started()` says a push is
-   * being held. For tests of what happens while a push is under way.
+   * Holds every push of a branch to `repo` in its pre-receive hook until `release()`; `started()` says a
+   * push is being held. For tests of what happens while a push is under way. A run's checkpoint (the hidden
+   * ref refs/dispatch/checkpoints/<run>, pushed after each step) is not held.
    */
   holdPushes(repo: string): { started(): boolean; release(): void } {
     const gate = mkdtempSync(join(tmpdir(), "dispatch-gate-"));
     const hook = join(this.path(repo), "hooks", "pre-receive");
     writeFileSync(
       hook,
-      `#!/bin/sh\ncat >/dev/null\ntouch '${gate}/started'\nwhile [ ! -f '${gate}/release' ]; do sleep 0.05; done\nexit 0\n`,
+      `#!/bin/sh\ngrep -q ' refs/heads/' || exit 0\ntouch '${gate}/started'\nwhile [ ! -f '${gate}/release' ]; do sleep 0.05; done\nexit 0\n`,
     );
     chmodSync(hook, 0o755);
     return {
