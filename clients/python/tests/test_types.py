@@ -18,6 +18,7 @@ from agent_dispatch.types import (
     AgentIdentity,
     AgentSkill,
     Artifact,
+    BudgetLimit,
     CloudEnvironment,
     CreateRunResponse,
     Creator,
@@ -40,6 +41,7 @@ from agent_dispatch.types import (
     PageInfo,
     Problem,
     RequestUsage,
+    RunBudget,
     RunEvent,
     RunEventsResponse,
     RunItem,
@@ -114,6 +116,8 @@ def test_nested_objects_match(openapi: dict[str, Any]) -> None:
         assert_matches(Artifact, variant)
     assert_matches(RequestUsage, resolved(openapi, run["request_usage"]))
     assert_matches(Scope, run["scope"])
+    assert_matches(RunBudget, resolved(openapi, run["budget"]))
+    assert_matches(BudgetLimit, resolved(openapi, run["budget"])["properties"]["limit"])
     assert_matches(PageInfo, schema(openapi, "ListRunsResponse")["properties"]["page_info"])
 
 

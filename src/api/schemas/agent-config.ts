@@ -46,7 +46,7 @@ export const AgentConfigSchema = z
     max_run_minutes: z.number().int().min(1).max(10_080).nullish(),
     max_cost_usd: z.number().positive("must be more than 0 US dollars").max(100_000).nullish().meta({
       description:
-        "Dispatch extension: the most the run's model calls may cost, in US dollars, over all its executions (follow-ups included); the run is stopped and FAILED with error_code budget_exceeded (reason cost_limit) once its cost passes it. The server's default (DISPATCH_MAX_COST_USD) when absent.",
+        "Dispatch extension: the most the run's model calls may cost, in US dollars, over all its executions (follow-ups included); once its cost reaches it the agent's turn stops and the run waits BLOCKED (reason awaiting_budget) for someone to extend it or stop it there (a model without a price under a limit ends it FAILED, reason cost_limit). The server's default (DISPATCH_MAX_COST_USD, budgets.run_usd) when absent.",
     }),
     repository: z.string().min(1).max(500).nullish().meta({
       description:

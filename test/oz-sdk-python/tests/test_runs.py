@@ -124,9 +124,15 @@ def test_followup_and_conversation(client: OzAPI) -> None:
 
 
 def test_plan_mode(client: OzAPI) -> None:
-    run = finished(client, client.agent.run(prompt="$ echo planned > p.txt", mode="plan").run_id)
-    assert run.state == "SUCCEEDED"
-    assert run.status_message is not None and run.status_message.message == "Plan ready; no files were changed"
+    # The plan waits for approval: BLOCKED, as the SDK's RunState names it, with the SDK's PlanArtifact.
+    created = client.agent.run(prompt="$ echo planned > p.txt", mode="plan")
+    run = wait_until(
+        lambda: r if (r := client.agent.runs.retrieve(created.run_id)).state == "BLOCKED" else None,
+        what="the plan to wait for approval",
+    )
+    assert run.status_message is not None and getattr(run.status_message, "reason", None) == "awaiting_approval"
+    assert [a.artifact_type for a in run.artifacts or []] == ["PLAN"]
+    assert created.run_id in [r.run_id for r in client.agent.runs.list(state=["BLOCKED"]).runs]
 
 
 def test_cancel_sends_an_empty_json_body(client: OzAPI) -> None:
