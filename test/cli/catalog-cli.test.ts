@@ -1,15 +1,13 @@
-import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cliFor } from "../support/cli.ts";
 import { startTestDispatch, type TestDispatch } from "../support/dispatch.ts";
 
 // `dispatch models|environments|agents|identities …` as a user runs them: a child process of
 // src/main.ts configured only by DISPATCH_BASE_URL and DISPATCH_API_KEY, against a live server.
 
-const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url));
 const NO_STACK = /^\s+at /m;
 
 let root: string;
@@ -42,30 +40,7 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-function dispatch(args: string[], env: Record<string, string> = {}) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, ...args], {
-      env: {
-        PATH: process.env.PATH ?? "",
-        HOME: process.env.HOME ?? "",
-        DISPATCH_BASE_URL: t.url,
-        DISPATCH_API_KEY: t.key,
-        ...env,
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => {
-      stdout += d;
-    });
-    child.stderr.on("data", (d) => {
-      stderr += d;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const dispatch = cliFor(() => t);
 
 describe("dispatch models, environments, agents", () => {
   it("print a table, or JSON with --json", async () => {

@@ -1,17 +1,15 @@
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cliFor } from "../support/cli.ts";
 import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
 import { FakeGitHub } from "../support/fake-github.ts";
 import { deliveryEnv, GitRemotes } from "../support/git-remotes.ts";
 
 // `dispatch run --repo`, `dispatch get` and `dispatch diff` as a user runs them: child processes of
 // src/main.ts against a live Dispatch that delivers to local bare repositories and a fake GitHub.
-
-const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url));
 
 let remotes: GitRemotes;
 let github: FakeGitHub;
@@ -33,35 +31,7 @@ afterAll(async () => {
   remotes?.remove();
 });
 
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function dispatch(args: string[]): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, ...args], {
-      env: {
-        PATH: process.env.PATH ?? "",
-        HOME: process.env.HOME ?? "",
-        DISPATCH_BASE_URL: t.url,
-        DISPATCH_API_KEY: t.key,
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => {
-      stdout += d;
-    });
-    child.stderr.on("data", (d) => {
-      stderr += d;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const dispatch = cliFor(() => t);
 
 const NO_STACK = /^\s+at /m;
 

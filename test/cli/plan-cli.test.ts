@@ -1,13 +1,10 @@
-import { spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cliFor } from "../support/cli.ts";
 import { startTestDispatch, type TestDispatch, waitFor, waitForState } from "../support/dispatch.ts";
 
 // A plan that waits for approval from the command line: `dispatch run --plan`, what `get`, `list` and
 // `--follow` say of a BLOCKED run, and `dispatch approve` / `dispatch revise`, each a child process of
 // src/main.ts against a live server (the scripted harness's plan is its script).
-
-const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url));
 
 let t: TestDispatch;
 
@@ -18,29 +15,7 @@ afterAll(async () => {
   await t?.stop();
 });
 
-function dispatch(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, ...args], {
-      env: {
-        PATH: process.env.PATH ?? "",
-        HOME: process.env.HOME ?? "",
-        DISPATCH_BASE_URL: t.url,
-        DISPATCH_API_KEY: t.key,
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => {
-      stdout += d;
-    });
-    child.stderr.on("data", (d) => {
-      stderr += d;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const dispatch = cliFor(() => t);
 
 const blockedStates = async (runId: string): Promise<number> =>
   (await t.api("GET", `/api/v1/agent/runs/${runId}/events?limit=1000`)).body.events.filter(

@@ -2,6 +2,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type CliResult, cliFor } from "../support/cli.ts";
 import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
 
 // `dispatch run|list|get|followup|cancel|logs` as a user runs them: a child process of src/main.ts,
@@ -18,36 +19,7 @@ afterAll(async () => {
   await t?.stop();
 });
 
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function dispatch(args: string[], env: Record<string, string> = {}): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, ...args], {
-      env: {
-        PATH: process.env.PATH ?? "",
-        HOME: process.env.HOME ?? "",
-        DISPATCH_BASE_URL: t.url,
-        DISPATCH_API_KEY: t.key,
-        ...env,
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => {
-      stdout += d;
-    });
-    child.stderr.on("data", (d) => {
-      stderr += d;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const dispatch = cliFor(() => t);
 
 const NO_STACK = /^\s+at /m;
 
@@ -104,7 +76,7 @@ describe("dispatch run --follow on a terminal", () => {
     async () => {
       const quote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
       const command = [process.execPath, MAIN, "run", "$ echo on a tty", "--follow"].map(quote).join(" ");
-      const r = await new Promise<Result>((resolve, reject) => {
+      const r = await new Promise<CliResult>((resolve, reject) => {
         const child = spawn("script", ["-qefc", command, "/dev/null"], {
           env: {
             PATH: process.env.PATH ?? "",

@@ -1,12 +1,10 @@
-import { spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "../support/cli.ts";
 import { startTestDispatch, type TestDispatch, waitFor } from "../support/dispatch.ts";
 
 // `dispatch schedules …` as a user runs it: a child process of src/main.ts configured only by
 // DISPATCH_BASE_URL and DISPATCH_API_KEY, against a live server whose scheduler runs on a test clock.
 
-const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url));
 const NO_STACK = /^\s+at /m;
 let clock = Date.parse("2030-01-01T00:00:10.000Z");
 let t: TestDispatch;
@@ -24,27 +22,7 @@ afterAll(async () => {
 
 /** `dispatch …` with the admin key, or `key`. */
 function dispatch(args: string[], key = t.key) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, ...args], {
-      env: {
-        PATH: process.env.PATH ?? "",
-        HOME: process.env.HOME ?? "",
-        DISPATCH_BASE_URL: t.url,
-        DISPATCH_API_KEY: key,
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => {
-      stdout += d;
-    });
-    child.stderr.on("data", (d) => {
-      stderr += d;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+  return runCli(args, { DISPATCH_BASE_URL: t.url, DISPATCH_API_KEY: key });
 }
 
 describe("dispatch schedules", () => {

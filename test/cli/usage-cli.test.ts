@@ -1,16 +1,14 @@
-import { spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cliFor } from "../support/cli.ts";
 import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
 import { type FakeModel, startFakeModel } from "../support/fake-model/server.ts";
 
 // `dispatch usage` as a user runs it: a child process of src/main.ts configured only by DISPATCH_BASE_URL
 // and DISPATCH_API_KEY, against a live server whose runs called a loopback model, one priced, one not.
 
-const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url));
 const NO_STACK = /^\s+at /m;
 const PRICED = "openai-compatible/fake-coder";
 const UNPRICED = "openai-compatible/gpt-fake";
@@ -46,29 +44,7 @@ afterAll(async () => {
   await rm(configDir, { recursive: true, force: true });
 });
 
-function dispatch(args: string[]) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, ...args], {
-      env: {
-        PATH: process.env.PATH ?? "",
-        HOME: process.env.HOME ?? "",
-        DISPATCH_BASE_URL: t.url,
-        DISPATCH_API_KEY: t.key,
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => {
-      stdout += d;
-    });
-    child.stderr.on("data", (d) => {
-      stderr += d;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const dispatch = cliFor(() => t);
 
 /** Yesterday to tomorrow (UTC dates): every run of the test, whenever it runs. */
 const DAY_MS = 24 * 3600_000;

@@ -1,13 +1,11 @@
-import { spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cliFor } from "../support/cli.ts";
 import { startTestDispatch, type TestDispatch, waitFor } from "../support/dispatch.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.ts";
 
 // `dispatch webhooks …` as a user runs it: a child process of src/main.ts configured only by
 // DISPATCH_BASE_URL and DISPATCH_API_KEY, against a live server and a verifying loopback receiver.
 
-const MAIN = fileURLToPath(new URL("../../src/main.ts", import.meta.url));
 const NO_STACK = /^\s+at /m;
 
 let t: TestDispatch;
@@ -29,30 +27,7 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-function dispatch(args: string[], env: Record<string, string> = {}) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, ...args], {
-      env: {
-        PATH: process.env.PATH ?? "",
-        HOME: process.env.HOME ?? "",
-        DISPATCH_BASE_URL: t.url,
-        DISPATCH_API_KEY: t.key,
-        ...env,
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => {
-      stdout += d;
-    });
-    child.stderr.on("data", (d) => {
-      stderr += d;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const dispatch = cliFor(() => t);
 
 describe("dispatch webhooks", () => {
   it("creates, lists, shows, pages deliveries, redelivers and deletes", async () => {
