@@ -4,7 +4,7 @@ import type { FollowupOutcome, FollowupRecord, ResumeReason, RunRecord } from ".
 import type { RunState } from "../model/run-state.ts";
 import type { ReportTarget, ScheduleRecord } from "../model/schedule.ts";
 import type { ThreadBinding } from "../model/thread-binding.ts";
-import type { CardState, NotifierState, OutboxRow, OutboxState } from "./store.ts";
+import type { CardState, NotifierState, OutboxRow, OutboxState, RunCheckpoint } from "./store.ts";
 
 /**
  * The mappers from a stored row to the records of the Store interface, shared by both backends: their
@@ -218,5 +218,18 @@ export function toSchedule(row: Row): ScheduleRecord {
     lastRan: str(row.last_ran),
     lastSpawnError: str(row.last_spawn_error),
     reportTo,
+  };
+}
+
+/** A run's checkpoint (the columns both backends select for it); the snapshot's bytes as the driver gives them. */
+export function toCheckpoint(row: Row): RunCheckpoint {
+  return {
+    runId: String(row.run_id),
+    execution: Number(row.execution),
+    takenAt: String(row.taken_at),
+    workerId: String(row.worker_id),
+    sizeBytes: Number(row.size_bytes),
+    refSha: row.ref_sha === null ? null : String(row.ref_sha),
+    snapshot: row.snapshot as Uint8Array,
   };
 }

@@ -1,3 +1,4 @@
+import { toCheckpoint } from "../rows.ts";
 import type { NewRunCheckpoint, RunCheckpoint } from "../store.ts";
 import type { Database } from "./database.ts";
 
@@ -38,16 +39,7 @@ export async function loadCheckpoint(db: Database, runId: string): Promise<RunCh
        FROM run_checkpoints WHERE run_id = $1`,
     [runId],
   );
-  if (!row) return undefined;
-  return {
-    runId: String(row.run_id),
-    execution: Number(row.execution),
-    takenAt: String(row.taken_at),
-    workerId: String(row.worker_id),
-    sizeBytes: Number(row.size_bytes),
-    refSha: row.ref_sha === null ? null : String(row.ref_sha),
-    snapshot: row.snapshot as Buffer,
-  };
+  return row ? toCheckpoint(row) : undefined;
 }
 
 export async function deleteCheckpoint(db: Database, runId: string): Promise<void> {
