@@ -37,6 +37,32 @@ export function stateWords(run: RunShown): string {
   return stateWord(run.state);
 }
 
+/** A state's sign where a surface shows plain Unicode (GitHub, Jira); Slack has its own emoji codes. */
+export function stateEmoji(state: string): string {
+  switch (state) {
+    case "QUEUED":
+      return "⏳";
+    case "INPROGRESS":
+      return "🔄";
+    case "BLOCKED":
+      return "✋";
+    case "SUCCEEDED":
+      return "✅";
+    case "FAILED":
+    case "ERROR":
+      return "❌";
+    case "CANCELLED":
+      return "🚫";
+    default:
+      return "❔";
+  }
+}
+
+/** Text from a person or a platform on one line: runs of white space and control characters become one space. */
+export function oneLine(text: string): string {
+  return text.replace(/[\s\p{Cc}]+/gu, " ").trim();
+}
+
 /** Cuts text to `max` characters (code points), ending with "…" when cut. */
 export function truncate(text: string, max: number): string {
   const chars = [...text];

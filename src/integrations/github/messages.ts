@@ -1,4 +1,4 @@
-import { truncate } from "../../model/run-wording.ts";
+import { oneLine, truncate } from "../../model/run-wording.ts";
 import type { RunItem } from "../../runs/run-item.ts";
 import { inertText, renderTrackingComment } from "./tracking-comment.ts";
 
@@ -48,11 +48,6 @@ export function promptWithContext(request: string, c: IssueContext): string {
 
 /** Every line terminator a reader of the prompt might honour, not only \n. */
 const LINE_BREAK = /\r\n|[\n\r\v\f\u0085\u2028\u2029]/;
-
-/** Untrusted text for one labelled line: line breaks, other control characters and runs of spaces become one space. */
-function oneLine(text: string): string {
-  return text.replace(/[\s\p{Cc}]+/gu, " ").trim();
-}
 
 /** A run title from the issue when the request names none. */
 export function titleFor(c: Pick<IssueContext, "number" | "title">): string {

@@ -6,6 +6,7 @@ import {
   costText,
   elapsedText,
   resolvedOptions,
+  stateEmoji,
   stateWords,
   truncate,
 } from "../../model/run-wording.ts";
@@ -41,26 +42,6 @@ export function githubOutcomeReaction(state: string): "hooray" | "confused" | "-
   if (state === "FAILED" || state === "ERROR") return "confused";
   if (state === "CANCELLED") return "-1";
   return undefined;
-}
-
-function githubStateEmoji(state: string): string {
-  switch (state) {
-    case "QUEUED":
-      return "⏳";
-    case "INPROGRESS":
-      return "🔄";
-    case "BLOCKED":
-      return "✋";
-    case "SUCCEEDED":
-      return "✅";
-    case "FAILED":
-    case "ERROR":
-      return "❌";
-    case "CANCELLED":
-      return "🚫";
-    default:
-      return "❔";
-  }
 }
 
 /**
@@ -139,7 +120,7 @@ function buildTrackingComment(
   const failed = run.state === "FAILED" || run.state === "ERROR";
   const lines = [
     trackingMarker(run.run_id),
-    `${githubStateEmoji(run.state)} **${inertText(stateWords(run), true)}** · ${title}`,
+    `${stateEmoji(run.state)} **${inertText(stateWords(run), true)}** · ${title}`,
     "",
   ];
   const facts = [
@@ -218,7 +199,7 @@ export function renderFinalComment(run: RunItem, binding: Pick<ThreadBinding, "r
   const failed = run.state === "FAILED" || run.state === "ERROR";
   const lines = [
     `<!-- dispatch:final run=${run.run_id} -->`,
-    `${mention}${githubStateEmoji(run.state)} **${inertText(stateWords(run), true)}** · ${truncate(inertText(run.title || "Untitled run", true), 300)}`,
+    `${mention}${stateEmoji(run.state)} **${inertText(stateWords(run), true)}** · ${truncate(inertText(run.title || "Untitled run", true), 300)}`,
   ];
   const delivery = deliveryText(run);
   if (delivery) lines.push("", delivery.text);

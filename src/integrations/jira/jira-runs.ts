@@ -2,7 +2,7 @@ import type { Logger } from "pino";
 import type { JiraSettings } from "../../config-file.ts";
 import type { RepositoryParsing } from "../../model/repository.ts";
 import type { Creator, FollowupOutcome } from "../../model/run.ts";
-import { stateWords, truncate } from "../../model/run-wording.ts";
+import { oneLine, stateWords, truncate } from "../../model/run-wording.ts";
 import type { ThreadBinding } from "../../model/thread-binding.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
 import type { Store } from "../../store/store.ts";
@@ -212,8 +212,4 @@ function promptOf(issue: JiraIssue, requester: string, request: string): string 
   }
   lines.push("", "Request:", request);
   return lines.join("\n");
-}
-
-function oneLine(text: string): string {
-  return text.replace(/[\s\p{Cc}]+/gu, " ").trim();
 }

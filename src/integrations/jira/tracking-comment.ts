@@ -5,7 +5,9 @@ import {
   agentFact,
   costText,
   elapsedText,
+  oneLine,
   resolvedOptions,
+  stateEmoji,
   stateWords,
   truncate,
 } from "../../model/run-wording.ts";
@@ -35,30 +37,6 @@ import { waitingBlocks } from "./waiting-comment.ts";
 /** Jira refuses very long comments (32,767 characters); a failure message is cut well before. */
 const MESSAGE_LIMIT = 4_000;
 const TITLE_LIMIT = 300;
-
-function stateEmoji(state: string): string {
-  switch (state) {
-    case "QUEUED":
-      return "⏳";
-    case "INPROGRESS":
-      return "🔄";
-    case "BLOCKED":
-      return "✋";
-    case "SUCCEEDED":
-      return "✅";
-    case "FAILED":
-    case "ERROR":
-      return "❌";
-    case "CANCELLED":
-      return "🚫";
-    default:
-      return "❔";
-  }
-}
-
-function oneLine(text: string): string {
-  return text.replace(/[\s\p{Cc}]+/gu, " ").trim();
-}
 
 function headline(run: RunItem): Inline[] {
   const title = truncate(oneLine(run.title || "Untitled run"), TITLE_LIMIT);

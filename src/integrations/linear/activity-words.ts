@@ -2,7 +2,7 @@ import { deliveryLine, deliverySummary, repositoryLabel } from "../../model/deli
 import type { FollowupOutcome, RunEvent } from "../../model/run.ts";
 import { waitingFor } from "../../model/run-gates.ts";
 import { isTerminal } from "../../model/run-state.ts";
-import { costText, elapsedText, stateWords, truncate } from "../../model/run-wording.ts";
+import { costText, elapsedText, oneLine, stateWords, truncate } from "../../model/run-wording.ts";
 import type { RunItem } from "../../runs/run-item.ts";
 import type { ActivityContent, PlanStep } from "./linear-api.ts";
 
@@ -182,11 +182,6 @@ function resultOf(data: Record<string, unknown>): string {
 
 function text(value: unknown): string {
   return typeof value === "string" ? value : "";
-}
-
-/** Untrusted text for one line: line breaks and other control characters become one space. */
-function oneLine(value: string): string {
-  return value.replace(/[\s\p{Cc}]+/gu, " ").trim();
 }
 
 /** Text in a Markdown code span: nothing inside renders as a link or a mention. */

@@ -4,7 +4,7 @@ import type { RunAccess } from "../../access/run-access.ts";
 import type { LinearSettings } from "../../config-file.ts";
 import type { RepositoryParsing } from "../../model/repository.ts";
 import type { Creator } from "../../model/run.ts";
-import { stateWords, truncate } from "../../model/run-wording.ts";
+import { oneLine, stateWords, truncate } from "../../model/run-wording.ts";
 import { type ThreadBinding, threadKey } from "../../model/thread-binding.ts";
 import type { PlanAnswer } from "../../runs/plan-approval.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
@@ -357,8 +357,4 @@ function promptOf(event: SessionEvent, issue: SessionIssue, requester: string): 
  */
 function asksForPlan(comment: string | undefined): boolean {
   return /^\s*(?:@\S+\s+|\[@[^\]]*\]\([^)]*\)\s*)*plan\b/i.test(comment ?? "");
-}
-
-function oneLine(text: string): string {
-  return text.replace(/[\s\p{Cc}]+/gu, " ").trim();
 }
