@@ -108,6 +108,7 @@ export function registerApi(
     ...(deps.commentSignIn ? { githubSignIn: deps.commentSignIn } : {}),
     signIn: deps.webSignIn,
     runService,
+    budgets: deps.budgets,
     store,
     attachments: { store, links: attachmentLinks },
     publicUrl,

@@ -31,7 +31,7 @@ export function waitsForBudget(run: Pick<RunItem, "state" | "status_message">): 
  * What every surface offers to extend a run waiting for budget by (docs/surfaces.md, "Waiting for you"):
  * what it estimates it needs, rounded up to a whole dollar, at least $1.
  */
-export function extendOffer(run: Pick<RunItem, "budget">): number {
+export function extendOffer(run: { budget?: { needs_usd?: number } | null }): number {
   return Math.max(1, Math.ceil((run.budget?.needs_usd ?? 0) - 1e-9));
 }
 
