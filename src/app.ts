@@ -18,6 +18,7 @@ import { startHousekeeping } from "./roles/housekeeping.ts";
 import { startNotifier } from "./roles/notifier.ts";
 import { startWebhookSender } from "./roles/webhooks.ts";
 import { buildHarnesses, openSandbox, skillResolver, startWorker } from "./roles/worker.ts";
+import { RunBudgets } from "./runs/budget-answer.ts";
 import { RunService } from "./runs/run-service.ts";
 import { inProcessRunsApiFor, type RunsApi } from "./runs/runs-api.ts";
 import { ScheduleService } from "./schedules/schedule-service.ts";
@@ -36,6 +37,8 @@ export interface Dispatch {
   config: Config;
   store: Store;
   runService: RunService;
+  /** Answers to runs that wait for budget (the API's route and this process's surfaces). */
+  budgets: RunBudgets;
   executor: Executor | undefined;
   server: FastifyInstance;
   /** The configured surfaces (src/surfaces/registry.ts, plus any a test adds), by platform. */
@@ -162,11 +165,18 @@ export async function startDispatch(
         apiKey: config.runService.apiKey,
       })
     : undefined;
+  // One answerer of budgets for the API's route and the surfaces of this process alike.
+  const budgets = new RunBudgets(runService, store, {
+    budgets: config.cost.budgets,
+    ...(config.cost.defaultMaxCostUsd !== undefined
+      ? { defaultMaxCostUsd: config.cost.defaultMaxCostUsd }
+      : {}),
+  });
   const runsApiFor = async (
     who: { id: string; displayName: string },
     role: "member" | "read",
   ): Promise<RunsApi> =>
-    remoteRuns ?? (await inProcessRunsApiFor(runService, () => publicUrl, { ...who, role }));
+    remoteRuns ?? (await inProcessRunsApiFor(runService, budgets, () => publicUrl, { ...who, role }));
   const surfaces = await buildSurfaces(
     [...SURFACES, ...(opts.surfaces ?? [])],
     {
@@ -193,6 +203,7 @@ export async function startDispatch(
       config,
       store,
       runService,
+      budgets,
       access,
       schedules,
       signingKey: await loadSigningKey(config.signingKey, config.dataDir),
@@ -272,6 +283,7 @@ export async function startDispatch(
     config,
     store,
     runService,
+    budgets,
     executor,
     server,
     surfaces,

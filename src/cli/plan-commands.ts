@@ -26,6 +26,9 @@ export function answerHint(run: Pick<RunItem, "run_id" | "state" | "status_messa
   if (reason === "awaiting_approval") {
     return `${waits} Read the plan with: dispatch logs ${run.run_id}\nThen: dispatch approve ${run.run_id} [--note …] · dispatch revise ${run.run_id} <changes> · dispatch cancel ${run.run_id}`;
   }
+  if (reason === "awaiting_budget") {
+    return `${waits} Answer with: dispatch budget ${run.run_id} extend <usd> · dispatch budget ${run.run_id} stop · dispatch cancel ${run.run_id}`;
+  }
   return `${waits} Answer with: dispatch followup ${run.run_id} <message> · or dispatch cancel ${run.run_id}`;
 }
 

@@ -12,6 +12,7 @@ export const RUN_COMMANDS = [
   "diff",
   "approve",
   "revise",
+  "budget",
 ] as const;
 export type RunCommand = (typeof RUN_COMMANDS)[number];
 
@@ -30,6 +31,9 @@ export const RUNS_USAGE = `  dispatch run <prompt> [--follow] [--json] [--title 
                                  carry out the plan a run waits with (BLOCKED awaiting_approval)
   dispatch revise <run id> <changes> [--json]
                                  have the plan revised; it waits for you again
+  dispatch budget <run id> extend <usd> | stop [--json]
+                                 a run waiting for budget (BLOCKED awaiting_budget) may spend that
+                                 many US dollars more and continues, or delivers what it has
 
   They call the API at DISPATCH_BASE_URL (default http://127.0.0.1:8080) with DISPATCH_API_KEY
   (or DISPATCH_ADMIN_API_KEY). --follow streams the transcript until the run finishes and exits

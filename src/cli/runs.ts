@@ -19,6 +19,7 @@ import {
   table,
   UsageError,
 } from "./api-output.ts";
+import { answerBudget } from "./budget-commands.ts";
 import { answerHint, answerPlan, EXIT_WAITING, stateCell, stillWaitingAt } from "./plan-commands.ts";
 import { RUNS_USAGE, type RunCommand } from "./run-commands.ts";
 import { agoCell, durationText, whenLine } from "./time-text.ts";
@@ -51,6 +52,8 @@ export async function runCommand(command: RunCommand, argv: string[]): Promise<n
       case "approve":
       case "revise":
         return await answerPlan(command, argv);
+      case "budget":
+        return await answerBudget(argv);
     }
   } catch (err) {
     return reportApiError(err, RUNS_USAGE);

@@ -8,6 +8,8 @@
  *   plan <prompt> [options]       a new run in plan mode: its plan waits for approval (docs/surfaces.md)
  *   approve [run] [note]          carry out the plan the run waits to have approved (same run, normal mode)
  *   revise [run] <changes>        have that plan revised with these changes (plan mode again)
+ *   extend [run] $<usd> · stop [run]  (GitHub, Jira, Linear) extend the budget a run waits for, or stop it
+ *                                 there (Slack has the card's buttons)
  *   cancel [run] · status [run]   the run is optional where the thread says which run is meant
  *   list · help
  *   followup <run_id> <message>   slash command only
@@ -48,6 +50,9 @@ export type Command =
   /** The answer to a plan that waits for approval; the run is the thread's unless named. */
   | { verb: "approve"; runId?: string; note?: string }
   | { verb: "revise"; runId?: string; changes: string }
+  /** The answer to a run that waits for budget (tracker surfaces); the run is the thread's unless named. */
+  | { verb: "extend"; runId?: string; amountUsd: number }
+  | { verb: "stop"; runId?: string }
   | { verb: "cancel"; runId?: string }
   | { verb: "status"; runId?: string }
   | { verb: "list" }
@@ -119,6 +124,14 @@ export function parseCommand(text: string, surface: Surface, opts: GrammarOption
     case "approve":
     case "revise":
       return parsePlanAnswer(verb, rest);
+    case "extend":
+    case "stop": {
+      // Slack answers a budget with the card's buttons; there these words start a prompt as before.
+      if (surface !== "github") break;
+      const answer = parseBudgetAnswer(verb, rest);
+      if (answer) return answer;
+      break;
+    }
     case "repo":
       if (!slack) break;
       // `repo` alone shows, `repo none` clears, `repo <spec>` sets; more words are a prompt ("repo is slow…").
@@ -183,6 +196,27 @@ function parsePlanAnswer(verb: "approve" | "revise", rest: string): Command {
   if (verb === "approve") return { verb, ...run, ...(text ? { note: text } : {}) };
   if (text === "") throw new GrammarError("say what to change in the plan: revise <changes>");
   return { verb, ...run, changes: text };
+}
+
+/** An amount of US dollars as people write it: `$5`, `5`, `2.50`, `$2.50 usd`. */
+const USD = /^\$?(\d{1,6}(?:\.\d{1,2})?)(?:\s*(?:usd|dollars?))?$/i;
+
+/**
+ * `extend [run] $<usd>` and `stop [run]`, after the verb; undefined when the words are a prompt ("stop the
+ * flaky test…", "extend the parser…"). `extend` with no amount says how to give one.
+ */
+function parseBudgetAnswer(verb: "extend" | "stop", rest: string): Command | undefined {
+  const [first = ""] = rest.split(/\s+/);
+  const runId = RUN_ID.test(first) ? first : undefined;
+  const text = (runId ? rest.slice(first.length) : rest).trim();
+  const run = runId ? { runId } : {};
+  if (verb === "stop") return text === "" ? { verb, ...run } : undefined;
+  if (text === "") throw new GrammarError("say by how much: extend $5 (US dollars)");
+  const amount = USD.exec(text);
+  if (!amount) return undefined;
+  const amountUsd = Number(amount[1]);
+  if (amountUsd <= 0) throw new GrammarError("extend by more than $0: extend $5 (US dollars)");
+  return { verb, ...run, amountUsd };
 }
 
 /**

@@ -23,7 +23,7 @@ import { EnvironmentCatalog } from "../catalog/environments.ts";
 import { listModels } from "../catalog/models.ts";
 import type { Config } from "../config.ts";
 import { IdentityService } from "../identities/identity-service.ts";
-import { RunBudgets } from "../runs/budget-answer.ts";
+import type { RunBudgets } from "../runs/budget-answer.ts";
 import type { RunService } from "../runs/run-service.ts";
 import type { ScheduleService } from "../schedules/schedule-service.ts";
 import type { Store } from "../store/store.ts";
@@ -47,6 +47,7 @@ export function registerApi(
     config: Config;
     store: Store;
     runService: RunService;
+    budgets: RunBudgets;
     access: RunAccess;
     schedules: ScheduleService;
     signingKey: Buffer;
@@ -95,14 +96,7 @@ export function registerApi(
   });
   server.register(runInsightRoutes, { runService, links: transcriptLinks, publicUrl });
   server.register(runApprovalRoutes, { runService });
-  server.register(runBudgetRoutes, {
-    budgets: new RunBudgets(runService, store, {
-      budgets: config.cost.budgets,
-      ...(config.cost.defaultMaxCostUsd !== undefined
-        ? { defaultMaxCostUsd: config.cost.defaultMaxCostUsd }
-        : {}),
-    }),
-  });
+  server.register(runBudgetRoutes, { budgets: deps.budgets });
   server.register(conversationRoutes, { runService, links: transcriptLinks, publicUrl });
   server.register(sessionPage, {
     runService,
@@ -114,6 +108,7 @@ export function registerApi(
     ...(deps.commentSignIn ? { githubSignIn: deps.commentSignIn } : {}),
     signIn: deps.webSignIn,
     runService,
+    budgets: deps.budgets,
     store,
     attachments: { store, links: attachmentLinks },
     publicUrl,

@@ -1,6 +1,7 @@
 import { APIError, Dispatch } from "@agent-dispatch/client";
 import { isRunErrorCode, RunError, type RunErrorCode } from "../model/errors.ts";
 import type { Creator, FollowupOutcome } from "../model/run.ts";
+import type { BudgetRequest } from "./budget-answer.ts";
 import type { PlanAnswer } from "./plan-approval.ts";
 import type { RunItem } from "./run-item.ts";
 import type {
@@ -103,6 +104,16 @@ export class HttpRunsApi implements RunsApi {
         `agent/runs/${encodeURIComponent(runId)}/approve`,
         { body: answer, ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {}) },
       ),
+    );
+  }
+
+  /** `by` travels as `on_behalf_of`, so the person's own limits apply rather than the admin key's. */
+  budget(runId: string, answer: BudgetRequest, opts: RunsApiCallOptions & { by?: Creator } = {}) {
+    return asRunError(async () =>
+      this.client.post<{ run_id: string; state: string }>(`agent/runs/${encodeURIComponent(runId)}/budget`, {
+        body: { ...answer, ...(opts.by ? { on_behalf_of: { creator: opts.by } } : {}) },
+        ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {}),
+      }),
     );
   }
 }

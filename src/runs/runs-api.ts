@@ -1,6 +1,7 @@
 import type { ApiKeyRole, Caller } from "../model/identity.ts";
 import type { Creator, FollowupOutcome, RunEvent } from "../model/run.ts";
 import type { AttachmentInput } from "./attachments.ts";
+import type { BudgetRequest, RunBudgets } from "./budget-answer.ts";
 import { answerPlan, type PlanAnswer } from "./plan-approval.ts";
 import { type RunItem, toRunItem } from "./run-item.ts";
 import type { ListInput, RunService } from "./run-service.ts";
@@ -8,7 +9,7 @@ import type { ListInput, RunService } from "./run-service.ts";
 /**
  * What the integrations (Slack, GitHub, Linear) and the notifier use to reach runs: the operations of the
  * HTTP API they need (create, get, list, follow up, cancel, a page of the transcript, and the answer to a
- * plan that waits for approval), in its wire shapes. The in-process implementation calls the run service directly; an HTTP
+ * plan that waits for approval or a run that waits for budget), in its wire shapes. The in-process implementation calls the run service directly; an HTTP
  * one (the TypeScript client) lets the bot front a remote Dispatch. Integrations never touch the store.
  */
 export interface RunsApi {
@@ -35,6 +36,16 @@ export interface RunsApi {
     answer: PlanAnswer,
     opts?: RunsApiCallOptions,
   ): Promise<{ followup_id: string; outcome: FollowupOutcome }>;
+  /**
+   * Extends the budget the run waits for, or stops it there (POST /agent/runs/{id}/budget), as `by` (the
+   * person on the surface, whose own monthly limits then apply): `not_authorized` when that is beyond
+   * what they may allow, `conflict` when the run does not wait for budget.
+   */
+  budget(
+    runId: string,
+    answer: BudgetRequest,
+    opts?: RunsApiCallOptions & { by?: Creator },
+  ): Promise<{ run_id: string; state: string }>;
 }
 
 /** One page of a run's transcript, as GET /agent/runs/{id}/events answers it. */
@@ -91,11 +102,18 @@ export class InProcessRunsApi implements RunsApi {
   private readonly service: RunService;
   private readonly caller: Caller & { surface: true };
   private readonly publicUrl: () => string;
+  private readonly budgets: Pick<RunBudgets, "answer">;
 
-  constructor(service: RunService, caller: Caller & { surface: true }, publicUrl: () => string) {
+  constructor(
+    service: RunService,
+    caller: Caller & { surface: true },
+    publicUrl: () => string,
+    budgets: Pick<RunBudgets, "answer">,
+  ) {
     this.service = service;
     this.caller = caller;
     this.publicUrl = publicUrl;
+    this.budgets = budgets;
   }
 
   async create(input: RunsApiCreate, opts: RunsApiCreateOptions = {}) {
@@ -176,6 +194,16 @@ export class InProcessRunsApi implements RunsApi {
       answer,
     );
   }
+
+  async budget(runId: string, answer: BudgetRequest, opts: RunsApiCallOptions & { by?: Creator } = {}) {
+    // No idempotency record: the answer is a compare-and-set on BLOCKED, so a repeat is a conflict.
+    const run = await this.budgets.answer(
+      { caller: this.caller, ...(opts.by ? { creator: opts.by } : {}) },
+      runId,
+      answer,
+    );
+    return { run_id: run.id, state: run.state };
+  }
 }
 
 /**
@@ -194,6 +222,7 @@ function idempotentBody(input: RunsApiCreate): unknown {
  */
 export async function inProcessRunsApiFor(
   runService: RunService,
+  budgets: Pick<RunBudgets, "answer">,
   publicUrl: () => string,
   who: { id: string; displayName: string; role: ApiKeyRole },
 ): Promise<InProcessRunsApi> {
@@ -213,5 +242,5 @@ export async function inProcessRunsApiFor(
     principal,
     team,
   };
-  return new InProcessRunsApi(runService, caller, publicUrl);
+  return new InProcessRunsApi(runService, caller, publicUrl, budgets);
 }

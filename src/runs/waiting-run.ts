@@ -22,6 +22,19 @@ export function waitsForApproval(run: Pick<RunItem, "state" | "status_message">)
   return waitingReason(run) === "awaiting_approval";
 }
 
+/** Whether the run waits for a person to extend its budget or stop it. */
+export function waitsForBudget(run: Pick<RunItem, "state" | "status_message">): boolean {
+  return waitingReason(run) === "awaiting_budget";
+}
+
+/**
+ * What every surface offers to extend a run waiting for budget by (docs/surfaces.md, "Waiting for you"):
+ * what it estimates it needs, rounded up to a whole dollar, at least $1.
+ */
+export function extendOffer(run: { budget?: { needs_usd?: number } | null }): number {
+  return Math.max(1, Math.ceil((run.budget?.needs_usd ?? 0) - 1e-9));
+}
+
 /**
  * The plan the run waits to have approved: the agent's last message, the text its PLAN artifact holds
  * (executor/plan-approval.ts). Undefined when the transcript has none.

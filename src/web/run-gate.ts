@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { RunRecord } from "../model/run.ts";
 import { waitingFor } from "../model/run-gates.ts";
 import type { WebSession } from "../model/web-session.ts";
+import { extendOffer } from "../runs/waiting-run.ts";
 import type { Store } from "../store/store.ts";
 import { csrfField, escapeHtml } from "./html.ts";
 import { renderMarkdown } from "./markdown.ts";
@@ -10,7 +11,8 @@ import { formatBytes } from "./run-view.ts";
 /**
  * What the run page shows of a run that waits for a person (BLOCKED; docs/api.md "Plans that wait for
  * approval"): what it waits for and, for a plan, the plan itself with Approve (an optional note), Request
- * changes (the changes) and Cancel. Any other wait is answered by a follow-up, so the section points
+ * changes (the changes) and Cancel; for budget ("Budgets"), Extend (an amount, what it needs rounded up to
+ * a whole dollar at first) and Stop here. Any other wait is answered by a follow-up, so the section points
  * there. The live script swaps the section when its key changes, never while the same wait is shown, so
  * that text being typed into it stays.
  */
@@ -91,6 +93,13 @@ export function renderGate(
 </form>
 ${reviseForm(run, session)}
 ${cancel}</div>`;
+  } else if (act && view.reason === "awaiting_budget") {
+    forms = `<div class="gate-forms">
+${extendForm(run, session)}
+<form method="post" action="${runPath}/stop">${csrfField(session)}
+<p><button type="submit" id="stop-budget">Stop here</button> <span class="muted">delivers what it has and ends</span></p>
+</form>
+${cancel}</div>`;
   } else if (act) {
     forms = `<p>Answer with <a href="#followup-box">a follow-up</a>: the run continues with it.</p>${cancel}`;
   }
@@ -108,6 +117,16 @@ export function reviseForm(run: RunRecord, session: WebSession, message = ""): s
 <p><label for="revise-message">Changes to the plan</label><br>
 <textarea id="revise-message" name="message" rows="3" required maxlength="100000">${escapeHtml(message)}</textarea></p>
 <p><button type="submit" id="revise-plan">Request changes</button> <span class="muted">the agent revises the plan and waits again</span></p>
+</form>`;
+}
+
+/** Extend (an amount in US dollars); `amount` refills it after a refusal, else what the run needs. */
+export function extendForm(run: RunRecord, session: WebSession, amount?: string): string {
+  const value = amount ?? String(extendOffer(run));
+  return `<form method="post" action="/runs/${encodeURIComponent(run.id)}/extend">${csrfField(session)}
+<p><label for="extend-amount">Extend by (US dollars)</label><br>
+<input type="number" id="extend-amount" name="amount_usd" min="0.01" step="0.01" required value="${escapeHtml(value)}"></p>
+<p><button type="submit" id="extend-budget">Extend</button> <span class="muted">lets it spend that much more, and it continues</span></p>
 </form>`;
 }
 

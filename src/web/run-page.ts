@@ -4,12 +4,14 @@ import { type RunTranscript, resumeAfter, streamRunEvents } from "../api/event-s
 import { httpOf } from "../api/problem.ts";
 import { describeIssues, LIMITS } from "../api/schemas/common.ts";
 import { ApproveRunRequestSchema } from "../api/schemas/run-approval.ts";
+import { BudgetRequestSchema } from "../api/schemas/run-budget.ts";
 import { FollowupRequestSchema } from "../api/schemas/runs.ts";
 import { RunError } from "../model/errors.ts";
 import type { RunRecord } from "../model/run.ts";
 import { isTerminal } from "../model/run-state.ts";
 import { stallNote } from "../model/stall.ts";
 import type { WebSession } from "../model/web-session.ts";
+import type { BudgetRequest, RunBudgets } from "../runs/budget-answer.ts";
 import { answerPlan, type PlanAnswer } from "../runs/plan-approval.ts";
 import { retryInput } from "../runs/retry.ts";
 import { creatorOf } from "../runs/run-audit.ts";
@@ -22,7 +24,7 @@ import { escapeHtml, sendPage } from "./html.ts";
 import { sendLiveItems } from "./live-items.ts";
 import { liveViewScript } from "./live-view-script.ts";
 import { runEquivalents } from "./run-equivalents.ts";
-import { RUN_GATE_STYLE, readGate, renderGate, reviseForm } from "./run-gate.ts";
+import { extendForm, RUN_GATE_STYLE, readGate, renderGate, reviseForm } from "./run-gate.ts";
 import { RUN_HEADER_STYLE } from "./run-header.ts";
 import {
   COPY_SCRIPT,
@@ -57,6 +59,8 @@ const NOTICES: Record<string, string> = {
   cancel: "Run cancelled.",
   approved: "Plan approved: the run carries it out.",
   revised: "Changes requested: the agent revises its plan, which will wait for you again.",
+  extended: "Budget extended: the run continues.",
+  stopped: "Stopped here: the run delivers what it has.",
   retried: "Started again: this is the new run (the one retried was cancelled if it was still running).",
 };
 /** The retry form's one-time key: a second submission of the same form starts no second run. */
@@ -66,6 +70,8 @@ export interface RunPageOptions {
   signIn: WebSignIn;
   runService: Pick<RunService, "get" | "getToSteer" | "followup" | "cancel" | "create" | "history"> &
     RunTranscript;
+  /** Answers to a run that waits for budget: who may, and how far, is RunBudgets' rule. */
+  budgets: Pick<RunBudgets, "answer">;
   store: Pick<Store, "readArtifactHead" | "getThreadBinding" | "getCardState" | "bindThread">;
   attachments?: AttachmentSource;
   /** Base of the API for the page's curl and CLI lines; the request's own origin when empty. */
@@ -285,6 +291,41 @@ export async function runPage(app: FastifyInstance, opts: RunPageOptions): Promi
       `/runs/:runId/${action}`,
       { bodyLimit: LIMITS.bodyBytes },
       (req, reply) => answer(req, reply, action),
+    );
+  }
+
+  // A run that waits for budget (docs/api.md "Budgets"): Extend by an amount, or Stop here. The person
+  // answers as themself: their own monthly budgets apply unless they are an admin.
+  const answerBudget = async (
+    req: FastifyRequest<{ Params: { runId: string } }>,
+    reply: FastifyReply,
+    action: BudgetRequest["action"],
+  ): Promise<FastifyReply> => {
+    const opened = await openForAction(req, reply);
+    if (!("run" in opened)) return opened;
+    const { session, run } = opened;
+    const field = formOf(req).amount_usd;
+    const amount = typeof field === "string" ? field.trim() : "";
+    const heading = action === "extend" ? "Budget not extended" : "Not stopped";
+    const again = action === "extend" ? extendForm(run, session, amount) : "";
+    const parsed = BudgetRequestSchema.safeParse(
+      action === "extend" ? { action, amount_usd: amount === "" ? undefined : Number(amount) } : { action },
+    );
+    if (!parsed.success) {
+      return refused(reply, run, session, 400, heading, describeIssues(parsed.error), again);
+    }
+    try {
+      await opts.budgets.answer({ caller: session }, run.id, parsed.data as BudgetRequest);
+    } catch (err) {
+      return refusal(err, reply, run, session, heading, again);
+    }
+    return backToRun(reply, run, action === "extend" ? "extended" : "stopped");
+  };
+  for (const action of ["extend", "stop"] as const) {
+    app.post<{ Params: { runId: string } }>(
+      `/runs/:runId/${action}`,
+      { bodyLimit: LIMITS.bodyBytes },
+      (req, reply) => answerBudget(req, reply, action),
     );
   }
 

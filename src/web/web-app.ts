@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { RunTranscript } from "../api/event-stream.ts";
+import type { RunBudgets } from "../runs/budget-answer.ts";
 import type { RunService } from "../runs/run-service.ts";
 import type { Store } from "../store/store.ts";
 import { auditPage } from "./audit-page.ts";
@@ -27,6 +28,8 @@ export interface WebAppOptions {
     "readArtifactHead" | "getThreadBinding" | "getCardState" | "bindThread" | "listAuditEvents"
   > &
     DashboardStore;
+  /** Answers to runs that wait for budget (the run page's Extend and Stop here). */
+  budgets: Pick<RunBudgets, "answer">;
   /** The run page's image attachments and the signer of their links; without it the page shows none. */
   attachments?: AttachmentSource;
   /** The API's public base, for the run page's CLI and curl lines. */
@@ -80,6 +83,7 @@ export async function webApp(app: FastifyInstance, opts: WebAppOptions): Promise
   await app.register(runPage, {
     signIn: opts.signIn,
     runService: opts.runService,
+    budgets: opts.budgets,
     store: opts.store,
     ...(opts.attachments ? { attachments: opts.attachments } : {}),
     publicUrl: opts.publicUrl,

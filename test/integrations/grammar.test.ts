@@ -283,4 +283,21 @@ describe("parseCommand: plans that wait for approval", () => {
     expect(errorOf("revise", "github")).toContain("say what to change in the plan");
     expect(errorOf(`revise ${RUN}`)).toContain("revise <changes>");
   });
+
+  it("`extend [run] $<usd>` and `stop [run]` on the trackers; other words after them are a prompt, and Slack has buttons", () => {
+    expect(parseCommand("extend $5", "github")).toEqual({ verb: "extend", amountUsd: 5 });
+    expect(parseCommand(`extend ${RUN} 2.50 usd`, "github")).toEqual({
+      verb: "extend",
+      runId: RUN,
+      amountUsd: 2.5,
+    });
+    expect(parseCommand("Stop", "github")).toEqual({ verb: "stop" });
+    expect(parseCommand(`stop ${RUN}`, "github")).toEqual({ verb: "stop", runId: RUN });
+    expect(parseCommand("stop the flaky test from retrying", "github")).toMatchObject({ verb: "run" });
+    expect(parseCommand("extend the parser to read YAML", "github")).toMatchObject({ verb: "run" });
+    expect(parseCommand("stop", "mention")).toMatchObject({ verb: "run", prompt: "stop" });
+    expect(parseCommand("extend $5", "slash")).toMatchObject({ verb: "run" });
+    expect(errorOf("extend", "github")).toContain("say by how much: extend $5");
+    expect(errorOf("extend $0", "github")).toContain("more than $0");
+  });
 });

@@ -32,7 +32,7 @@ async function startWithNotifier(options: Partial<NotifierOptions> = FAST, env: 
     },
     { notifier: options },
   );
-  runs = await inProcessRunsApiFor(t.dispatch.runService, () => t.url, {
+  runs = await inProcessRunsApiFor(t.dispatch.runService, t.dispatch.budgets, () => t.url, {
     ...NOTIFIER_PRINCIPAL,
     // The tests play the Slack app with it (create, follow up, cancel): a surface that steers, not a reader.
     role: "member",
@@ -354,7 +354,7 @@ describe("notifier: restarts and several instances", () => {
 
   async function startWithoutNotifier() {
     t = await startTestDispatch({ DISPATCH_POLL_INTERVAL_MS: "20" });
-    runs = await inProcessRunsApiFor(t.dispatch.runService, () => t.url, {
+    runs = await inProcessRunsApiFor(t.dispatch.runService, t.dispatch.budgets, () => t.url, {
       ...NOTIFIER_PRINCIPAL,
       role: "member",
     });

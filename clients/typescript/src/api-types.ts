@@ -146,6 +146,14 @@ export interface AuditEvent {
 export interface BudgetRequest {
   action: "extend" | "stop";
   amount_usd?: number;
+  on_behalf_of?: {
+    creator: {
+      type: "user" | "service_account";
+      uid: string;
+      display_name: string;
+      email?: string;
+    };
+  } | null;
 }
 
 export interface BudgetResponse {

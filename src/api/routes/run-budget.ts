@@ -26,8 +26,11 @@ export const runBudgetOperations = {
 export async function runBudgetRoutes(app: FastifyInstance, opts: { budgets: RunBudgets }): Promise<void> {
   route(app, runBudgetOperations.answerBudget, async (req) => {
     const body = req.body as z.infer<typeof BudgetRequestSchema>;
+    // A surface answering for a person (its admin key, remote mode): the person's limits apply, not the key's.
+    const behalf = body.on_behalf_of;
+    const by = behalf && req.caller!.key.role === "admin" ? behalf.creator : undefined;
     const run = await opts.budgets.answer(
-      { caller: req.caller! },
+      { caller: req.caller!, ...(by ? { creator: by } : {}) },
       req.params.runId,
       body.action === "extend" ? { action: "extend", amount_usd: body.amount_usd! } : { action: "stop" },
     );

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { BUDGET_SCOPES } from "../../model/budget.ts";
+import { CreatorSchema } from "./creator.ts";
 
 const usd = z.number().meta({ description: "US dollars." });
 
@@ -40,6 +41,10 @@ export const BudgetRequestSchema = z
       .max(100_000, "amount_usd must be at most 100000 US dollars")
       .optional()
       .meta({ description: "With extend (required): by how many US dollars." }),
+    on_behalf_of: z.object({ creator: CreatorSchema }).nullish().meta({
+      description:
+        "Dispatch extension for integrations (admin keys only; ignored for other keys): the person who answers, whose limits then apply.",
+    }),
   })
   .strict()
   .refine((body) => body.action !== "extend" || body.amount_usd !== undefined, {

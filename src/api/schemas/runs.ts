@@ -4,6 +4,7 @@ import { WIRE_RUN_MODES } from "../../model/run-mode.ts";
 import { FOREIGN_RUN_STATES, RUN_STATES } from "../../model/run-state.ts";
 import { AgentConfigSchema } from "./agent-config.ts";
 import { boundedText, LIMITS, MetadataSchema, SkillSpecSchema, Timestamp } from "./common.ts";
+import { CreatorSchema } from "./creator.ts";
 
 /** Runs on the wire: create, list, get, follow up, cancel, the transcript, attachments and redirects. */
 
@@ -24,14 +25,6 @@ const AttachmentsSchema = z
   .array(AttachmentSchema)
   .max(MAX_ATTACHMENTS, `at most ${MAX_ATTACHMENTS} attachments are allowed`)
   .nullish();
-
-/** A person or service account a run is for (runs' `creator`; `on_behalf_of.creator` from integrations). */
-const CreatorSchema = z.object({
-  type: z.enum(["user", "service_account"]),
-  uid: z.string().min(1).max(300),
-  display_name: z.string().min(1).max(300),
-  email: z.string().max(300).optional(),
-});
 
 /** Oz's create fields beyond the prompt and config (docs/api.md; behaviour in RunService.create). */
 const OzCreateFields = {

@@ -5,6 +5,7 @@ import type { GitHubSettings } from "../../config-file.ts";
 import type { Creator } from "../../model/run.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
 import type { InboundDelivery, Store } from "../../store/store.ts";
+import { budgetRequestOf } from "../budget-answer-words.ts";
 import { type Command, GrammarError, parseCommand, selectsAgent } from "../grammar.ts";
 import { InboxQueue, type InboxStore } from "../inbox-queue.ts";
 import { CiAutofix } from "./ci-autofix.ts";
@@ -28,7 +29,19 @@ import { WebhookRoute } from "./webhook-route.ts";
 const WORK_CONCURRENCY = 4;
 
 /** Words that are commands on an issue that has a run; anything else there is a follow-up. */
-const VERBS = new Set(["cancel", "status", "help", "list", "new", "login", "plan", "approve", "revise"]);
+const VERBS = new Set([
+  "cancel",
+  "status",
+  "help",
+  "list",
+  "new",
+  "login",
+  "plan",
+  "approve",
+  "revise",
+  "extend",
+  "stop",
+]);
 
 export type GitHubStore = Pick<
   Store,
@@ -273,6 +286,13 @@ export class GitHubIntegration {
             ? { action: "revise" as const, message: command.changes }
             : { action: "approve" as const, ...(command.note ? { message: command.note } : {}) };
         return this.verbs.answerPlan(issue, login, runId, answer, key(command.verb));
+      }
+      case "extend":
+      case "stop": {
+        const runId = command.runId ?? binding?.runId;
+        if (!runId) return this.verbs.notice(issue, login, "No Dispatch run was started here yet.");
+        const request = budgetRequestOf(command);
+        return this.verbs.answerBudget(issue, login, creator, runId, request, key(command.verb));
       }
       case "login":
         // Never the code nor a link that signs in: this comment is public.

@@ -66,6 +66,7 @@ export function helpText(handle: string): string {
     `- \`@${handle} <what to do> [model=… env=… name=… skill=… title=… harness=…]\` starts a run (a follow-up when this issue already has one)`,
     `- \`@${handle} new <what to do>\` starts another run here`,
     `- \`@${handle} plan <what to do>\` starts a run that plans first and waits: \`@${handle} approve [note]\` carries the plan out, \`@${handle} revise <what to change>\` has it planned again`,
+    `- \`@${handle} extend $5\` lets a run that waits for budget spend that much more; \`@${handle} stop\` has it deliver what it has`,
     `- \`@${handle} /codex <what to do>\` (or \`/claude\`, \`/gemini\`, \`/builtin\`) starts a run with that agent`,
     `- \`@${handle} status\` · \`@${handle} cancel\` act on the latest run of this issue`,
     `- \`@${handle} login\` says how to sign in to Dispatch's web app (you comment the code your browser shows)`,

@@ -2,10 +2,12 @@ import type { Logger } from "pino";
 import type { Creator } from "../../model/run.ts";
 import { stateWords } from "../../model/run-wording.ts";
 import type { AttachmentInput } from "../../runs/attachments.ts";
+import type { BudgetRequest } from "../../runs/budget-answer.ts";
 import type { PlanAnswer } from "../../runs/plan-approval.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
 import type { Store } from "../../store/store.ts";
 import type { CollectedImages } from "../attachments/collect-images.ts";
+import { budgetRefusedText, notWaitingForBudgetText } from "../budget-answer-words.ts";
 import { type Command, createBody } from "../grammar.ts";
 import { describeError, refusedAgent, runErrorCode } from "../run-errors.ts";
 import { type GitHubClients, splitRepo } from "./github-clients.ts";
@@ -236,6 +238,36 @@ export class Verbs {
       this.log.debug({ err, runId }, "could not answer a plan from GitHub");
       return this.notice(issue, login, `Could not answer the plan: ${describeError(err)}`);
     }
+    await this.deps.store.markThreadAsked(runId, issue.threadKey, new Date().toISOString());
+  }
+
+  /**
+   * `extend $X` / `stop`: answers the budget the run waits for (docs/surfaces.md, "Waiting for you") as the
+   * commenter, whose own monthly budgets then apply; beyond them an admin must extend it.
+   */
+  async answerBudget(
+    issue: IssueThread,
+    login: string,
+    creator: Creator,
+    runId: string,
+    request: BudgetRequest,
+    idempotencyKey: string,
+  ): Promise<void> {
+    if (!(await this.inRepo(issue.repo, runId))) return this.notFound(issue, login, runId);
+    try {
+      await this.deps.runs.budget(runId, request, { by: creator, idempotencyKey });
+    } catch (err) {
+      const code = runErrorCode(err);
+      if (code === "conflict") {
+        const run = await this.deps.runs.get(runId).catch(() => undefined);
+        const state = run ? stateWords(run).toLowerCase() : "not waiting";
+        return this.notice(issue, login, notWaitingForBudgetText(runId, state));
+      }
+      if (code === "not_authorized") return this.notice(issue, login, budgetRefusedText(describeError(err)));
+      this.log.debug({ err, runId }, "could not answer a budget from GitHub");
+      return this.notice(issue, login, `Could not answer the budget: ${describeError(err)}`);
+    }
+    // The tracking comment shows the run at work again (or delivering) once the notifier sees it.
     await this.deps.store.markThreadAsked(runId, issue.threadKey, new Date().toISOString());
   }
 

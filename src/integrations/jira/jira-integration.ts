@@ -7,9 +7,11 @@ import type { Creator } from "../../model/run.ts";
 import { isTerminal } from "../../model/run-state.ts";
 import { stateWords } from "../../model/run-wording.ts";
 import { type ThreadBinding, threadKey } from "../../model/thread-binding.ts";
+import type { BudgetRequest } from "../../runs/budget-answer.ts";
 import type { PlanAnswer } from "../../runs/plan-approval.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
 import type { InboundDelivery, Store } from "../../store/store.ts";
+import { budgetRefusedText, budgetRequestOf, notWaitingForBudgetText } from "../budget-answer-words.ts";
 import { type Command, GrammarError, parseCommand, selectsAgent } from "../grammar.ts";
 import { InboxQueue, type InboxStore } from "../inbox-queue.ts";
 import { runErrorCode } from "../run-errors.ts";
@@ -26,7 +28,19 @@ const WORK_CONCURRENCY = 4;
 /** The inbox's attempts per delivery (inbox-queue.ts): the last one answers rather than fails. */
 const LAST_ATTEMPT = 5;
 /** Words that are commands on an issue that has a run; anything else there is a follow-up. */
-const VERBS = new Set(["cancel", "status", "help", "list", "new", "login", "plan", "approve", "revise"]);
+const VERBS = new Set([
+  "cancel",
+  "status",
+  "help",
+  "list",
+  "new",
+  "login",
+  "plan",
+  "approve",
+  "revise",
+  "extend",
+  "stop",
+]);
 
 export type JiraStore = Pick<
   Store,
@@ -210,6 +224,15 @@ export class JiraIntegration {
             : { action: "approve", ...(command.note ? { message: command.note } : {}) };
         return this.answerPlan(ctx, target, answer);
       }
+      case "extend":
+      case "stop": {
+        const runId = command.runId ?? binding?.runId;
+        const target = runId ? await this.bindingOf(runId, trigger.issue.projectKey) : undefined;
+        if (!runId) return notice(command.verb, "no Dispatch run was started on this issue yet.");
+        if (!target)
+          return notice(command.verb, `no run ${runId} was started in project ${trigger.issue.projectKey}.`);
+        return this.answerBudget(ctx, target, budgetRequestOf(command));
+      }
       case "run":
         if (binding && !command.forceNew) return this.followup(ctx, binding, command.prompt);
         return this.starts.start(ctx, command);
@@ -241,6 +264,34 @@ export class JiraIntegration {
     }
   }
 
+  /**
+   * `extend $X` / `stop`: the answer to the budget the run waits for, as the commenter, whose own monthly
+   * budgets then apply; beyond them an admin must extend it.
+   */
+  private async answerBudget(ctx: HandlingContext, binding: ThreadBinding, request: BudgetRequest) {
+    const { trigger, notice } = ctx;
+    const refusal = await this.refusal(trigger.actor.id, binding, "followup");
+    if (refusal) return notice("refused", refusal);
+    try {
+      await this.deps.runs.budget(binding.runId, request, {
+        by: this.personOf(trigger.actor),
+        idempotencyKey: `jira-budget-${trigger.comment!.id}`,
+      });
+      await this.deps.store.markThreadAsked(binding.runId, threadKey(binding), new Date().toISOString());
+      // The run's comment shows it at work again (or delivering) once the notifier sees the change.
+    } catch (err) {
+      const code = runErrorCode(err);
+      if (code === "conflict") {
+        const run = await this.deps.runs.get(binding.runId).catch(() => undefined);
+        const state = run ? stateWords(run).toLowerCase() : "not waiting";
+        return notice(request.action, notWaitingForBudgetText(binding.runId, state));
+      }
+      if (code === "not_authorized") return notice("refused", budgetRefusedText(this.starts.describe(err)));
+      this.log.debug({ err, runId: binding.runId }, "could not answer a budget from Jira");
+      await notice(request.action, `could not answer the budget: ${this.starts.describe(err)}`);
+    }
+  }
+
   private async followup(ctx: HandlingContext, binding: ThreadBinding, text: string): Promise<void> {
     const { trigger, notice } = ctx;
     const refusal = await this.refusal(trigger.actor.id, binding, "followup");
@@ -263,14 +314,18 @@ export class JiraIntegration {
     const { trigger, notice } = ctx;
     const refusal = await this.refusal(trigger.actor.id, binding, "cancel");
     if (refusal) return notice("refused", refusal);
-    const by: Creator = {
-      type: "user",
-      uid: jiraPrincipalId(trigger.actor.id),
-      display_name: trigger.actor.name,
-    };
-    const done = await this.starts.cancel(binding.runId, by, `jira-cancel-${trigger.comment!.id}`);
+    const done = await this.starts.cancel(
+      binding.runId,
+      this.personOf(trigger.actor),
+      `jira-cancel-${trigger.comment!.id}`,
+    );
     // The run's comment says "Cancelled by …" once the notifier sees the change; otherwise say why not.
     if (done !== true) await notice("cancel", done);
+  }
+
+  /** The Jira user as the run's records name people. */
+  private personOf(actor: { id: string; name: string }): Creator {
+    return { type: "user", uid: jiraPrincipalId(actor.id), display_name: actor.name };
   }
 
   /** Why this person may not steer the run, asked of the one access rule; undefined when they may. */

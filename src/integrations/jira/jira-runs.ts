@@ -178,6 +178,13 @@ export class JiraRuns {
         code("revise <what to change>"),
         t(" has it planned again"),
       ),
+      paragraph(
+        t("A run that waits for budget: "),
+        code("extend $5"),
+        t(" lets it spend that much more, "),
+        code("stop"),
+        t(" has it deliver what it has"),
+      ),
       paragraph(code("status"), t(" · "), code("cancel"), t(" act on the issue's latest run")),
       paragraph(
         t(

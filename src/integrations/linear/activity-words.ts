@@ -1,8 +1,10 @@
+import { usdText } from "../../model/budget.ts";
 import { deliveryLine, deliverySummary, repositoryLabel } from "../../model/delivery-summary.ts";
 import type { FollowupOutcome, RunEvent } from "../../model/run.ts";
 import { waitingFor } from "../../model/run-gates.ts";
 import { isTerminal } from "../../model/run-state.ts";
 import { costText, elapsedText, oneLine, stateWords, truncate } from "../../model/run-wording.ts";
+import type { BudgetRequest } from "../../runs/budget-answer.ts";
 import type { RunItem } from "../../runs/run-item.ts";
 import type { ActivityContent, PlanStep } from "./linear-api.ts";
 
@@ -53,6 +55,12 @@ export function elicitationActivity(
       "",
       "Reply `approve` (a note after it goes to the agent) to carry this plan out in the same run, `revise <what to change>` to have it planned again, or stop the session to cancel the run.",
     );
+  } else if (reason === "awaiting_budget") {
+    if (status?.message) lines.push("", truncate(status.message, BODY_LIMIT - 500));
+    lines.push(
+      "",
+      "Reply `extend $5` (any amount in US dollars) to let it spend that much more and continue, or `stop` to have it deliver what it has. The person who asked may extend within their own monthly budget; beyond it an admin must.",
+    );
   } else {
     if (status?.message) lines.push("", truncate(status.message, BODY_LIMIT - 200));
     lines.push("", "Reply in this session to answer.");
@@ -68,6 +76,17 @@ export function planAnsweredThought(action: "approve" | "revise"): ActivityConte
       action === "approve"
         ? "Approved: the agent carries out the plan in this run."
         : "Got it: the agent revises its plan and asks again.",
+  };
+}
+
+/** A budget answered from the session: what happens next. */
+export function budgetAnsweredThought(request: BudgetRequest): ActivityContent {
+  return {
+    type: "thought",
+    body:
+      request.action === "extend"
+        ? `Extended by ${usdText(request.amount_usd)}: the agent continues in this run.`
+        : "Stopped here: the agent delivers what it has.",
   };
 }
 

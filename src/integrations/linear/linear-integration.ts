@@ -6,15 +6,22 @@ import type { RepositoryParsing } from "../../model/repository.ts";
 import type { Creator } from "../../model/run.ts";
 import { oneLine, stateWords, truncate } from "../../model/run-wording.ts";
 import { type ThreadBinding, threadKey } from "../../model/thread-binding.ts";
+import type { BudgetRequest } from "../../runs/budget-answer.ts";
 import type { PlanAnswer } from "../../runs/plan-approval.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
-import { waitsForApproval } from "../../runs/waiting-run.ts";
+import { waitsForApproval, waitsForBudget } from "../../runs/waiting-run.ts";
 import type { InboundDelivery, Store } from "../../store/store.ts";
+import { budgetRefusedText, budgetRequestOf } from "../budget-answer-words.ts";
 import { type Command, createBody, GrammarError, parseCommand } from "../grammar.ts";
 import { InboxQueue, type InboxStore } from "../inbox-queue.ts";
 import { chooseRepository } from "../repository-choice.ts";
 import { describeError, runErrorCode } from "../run-errors.ts";
-import { followupThought, onItThought, planAnsweredThought } from "./activity-words.ts";
+import {
+  budgetAnsweredThought,
+  followupThought,
+  onItThought,
+  planAnsweredThought,
+} from "./activity-words.ts";
 import type { LinearApi } from "./linear-api.ts";
 import { type LinearAudience, linearPrincipalId } from "./linear-audience.ts";
 import { LINEAR_SOURCE } from "./notifier-platform.ts";
@@ -232,6 +239,8 @@ export class LinearIntegration {
       return session.activity(key, errorBody("The message is empty: say what the agent should do."));
     const answer = await this.planAnswer(binding.runId, message);
     if (answer) return this.answerPlan(binding, answer, activity.id, session, key);
+    const budget = await this.budgetAnswer(binding.runId, message);
+    if (budget) return this.answerBudget(binding, budget, by, activity.id, session, key);
     try {
       const { outcome } = await this.deps.runs.followup(binding.runId, message, {
         idempotencyKey: `linear-followup-${activity.id}`,
@@ -281,6 +290,52 @@ export class LinearIntegration {
     } catch (err) {
       this.log.debug({ err, runId: binding.runId }, "could not answer a plan from Linear");
       await session.activity(key, errorBody(`Could not answer the plan: ${describeError(err)}`));
+    }
+  }
+
+  /**
+   * `extend $X` or `stop` written while the run waits for budget: the answer to it (docs/surfaces.md,
+   * "Waiting for you"). Anything else, or a run not waiting, is a follow-up.
+   */
+  private async budgetAnswer(runId: string, message: string): Promise<BudgetRequest | undefined> {
+    const verb = (message.split(/\s+/)[0] ?? "").toLowerCase();
+    if (verb !== "extend" && verb !== "stop") return undefined;
+    let command: Command;
+    try {
+      command = parseCommand(message, "github");
+    } catch (err) {
+      if (err instanceof GrammarError) return undefined;
+      throw err;
+    }
+    if (command.verb !== "extend" && command.verb !== "stop") return undefined;
+    const run = await this.deps.runs.get(runId).catch(() => undefined);
+    return run && waitsForBudget(run) ? budgetRequestOf(command) : undefined;
+  }
+
+  /** The budget answered as the person who wrote it, whose own monthly budgets then apply. */
+  private async answerBudget(
+    binding: ThreadBinding,
+    request: BudgetRequest,
+    by: Creator,
+    activityId: string,
+    session: SessionMessages,
+    key: string,
+  ): Promise<void> {
+    try {
+      await this.deps.runs.budget(binding.runId, request, {
+        by,
+        idempotencyKey: `linear-budget-${activityId}`,
+      });
+      await this.deps.store.markThreadAsked(binding.runId, threadKey(binding), new Date().toISOString());
+      await session.activity(key, budgetAnsweredThought(request));
+    } catch (err) {
+      const detail = describeError(err);
+      const text =
+        runErrorCode(err) === "not_authorized"
+          ? budgetRefusedText(detail)
+          : `Could not answer the budget: ${detail}`;
+      this.log.debug({ err, runId: binding.runId }, "could not answer a budget from Linear");
+      await session.activity(key, errorBody(text));
     }
   }
 

@@ -6,6 +6,7 @@ import type { PlanAnswer } from "../../runs/plan-approval.ts";
 import type { Store } from "../../store/store.ts";
 import { type Command, GrammarError, parseCommand } from "../grammar.ts";
 import { type Actor, refusal } from "./access.ts";
+import type { BudgetAnswers } from "./budget-answers.ts";
 import { claimDelivery, idempotencyKeyFor } from "./inbound.ts";
 import { grammarErrorText, plainText } from "./messages.ts";
 import type { PlanAnswers } from "./plan-answers.ts";
@@ -18,7 +19,9 @@ import type { UserDirectory } from "./user-directory.ts";
 import type { SharedFiles, Verbs } from "./verbs.ts";
 import {
   ACTION_APPROVE,
+  ACTION_EXTEND_BUDGET,
   ACTION_REVISE,
+  ACTION_STOP_BUDGET,
   REVISE_BLOCK,
   REVISE_INPUT,
   REVISE_VIEW,
@@ -55,6 +58,8 @@ export interface ListenersDeps {
   verbs: Verbs;
   /** `approve`, `revise`, and the card's Approve and Request changes buttons. */
   planAnswers: PlanAnswers;
+  /** The card's Extend by $X and Stop here buttons. */
+  budgetAnswers: BudgetAnswers;
   /** `schedule`, `schedules`, `unschedule`. */
   scheduleVerbs: ScheduleVerbs;
   responder: Responder;
@@ -117,6 +122,14 @@ export class Listeners {
     app.action(ACTION_REVISE, async ({ ack, body }) => {
       await ack();
       await this.onPlanButton(body as Payload, "revise");
+    });
+    app.action(ACTION_EXTEND_BUDGET, async ({ ack, body }) => {
+      await ack();
+      await this.onBudgetButton(body as Payload, "extend");
+    });
+    app.action(ACTION_STOP_BUDGET, async ({ ack, body }) => {
+      await ack();
+      await this.onBudgetButton(body as Payload, "stop");
     });
     app.view(REVISE_VIEW, async ({ ack, body }) => {
       await ack();
@@ -345,6 +358,19 @@ export class Listeners {
     if (early) return responder.ephemeral(actor, early, threadTs);
     if (which === "revise") return planAnswers.openRevise(actor, runId, cardTs, body.trigger_id, threadTs);
     await planAnswers.approveFromCard(actor, runId, cardTs, idempotencyKeyFor(body, "approve"), threadTs);
+  }
+
+  /** Extend by $X or Stop here, on a card whose run waits for budget: the clicker answers as themself. */
+  private async onBudgetButton(body: Payload, action: "extend" | "stop"): Promise<void> {
+    const { settings, responder, users, budgetAnswers } = this.deps;
+    const clicked = cardButton(body);
+    if (!clicked) return;
+    const { runId, actor, cardTs, threadTs } = clicked;
+    const early = refusal(settings, actor);
+    if (early) return responder.ephemeral(actor, early, threadTs);
+    const user = await users.lookUp(actor);
+    const key = idempotencyKeyFor(body, action);
+    await budgetAnswers.fromCard(actor, user.creator, runId, cardTs, action, key, threadTs);
   }
 
   /** The Request changes modal, submitted: the card it came from is in its private_metadata. */

@@ -6,7 +6,8 @@ import type { RunsApi } from "../../runs/runs-api.ts";
 import { waitsForApproval } from "../../runs/waiting-run.ts";
 import type { Store } from "../../store/store.ts";
 import { describeError, runErrorCode } from "../run-errors.ts";
-import { type Actor, boundHere, channelThreadKey, mayActOnRun, notHereText } from "./access.ts";
+import type { Actor } from "./access.ts";
+import { onItsCard, steerableHere } from "./gate-access.ts";
 import type { Responder } from "./responder.ts";
 import { type ReviseOrigin, reviseModal } from "./waiting-card.ts";
 
@@ -112,28 +113,12 @@ export class PlanAnswers {
     );
   }
 
-  /** The run's binding in this channel when the actor may answer it; otherwise they are told why not. */
-  private async steerable(actor: Actor, runId: string, thread?: string): Promise<ThreadBinding | undefined> {
-    const { store, responder, access } = this.deps;
-    const binding = boundHere(await store.getThreadBinding(runId, channelThreadKey(actor)), actor);
-    if (!binding) {
-      await responder.ephemeral(actor, notHereText(runId), thread);
-      return undefined;
-    }
-    const refused = await mayActOnRun(access, "followup", actor, binding);
-    if (refused) {
-      await responder.ephemeral(actor, refused, thread);
-      return undefined;
-    }
-    return binding;
+  private steerable(actor: Actor, runId: string, thread?: string): Promise<ThreadBinding | undefined> {
+    return steerableHere(this.deps, actor, runId, thread);
   }
 
-  /** Whether `cardTs` is the run's status card in the actor's channel (a button acts on its own card's run). */
-  private async onItsCard(actor: Actor, runId: string, cardTs: string | undefined, thread?: string) {
-    const card = await this.deps.store.getCardState(runId, channelThreadKey(actor));
-    if (cardTs && card?.cardRef === cardTs) return true;
-    await this.deps.responder.ephemeral(actor, notHereText(runId), thread);
-    return false;
+  private onItsCard(actor: Actor, runId: string, cardTs: string | undefined, thread?: string) {
+    return onItsCard(this.deps, actor, runId, cardTs, thread);
   }
 
   private async send(

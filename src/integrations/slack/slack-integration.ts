@@ -12,6 +12,7 @@ import { InboxQueue, type InboxStore } from "../inbox-queue.ts";
 import { SlackAgentProgress } from "./agent-progress.ts";
 import { AssistantPane } from "./assistant.ts";
 import { boltLogger } from "./bolt-logger.ts";
+import { BudgetAnswers } from "./budget-answers.ts";
 import { ChannelMembers } from "./channel-members.ts";
 import type { ChannelSchedules } from "./channel-schedules.ts";
 import { Listeners } from "./listeners.ts";
@@ -163,6 +164,7 @@ export class SlackIntegration {
       store,
       verbs,
       planAnswers: new PlanAnswers({ runs, store, responder, access: deps.access }),
+      budgetAnswers: new BudgetAnswers({ runs, store, responder, access: deps.access }),
       scheduleVerbs,
       responder,
       users: new UserDirectory(client, log.child({ component: "slack-users" })),

@@ -1,17 +1,21 @@
 import type { Button, KnownBlock, ModalView } from "@slack/types";
 import { waitingFor } from "../../model/run-gates.ts";
 import { truncate } from "../../model/run-wording.ts";
-import { type RunView, runPageUrl, waitingReason } from "../../runs/waiting-run.ts";
+import { extendOffer, type RunView, runPageUrl, waitingReason } from "../../runs/waiting-run.ts";
 
 /**
  * What the status card of a run waiting for a person adds (docs/surfaces.md, "Waiting for you"): what it
  * waits for, and the answers as buttons. A plan waiting for approval shows its beginning (the run page has
- * the whole) with Approve and Request changes; the card's Cancel button stays beside them.
+ * the whole) with Approve and Request changes; a run waiting for budget has Extend by $X and Stop here. The
+ * card's Cancel button stays beside them.
  */
 
 export const ACTION_APPROVE = "dispatch_approve";
 /** Opens the Request changes modal; its submission (REVISE_VIEW) is the revise. */
 export const ACTION_REVISE = "dispatch_revise";
+/** A run waiting for budget: Extend by $X (extendOffer) and Stop here. */
+export const ACTION_EXTEND_BUDGET = "dispatch_extend_budget";
+export const ACTION_STOP_BUDGET = "dispatch_stop_budget";
 export const REVISE_VIEW = "dispatch_revise_plan";
 export const REVISE_BLOCK = "dispatch_revise_changes";
 export const REVISE_INPUT = "changes";
@@ -72,6 +76,22 @@ export function waitingButtons(run: RunView): Button[] {
           type: "button",
           action_id: ACTION_REVISE,
           text: { type: "plain_text", text: "Request changes" },
+          value: run.run_id,
+        },
+      ];
+    case "awaiting_budget":
+      return [
+        {
+          type: "button",
+          action_id: ACTION_EXTEND_BUDGET,
+          text: { type: "plain_text", text: `Extend by $${extendOffer(run)}` },
+          value: run.run_id,
+          style: "primary",
+        },
+        {
+          type: "button",
+          action_id: ACTION_STOP_BUDGET,
+          text: { type: "plain_text", text: "Stop here" },
           value: run.run_id,
         },
       ];

@@ -55,15 +55,25 @@ describe("the card of a waiting run", () => {
     );
   });
 
-  it("waiting for an answer or for budget: the reason and its message, and no plan buttons", () => {
+  it("waiting for an answer: the reason and its message, and no plan buttons", () => {
     const asked = renderStatusCard(waiting("awaiting_input", "Which database: Postgres or SQLite?"), null, 0);
     expect(JSON.stringify(asked.blocks)).toContain("*Waiting for an answer to its question*");
     expect(JSON.stringify(asked.blocks)).toContain("Which database: Postgres or SQLite?");
     expect(asked.text).toContain("Waiting for an answer to its question: Which database");
     expect(buttons(asked)).toEqual(["Open session", "Cancel"]);
-    const budget = renderStatusCard(waiting("awaiting_budget", "Spent $5.00 of $5.00"), null, 0);
+  });
+
+  it("waiting for budget: Extend by what it needs, rounded up to a whole dollar (at least $1), and Stop here", () => {
+    const needs = (needs_usd?: number) => ({
+      ...waiting("awaiting_budget", "Spent $5.00 of $5.00"),
+      ...(needs_usd !== undefined ? { budget: { needs_usd } } : {}),
+    });
+    const budget = renderStatusCard(needs(4.2), null, 0);
     expect(JSON.stringify(budget.blocks)).toContain("*Waiting for more budget*");
-    expect(buttons(budget)).toEqual(["Open session", "Cancel"]);
+    expect(buttons(budget)).toEqual(["Open session", "Extend by $5", "Stop here", "Cancel"]);
+    expect(buttons(renderStatusCard(needs(0.011), null, 0))).toContain("Extend by $1");
+    expect(buttons(renderStatusCard(needs(3), null, 0))).toContain("Extend by $3");
+    expect(buttons(renderStatusCard(needs(), null, 0))).toContain("Extend by $1");
   });
 
   it("the Request changes modal carries the card it came from, and nothing else is taken for one", () => {

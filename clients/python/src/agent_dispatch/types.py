@@ -36,6 +36,9 @@ __all__ = [
     "PageInfo",
     "ListRunsResponse",
     "FollowupResponse",
+    "RunBudgetLimit",
+    "RunBudget",
+    "BudgetResponse",
     "RunEvent",
     "RunEventsResponse",
     "Problem",
@@ -215,6 +218,26 @@ class RequestUsage(DispatchModel):
     """Costs in cents by category and model, when every cost is known (builtin harness runs)."""
 
 
+class RunBudgetLimit(DispatchModel):
+    scope: Literal["run", "server", "person", "repository", "channel", "schedule", "team"] | str
+    """``run``: its ``config.max_cost_usd``; ``server``: the default for every run; the others: a monthly budget."""
+    name: str
+    used_usd: float
+    """Spent against it: this run, and for a monthly one the month's other runs."""
+    limit_usd: float
+    """The limit, with the run's extensions."""
+
+
+class RunBudget(DispatchModel):
+    """A run's budget (a Dispatch extension): what it spent, the tightest limit it works under and, while it
+    waits for budget (``awaiting_budget``), about how much more it needs."""
+
+    extended_usd: float | None = None
+    limit: RunBudgetLimit | None = None
+    spent_usd: float | None = None
+    needs_usd: float | None = None
+
+
 class Scope(DispatchModel):
     type: Literal["Team"] | str
     uid: str
@@ -286,6 +309,8 @@ class RunItem(DispatchModel):
     """The top of the run's tree of parents: the run itself when it has none."""
     schedule: RunSchedule | None = None
     """The schedule that fired this run (``source`` ``SCHEDULED_AGENT``)."""
+    budget: RunBudget | None = None
+    """Its budget, when it works under a cost limit (a Dispatch extension)."""
     execution_location: Literal["REMOTE"] | str
     budget: RunBudget | None = None
     """The run's budget, when it works under a limit (docs/api.md, Budgets)."""
@@ -316,6 +341,14 @@ class ListRunsResponse(DispatchModel):
 class FollowupResponse(DispatchModel):
     followup_id: str
     outcome: FollowupOutcome | str
+
+
+class BudgetResponse(DispatchModel):
+    """The answer of ``POST /agent/runs/{run_id}/budget``: the run, INPROGRESS again, and its budget."""
+
+    run_id: str
+    state: RunState | str
+    budget: RunBudget
 
 
 class RunEvent(DispatchModel):

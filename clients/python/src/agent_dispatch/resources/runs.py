@@ -1,4 +1,5 @@
-"""``/agent/runs``: create, list, retrieve, follow up, cancel, approve plans and follow the transcript of runs."""
+"""``/agent/runs``: create, list, retrieve, follow up, cancel, approve plans, answer budgets and follow the
+transcript of runs."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from ..types import (
     AgentConfig,
     AgentConfigParam,
     AttachmentParam,
+    BudgetResponse,
     CreateRunResponse,
     FollowupResponse,
     ListAttachmentsResponse,
@@ -41,6 +43,7 @@ _parse_create = model_parser(CreateRunResponse.model_validate)
 _parse_run = model_parser(RunItem.model_validate)
 _parse_list = model_parser(ListRunsResponse.model_validate)
 _parse_followup = model_parser(FollowupResponse.model_validate)
+_parse_budget = model_parser(BudgetResponse.model_validate)
 _parse_events = model_parser(RunEventsResponse.model_validate)
 _parse_cancel = model_parser(_STRING.validate_python)
 _parse_attachments = model_parser(ListAttachmentsResponse.model_validate)
@@ -125,6 +128,14 @@ def _approve_body(action: str, message: str | None, extra_body: Mapping[str, obj
     body: dict[str, object] = {"action": action}
     if message is not None:
         body["message"] = message
+    body.update(extra_body or {})
+    return body
+
+
+def _budget_body(action: str, amount_usd: float | None, extra_body: Mapping[str, object] | None) -> dict[str, object]:
+    body: dict[str, object] = {"action": action}
+    if amount_usd is not None:
+        body["amount_usd"] = amount_usd
     body.update(extra_body or {})
     return body
 
@@ -472,6 +483,38 @@ class Runs:
             _parse_followup,
         )
 
+    def budget(
+        self,
+        run_id: str,
+        *,
+        action: Literal["extend", "stop"],
+        amount_usd: float | None = None,
+        idempotency_key: str | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, object] | None = None,
+        extra_body: Mapping[str, object] | None = None,
+        timeout: TimeoutTypes | NotGiven = NOT_GIVEN,
+        max_retries: int | NotGiven = NOT_GIVEN,
+    ) -> BudgetResponse:
+        """Answers a run that waits for budget (``POST /agent/runs/{run_id}/budget``, a Dispatch extension;
+        the run is BLOCKED with ``status_message.reason`` ``awaiting_budget``). ``extend`` lets it spend
+        ``amount_usd`` more (required) and it continues; ``stop`` has it deliver what it has. The requester
+        may extend within their own monthly budgets, an admin beyond them (else PermissionDeniedError).
+        Any other run: ConflictError."""
+        return self._client._request(  # pyright: ignore[reportPrivateUsage]
+            RequestOptions(
+                method="POST",
+                path=_run_path(run_id, "budget"),
+                params=extra_query,
+                json_data=_budget_body(action, amount_usd, extra_body),
+                headers=extra_headers,
+                timeout=timeout,
+                max_retries=max_retries,
+                idempotency_key=idempotency_key,
+            ),
+            _parse_budget,
+        )
+
     def list_events(
         self,
         run_id: str,
@@ -801,6 +844,33 @@ class AsyncRuns:
             _parse_followup,
         )
 
+    async def budget(
+        self,
+        run_id: str,
+        *,
+        action: Literal["extend", "stop"],
+        amount_usd: float | None = None,
+        idempotency_key: str | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        extra_query: Mapping[str, object] | None = None,
+        extra_body: Mapping[str, object] | None = None,
+        timeout: TimeoutTypes | NotGiven = NOT_GIVEN,
+        max_retries: int | NotGiven = NOT_GIVEN,
+    ) -> BudgetResponse:
+        return await self._client._request(  # pyright: ignore[reportPrivateUsage]
+            RequestOptions(
+                method="POST",
+                path=_run_path(run_id, "budget"),
+                params=extra_query,
+                json_data=_budget_body(action, amount_usd, extra_body),
+                headers=extra_headers,
+                timeout=timeout,
+                max_retries=max_retries,
+                idempotency_key=idempotency_key,
+            ),
+            _parse_budget,
+        )
+
     async def list_events(
         self,
         run_id: str,
@@ -882,6 +952,7 @@ class RunsWithRawResponse:
         self.list_handoff_attachments = to_raw_response_wrapper(runs.list_handoff_attachments)
         self.cancel = to_raw_response_wrapper(runs.cancel)
         self.approve = to_raw_response_wrapper(runs.approve)
+        self.budget = to_raw_response_wrapper(runs.budget)
         self.list_events = to_raw_response_wrapper(runs.list_events)
 
 
@@ -894,4 +965,5 @@ class AsyncRunsWithRawResponse:
         self.list_handoff_attachments = async_to_raw_response_wrapper(runs.list_handoff_attachments)
         self.cancel = async_to_raw_response_wrapper(runs.cancel)
         self.approve = async_to_raw_response_wrapper(runs.approve)
+        self.budget = async_to_raw_response_wrapper(runs.budget)
         self.list_events = async_to_raw_response_wrapper(runs.list_events)
