@@ -18,7 +18,6 @@ from agent_dispatch.types import (
     AgentIdentity,
     AgentSkill,
     Artifact,
-    BudgetLimit,
     CloudEnvironment,
     CreateRunResponse,
     Creator,
@@ -42,6 +41,7 @@ from agent_dispatch.types import (
     Problem,
     RequestUsage,
     RunBudget,
+    RunBudgetLimit,
     RunEvent,
     RunEventsResponse,
     RunItem,
@@ -117,7 +117,7 @@ def test_nested_objects_match(openapi: dict[str, Any]) -> None:
     assert_matches(RequestUsage, resolved(openapi, run["request_usage"]))
     assert_matches(Scope, run["scope"])
     assert_matches(RunBudget, resolved(openapi, run["budget"]))
-    assert_matches(BudgetLimit, resolved(openapi, run["budget"])["properties"]["limit"])
+    assert_matches(RunBudgetLimit, resolved(openapi, run["budget"])["properties"]["limit"])
     assert_matches(PageInfo, schema(openapi, "ListRunsResponse")["properties"]["page_info"])
 
 

@@ -233,38 +233,17 @@ class RunBudget(DispatchModel):
     waits for budget (``awaiting_budget``), about how much more it needs."""
 
     extended_usd: float | None = None
+    """What people allowed the run beyond its limits."""
     limit: RunBudgetLimit | None = None
     spent_usd: float | None = None
+    """What the run has cost so far, current while it works."""
     needs_usd: float | None = None
+    """While it waits for budget: about how much more it estimates it needs."""
 
 
 class Scope(DispatchModel):
     type: Literal["Team"] | str
     uid: str
-
-
-class BudgetLimit(DispatchModel):
-    """The tightest limit a run works under, as last measured."""
-
-    scope: Literal["run", "server", "person", "repository", "channel", "schedule", "team"] | str
-    name: str
-    """The limit in words."""
-    used_usd: float
-    """Spent against it: this run, and for a monthly one the month's other runs."""
-    limit_usd: float
-    """The limit, with the run's extensions."""
-
-
-class RunBudget(DispatchModel):
-    """A run's budget (a Dispatch extension): what it spent, under which limit, and what it needs to go on."""
-
-    extended_usd: float | None = None
-    """What people allowed the run beyond its limits."""
-    limit: BudgetLimit | None = None
-    spent_usd: float | None = None
-    """What the run has cost so far, current while it works."""
-    needs_usd: float | None = None
-    """While it waits for budget: about how much more it estimates it needs."""
 
 
 class RunItem(DispatchModel):
@@ -312,8 +291,6 @@ class RunItem(DispatchModel):
     budget: RunBudget | None = None
     """Its budget, when it works under a cost limit (a Dispatch extension)."""
     execution_location: Literal["REMOTE"] | str
-    budget: RunBudget | None = None
-    """The run's budget, when it works under a limit (docs/api.md, Budgets)."""
 
     @property
     def is_terminal(self) -> bool:
