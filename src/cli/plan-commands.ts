@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import type { Dispatch, FollowupResponse, RunItem } from "@agent-dispatch/client";
+import type { Dispatch, RunItem } from "@agent-dispatch/client";
 import { waitingFor } from "../model/run-gates.ts";
 import { apiClient, EXIT_OK, printJSON, UsageError } from "./api-output.ts";
 
@@ -67,9 +67,7 @@ export async function answerPlan(action: "approve" | "revise", argv: string[]): 
     if (positionals.length > 1) throw new UsageError('dispatch approve takes a note as --note "…"');
     body = { action, ...(values.note?.trim() ? { message: values.note } : {}) };
   }
-  const sent = await apiClient().post<FollowupResponse>(`agent/runs/${encodeURIComponent(runId)}/approve`, {
-    body,
-  });
+  const sent = await apiClient().runs.approve(runId, body);
   if (values.json) printJSON(sent);
   else {
     process.stdout.write(`${sent.followup_id}\n`);

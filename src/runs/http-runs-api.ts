@@ -1,6 +1,6 @@
 import { APIError, Dispatch } from "@agent-dispatch/client";
 import { isRunErrorCode, RunError, type RunErrorCode } from "../model/errors.ts";
-import type { Creator, FollowupOutcome } from "../model/run.ts";
+import type { Creator } from "../model/run.ts";
 import type { BudgetRequest } from "./budget-answer.ts";
 import type { PlanAnswer } from "./plan-approval.ts";
 import type { RunItem } from "./run-item.ts";
@@ -100,20 +100,20 @@ export class HttpRunsApi implements RunsApi {
 
   approve(runId: string, answer: PlanAnswer, opts: RunsApiCallOptions = {}) {
     return asRunError(async () =>
-      this.client.post<{ followup_id: string; outcome: FollowupOutcome }>(
-        `agent/runs/${encodeURIComponent(runId)}/approve`,
-        { body: answer, ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {}) },
-      ),
+      this.client.runs.approve(runId, answer, {
+        ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {}),
+      }),
     );
   }
 
   /** `by` travels as `on_behalf_of`, so the person's own limits apply rather than the admin key's. */
   budget(runId: string, answer: BudgetRequest, opts: RunsApiCallOptions & { by?: Creator } = {}) {
     return asRunError(async () =>
-      this.client.post<{ run_id: string; state: string }>(`agent/runs/${encodeURIComponent(runId)}/budget`, {
-        body: { ...answer, ...(opts.by ? { on_behalf_of: { creator: opts.by } } : {}) },
-        ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {}),
-      }),
+      this.client.runs.budget(
+        runId,
+        { ...answer, ...(opts.by ? { on_behalf_of: { creator: opts.by } } : {}) },
+        opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {},
+      ),
     );
   }
 }
