@@ -290,6 +290,24 @@ function parseAgentRun(name: string, rest: string): Command & { verb: "run" } {
   return { ...run, options: { ...run.options, harness: key } };
 }
 
+/**
+ * Words that are commands on a tracker's issue (GitHub, Jira) that already has a run; anything else
+ * written there is a follow-up to that run.
+ */
+export const TRACKER_VERBS: ReadonlySet<string> = new Set([
+  "cancel",
+  "status",
+  "help",
+  "list",
+  "new",
+  "login",
+  "plan",
+  "approve",
+  "revise",
+  "extend",
+  "stop",
+]);
+
 /** Whether a comment's first word selects an agent (`/codex`): a new run, never a follow-up. */
 export function selectsAgent(word: string): boolean {
   return /^\/[a-z]+$/i.test(word) && agentKeyOf(word.slice(1)) !== undefined;

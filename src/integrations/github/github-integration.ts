@@ -6,7 +6,7 @@ import type { Creator } from "../../model/run.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
 import type { InboundDelivery, Store } from "../../store/store.ts";
 import { budgetRequestOf } from "../budget-answer-words.ts";
-import { type Command, GrammarError, parseCommand, selectsAgent } from "../grammar.ts";
+import { type Command, GrammarError, parseCommand, selectsAgent, TRACKER_VERBS } from "../grammar.ts";
 import { InboxQueue, type InboxStore } from "../inbox-queue.ts";
 import { CiAutofix } from "./ci-autofix.ts";
 import { CollaboratorPermissions } from "./collaborator-permissions.ts";
@@ -27,21 +27,6 @@ import { WebhookRoute } from "./webhook-route.ts";
 
 /** Deliveries handled at once (each is a few store writes and at most one GitHub call). */
 const WORK_CONCURRENCY = 4;
-
-/** Words that are commands on an issue that has a run; anything else there is a follow-up. */
-const VERBS = new Set([
-  "cancel",
-  "status",
-  "help",
-  "list",
-  "new",
-  "login",
-  "plan",
-  "approve",
-  "revise",
-  "extend",
-  "stop",
-]);
 
 export type GitHubStore = Pick<
   Store,
@@ -254,7 +239,7 @@ export class GitHubIntegration {
       await this.verbs.followup(issue, login, runId, text, key("followup"), followupImages);
     };
     // On an issue that has a run, anything that is not a verb (or `/codex …`, a new run) is a follow-up.
-    if (binding && !VERBS.has(verb) && !selectsAgent(verb)) return followup(binding.runId);
+    if (binding && !TRACKER_VERBS.has(verb) && !selectsAgent(verb)) return followup(binding.runId);
     let command: Command;
     try {
       command = parseCommand(text, "github");

@@ -12,7 +12,7 @@ import type { PlanAnswer } from "../../runs/plan-approval.ts";
 import type { RunsApi } from "../../runs/runs-api.ts";
 import type { InboundDelivery, Store } from "../../store/store.ts";
 import { budgetRefusedText, budgetRequestOf, notWaitingForBudgetText } from "../budget-answer-words.ts";
-import { type Command, GrammarError, parseCommand, selectsAgent } from "../grammar.ts";
+import { type Command, GrammarError, parseCommand, selectsAgent, TRACKER_VERBS } from "../grammar.ts";
 import { InboxQueue, type InboxStore } from "../inbox-queue.ts";
 import { runErrorCode } from "../run-errors.ts";
 import { IssueMessages } from "./issue-messages.ts";
@@ -27,20 +27,6 @@ import { JiraWebhookRoute } from "./webhook-route.ts";
 const WORK_CONCURRENCY = 4;
 /** The inbox's attempts per delivery (inbox-queue.ts): the last one answers rather than fails. */
 const LAST_ATTEMPT = 5;
-/** Words that are commands on an issue that has a run; anything else there is a follow-up. */
-const VERBS = new Set([
-  "cancel",
-  "status",
-  "help",
-  "list",
-  "new",
-  "login",
-  "plan",
-  "approve",
-  "revise",
-  "extend",
-  "stop",
-]);
 
 export type JiraStore = Pick<
   Store,
@@ -183,7 +169,7 @@ export class JiraIntegration {
     const text = trigger.comment!.command;
     const verb = (text.split(/\s+/)[0] ?? "").toLowerCase();
     // On an issue that has a run, anything that is not a verb (or `/codex …`, a new run) is a follow-up.
-    if (binding && !VERBS.has(verb) && !selectsAgent(verb)) return this.followup(ctx, binding, text);
+    if (binding && !TRACKER_VERBS.has(verb) && !selectsAgent(verb)) return this.followup(ctx, binding, text);
     let command: Command;
     try {
       command = parseCommand(text, "github");
