@@ -237,10 +237,9 @@ export class LinearIntegration {
     const message = typeof activity.content.body === "string" ? activity.content.body.trim() : "";
     if (!message)
       return session.activity(key, errorBody("The message is empty: say what the agent should do."));
-    const answer = await this.planAnswer(binding.runId, message);
-    if (answer) return this.answerPlan(binding, answer, activity.id, session, key);
-    const budget = await this.budgetAnswer(binding.runId, message);
-    if (budget) return this.answerBudget(binding, budget, by, activity.id, session, key);
+    const gate = await this.gateAnswer(binding.runId, message);
+    if (gate && "plan" in gate) return this.answerPlan(binding, gate.plan, activity.id, session, key);
+    if (gate) return this.answerBudget(binding, gate.budget, by, activity.id, session, key);
     try {
       const { outcome } = await this.deps.runs.followup(binding.runId, message, {
         idempotencyKey: `linear-followup-${activity.id}`,
@@ -255,12 +254,16 @@ export class LinearIntegration {
   }
 
   /**
-   * `approve [note]` or `revise <changes>` written while the run's plan waits for approval: the answer to
-   * it (docs/surfaces.md, "Waiting for you"). Anything else, or a run not waiting, is a follow-up.
+   * The answer to what the run waits for, when `message` is one (docs/surfaces.md, "Waiting for you"):
+   * `approve [note]` or `revise <changes>` to a plan waiting for approval, `extend $X` or `stop` to a run
+   * waiting for budget. Anything else, or a run not waiting for that, is a follow-up (undefined).
    */
-  private async planAnswer(runId: string, message: string): Promise<PlanAnswer | undefined> {
+  private async gateAnswer(
+    runId: string,
+    message: string,
+  ): Promise<{ plan: PlanAnswer } | { budget: BudgetRequest } | undefined> {
     const verb = (message.split(/\s+/)[0] ?? "").toLowerCase();
-    if (verb !== "approve" && verb !== "revise") return undefined;
+    if (!["approve", "revise", "extend", "stop"].includes(verb)) return undefined;
     let command: Command;
     try {
       command = parseCommand(message, "github");
@@ -269,10 +272,16 @@ export class LinearIntegration {
       throw err;
     }
     const run = await this.deps.runs.get(runId).catch(() => undefined);
-    if (!run || !waitsForApproval(run)) return undefined;
-    if (command.verb === "revise") return { action: "revise", message: command.changes };
-    if (command.verb === "approve")
-      return { action: "approve", ...(command.note ? { message: command.note } : {}) };
+    if (!run) return undefined;
+    if (command.verb === "revise" && waitsForApproval(run)) {
+      return { plan: { action: "revise", message: command.changes } };
+    }
+    if (command.verb === "approve" && waitsForApproval(run)) {
+      return { plan: { action: "approve", ...(command.note ? { message: command.note } : {}) } };
+    }
+    if ((command.verb === "extend" || command.verb === "stop") && waitsForBudget(run)) {
+      return { budget: budgetRequestOf(command) };
+    }
     return undefined;
   }
 
@@ -291,25 +300,6 @@ export class LinearIntegration {
       this.log.debug({ err, runId: binding.runId }, "could not answer a plan from Linear");
       await session.activity(key, errorBody(`Could not answer the plan: ${describeError(err)}`));
     }
-  }
-
-  /**
-   * `extend $X` or `stop` written while the run waits for budget: the answer to it (docs/surfaces.md,
-   * "Waiting for you"). Anything else, or a run not waiting, is a follow-up.
-   */
-  private async budgetAnswer(runId: string, message: string): Promise<BudgetRequest | undefined> {
-    const verb = (message.split(/\s+/)[0] ?? "").toLowerCase();
-    if (verb !== "extend" && verb !== "stop") return undefined;
-    let command: Command;
-    try {
-      command = parseCommand(message, "github");
-    } catch (err) {
-      if (err instanceof GrammarError) return undefined;
-      throw err;
-    }
-    if (command.verb !== "extend" && command.verb !== "stop") return undefined;
-    const run = await this.deps.runs.get(runId).catch(() => undefined);
-    return run && waitsForBudget(run) ? budgetRequestOf(command) : undefined;
   }
 
   /** The budget answered as the person who wrote it, whose own monthly budgets then apply. */
