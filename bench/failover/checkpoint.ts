@@ -35,6 +35,7 @@ import { storeSuite } from "../../test/store/conformance/suite.ts";
 import { GitHttpServer } from "../../test/support/git-http-server.ts";
 import { GitRemotes } from "../../test/support/git-remotes.ts";
 import { percentile } from "../support/acks.ts";
+import { bigRepoContent, bigRepoFiles, bigRepoPath } from "../support/big-repo.ts";
 import { loadLine, loadNow, machineNow, ms, type ResultRow, recordResults } from "../support/results.ts";
 
 const FILES = Number(process.env.BENCH_CHECKPOINT_FILES ?? 10_000);
@@ -45,15 +46,6 @@ const TOKEN = "ghs_benchcheckpoint0000000000";
 
 const say = (line: string) => process.stderr.write(`${line}\n`);
 const log = createLogger("silent");
-
-/** The file at index `i`: 100 directories of 100 files (for 10,000), a few hundred bytes each. */
-function filePath(i: number): string {
-  return `src/d${String(Math.floor(i / 100)).padStart(3, "0")}/f${String(i).padStart(5, "0")}.ts`;
-}
-
-function fileContent(i: number): string {
-  return `// generated file ${i}\nexport const value = 0;\n${`export const line${i} = "${"x".repeat(60)}";\n`.repeat(4)}`;
-}
 
 interface Sample {
   ms: number;
@@ -75,9 +67,7 @@ async function main(): Promise<void> {
   say(loadLine(started));
   const dir = mkdtempSync(join(tmpdir(), "dispatch-bench-checkpoint-"));
   const remotes = new GitRemotes();
-  const files: Record<string, string> = {};
-  for (let i = 0; i < FILES; i++) files[filePath(i)] = fileContent(i);
-  remotes.create(REPO, files);
+  remotes.create(REPO, bigRepoFiles(FILES));
   const server = await new GitHttpServer(remotes.root, TOKEN).start();
   const store = new SqliteStore(join(dir, "dispatch.db"));
   await store.migrate();
@@ -99,7 +89,7 @@ async function main(): Promise<void> {
   let edits = 0;
   const edit = (workspace: string) => {
     const i = (edits++ * 7919) % FILES;
-    writeFileSync(join(workspace, filePath(i)), `${fileContent(i)}// step ${edits}\n`);
+    writeFileSync(join(workspace, bigRepoPath(i)), `${bigRepoContent(i)}// step ${edits}\n`);
   };
   const checkpoint = async (checkpoints: RunCheckpoints, baseline: () => void): Promise<Sample> => {
     const base = timed(baseline);
