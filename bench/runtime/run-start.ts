@@ -189,9 +189,9 @@ async function oneRun(
       claim: started_at - created_at,
       workspace: fetching - started_at,
       fetch: fetchMs,
-      // The checkout span, or (without it) what is left of the repository's part after the fetch.
+      // The checkout span; without the spans (an older Dispatch) the whole repository part.
       checkout: Number.isNaN(span("repository checkout"))
-        ? checkedOut - fetching - fetchMs
+        ? checkedOut - fetching
         : span("repository checkout"),
       agent: prompted - checkedOut,
       harness: request.at - prompted,
@@ -267,7 +267,7 @@ async function main(): Promise<void> {
   console.log(`\nrun start: ${FILES}-file repository, warm mirror, bwrap; ${RUNS} runs, one at a time\n`);
   console.log("| phase | p50 | p99 |\n|---|---|---|");
   for (const [phase, what] of PHASES) {
-    const s = latencySummary(samples.map((x) => x.phases[phase]));
+    const s = latencySummary(samples.map((x) => x.phases[phase]).filter((v) => !Number.isNaN(v)));
     console.log(`| ${phase}: ${what} | ${ms(s.p50)} | ${ms(s.p99)} |`);
   }
   console.log(`| **create → first model call** | **${ms(total.p50)}** | **${ms(total.p99)}** |`);
@@ -275,7 +275,7 @@ async function main(): Promise<void> {
   console.log(`| Dispatch CPU (with git, bwrap) per start | ${ms(cpu.p50)} | ${ms(cpu.p99)} |`);
   console.log(`\n${loadLine(machine, loadNow())}`);
   const breakdown = PHASES.map(([phase]) => {
-    const p50 = latencySummary(samples.map((x) => x.phases[phase])).p50;
+    const p50 = latencySummary(samples.map((x) => x.phases[phase]).filter((v) => !Number.isNaN(v))).p50;
     return `${phase} ${ms(p50)}`;
   }).join(", ");
   const rows: ResultRow[] = [

@@ -259,7 +259,9 @@ async function checkoutWorkspace(
       mirror,
       workspace,
     ],
-    ["-C", workspace, "checkout", "--quiet", "-B", local, start],
+    // Files written by a worker per core: writing thousands of files waits on the file system more than
+    // it computes (bench/README.md, "Third round: run start and checkpoints").
+    ["-C", workspace, "-c", "checkout.workers=0", "checkout", "--quiet", "-B", local, start],
     ["-C", workspace, "remote", "set-url", "origin", shown],
   ];
   for (const step of steps) {
