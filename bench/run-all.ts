@@ -37,6 +37,7 @@ const BENCHES = [
   { script: "github/run.ts", results: "github" },
   { script: "linear/run.ts", results: "linear" },
   { script: "runtime/run.ts", results: "runtime" },
+  { script: "runtime/run-start.ts", results: "run-start" },
   { script: "delivery/run.ts", results: "delivery" },
   { script: "failover/checkpoint.ts", results: "failover-checkpoint" },
   { script: "failover/failover.ts", results: "failover" },

@@ -17,24 +17,29 @@
  *                checkpoint archives the whole workspace)
  *                baseline: `tar -czf` of the same directory (GNU tar, gzip), right before each checkpoint
  *
+ * Then, per round and kind, a step that changed nothing: once the last edit has settled (tree-listing.ts),
+ * one checkpoint, and the one measured after it with nothing changed.
+ *
  * Each row: checkpoint p50 (ms), its size (bytes stored + pushed), and its ratio to the baseline measured
  * beside it. Knobs: BENCH_CHECKPOINT_FILES (10000), BENCH_CHECKPOINT_ROUNDS (3), BENCH_CHECKPOINT_STEPS (5).
  * Exits 1 when a checkpoint could not be taken (the bench went wrong), 0 otherwise.
  */
 import { execFileSync } from "node:child_process";
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { checkoutRepository, type DeliveryTarget } from "../../src/delivery/repository-checkout.ts";
 import { type CheckpointSaved, RunCheckpoints } from "../../src/executor/run-checkpoints.ts";
 import { createLogger } from "../../src/log.ts";
 import { createSandboxProvider, type SandboxMode } from "../../src/sandbox/sandbox-provider.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.ts";
+import { listTree } from "../../src/workspace/tree-listing.ts";
 import { prepareWorkspace } from "../../src/workspace/workspace.ts";
 import { storeSuite } from "../../test/store/conformance/suite.ts";
 import { GitHttpServer } from "../../test/support/git-http-server.ts";
 import { GitRemotes } from "../../test/support/git-remotes.ts";
 import { percentile } from "../support/acks.ts";
+import { bigRepoContent, bigRepoFiles, bigRepoPath } from "../support/big-repo.ts";
 import { loadLine, loadNow, machineNow, ms, type ResultRow, recordResults } from "../support/results.ts";
 
 const FILES = Number(process.env.BENCH_CHECKPOINT_FILES ?? 10_000);
@@ -45,15 +50,6 @@ const TOKEN = "ghs_benchcheckpoint0000000000";
 
 const say = (line: string) => process.stderr.write(`${line}\n`);
 const log = createLogger("silent");
-
-/** The file at index `i`: 100 directories of 100 files (for 10,000), a few hundred bytes each. */
-function filePath(i: number): string {
-  return `src/d${String(Math.floor(i / 100)).padStart(3, "0")}/f${String(i).padStart(5, "0")}.ts`;
-}
-
-function fileContent(i: number): string {
-  return `// generated file ${i}\nexport const value = 0;\n${`export const line${i} = "${"x".repeat(60)}";\n`.repeat(4)}`;
-}
 
 interface Sample {
   ms: number;
@@ -75,9 +71,7 @@ async function main(): Promise<void> {
   say(loadLine(started));
   const dir = mkdtempSync(join(tmpdir(), "dispatch-bench-checkpoint-"));
   const remotes = new GitRemotes();
-  const files: Record<string, string> = {};
-  for (let i = 0; i < FILES; i++) files[filePath(i)] = fileContent(i);
-  remotes.create(REPO, files);
+  remotes.create(REPO, bigRepoFiles(FILES));
   const server = await new GitHttpServer(remotes.root, TOKEN).start();
   const store = new SqliteStore(join(dir, "dispatch.db"));
   await store.migrate();
@@ -94,12 +88,14 @@ async function main(): Promise<void> {
     repoNext: [] as Sample[],
     plainFirst: [] as Sample[],
     plainNext: [] as Sample[],
+    repoSame: [] as Sample[],
+    plainSame: [] as Sample[],
   };
   const remotePolicy = { allowedHosts: [], lookup: async () => [] };
   let edits = 0;
   const edit = (workspace: string) => {
     const i = (edits++ * 7919) % FILES;
-    writeFileSync(join(workspace, filePath(i)), `${fileContent(i)}// step ${edits}\n`);
+    writeFileSync(join(workspace, bigRepoPath(i)), `${bigRepoContent(i)}// step ${edits}\n`);
   };
   const checkpoint = async (checkpoints: RunCheckpoints, baseline: () => void): Promise<Sample> => {
     const base = timed(baseline);
@@ -166,6 +162,17 @@ async function main(): Promise<void> {
             await checkpoint(checkpoints, baseline),
           );
         }
+        // A step that changed nothing (it read files, or ran the tests): once the last edit is past the
+        // file system's timestamp granularity, one checkpoint of it, then another with nothing changed.
+        const real = realpathSync(workspace);
+        const deadline = Date.now() + 30_000;
+        while (!(await listTree(dirname(real), [basename(real)])).settled && Date.now() < deadline) {
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        await checkpoint(checkpoints, baseline);
+        (kind === "repository" ? samples.repoSame : samples.plainSame).push(
+          await checkpoint(checkpoints, baseline),
+        );
         await sandbox.close?.();
         say(`round ${round + 1} ${kind}: first ${ms(first.ms)}, ${first.bytes} bytes`);
       }
@@ -193,6 +200,8 @@ async function main(): Promise<void> {
     row("repository, one file changed", samples.repoNext, "`git status`"),
     row("no repository, first", samples.plainFirst, "`tar -czf`"),
     row("no repository, one file changed", samples.plainNext, "`tar -czf`"),
+    row("repository, nothing changed", samples.repoSame, "`git status`"),
+    row("no repository, nothing changed", samples.plainSame, "`tar -czf`"),
   ];
   console.log("| checkpoint | p50 time, size | vs baseline |\n|---|---|---|");
   for (const r of rows) console.log(`| ${r.benchmark} | ${r.measured} | ${r.note} |`);

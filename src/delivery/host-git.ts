@@ -1,5 +1,6 @@
-import { spawn } from "node:child_process";
+import { type ChildProcessByStdio, spawn } from "node:child_process";
 import { tmpdir } from "node:os";
+import type { Readable, Writable } from "node:stream";
 import { gitEnv, redact } from "../workspace/git.ts";
 
 /**
@@ -21,6 +22,8 @@ export interface HostGitOptions {
   timeoutMs?: number;
   /** Bytes of stdout kept; more fails the command (a patch over the limit is reported, not cut). */
   maxStdoutBytes?: number;
+  /** Written to the command's stdin (`update-ref --stdin`); none when absent. */
+  input?: string;
 }
 
 export interface HostGitResult {
@@ -67,8 +70,11 @@ export function hostGit(args: string[], opts: HostGitOptions = {}): Promise<Host
     const child = spawn("git", argv, {
       cwd: opts.cwd ?? tmpdir(),
       env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+      stdio: [opts.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
+    }) as ChildProcessByStdio<Writable | null, Readable, Readable>;
+    // A command that fails before reading all of it closes its stdin: its exit status says why.
+    child.stdin?.on("error", () => {});
+    child.stdin?.end(opts.input);
     const out: Buffer[] = [];
     let outBytes = 0;
     let overflow = false;

@@ -3,11 +3,13 @@ import { mkdir, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import type { AgentConfig, RunEventType } from "../model/run.ts";
+import { inSpan } from "../telemetry/spans.ts";
 import { displayUrl } from "../workspace/git.ts";
-import { mirrorPath } from "../workspace/workspace.ts";
+import { mirrorPath, repositoryCachePath } from "../workspace/workspace.ts";
 import { type BranchClaim, notOwnBranch } from "./branch-ownership.ts";
 import { hostGit, reason, text } from "./host-git.ts";
 import { type RemotePolicy, remoteAccess } from "./remote-access.ts";
+import { type CacheFill, fillFromCache } from "./repository-cache.ts";
 
 const REMOTE_TIMEOUT_MS = 10 * 60 * 1000;
 
@@ -71,7 +73,7 @@ export async function checkoutRepository(ctx: CheckoutContext): Promise<Checkout
   const shown = displayUrl(target.remote);
   // What the run's creator hears when the remote cannot be reached or read: never why (refused, timed out,
   // not public), which would let whoever names a URL probe hosts and ports from Dispatch's network.
-  const unreadable = (detail: string): CheckoutResult => {
+  const unreadable = (detail: string): Failure => {
     ctx.log.warn(
       { repository: target.repository, remote: shown, detail },
       "a run's repository could not be read",
@@ -90,7 +92,8 @@ export async function checkoutRepository(ctx: CheckoutContext): Promise<Checkout
     signal,
   };
   const mirror = mirrorPath(ctx.workspace);
-  if (!existsSync(mirror)) {
+  const newMirror = !existsSync(mirror);
+  if (newMirror) {
     await mkdir(mirror, { recursive: true });
     const init = await hostGit(["init", "--quiet", "--bare", mirror]);
     if (!init.ok) return fail(`Could not prepare a git mirror: ${reason(init)}`, "internal_error");
@@ -101,14 +104,46 @@ export async function checkoutRepository(ctx: CheckoutContext): Promise<Checkout
     phase: "repository",
     message: `Fetching ${target.repository}${target.base ? `@${target.base}` : ""}`,
   });
-  const heads = [target.base, target.branch].filter((b): b is string => !!b).map((b) => `refs/heads/${b}`);
-  const listed = await hostGit(["ls-remote", "--symref", "--", target.remote, "HEAD", ...heads], {
+  const fetched = await inSpan("repository fetch", {}, () =>
+    fetchRepository(ctx, { mirror, newMirror }, remote, unreadable),
+  );
+  if (!fetched.ok) return fetched;
+  const { base, claim, start } = fetched;
+  if (ctx.fresh) {
+    const made = await inSpan("repository checkout", {}, () =>
+      checkoutWorkspace(ctx, { mirror, base, start, shown }),
+    );
+    if (!made.ok) return made;
+  }
+  return { ok: true, base, ...(claim ? { claim } : {}) };
+}
+
+type RemoteOptions = { remote: string; remoteConfig: string[]; token?: string; signal: AbortSignal };
+
+type Fetched =
+  /** `start`: the commit the work branch starts from (delivery's, kept across executions). */
+  { ok: true; base: string; claim?: BranchClaim; start: string } | Exclude<CheckoutResult, { ok: true }>;
+
+/**
+ * Lists the remote's branches, decides the base and whether the work branch is the run's, and brings
+ * their commits into the mirror: refs/heads/<base> (and <branch> when it exists), and, on the mirror's
+ * first execution, refs/dispatch/delivered and refs/dispatch/base where delivery starts from.
+ */
+async function fetchRepository(
+  ctx: CheckoutContext,
+  { mirror, newMirror }: { mirror: string; newMirror: boolean },
+  remote: RemoteOptions,
+  unreadable: (detail: string) => Failure,
+): Promise<Fetched> {
+  const { target, signal } = ctx;
+  const asked = [target.base, target.branch].filter((b): b is string => !!b).map((b) => `refs/heads/${b}`);
+  const lsRemote = await hostGit(["ls-remote", "--symref", "--", target.remote, "HEAD", ...asked], {
     ...remote,
     timeoutMs: REMOTE_TIMEOUT_MS,
   });
-  if (listed.aborted || signal.aborted) return { ok: false, aborted: true };
-  if (!listed.ok) return unreadable(reason(listed));
-  const refs = parseLsRemote(text(listed));
+  if (lsRemote.aborted || signal.aborted) return { ok: false, aborted: true };
+  if (!lsRemote.ok) return unreadable(reason(lsRemote));
+  const refs = parseLsRemote(text(lsRemote));
   const base = target.base ?? refs.defaultBranch;
   if (!base) {
     return fail(
@@ -130,6 +165,51 @@ export async function checkoutRepository(ctx: CheckoutContext): Promise<Checkout
     if (signal.aborted) return { ok: false, aborted: true };
     if (!claim) return fail(notOwnBranch(target.repository, target.branch), "branch_not_owned");
   }
+  const listed = new Map([[base, refs.heads.get(base)!]]);
+  if (branchExists) listed.set(target.branch!, refs.heads.get(target.branch!)!);
+  const heads = await fetchIntoMirror(ctx, mirror, listed, remote);
+  if (!heads.ok) return heads.aborted ? { ok: false, aborted: true } : unreadable(heads.detail);
+  // Where delivery starts from: kept across executions (the last pushed commit once there is one).
+  const delivered = newMirror ? undefined : (await mirrorRefs(mirror)).get("refs/dispatch/delivered");
+  const start = delivered ?? heads.shas.get(branchExists ? target.branch! : base)!;
+  const updates = [...heads.shas].map(([branch, sha]) => `update refs/heads/${branch} ${sha}`);
+  if (!delivered) {
+    updates.push(
+      `update refs/dispatch/delivered ${start}`,
+      `update refs/dispatch/base ${heads.shas.get(base)}`,
+    );
+  }
+  const set = await hostGit(["update-ref", "--stdin"], { gitDir: mirror, input: `${updates.join("\n")}\n` });
+  if (!set.ok) return fail(`Could not record the fetched branches: ${reason(set)}`, "internal_error");
+  await hostGit(["symbolic-ref", "HEAD", `refs/heads/${base}`], { gitDir: mirror });
+  return { ok: true, base, start, ...(claim ? { claim } : {}) };
+}
+
+/**
+ * The brought commits into the mirror as `listed` names them: through the worker's cache of the
+ * repository (repository-cache.ts), or, when the cache cannot serve (its disk, a concurrent process), by a
+ * fetch of its own. `shas`: each branch's commit as the mirror now has it.
+ */
+async function fetchIntoMirror(
+  ctx: CheckoutContext,
+  mirror: string,
+  listed: Map<string, string>,
+  remote: RemoteOptions,
+): Promise<{ ok: true; shas: Map<string, string> } | { ok: false; aborted: boolean; detail: string }> {
+  const { target, signal } = ctx;
+  const filled = await fillFromCache({
+    cache: repositoryCachePath(ctx.workspace, target.remote),
+    mirror,
+    listed,
+    remote: { ...remote, timeoutMs: REMOTE_TIMEOUT_MS },
+  }).catch((err: unknown): CacheFill => ({ ok: false, step: "cache", detail: String(err) }));
+  if (signal.aborted) return { ok: false, aborted: true, detail: "stopped" };
+  if (filled.ok) return { ok: true, shas: filled.heads };
+  ctx.log.warn(
+    { repository: target.repository, step: filled.step, detail: filled.detail },
+    "the repository cache could not serve a run; fetching into its mirror",
+  );
+  const branches = [...listed.keys()];
   const fetch = await hostGit(
     [
       "fetch",
@@ -137,54 +217,52 @@ export async function checkoutRepository(ctx: CheckoutContext): Promise<Checkout
       "--no-tags",
       "--",
       target.remote,
-      `+refs/heads/${base}:refs/heads/${base}`,
-      ...(branchExists ? [`+refs/heads/${target.branch}:refs/heads/${target.branch}`] : []),
+      ...branches.map((b) => `+refs/heads/${b}:refs/heads/${b}`),
     ],
     { ...remote, gitDir: mirror, timeoutMs: REMOTE_TIMEOUT_MS },
   );
-  if (fetch.aborted || signal.aborted) return { ok: false, aborted: true };
-  if (!fetch.ok) return unreadable(reason(fetch));
-  await hostGit(["symbolic-ref", "HEAD", `refs/heads/${base}`], { gitDir: mirror });
+  if (fetch.aborted || signal.aborted) return { ok: false, aborted: true, detail: "stopped" };
+  if (!fetch.ok) return { ok: false, aborted: false, detail: reason(fetch) };
+  const refs = await mirrorRefs(mirror);
+  return { ok: true, shas: new Map(branches.map((b) => [b, refs.get(`refs/heads/${b}`)!])) };
+}
 
-  // Where delivery starts from: kept across executions (the last pushed commit once there is one).
-  const delivered = await hostGit(["rev-parse", "--verify", "--quiet", "refs/dispatch/delivered"], {
-    gitDir: mirror,
-  });
-  if (!delivered.ok) {
-    const start = branchExists ? `refs/heads/${target.branch}` : `refs/heads/${base}`;
-    for (const [ref, from] of [
-      ["refs/dispatch/delivered", start],
-      ["refs/dispatch/base", `refs/heads/${base}`],
-    ] as const) {
-      const set = await hostGit(["update-ref", ref, from], { gitDir: mirror });
-      if (!set.ok) return fail(`Could not record ${ref}: ${reason(set)}`, "internal_error");
-    }
+/** Every ref of the mirror, refname → commit. */
+async function mirrorRefs(mirror: string): Promise<Map<string, string>> {
+  const listed = await hostGit(["for-each-ref", "--format=%(objectname) %(refname)"], { gitDir: mirror });
+  const refs = new Map<string, string>();
+  for (const line of text(listed).split("\n")) {
+    const at = line.indexOf(" ");
+    if (at > 0) refs.set(line.slice(at + 1), line.slice(0, at));
   }
-  if (ctx.fresh) {
-    const made = await checkoutWorkspace(ctx, mirror, base, shown);
-    if (!made.ok) return made;
-  }
-  return { ok: true, base, ...(claim ? { claim } : {}) };
+  return refs;
 }
 
 async function checkoutWorkspace(
   ctx: CheckoutContext,
-  mirror: string,
-  base: string,
-  shown: string,
+  { mirror, base, start, shown }: { mirror: string; base: string; start: string; shown: string },
 ): Promise<CheckoutResult> {
   const { target, workspace } = ctx;
   if ((await readdir(workspace)).length > 0) {
     return fail("The workspace is not empty; the repository cannot be checked out into it", "internal_error");
   }
-  const start = text(await hostGit(["rev-parse", "refs/dispatch/delivered"], { gitDir: mirror }));
   const local = target.branch ?? base;
   const steps: string[][] = [
-    ["clone", "--quiet", "--no-hardlinks", "--no-checkout", "--", mirror, workspace],
-    ["-C", workspace, "checkout", "--quiet", "-B", local, start],
+    [
+      "clone",
+      "--quiet",
+      "--no-hardlinks",
+      "--no-checkout",
+      `--config=user.name=${ctx.gitAuthor.name}`,
+      `--config=user.email=${ctx.gitAuthor.email}`,
+      "--",
+      mirror,
+      workspace,
+    ],
+    // Files written by a worker per core: writing thousands of files waits on the file system more than
+    // it computes (bench/README.md, "Third round: run start and checkpoints").
+    ["-C", workspace, "-c", "checkout.workers=0", "checkout", "--quiet", "-B", local, start],
     ["-C", workspace, "remote", "set-url", "origin", shown],
-    ["-C", workspace, "config", "user.name", ctx.gitAuthor.name],
-    ["-C", workspace, "config", "user.email", ctx.gitAuthor.email],
   ];
   for (const step of steps) {
     const result = await hostGit(step, { signal: ctx.signal, timeoutMs: REMOTE_TIMEOUT_MS });
@@ -217,6 +295,8 @@ function parseLsRemote(output: string): { defaultBranch?: string; heads: Map<str
   return { ...(defaultBranch ? { defaultBranch } : {}), heads };
 }
 
-function fail(message: string, errorCode: string): CheckoutResult {
+type Failure = Extract<CheckoutResult, { message: string }>;
+
+function fail(message: string, errorCode: string): Failure {
   return { ok: false, message, errorCode };
 }

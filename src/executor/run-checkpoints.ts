@@ -14,6 +14,7 @@ import {
   snapshotDirectories,
 } from "../workspace/checkpoint-archive.ts";
 import { type DiskQuota, measureDiskUsage, runDiskPaths } from "../workspace/disk-quota.ts";
+import { listTree } from "../workspace/tree-listing.ts";
 
 /** What the checkpoints of a run need to reach its repository (run-execution.ts's checkout has it all). */
 export interface CheckpointRepository {
@@ -39,8 +40,12 @@ export interface RunCheckpointsOptions {
 }
 
 export type CheckpointSaved =
-  /** `bytes`: the snapshot stored plus the bundle pushed; `ref`: the hidden ref's commit, if any. */
-  { saved: true; bytes: number; ms: number; ref?: string } | { saved: false; reason: string };
+  /**
+   * `bytes`: the snapshot stored plus the bundle pushed; `ref`: the hidden ref's commit, if any;
+   * `unchanged`: nothing changed since this worker's last checkpoint, which stands (nothing was written).
+   */
+  | { saved: true; bytes: number; ms: number; ref?: string; unchanged?: true }
+  | { saved: false; reason: string };
 
 export type CheckpointRestored =
   | { restored: true; execution: number; takenAt: string; ref?: string }
@@ -60,6 +65,8 @@ export class RunCheckpoints {
   private readonly log: Logger;
   /** The hidden ref's commit as this worker last pushed or restored it; undefined until it knows. */
   private lastRef: string | null | undefined;
+  /** The settled listing (tree-listing.ts) of what this worker's last checkpoint saved. */
+  private lastDigest: string | undefined;
 
   constructor(opts: RunCheckpointsOptions) {
     this.opts = opts;
@@ -72,11 +79,21 @@ export class RunCheckpoints {
     // Asked first, so a stale worker does not even push (the store's fenced write is what guarantees it).
     if (!(await this.holdsRun())) return this.skipped("the run is no longer this worker's");
     const { root, names } = await this.directories();
+    // Nothing of the workspace or the agent's area changed since the last checkpoint: it stands as it is,
+    // and neither the sandbox, the remote nor the store is asked anything.
+    const repository = this.pushableRepository();
+    // A repository's checkpoint is its tree and HEAD's commits: the objects and the local ref the commit in
+    // the sandbox writes (checkpoint-ref.ts) are not changes of the workspace.
+    const git = `${names[0]}/.git`;
+    const listing = await listTree(root, names, repository ? [`${git}/objects`, `${git}/refs/dispatch`] : []);
+    if (listing.settled && listing.digest === this.lastDigest) {
+      const ms = Math.round(performance.now() - started);
+      return { saved: true, bytes: 0, ms, unchanged: true, ...(this.lastRef ? { ref: this.lastRef } : {}) };
+    }
     const limitBytes = this.limitBytes();
     let refSha: string | null = null;
     let bundleBytes = 0;
     let snapshotNames: string[] = names;
-    const repository = this.pushableRepository();
     if (repository) {
       if (this.lastRef === undefined) this.lastRef = (await store.loadCheckpoint(run.id))?.refSha ?? null;
       const ref = await saveCheckpointRef({
@@ -105,7 +122,12 @@ export class RunCheckpoints {
         return this.skipped(`its workspace could not be pushed to the hidden ref: ${ref.reason}`);
       }
     }
-    const snapshot = await snapshotDirectories({ root, names: snapshotNames, limitBytes });
+    const snapshot = await snapshotDirectories({
+      root,
+      names: snapshotNames,
+      limitBytes,
+      ...(repository ? {} : { listing }),
+    });
     if (!snapshot.ok) return this.skipped(snapshot.reason);
     const saved = await store.saveCheckpoint(run.id, workerId, {
       takenAt: new Date().toISOString(),
@@ -115,6 +137,8 @@ export class RunCheckpoints {
     });
     if (!saved) return this.skipped("the run is no longer this worker's");
     if (refSha) this.lastRef = refSha;
+    // What was saved was read after the listing: an equal settled listing later means the same content.
+    this.lastDigest = listing.settled ? listing.digest : undefined;
     const result = {
       saved: true as const,
       bytes: snapshot.archive.length + bundleBytes,
@@ -188,6 +212,7 @@ export class RunCheckpoints {
     }
     await this.opts.store.deleteCheckpoint(this.opts.run.id);
     this.lastRef = null;
+    this.lastDigest = undefined;
   }
 
   /** The workspace and the agent's area, as names in their (real) parent directory. */

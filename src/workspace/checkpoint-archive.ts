@@ -3,10 +3,13 @@ import { lstat, mkdir, readdir, rename, rm, rmdir, symlink } from "node:fs/promi
 import { isAbsolute, join, posix } from "node:path";
 import * as tar from "tar";
 import { measureDiskUsage } from "./disk-quota.ts";
+import { gnuTar, type Packed, packListed } from "./gnu-tar.ts";
+import { listTree, type TreeListing } from "./tree-listing.ts";
 
 /**
  * A run's directories as one gzip'd tar, and back (docs/runtime.md#checkpoints). The directories are
- * siblings in one parent (a workspace and its `.agent` area), archived under their own names. What an
+ * siblings in one parent (a workspace and its `.agent` area), archived under their own names, by GNU tar
+ * from a listing (tree-listing.ts) where it is installed, else by node-tar. What an
  * agent made is data: a snapshot never follows a symlink (it is kept as a symlink), keeps only files,
  * directories and symlinks (no devices, FIFOs or sockets), and a restore never writes through one.
  */
@@ -30,6 +33,8 @@ export async function snapshotDirectories(opts: {
   root: string;
   names: readonly string[];
   limitBytes: number;
+  /** listTree of the same names, just taken (spares listing them again). */
+  listing?: TreeListing;
 }): Promise<Snapshot> {
   const limit = Math.min(opts.limitBytes, MAX_SNAPSHOT_BYTES);
   const present: string[] = [];
@@ -50,9 +55,35 @@ export async function snapshotDirectories(opts: {
   }
   // Nothing to keep: an empty archive, which a restore reads as nothing to restore.
   if (present.length === 0) return { ok: true, archive: Buffer.alloc(0), bytesOnDisk: 0 };
+  const gnu = await gnuTar();
+  const read = gnu
+    ? await packListed({
+        tar: gnu,
+        root: opts.root,
+        // A listing taken before the measurement above may have missed what an unreadable directory held.
+        paths: (opts.listing?.complete ? opts.listing : await listTree(opts.root, present)).paths,
+        level: GZIP_LEVEL,
+        limit,
+      })
+    : await packWithNodeTar(opts.root, present, limit);
+  if (!Buffer.isBuffer(read)) {
+    return {
+      ok: false,
+      reason:
+        "over" in read
+          ? `its archive weighs more than the ${mebibytes(limit)} MB a checkpoint may weigh`
+          : `a file changed while it was read (${read.changed}); the next checkpoint tries again`,
+      bytesOnDisk: usage.bytes,
+    };
+  }
+  return { ok: true, archive: read, bytesOnDisk: usage.bytes };
+}
+
+/** node-tar's archive of `names` (their whole trees), where GNU tar is not installed. */
+function packWithNodeTar(root: string, names: string[], limit: number): Promise<Packed> {
   const pack = tar.c(
     {
-      cwd: opts.root,
+      cwd: root,
       gzip: { level: GZIP_LEVEL },
       follow: false,
       // Hard links are stored as links (tar's own check keeps them inside the archive on restore).
@@ -61,16 +92,16 @@ export async function snapshotDirectories(opts: {
         return st.isFile() || st.isDirectory() || st.isSymbolicLink();
       },
     },
-    present,
+    names,
   );
   // Read by events, with an error listener for the whole life of the stream: the agent may remove or
   // rewrite a file while it is read (its session files, lock files), and tar reports that as an error at
   // any moment, which must end this snapshot (the next step's checkpoint tries again), never the process.
-  const read = await new Promise<Buffer | { over: true } | { changed: string }>((resolve) => {
+  return new Promise<Packed>((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
     let settled = false;
-    const settle = (value: Buffer | { over: true } | { changed: string }) => {
+    const settle = (value: Packed) => {
       if (settled) return;
       settled = true;
       resolve(value);
@@ -89,17 +120,6 @@ export async function snapshotDirectories(opts: {
       settle({ changed: (err as NodeJS.ErrnoException).code ?? String(err) }),
     );
   });
-  if (!Buffer.isBuffer(read)) {
-    return {
-      ok: false,
-      reason:
-        "over" in read
-          ? `its archive weighs more than the ${mebibytes(limit)} MB a checkpoint may weigh`
-          : `a file changed while it was read (${read.changed}); the next checkpoint tries again`,
-      bytesOnDisk: usage.bytes,
-    };
-  }
-  return { ok: true, archive: read, bytesOnDisk: usage.bytes };
 }
 
 /**

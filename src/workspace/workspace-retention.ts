@@ -5,7 +5,7 @@ import { AGENT_AREA_SUFFIX } from "../harnesses/external/agent-area.ts";
 import { RUN_TMP_SUFFIX } from "../sandbox/sandbox-env.ts";
 import type { Store } from "../store/store.ts";
 import { RESTORING_SUFFIX } from "./checkpoint-archive.ts";
-import { workspacesDir } from "./workspace.ts";
+import { REPOSITORY_CACHES, workspacesDir } from "./workspace.ts";
 
 /** A workspace being removed is first renamed to this prefix, so a follow-up never sees half of it. */
 const REMOVING = ".removing-";
@@ -84,7 +84,31 @@ export async function removeExpiredWorkspaces(opts: {
       }
     }
   }
+  await removeUnusedCaches(root, opts);
   return removed;
+}
+
+/**
+ * The repository caches (REPOSITORY_CACHES) no run used since `finishedBefore`: each use touches its
+ * directory. Renamed first, like a workspace, so a checkout never finds half of one (it makes a new one).
+ */
+async function removeUnusedCaches(
+  root: string,
+  opts: { finishedBefore: string; log: Logger },
+): Promise<void> {
+  const caches = join(root, REPOSITORY_CACHES);
+  const cutoff = Date.parse(opts.finishedBefore);
+  for (const name of await readdir(caches).catch(() => [] as string[])) {
+    try {
+      const st = await lstat(join(caches, name));
+      if (st.mtimeMs >= cutoff) continue;
+      const doomed = join(root, `${REMOVING}repository-${name}`);
+      await rename(join(caches, name), doomed);
+      await removeTree(doomed);
+    } catch (err) {
+      opts.log.warn({ err, name }, "removing an unused repository cache failed; retrying at the next sweep");
+    }
+  }
 }
 
 /** rm -rf, also of directories the agent made unreadable or read-only (their owner may change that). */

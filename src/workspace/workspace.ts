@@ -1,5 +1,6 @@
+import { createHash } from "node:crypto";
 import { mkdir } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 
 /**
  * Each run gets its own directory, kept across its executions so follow-ups continue the work (until
@@ -27,3 +28,15 @@ export function workspacePath(dataDir: string, runId: string): string {
 export function mirrorPath(workspace: string): string {
   return `${workspace}.delivery/mirror.git`;
 }
+
+/**
+ * The worker's cache of a repository's objects (delivery's repository-cache.ts), shared by its runs in
+ * that repository: in the workspaces directory under a name no run has, keyed by the remote's URL.
+ */
+export function repositoryCachePath(workspace: string, remote: string): string {
+  const key = createHash("sha256").update(remote).digest("hex").slice(0, 32);
+  return join(dirname(workspace), REPOSITORY_CACHES, `${key}.git`);
+}
+
+/** The directory of the repository caches, beside the workspaces (a name no run id has). */
+export const REPOSITORY_CACHES = ".repositories";

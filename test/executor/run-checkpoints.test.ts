@@ -1,9 +1,9 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { lstat, mkdir, mkdtemp, readFile, readlink, rm, writeFile } from "node:fs/promises";
+import { lstat, mkdir, mkdtemp, readFile, readlink, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { checkoutRepository, type DeliveryTarget } from "../../src/delivery/repository-checkout.ts";
 import { RunCheckpoints } from "../../src/executor/run-checkpoints.ts";
@@ -12,8 +12,10 @@ import type { RunRecord } from "../../src/model/run.ts";
 import type { Sandbox } from "../../src/sandbox/sandbox.ts";
 import { createSandboxProvider, type SandboxProvider } from "../../src/sandbox/sandbox-provider.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.ts";
+import { listTree } from "../../src/workspace/tree-listing.ts";
 import { prepareWorkspace } from "../../src/workspace/workspace.ts";
 import { type StoreSuite, storeSuite, waitPast } from "../store/conformance/suite.ts";
+import { waitFor } from "../support/dispatch.ts";
 import { GitHttpServer } from "../support/git-http-server.ts";
 import { GitRemotes } from "../support/git-remotes.ts";
 
@@ -266,6 +268,65 @@ describe("run checkpoints", () => {
     expect((await lstat(join(b.workspace, "notes", "empty-dir"))).isDirectory()).toBe(true);
     expect(await readlink(join(b.workspace, "host-link"))).toBe("/etc/hostname");
     expect(existsSync(join(b.workspace, "big.bin"))).toBe(false);
+  });
+
+  /** Until nothing under the workspace changed for long enough that an unchanged listing can be trusted. */
+  const settled = async (workspace: string) => {
+    const real = await realpath(workspace);
+    await waitFor(
+      async () =>
+        (await listTree(dirname(real), [basename(real), `${basename(real)}.agent`])).settled || undefined,
+      { timeoutMs: 15_000, what: "the workspace to settle" },
+    );
+  };
+
+  it("writes nothing while nothing changed, then saves the next change, which another worker restores", async () => {
+    const run = await claimed();
+    const a = await worker("worker-a", run);
+    await a.sh("mkdir -p src && echo one > src/a.txt && echo two > src/b.txt");
+    await settled(a.workspace);
+    expect(await a.checkpoints.save()).toMatchObject({ saved: true });
+    const first = await store.loadCheckpoint(run.id);
+    expect(await a.checkpoints.save()).toMatchObject({ saved: true, unchanged: true, bytes: 0 });
+    expect(await store.loadCheckpoint(run.id)).toEqual(first);
+
+    // A change of the same size within the same second, a deletion, a new empty directory: all seen.
+    await a.sh("echo uno > src/a.txt && rm src/b.txt && mkdir empty");
+    const changed = await a.checkpoints.save();
+    expect(changed).toMatchObject({ saved: true });
+    expect(changed.saved && changed.unchanged).toBeFalsy();
+
+    await moveRun(run, "worker-b");
+    const b = await worker("worker-b", run);
+    expect(await b.checkpoints.restore()).toMatchObject({ restored: true });
+    expect(await readFile(join(b.workspace, "src", "a.txt"), "utf8")).toBe("uno\n");
+    expect(existsSync(join(b.workspace, "src", "b.txt"))).toBe(false);
+    expect((await lstat(join(b.workspace, "empty"))).isDirectory()).toBe(true);
+  });
+
+  it("neither commits in the sandbox nor pushes a repository's checkpoint while nothing changed", async () => {
+    const run = await claimed();
+    const a = await worker("worker-a", run, { repository: true });
+    await a.sh("echo edited > src/edit.txt");
+    await settled(a.workspace);
+    const saved = await a.checkpoints.save();
+    expect(saved).toMatchObject({ saved: true, ref: expect.stringMatching(/^[0-9a-f]{40}$/) });
+    const asked = server.authorizations.length;
+    expect(await a.checkpoints.save()).toMatchObject({
+      saved: true,
+      unchanged: true,
+      ref: saved.saved && saved.ref,
+    });
+    expect(server.authorizations.length).toBe(asked);
+
+    await a.sh("echo again > src/edit.txt");
+    const next = await a.checkpoints.save();
+    expect(next).toMatchObject({ saved: true, ref: expect.stringMatching(/^[0-9a-f]{40}$/) });
+    expect(next.saved && next.ref).not.toBe(saved.saved && saved.ref);
+    await moveRun(run, "worker-b");
+    const b = await worker("worker-b", run, { repository: true });
+    expect(await b.checkpoints.restore()).toMatchObject({ restored: true, ref: next.saved && next.ref });
+    expect(await readFile(join(b.workspace, "src", "edit.txt"), "utf8")).toBe("again\n");
   });
 
   it("restores nothing for a run without a checkpoint", async () => {

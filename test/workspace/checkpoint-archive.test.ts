@@ -110,6 +110,25 @@ describe("checkpoint archives of a run's directories", () => {
     expect((await readdir(target)).sort()).toEqual(["run1", "run1.agent"]);
   });
 
+  it("restores paths and symlink targets longer than a tar header holds", async () => {
+    const ws = join(source, "run1");
+    const deep = join(ws, ...Array.from({ length: 12 }, (_, i) => `directory-${i}-of-a-deep-tree`));
+    await mkdir(deep, { recursive: true });
+    await writeFile(join(deep, `${"long-name-".repeat(12)}.txt`), "deep\n");
+    await symlink(join(deep, `${"long-name-".repeat(12)}.txt`), join(ws, "far"));
+    const snapshot = await snapshotDirectories({ root: source, names: ["run1"], limitBytes: 10 * MB });
+    expect(snapshot.ok).toBe(true);
+    if (!snapshot.ok) return;
+    const restored = await restoreDirectories({
+      root: target,
+      names: ["run1"],
+      archive: snapshot.archive,
+      limitBytes: 10 * MB,
+    });
+    expect(restored).toEqual({ ok: true, restored: ["run1"] });
+    expect(await tree(join(target, "run1"))).toEqual(await tree(ws));
+  });
+
   it("refuses to snapshot more than the limit, saying how much the run holds", async () => {
     const ws = join(source, "run1");
     await mkdir(ws);

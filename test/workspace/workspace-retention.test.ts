@@ -1,4 +1,4 @@
-import { chmod, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readdir, rm, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -50,6 +50,20 @@ describe("workspace retention", () => {
 
     expect(removed.sort()).toEqual([old.id, oldFailed.id].sort());
     expect((await readdir(join(dir, "workspaces"))).sort()).toEqual([recent.id, running.id].sort());
+  });
+
+  it("removes the repository caches no run used since the cutoff and keeps the others", async () => {
+    const caches = join(dir, "workspaces", ".repositories");
+    await mkdir(join(caches, "unused.git", "objects"), { recursive: true });
+    await mkdir(join(caches, "used.git", "objects"), { recursive: true });
+    // Each use touches a cache: one last used two hours ago, one now; the cutoff an hour ago.
+    const twoHoursAgo = new Date(Date.now() - 2 * 3_600_000);
+    await utimes(join(caches, "unused.git"), twoHoursAgo, twoHoursAgo);
+    const cutoff = new Date(Date.now() - 3_600_000).toISOString();
+    const removed = await removeExpiredWorkspaces({ store, dataDir: dir, finishedBefore: cutoff, log });
+    expect(removed).toEqual([]);
+    expect(await readdir(caches)).toEqual(["used.git"]);
+    expect(await readdir(join(dir, "workspaces"))).toEqual([".repositories"]);
   });
 
   it("keeps a workspace whose run a follow-up queued again", async () => {

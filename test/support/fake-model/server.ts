@@ -17,6 +17,8 @@ export interface RecordedRequest {
   path: string;
   headers: IncomingHttpHeaders;
   body: Record<string, unknown>;
+  /** When its body had arrived (Date.now()): a bench reads when an agent's model call reached the provider. */
+  at: number;
 }
 
 export type FakeModel = Awaited<ReturnType<typeof startFakeModel>>;
@@ -58,7 +60,7 @@ export async function startFakeModel(turns: ScriptedTurn[]) {
         // recorded as empty
       }
       const route = routeOf(method, path);
-      requests.push({ provider: route?.provider, method, path, headers: req.headers, body });
+      requests.push({ provider: route?.provider, method, path, headers: req.headers, body, at: Date.now() });
       if (!route) return notFound(res, path);
       if (route.name === "models") {
         const data = LISTED_MODELS.map((id) => ({ id, object: "model", owned_by: "test" }));
