@@ -41,10 +41,12 @@ describe("a plan that waits for approval", () => {
   const approve = (id: string, body: Json) => t.api("POST", `/api/v1/agent/runs/${id}/approve`, body);
 
   it("waits without a slot; Approve carries the plan out in the same run", async () => {
-    // More waiting runs than the one executor slot: none holds it.
+    // More waiting runs than the one executor slot: the second could only plan once the first, waiting,
+    // had given the slot back; and once both wait, none holds it (its last checkpoint may still be
+    // finishing as the state is seen).
     const first = await planRun("$ echo planned > plan.txt");
     const second = await planRun("$ echo second > second.txt");
-    expect(t.dispatch.executor!.activeRuns).toBe(0);
+    await waitFor(() => t.dispatch.executor!.activeRuns === 0, { what: "both waiting runs to free the slot" });
     const run = (await t.api("GET", `/api/v1/agent/runs/${first}`)).body;
     expect(run.status_message).toMatchObject({
       reason: "awaiting_approval",
