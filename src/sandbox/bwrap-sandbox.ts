@@ -3,6 +3,7 @@ import { lstatSync, readlinkSync, statSync } from "node:fs";
 import { realpath } from "node:fs/promises";
 import { isAbsolute, relative } from "node:path";
 import type { RunCgroup } from "./cgroups.ts";
+import type { CommandSpawner } from "./command-spawner.ts";
 import { type CommandResult, runArgvInProcessGroup } from "./process-group.ts";
 import {
   resolveInside,
@@ -42,13 +43,15 @@ export class BwrapSandbox implements Sandbox {
 
   exec(command: string, opts: SandboxExecOptions): Promise<CommandResult> {
     const argv = this.wrap(["bash", "-c", command], opts.network);
-    return runArgvInProcessGroup(argv, {
+    const options = {
       cwd: this.workspace,
       env: sandboxEnv(this.workspace, this.opts.runId),
       timeoutMs: opts.timeoutMs,
       signal: opts.signal,
       ...(opts.outputLimit !== undefined ? { outputLimit: opts.outputLimit } : {}),
-    });
+    };
+    const spawner = this.opts.spawner;
+    return spawner ? spawner.run(argv, options) : runArgvInProcessGroup(argv, options);
   }
 
   start(argv: string[], opts: SandboxStartOptions): SandboxProcess {
@@ -124,6 +127,8 @@ export interface BwrapSandboxOptions {
   ownNetwork?: OwnNetworkTools;
   identity?: AgentIdentity;
   cgroup?: RunCgroup;
+  /** Starts exec's commands: Dispatch's (the provider's); without one, they are spawned from this process. */
+  spawner?: CommandSpawner;
   /** Removes what the provider made for this sandbox (the identity files). */
   release?: () => Promise<void>;
 }

@@ -4,6 +4,7 @@ import { join, resolve } from "node:path";
 import type { Logger } from "pino";
 import { type AgentIdentity, agentIdentityFiles, BwrapSandbox, findBwrap, which } from "./bwrap-sandbox.ts";
 import { type CgroupLimits, type Cgroups, detectCgroups } from "./cgroups.ts";
+import { commandSpawner } from "./command-spawner.ts";
 import { PlainSandbox } from "./plain-sandbox.ts";
 import type { Sandbox } from "./sandbox.ts";
 import { RUN_TMP_SUFFIX } from "./sandbox-env.ts";
@@ -101,6 +102,7 @@ export async function createSandboxProvider(opts: SandboxProviderOptions): Promi
     log.warn({ sandbox: "none", limits }, `sandbox: none. ${warning} (${limits})`);
   }
 
+  const spawner = commandSpawner(log);
   return {
     kind: bwrap ? "bwrap" : "none",
     warning,
@@ -108,7 +110,7 @@ export async function createSandboxProvider(opts: SandboxProviderOptions): Promi
     async create({ workspace, runId, agentNetwork }) {
       const real = await realpath(workspace);
       const cgroup = cgroups ? await cgroups.create(runId, opts.limits) : undefined;
-      if (!bwrap) return new PlainSandbox(real, runId, cgroup ? { cgroup } : {});
+      if (!bwrap) return new PlainSandbox(real, runId, { spawner, ...(cgroup ? { cgroup } : {}) });
       const hide = await Promise.all(opts.hide.map((d) => realpath(d).catch(() => resolve(d))));
       const identityDir = await mkdtemp(join(tmpdir(), "dispatch-agent-identity-"));
       const identity = await writeIdentity(identityDir, real);
@@ -126,6 +128,7 @@ export async function createSandboxProvider(opts: SandboxProviderOptions): Promi
         ...(ownNetwork ? { ownNetwork } : {}),
         identity,
         ...(cgroup ? { cgroup } : {}),
+        spawner,
         release: async () => {
           await rm(identityDir, { recursive: true, force: true });
           await rm(tmp, { recursive: true, force: true });
