@@ -145,31 +145,35 @@ function treeCpuMs(pid: number | "self" = "self"): number {
 
 async function measure(mode: "none" | "bwrap"): Promise<Result> {
   // Throughput: RUNS short runs through SLOTS slots.
-  const { runsPerSec, mainCpuMsPerRun, cpuMsPerRun, p50Ms, p99Ms } = await withDispatch(mode, SLOTS, async (d, api) => {
-    await createMany(api, 10, "$ echo warm");
-    await waitAll(d, 10, "SUCCEEDED");
-    const started = performance.now();
-    const cpuBefore = mainThreadCpuMs();
-    const treeBefore = treeCpuMs();
-    const ids = await createMany(api, RUNS, "Benchmark run\n$ echo hello > out.txt");
-    await waitAll(d, RUNS + 10, "SUCCEEDED");
-    const seconds = (performance.now() - started) / 1000;
-    const mainCpuMsPerRun = (mainThreadCpuMs() - cpuBefore) / RUNS;
-    const cpuMsPerRun = (treeCpuMs() - treeBefore) / RUNS;
-    const latencies: number[] = [];
-    for (const id of ids) {
-      const run = await d.store.getRun((await d.store.listApiKeys())[0]!.principal.teamId, id);
-      if (run?.finishedAt) latencies.push(Date.parse(run.finishedAt) - Date.parse(run.createdAt));
-    }
-    latencies.sort((a, b) => a - b);
-    return {
-      runsPerSec: RUNS / seconds,
-      mainCpuMsPerRun,
-      cpuMsPerRun,
-      p50Ms: latencies[Math.floor(latencies.length * 0.5)] ?? 0,
-      p99Ms: latencies[Math.floor(latencies.length * 0.99)] ?? 0,
-    };
-  });
+  const { runsPerSec, mainCpuMsPerRun, cpuMsPerRun, p50Ms, p99Ms } = await withDispatch(
+    mode,
+    SLOTS,
+    async (d, api) => {
+      await createMany(api, 10, "$ echo warm");
+      await waitAll(d, 10, "SUCCEEDED");
+      const started = performance.now();
+      const cpuBefore = mainThreadCpuMs();
+      const treeBefore = treeCpuMs();
+      const ids = await createMany(api, RUNS, "Benchmark run\n$ echo hello > out.txt");
+      await waitAll(d, RUNS + 10, "SUCCEEDED");
+      const seconds = (performance.now() - started) / 1000;
+      const mainCpuMsPerRun = (mainThreadCpuMs() - cpuBefore) / RUNS;
+      const cpuMsPerRun = (treeCpuMs() - treeBefore) / RUNS;
+      const latencies: number[] = [];
+      for (const id of ids) {
+        const run = await d.store.getRun((await d.store.listApiKeys())[0]!.principal.teamId, id);
+        if (run?.finishedAt) latencies.push(Date.parse(run.finishedAt) - Date.parse(run.createdAt));
+      }
+      latencies.sort((a, b) => a - b);
+      return {
+        runsPerSec: RUNS / seconds,
+        mainCpuMsPerRun,
+        cpuMsPerRun,
+        p50Ms: latencies[Math.floor(latencies.length * 0.5)] ?? 0,
+        p99Ms: latencies[Math.floor(latencies.length * 0.99)] ?? 0,
+      };
+    },
+  );
 
   // Memory: CONCURRENT runs held in a long command at once.
   const memory = await withDispatch(mode, CONCURRENT, async (d, api) => {
