@@ -30,8 +30,8 @@ interface Pending {
  * Starts sandbox commands (runArgvInProcessGroup's contract, unchanged) from a small long-lived helper
  * process (command-spawner-helper.ts) rather than from Dispatch's main thread: a fork copies the forking
  * process's page tables while its event loop waits, which made `spawn` the largest item of Dispatch's
- * profile under load (bench/README.md, "Third round: starting commands"). The loop only sends the
- * command and reads its result.
+ * profile under load (bench/README.md, "Third round: starting commands and bubblewrap"). The loop only
+ * sends the command and reads its result.
  *
  * One helper per Dispatch process, started with the first command, restarted with the next after it
  * died (the commands it was running are killed and end with exit code null, saying so). A helper that
@@ -88,8 +88,9 @@ export class CommandSpawner {
   }
 
   private send(helper: ChildProcess, message: SpawnerRequest): void {
-    // A closed channel surfaces as the helper's exit, which settles the command.
-    if (helper.connected) helper.send(message, (err) => err && undefined);
+    // A send that fails (the channel closed meanwhile) needs no handling here: the helper's exit settles
+    // the command. The callback keeps the failure from being thrown as an 'error' event.
+    if (helper.connected) helper.send(message, () => {});
   }
 
   private startHelper(): ChildProcess {

@@ -79,7 +79,7 @@ interface Snapshot {
  * The sandbox's /etc: ETC_ENTRIES copied into one directory that bubblewrap binds read-only with a single
  * mount. Bound one by one, the entries were bwrap's largest cost per command (each read-only bind re-reads
  * the whole mount table to remount what lies below it: bench/README.md, "Third round: starting
- * commands"). The copy shows what the binds showed: an entry that is a symlink is followed (as a bind
+ * commands and bubblewrap"). The copy shows what the binds showed: an entry that is a symlink is followed (as a bind
  * follows it), what lies inside a directory is copied as it is (symlinks stay symlinks), and a path
  * Dispatch hides is an empty directory or file. Nothing is written back: the copy lies in a directory
  * only Dispatch can enter and is bound read-only.
