@@ -3,6 +3,8 @@ import { lstatSync, readlinkSync, statSync } from "node:fs";
 import { realpath } from "node:fs/promises";
 import { isAbsolute, relative } from "node:path";
 import type { RunCgroup } from "./cgroups.ts";
+import type { CommandSpawner } from "./command-spawner.ts";
+import { ETC_ENTRIES } from "./etc-snapshot.ts";
 import { type CommandResult, runArgvInProcessGroup } from "./process-group.ts";
 import {
   resolveInside,
@@ -34,6 +36,8 @@ export class BwrapSandbox implements Sandbox {
   readonly kind: string = "bwrap";
   readonly workspace: string;
   private readonly opts: BwrapSandboxOptions;
+  /** bwrap's arguments for exec, by network: the same for each of the sandbox's commands. */
+  private readonly execArgs = new Map<BwrapLayout["network"], string[]>();
 
   constructor(opts: BwrapSandboxOptions) {
     this.opts = opts;
@@ -42,13 +46,15 @@ export class BwrapSandbox implements Sandbox {
 
   exec(command: string, opts: SandboxExecOptions): Promise<CommandResult> {
     const argv = this.wrap(["bash", "-c", command], opts.network);
-    return runArgvInProcessGroup(argv, {
+    const options = {
       cwd: this.workspace,
       env: sandboxEnv(this.workspace, this.opts.runId),
       timeoutMs: opts.timeoutMs,
       signal: opts.signal,
       ...(opts.outputLimit !== undefined ? { outputLimit: opts.outputLimit } : {}),
-    });
+    };
+    const spawner = this.opts.spawner;
+    return spawner ? spawner.run(argv, options) : runArgvInProcessGroup(argv, options);
   }
 
   start(argv: string[], opts: SandboxStartOptions): SandboxProcess {
@@ -70,19 +76,20 @@ export class BwrapSandbox implements Sandbox {
   ): string[] {
     const ownNetwork = this.opts.ownNetwork;
     const wantsOwn = network === "public" || (network === undefined && this.opts.network);
-    const layout = {
+    const layout: BwrapLayout = {
       workspace: this.workspace,
       hide: this.opts.hide,
       tmp: this.opts.tmp,
-      network:
-        network === "host"
-          ? ("host" as const)
-          : wantsOwn && ownNetwork
-            ? ("own" as const)
-            : ("none" as const),
+      etc: this.opts.etc,
+      network: network === "host" ? "host" : wantsOwn && ownNetwork ? "own" : "none",
       identity: this.opts.identity,
       mounts,
     };
+    let args = mounts.length === 0 ? this.execArgs.get(layout.network) : undefined;
+    if (!args) {
+      args = bwrapArgs(layout);
+      if (mounts.length === 0) this.execArgs.set(layout.network, args);
+    }
     return [
       ...(this.opts.cgroup?.enter ?? []),
       // The host's addresses as they are now: the filter is made for each command.
@@ -90,7 +97,7 @@ export class BwrapSandbox implements Sandbox {
         ? ownNetworkLauncher(ownNetwork, outboundFilter(hostAddresses()))
         : []),
       this.opts.bwrap,
-      ...bwrapArgs(layout),
+      ...args,
       ...argv,
     ];
   }
@@ -115,6 +122,8 @@ export interface BwrapSandboxOptions {
   hide: string[];
   /** The run's /tmp on disk (BwrapLayout.tmp). */
   tmp?: string;
+  /** The sandbox's /etc as one directory (BwrapLayout.etc). */
+  etc?: string;
   /**
    * Network for commands that do not say (the agent phase): the environment's `agent_network`. It is a
    * network of its own (`ownNetwork`); without those tools the agent gets none.
@@ -124,6 +133,8 @@ export interface BwrapSandboxOptions {
   ownNetwork?: OwnNetworkTools;
   identity?: AgentIdentity;
   cgroup?: RunCgroup;
+  /** Starts exec's commands: Dispatch's (the provider's); without one, they are spawned from this process. */
+  spawner?: CommandSpawner;
   /** Removes what the provider made for this sandbox (the identity files). */
   release?: () => Promise<void>;
 }
@@ -156,48 +167,19 @@ export function agentIdentityFiles(workspace: string): Record<keyof AgentIdentit
   };
 }
 
-/**
- * Where the system keeps what programs need. Everything else of /etc (shadow, ssl/private, the
- * operator's configuration) stays outside. Missing entries are skipped.
- */
+/** Where the system keeps its programs and libraries. */
 const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
-const ETC_ENTRIES = [
-  "alternatives",
-  "bash.bashrc",
-  "ca-certificates",
-  "ca-certificates.conf",
-  "crypto-policies",
-  "debian_version",
-  "gai.conf",
-  "gitconfig",
-  "host.conf",
-  "hosts",
-  "inputrc",
-  "ld.so.cache",
-  "ld.so.conf",
-  "ld.so.conf.d",
-  "localtime",
-  "magic",
-  "magic.mime",
-  "mime.types",
-  "nsswitch.conf",
-  "os-release",
-  "pki/ca-trust",
-  "pki/tls/certs",
-  "profile",
-  "protocols",
-  "resolv.conf",
-  "services",
-  "ssl/certs",
-  "ssl/openssl.cnf",
-  "timezone",
-];
 
 export interface BwrapLayout {
   /** Bound writable at the same path; the sandbox starts there. */
   workspace: string;
   /** Paths hidden (an empty directory, or /dev/null for a file) where they lie inside a bound path. */
   hide: string[];
+  /**
+   * The sandbox's /etc prepared as one directory (EtcSnapshots), bound with one mount; absent, each of
+   * ETC_ENTRIES is bound on its own (the start-up probe, sandboxes built by hand).
+   */
+  etc?: string | undefined;
   /** Bound writable at /tmp: the run's own, on disk (RUN_TMP_SUFFIX); a tmpfs when absent. */
   tmp?: string | undefined;
   /** none: only `lo`; host: the host's network; own: one of its own, public only (ownNetworkLauncher). */
@@ -221,7 +203,9 @@ export function bwrapArgs(opts: BwrapLayout): string[] {
     if (entry?.isSymbolicLink()) args.push("--symlink", readlinkSync(dir), dir);
     else if (entry?.isDirectory()) bind(dir);
   }
-  for (const name of ETC_ENTRIES) {
+  // The snapshot holds what Dispatch hides already, and is no host path a hidden one could lie in.
+  if (opts.etc) args.push("--ro-bind", opts.etc, "/etc");
+  for (const name of opts.etc ? [] : ETC_ENTRIES) {
     const path = `/etc/${name}`;
     if (!statOrUndefined(path)) continue;
     if (opts.identity && opts.network !== "host" && name === "resolv.conf") continue;

@@ -1,6 +1,7 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { mkdir, readdir, readFile, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { ownerGone, selfTag } from "./process-owner.ts";
 
 /**
  * Per-run cgroups, where the hierarchy is writable: v1 (one hierarchy per controller,
@@ -91,20 +92,6 @@ export async function detectCgroups(
 
 const RUN_PREFIX = "dispatch-run-";
 
-/** This process as a cgroup name can tell it apart from a later process with the same pid: pid.starttime. */
-function ownerTag(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // The fields after the command name (which may hold spaces) in parentheses; starttime is field 22.
-    const startTime = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
-    return startTime ? `${pid}.${startTime}` : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-const selfTag = ownerTag(process.pid) ?? `${process.pid}.0`;
-
 function runCgroupName(runId: string): string {
   return `${RUN_PREFIX}${runId}@${selfTag}`;
 }
@@ -112,9 +99,7 @@ function runCgroupName(runId: string): string {
 /** A run cgroup left by a Dispatch process that no longer runs (or by a version that did not say). */
 function isLeftover(name: string): boolean {
   if (!name.startsWith(RUN_PREFIX)) return false;
-  const owner = name.match(/@(\d+)\.(\d+)$/);
-  if (!owner) return true;
-  return ownerTag(Number(owner[1])) !== `${owner[1]}.${owner[2]}`;
+  return ownerGone(name.match(/@(\d+\.\d+)$/)?.[1]);
 }
 
 async function sweepParents(parents: string[]): Promise<string[]> {

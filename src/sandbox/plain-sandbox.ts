@@ -1,4 +1,5 @@
 import type { RunCgroup } from "./cgroups.ts";
+import type { CommandSpawner } from "./command-spawner.ts";
 import { type CommandResult, runArgvInProcessGroup } from "./process-group.ts";
 import { resolveInside, type Sandbox, type SandboxExecOptions, type SandboxStartOptions } from "./sandbox.ts";
 import { sandboxEnv } from "./sandbox-env.ts";
@@ -10,21 +11,26 @@ export class PlainSandbox implements Sandbox {
   readonly workspace: string;
   private readonly runId: string;
   private readonly cgroup: RunCgroup | undefined;
+  private readonly spawner: CommandSpawner | undefined;
 
-  constructor(workspace: string, runId: string, opts: { cgroup?: RunCgroup } = {}) {
+  /** `spawner`: Dispatch's (the provider's); without one, commands are spawned from this process. */
+  constructor(workspace: string, runId: string, opts: { cgroup?: RunCgroup; spawner?: CommandSpawner } = {}) {
     this.workspace = workspace;
     this.runId = runId;
     this.cgroup = opts.cgroup;
+    this.spawner = opts.spawner;
   }
 
   exec(command: string, opts: SandboxExecOptions): Promise<CommandResult> {
-    return runArgvInProcessGroup([...(this.cgroup?.enter ?? []), "bash", "-c", command], {
+    const argv = [...(this.cgroup?.enter ?? []), "bash", "-c", command];
+    const options = {
       cwd: this.workspace,
       env: sandboxEnv(this.workspace, this.runId),
       timeoutMs: opts.timeoutMs,
       signal: opts.signal,
       ...(opts.outputLimit !== undefined ? { outputLimit: opts.outputLimit } : {}),
-    });
+    };
+    return this.spawner ? this.spawner.run(argv, options) : runArgvInProcessGroup(argv, options);
   }
 
   start(argv: string[], opts: SandboxStartOptions): SandboxProcess {

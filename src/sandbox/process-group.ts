@@ -16,6 +16,8 @@ export interface CommandOptions {
   timeoutMs: number;
   signal: AbortSignal;
   outputLimit?: number;
+  /** Told the leader's pid (its process group) once it is started. */
+  onStart?: (pid: number) => void;
 }
 
 const KILL_GRACE_MS = 500;
@@ -46,6 +48,7 @@ export function runArgvInProcessGroup(argv: string[], opts: CommandOptions): Pro
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
     });
+    if (child.pid !== undefined) opts.onStart?.(child.pid);
     let chunks: Buffer[] = [];
     let size = 0;
     let truncated = false;

@@ -4,6 +4,8 @@ import { join, resolve } from "node:path";
 import type { Logger } from "pino";
 import { type AgentIdentity, agentIdentityFiles, BwrapSandbox, findBwrap, which } from "./bwrap-sandbox.ts";
 import { type CgroupLimits, type Cgroups, detectCgroups } from "./cgroups.ts";
+import { commandSpawner } from "./command-spawner.ts";
+import { etcSnapshots } from "./etc-snapshot.ts";
 import { PlainSandbox } from "./plain-sandbox.ts";
 import type { Sandbox } from "./sandbox.ts";
 import { RUN_TMP_SUFFIX } from "./sandbox-env.ts";
@@ -101,6 +103,9 @@ export async function createSandboxProvider(opts: SandboxProviderOptions): Promi
     log.warn({ sandbox: "none", limits }, `sandbox: none. ${warning} (${limits})`);
   }
 
+  const spawner = commandSpawner(log);
+  const hidden = () => Promise.all(opts.hide.map((d) => realpath(d).catch(() => resolve(d))));
+  const etc = bwrap ? etcSnapshots(await hidden()) : undefined;
   return {
     kind: bwrap ? "bwrap" : "none",
     warning,
@@ -108,25 +113,33 @@ export async function createSandboxProvider(opts: SandboxProviderOptions): Promi
     async create({ workspace, runId, agentNetwork }) {
       const real = await realpath(workspace);
       const cgroup = cgroups ? await cgroups.create(runId, opts.limits) : undefined;
-      if (!bwrap) return new PlainSandbox(real, runId, cgroup ? { cgroup } : {});
-      const hide = await Promise.all(opts.hide.map((d) => realpath(d).catch(() => resolve(d))));
+      if (!bwrap) return new PlainSandbox(real, runId, { spawner, ...(cgroup ? { cgroup } : {}) });
+      const hide = await hidden();
       const identityDir = await mkdtemp(join(tmpdir(), "dispatch-agent-identity-"));
       const identity = await writeIdentity(identityDir, real);
       // Empty at each execution's start, as a /tmp is after a reboot (a crash may have left one).
       const tmp = `${real}${RUN_TMP_SUFFIX}`;
       await rm(tmp, { recursive: true, force: true });
       await mkdir(tmp, { mode: 0o700 });
+      // Without a copy of /etc (the disk is full), each entry is bound on its own as before.
+      const etcCopy = await etc?.acquire().catch((err) => {
+        log.warn({ err }, "could not copy /etc for the sandbox; binding its entries one by one");
+        return undefined;
+      });
       return new BwrapSandbox({
         bwrap,
         workspace: real,
         runId,
         hide,
         tmp,
+        ...(etcCopy ? { etc: etcCopy.dir } : {}),
         network: agentNetwork,
         ...(ownNetwork ? { ownNetwork } : {}),
         identity,
         ...(cgroup ? { cgroup } : {}),
+        spawner,
         release: async () => {
+          await etcCopy?.release();
           await rm(identityDir, { recursive: true, force: true });
           await rm(tmp, { recursive: true, force: true });
         },

@@ -299,6 +299,41 @@ describe.skipIf(bwrapProblem !== undefined)("bubblewrap sandbox", () => {
     await sandbox.close?.();
   });
 
+  it("ends what a command left behind, in its group or not, when it exits; a command sees only its own processes", async () => {
+    const { sandbox, runId } = await newSandbox("bwrap");
+    const other = await newSandbox("bwrap");
+    const left = await exec(
+      sandbox,
+      "sleep 300 > /dev/null 2>&1 & setsid sleep 301 > /dev/null 2>&1 & (setsid sleep 302 > /dev/null 2>&1 &); echo started",
+    );
+    expect(left.output).toBe("started\n");
+    // No close of the sandbox: the command's own end is what kills them.
+    await waitFor(() => runProcesses(runId).filter(isAlive).length === 0 || undefined, {
+      what: "the processes the command left behind to die",
+    });
+
+    // While a command of this run and one of another run sleep, a third sees none of them.
+    const controller = new AbortController();
+    const sleeping = [
+      exec(sandbox, "sleep 60", { signal: controller.signal }),
+      exec(other.sandbox, "sleep 61", { signal: controller.signal }),
+    ];
+    await waitFor(
+      () =>
+        [runId, other.runId].every((id) =>
+          runProcesses(id).some((pid) => readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "sleep"),
+        ) || undefined,
+      { what: "both sleeps to start" },
+    );
+    const seen = await exec(sandbox, "cat /proc/[0-9]*/comm");
+    expect(seen.output).not.toContain("sleep");
+    expect(seen.output.trim().split("\n").length).toBeLessThanOrEqual(4);
+    controller.abort();
+    await Promise.all(sleeping);
+    await sandbox.close?.();
+    await other.sandbox.close?.();
+  });
+
   it("puts a run's processes in its own cgroup with memory and pids limits where cgroups are writable", async () => {
     const detected = await detectCgroups();
     if (!detected.cgroups) return; // read-only cgroups here: limits are skipped (logged at start-up)
