@@ -6,7 +6,7 @@ import { createLogger } from "../../src/log.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.ts";
 import { removeExpiredWorkspaces } from "../../src/workspace/workspace-retention.ts";
 import { type StoreSuite, storeSuite, waitPast } from "../store/conformance/suite.ts";
-import { startTestDispatch, waitForState } from "../support/dispatch.ts";
+import { startTestDispatch, waitFor, waitForState } from "../support/dispatch.ts";
 
 const log = createLogger("silent");
 
@@ -142,6 +142,11 @@ describe("a follow-up to a run whose workspace was removed", () => {
       const created = await t.api("POST", "/api/v1/agent/runs", { prompt: "$ echo draft > notes.txt" });
       const id = created.body.run_id as string;
       await waitForState(t, id, ["SUCCEEDED"]);
+      // Retention comes hours later: by then the execution has finished with its workspace (its last
+      // checkpoint and clean-up go on briefly after the state is visible).
+      await waitFor(() => t.dispatch.executor!.activeRuns === 0, {
+        what: "the execution to let go of its slot",
+      });
       await waitPast(1);
       const removed = await removeExpiredWorkspaces({
         store: t.dispatch.store,
