@@ -1,3 +1,4 @@
+import type { StoreActivity } from "../activity.ts";
 import type { StoreSignals } from "../signals.ts";
 import { StatementStore, type Statements } from "../statements.ts";
 import type { Store } from "../store.ts";
@@ -83,7 +84,7 @@ const statements: Statements<Database> = {
   listQueuedPrompts: followups.listQueuedPrompts,
   interruptRun: interrupts.interruptRun,
   appendEvent: events.appendEvent,
-  appendWorkerEvent: events.appendWorkerEvent,
+  appendWorkerEvents: events.appendWorkerEvents,
   listEvents: events.listEvents,
   listRunsByProgress: progress.listRunsByProgress,
   getRunProgress: progress.getRunProgress,
@@ -170,6 +171,7 @@ const statements: Statements<Database> = {
 export class PostgresStore extends StatementStore(statements) implements Store {
   readonly kind = "postgres";
   readonly signals: StoreSignals;
+  readonly activity: StoreActivity;
   private readonly db: Database;
 
   constructor(url: string, opts: { poolSize?: number; onError?: (err: unknown) => void } = {}) {
@@ -177,6 +179,7 @@ export class PostgresStore extends StatementStore(statements) implements Store {
     super(db);
     this.db = db;
     this.signals = db.signals;
+    this.activity = db.activity;
   }
 
   /** Applies the migrations (once across replicas), then waits briefly until other replicas' signals arrive. */

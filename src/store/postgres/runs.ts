@@ -368,22 +368,27 @@ export async function applyTransition(
   trigger: Trigger,
   patch: RunPatch,
   workerId?: string,
+  /** The run as this transaction locked it already (SELECT … FOR UPDATE), saving a round trip. */
+  locked?: RunRecord,
 ): Promise<RunRecord | undefined> {
-  const row = await tx.row("SELECT * FROM runs WHERE id = $1 FOR UPDATE", [runId]);
-  const run = row ? toRun(row) : undefined;
+  let run = locked;
+  if (!run) {
+    const row = await tx.row("SELECT * FROM runs WHERE id = $1 FOR UPDATE", [runId]);
+    run = row ? toRun(row) : undefined;
+  }
   if (!run || !canApply(trigger, run.state)) return undefined;
   if (workerId !== undefined && run.workerId !== workerId) return undefined;
   const now = Date.now();
   const nowIso = iso(now);
   const sets = transitionColumns(run, trigger, patch, now);
   const columns = Object.keys(sets);
-  const changed = await tx.changes(
+  const row = await tx.row(
     `UPDATE runs SET ${columns.map((c, i) => `${c} = $${i + 1}`).join(", ")}
-      WHERE id = $${columns.length + 1} AND state = $${columns.length + 2}`,
+      WHERE id = $${columns.length + 1} AND state = $${columns.length + 2} RETURNING *`,
     [...columns.map((c) => sets[c]), runId, run.state],
   );
-  if (changed !== 1) return undefined;
-  const updated = (await readRun(tx, runId))!;
+  if (!row) return undefined;
+  const updated = toRun(row);
   await insertEvent(
     tx,
     runId,
