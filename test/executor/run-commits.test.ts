@@ -132,18 +132,22 @@ describe("Store.activity", () => {
     const before = { ...store.activity };
     await suite.create();
     const afterCreate = store.activity.commits - before.commits;
+    const createStatements = store.activity.statements - before.statements;
     // A claim that finds nothing makes nothing durable.
     await store.claimNextRun("w", 60_000);
     const afterClaim = store.activity.commits - before.commits;
     await store.claimNextRun("w", 60_000);
-    return { afterCreate, afterClaim, afterEmptyClaim: store.activity.commits - before.commits };
+    return {
+      commits: { afterCreate, afterClaim, afterEmptyClaim: store.activity.commits - before.commits },
+      createStatements,
+    };
   };
 
   it("counts a commit per write that changed something, on SQLite", async () => {
     const dir = await mkdtemp(join(tmpdir(), "dispatch-activity-"));
     const store = await openStore({ sqlitePath: join(dir, "dispatch.db") });
     try {
-      expect(await counted(store)).toEqual({ afterCreate: 1, afterClaim: 2, afterEmptyClaim: 2 });
+      expect((await counted(store)).commits).toEqual({ afterCreate: 1, afterClaim: 2, afterEmptyClaim: 2 });
     } finally {
       await store.close();
       await rm(dir, { recursive: true, force: true });
@@ -153,7 +157,10 @@ describe("Store.activity", () => {
   it.skipIf(Boolean(missing))("counts a commit per write that changed something, on PostgreSQL", async () => {
     const store = await openStore({ postgresUrl: await cluster!.createDatabase(), sqlitePath: "" });
     try {
-      expect(await counted(store)).toEqual({ afterCreate: 1, afterClaim: 2, afterEmptyClaim: 2 });
+      const { commits, createStatements } = await counted(store);
+      expect(commits).toEqual({ afterCreate: 1, afterClaim: 2, afterEmptyClaim: 2 });
+      // A plain create is one statement, its notification included (src/store/postgres/run-create.ts).
+      expect(createStatements).toBe(1);
     } finally {
       await store.close();
     }

@@ -205,9 +205,12 @@ export class Database implements Sql {
     }
   }
 
-  /** The channel and payload that carry `note` to other stores (pg_notify's arguments, in a statement of one's own). */
-  notification(note: SignalNote): [string, string] {
-    return [SIGNAL_CHANNEL, encodeSignals(this.origin, [note])[0]!];
+  /**
+   * The channel and payload that carry `notes` (a few, well under PostgreSQL's payload limit) to other
+   * stores: pg_notify's arguments, for a statement that notifies as it commits on its own.
+   */
+  notification(notes: SignalNote[]): [string, string] {
+    return [SIGNAL_CHANNEL, encodeSignals(this.origin, notes)[0]!];
   }
 
   /** Publishes `note` to this store's own listeners (a statement that notified other stores has committed). */

@@ -50,7 +50,7 @@ export async function appendWorkerEvents(
       workerId,
       events.map((e) => e.type),
       capped.map((c) => c.json),
-      ...db.notification(["event_appended", runId, -1]),
+      ...db.notification([["event_appended", runId, -1]]),
     ],
   );
   if (rows.length === 0) return undefined;

@@ -19,6 +19,7 @@ import * as interrupts from "./interrupts.ts";
 import * as leases from "./leases.ts";
 import * as outbox from "./outbox.ts";
 import * as progress from "./progress.ts";
+import * as runCreate from "./run-create.ts";
 import * as runTraces from "./run-traces.ts";
 import * as runs from "./runs.ts";
 import * as schedules from "./schedules.ts";
@@ -44,7 +45,7 @@ const statements: Statements<Database> = {
   listIdentities: identities.listIdentities,
   updateIdentity: identities.updateIdentity,
   deleteIdentity: identities.deleteIdentity,
-  createRun: runs.createRun,
+  createRun: runCreate.createRun,
   getRun: runs.getRun,
   getRunBySession: runs.getRunBySession,
   findRunsByUrl: runs.findRunsByUrl,
