@@ -97,9 +97,11 @@ export class ExecutionTranscript {
     if (events.some((e) => endsStep(e.type, e.data))) this.opts.stepEnded();
   }
 
-  close(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
+  /** The execution ends: what is held is written (what a lost run's worker writes is refused, quietly). */
+  async close(): Promise<void> {
+    await this.flush().catch((err) => {
+      if (!(err instanceof RunMovedError)) this.opts.log.warn({ err }, "writing the transcript failed");
+    });
   }
 
   private hold(event: NewRunEvent): void {

@@ -426,10 +426,7 @@ export class RunExecution {
       preparing.end();
       clearTimeout(this.drainTimer);
       // The agent's last words, when the turn ended without finishExecution (cancelled, stopped, lost).
-      await this.transcript.flush().catch((err) => {
-        if (!(err instanceof RunMovedError)) this.log.warn({ err }, "writing the transcript failed");
-      });
-      this.transcript.close();
+      await this.transcript.close();
       if (this.stopReason === "shutdown") {
         // The last checkpoint, with the step that just ended, then the run moves on: INPROGRESS throughout.
         await this.checkpoints?.handOver();
@@ -544,13 +541,8 @@ export class RunExecution {
     if (outcome?.usage) patch.requestUsage = this.withCost(outcome.usage);
     // The turn's last words go with its end: one commit.
     const events = await this.transcript.forCommit();
-    const result = await this.deps.store.finishExecution(
-      this.run.id,
-      this.deps.workerId,
-      trigger,
-      patch,
-      events,
-    );
+    const { store, workerId } = this.deps;
+    const result = await store.finishExecution(this.run.id, workerId, trigger, patch, events);
     if (result.run?.state === "BLOCKED") this.blocked = true;
     else if (result.run) this.ended = this.finished = true;
     else if (result.pending.length > 0)
