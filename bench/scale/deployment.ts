@@ -24,6 +24,14 @@ interface Shape {
   sandbox: SandboxMode;
 }
 
+/** BENCH_CPU_PROF=<dir>: each Dispatch process writes a CPU profile there when it stops (bench/README.md). */
+function profileFlags(name: string): string[] {
+  const dir = process.env.BENCH_CPU_PROF;
+  return dir
+    ? ["--cpu-prof", `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`]
+    : [];
+}
+
 function env(shape: Shape, extra: Record<string, string>): Record<string, string> {
   return {
     DISPATCH_MAX_CONCURRENT_RUNS: String(shape.slots),
@@ -36,6 +44,7 @@ function env(shape: Shape, extra: Record<string, string>): Record<string, string
 export async function startSqlite(shape: Shape): Promise<Deployment> {
   const api = await startDispatchProcess({
     bench: "scale-sqlite",
+    nodeFlags: profileFlags("sqlite"),
     env: env(shape, { DISPATCH_LOG_LEVEL: "warn" }),
   });
   return { api, processes: [api], stop: () => api.stop() };
@@ -58,6 +67,7 @@ export async function startPostgres(
   try {
     const api = await startDispatchProcess({
       bench: "scale-pg-api",
+      nodeFlags: profileFlags("pg-api"),
       env: env(
         { ...shape, slots: 0 },
         { DATABASE_URL: databaseUrl, DISPATCH_ROLES: "api", DISPATCH_LOG_LEVEL: "warn" },
@@ -68,6 +78,7 @@ export async function startPostgres(
       Array.from({ length: shape.workers }, async () => {
         const worker = await startDispatchProcess({
           bench: "scale-pg-worker",
+          nodeFlags: profileFlags("pg-worker"),
           // info: a worker prints no curl example, so its URL (for /readyz) comes from the start-up log line.
           env: env(shape, {
             DATABASE_URL: databaseUrl,

@@ -20,7 +20,7 @@
  *
  * Knobs (environment): BENCH_SCALE_RUNS (100) runs per batch, BENCH_SCALE_WORKERS (1,2; the goal is about
  * the second worker, and on a 2-core machine a fourth measures only contention),
- * BENCH_SCALE_SLOTS (4) runs at once per worker, BENCH_SCALE_SANDBOX (none,bwrap),
+ * BENCH_SCALE_SLOTS (4) runs at once per worker, BENCH_CPU_PROF=<dir> (a CPU profile of each Dispatch process), BENCH_SCALE_SANDBOX (none,bwrap),
  * BENCH_SCALE_CLAIMS (20) idle claims per deployment, BENCH_SCALE_API_SEED (1000) runs stored before the
  * API is measured, BENCH_SCALE_API_S (4) seconds per API call (plus 1 s warm-up; 0 skips part 3).
  * Prints Markdown tables; exits 0 whether the goals are met or not, 1 when the bench itself went wrong.
@@ -30,6 +30,7 @@ import { findBwrap } from "../../src/sandbox/bwrap-sandbox.ts";
 import { type PostgresCluster, postgresUnavailable, startPostgres } from "../../test/support/postgres.ts";
 import { machineNow, ms, type ResultRow, recordResults } from "../support/results.ts";
 import { type ApiCall, type ApiRate, measureApiRates } from "./api-rates.ts";
+import { postgresCpuMs, processCpuMs } from "./cpu.ts";
 import {
   type Deployment,
   type SandboxMode,
@@ -114,15 +115,19 @@ async function main(): Promise<number> {
     const load = loadavg()[0]!;
     current = await start();
     try {
-      const result = await measureThroughput(current, {
-        runs: RUNS,
-        warmupRuns: WARMUP_RUNS,
-        claimSamples: CLAIMS,
-        timeoutMs: BATCH_TIMEOUT_MS,
-      });
+      const deployment = current;
+      const port = Number(new URL(cluster!.url("postgres")).port);
+      const result = await measureThroughput(
+        deployment,
+        { runs: RUNS, warmupRuns: WARMUP_RUNS, claimSamples: CLAIMS, timeoutMs: BATCH_TIMEOUT_MS },
+        {
+          dispatch: () => deployment.processes.reduce((sum, p) => sum + processCpuMs(p.child.proc.pid), 0),
+          database: () => (row.store === "PostgreSQL" ? postgresCpuMs(port) : undefined),
+        },
+      );
       rows.push({ ...row, result, load });
       log(
-        `${label}: ${result.runsPerSec.toFixed(1)} runs/s, idle claim p50 ${result.claim.p50} ms p99 ${result.claim.p99} ms`,
+        `${label}: ${result.runsPerSec.toFixed(1)} runs/s, ${cpuText(result)} CPU per run, idle claim p50 ${result.claim.p50} ms p99 ${result.claim.p99} ms`,
       );
     } finally {
       await current.stop();
@@ -184,8 +189,8 @@ function print(
     "",
     `### Runs through Dispatch: ${RUNS} scripted runs per batch, ${SLOTS} slots per worker process`,
     "",
-    "| store | worker processes | sandbox | runs/s | vs SQLite | vs 1 worker | added by the last worker(s), per worker, × the first | batch QUEUED→INPROGRESS p50 / p99 ms | idle claim p50 / p99 / max ms | load (1 min) at start |",
-    "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|",
+    "| store | worker processes | sandbox | runs/s | vs SQLite | vs 1 worker | added by the last worker(s), per worker, × the first | CPU ms per run (Dispatch + PostgreSQL) | batch QUEUED→INPROGRESS p50 / p99 ms | idle claim p50 / p99 / max ms | load (1 min) at start |",
+    "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|",
   );
   for (const row of rows) {
     const sqlite = rows.find((r) => r.store === "SQLite" && r.sandbox === row.sandbox);
@@ -201,7 +206,7 @@ function print(
           )
         : "–";
     out.push(
-      `| ${row.store} | ${row.store === "SQLite" ? "1 (all roles)" : row.workers} | ${row.sandbox === "none" ? "off" : "bwrap"} | ${f1(row.result.runsPerSec)} | ${sqlite ? ratio(row.result.runsPerSec / sqlite.result.runsPerSec) : "–"} | ${row.store === "PostgreSQL" && one ? ratio(row.result.runsPerSec / one.result.runsPerSec) : "–"} | ${added} | ${row.result.queueWait.p50} / ${row.result.queueWait.p99} | ${row.result.claim.p50} / ${row.result.claim.p99} / ${row.result.claim.max} | ${row.load.toFixed(2)} |`,
+      `| ${row.store} | ${row.store === "SQLite" ? "1 (all roles)" : row.workers} | ${row.sandbox === "none" ? "off" : "bwrap"} | ${f1(row.result.runsPerSec)} | ${sqlite ? ratio(row.result.runsPerSec / sqlite.result.runsPerSec) : "–"} | ${row.store === "PostgreSQL" && one ? ratio(row.result.runsPerSec / one.result.runsPerSec) : "–"} | ${added} | ${cpuText(row.result)} | ${row.result.queueWait.p50} / ${row.result.queueWait.p99} | ${row.result.claim.p50} / ${row.result.claim.p99} / ${row.result.claim.max} | ${row.load.toFixed(2)} |`,
     );
   }
 
@@ -256,7 +261,8 @@ function print(
     "",
     `Machine: ${machine.cores} cores, load average ${machine.loadBefore.toFixed(2)} before, ${machine.loadAfter.toFixed(2)} after (1 min)${machine.loadBefore > 0.5 ? "; other processes were using the CPU, so read the ratios with care" : ""}.`,
     ...machine.skipped.map((s) => `${s[0]!.toUpperCase()}${s.slice(1)}.`),
-    "runs/s: batch size ÷ (last finished_at − first created_at). Claim: created_at → started_at of a run created while every slot is free (API process stamps one, the worker the other; one clock). Batch QUEUED→INPROGRESS is mostly waiting for a slot.",
+    "runs/s: batch size ÷ (last finished_at − first created_at). CPU per run: user + system time of Dispatch's processes (their commands included) and of the PostgreSQL server during the batch, ÷ batch size: the steadier figure on a busy machine.",
+    "Claim: created_at → started_at of a run created while every slot is free (API process stamps one, the worker the other; one clock). Batch QUEUED→INPROGRESS is mostly waiting for a slot.",
     "PostgreSQL is the tests' throwaway cluster with fsync and synchronous_commit off; SQLite syncs every commit: the PostgreSQL figures are favoured by that.",
     "",
   );
@@ -286,7 +292,9 @@ function resultRows(
         )
         .join(", "),
       target: "report",
-      note: `${RUNS} scripted runs per batch, ${SLOTS} slots per worker`,
+      note: `${RUNS} scripted runs per batch, ${SLOTS} slots per worker; CPU ms per run ${same
+        .map((r) => `${r.store === "SQLite" ? "SQLite" : `${r.workers}w`} ${cpuText(r.result)}`)
+        .join(", ")}`,
     });
     if (one && two) {
       const added = (two.result.runsPerSec - one.result.runsPerSec) / one.result.runsPerSec;
@@ -324,6 +332,14 @@ function resultRows(
   for (const reason of skipped)
     out.push({ benchmark: "scale", measured: "skipped", target: "–", note: reason });
   return out;
+}
+
+/** "12.3" on SQLite, "8.1 + 4.0" on PostgreSQL: CPU milliseconds per run. */
+function cpuText(result: Throughput): string {
+  const { dispatchMs, databaseMs } = result.cpuPerRun;
+  return databaseMs === undefined
+    ? dispatchMs.toFixed(1)
+    : `${dispatchMs.toFixed(1)} + ${databaseMs.toFixed(1)}`;
 }
 
 // --- knobs and lifecycle -------------------------------------------------------------------------

@@ -23,6 +23,17 @@ export interface Throughput {
   queueWait: { p50: number; p99: number };
   /** QUEUED → INPROGRESS of a run created while every slot is free: the claim itself. */
   claim: { p50: number; p99: number; max: number };
+  /**
+   * CPU milliseconds per run of the batch (cpu.ts): Dispatch's processes (their commands included) and
+   * the PostgreSQL server (undefined on SQLite, which runs inside Dispatch).
+   */
+  cpuPerRun: { dispatchMs: number; databaseMs: number | undefined };
+}
+
+/** CPU milliseconds used so far, sampled around the batch. */
+export interface CpuMeter {
+  dispatch(): number;
+  database(): number | undefined;
 }
 
 interface RunTimes {
@@ -37,13 +48,23 @@ interface RunTimes {
 export async function measureThroughput(
   deployment: Deployment,
   opts: { runs: number; warmupRuns: number; claimSamples: number; timeoutMs: number },
+  cpu: CpuMeter,
 ): Promise<Throughput> {
   const { api } = deployment;
   // Warm-up: the first runs of each worker pay for its first workspace, sandbox and JIT.
   await finishBatch(deployment, await pushBatch(api, opts.warmupRuns), opts.timeoutMs);
 
+  const cpuBefore = { dispatch: cpu.dispatch(), database: cpu.database() };
   const batch = await pushBatch(api, opts.runs);
   const runs = await finishBatch(deployment, batch, opts.timeoutMs);
+  const databaseAfter = cpu.database();
+  const cpuPerRun = {
+    dispatchMs: (cpu.dispatch() - cpuBefore.dispatch) / runs.length,
+    databaseMs:
+      databaseAfter === undefined || cpuBefore.database === undefined
+        ? undefined
+        : (databaseAfter - cpuBefore.database) / runs.length,
+  };
   const first = Math.min(...runs.map((r) => Date.parse(r.created_at)));
   const last = Math.max(...runs.map((r) => Date.parse(r.finished_at!)));
   const waits = runs.map((r) => Date.parse(r.started_at!) - Date.parse(r.created_at));
@@ -59,6 +80,7 @@ export async function measureThroughput(
     runsPerSec: (runs.length * 1000) / Math.max(1, last - first),
     queueWait: { p50: wait.p50, p99: wait.p99 },
     claim: latencySummary(claims),
+    cpuPerRun,
   };
 }
 

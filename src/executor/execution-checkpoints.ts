@@ -115,12 +115,15 @@ export class ExecutionCheckpoints {
     await this.schedule?.flush();
   }
 
-  /** The run ended here, or left: no more checkpoints; `ended` removes the run's. */
-  async stop(ended: boolean): Promise<void> {
+  /**
+   * No more checkpoints: the run left (`keep`), or ended here (`drop` removes the run's checkpoint;
+   * `dropped`: the store dropped its row with the run's end, and only the hidden ref is left to remove).
+   */
+  async stop(checkpoint: "keep" | "drop" | "dropped"): Promise<void> {
     await this.schedule?.stop();
-    if (ended && this.held)
+    if (checkpoint !== "keep" && this.held)
       await this.checkpoints
-        .discard()
+        .discard({ stored: checkpoint === "drop" })
         .catch((err) => this.log.warn({ err }, "removing the checkpoint failed"));
   }
 

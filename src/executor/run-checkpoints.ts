@@ -194,8 +194,11 @@ export class RunCheckpoints {
     };
   }
 
-  /** Gives the run's checkpoint up: its row, and the hidden ref on the remote (best effort, logged). */
-  async discard(): Promise<void> {
+  /**
+   * Gives the run's checkpoint up: its row (unless `stored` is false: gone already), and the hidden ref on
+   * the remote (best effort, logged).
+   */
+  async discard(opts: { stored: boolean } = { stored: true }): Promise<void> {
     const repository = this.pushableRepository();
     if (repository) {
       const removed = await deleteCheckpointRef({
@@ -210,7 +213,7 @@ export class RunCheckpoints {
       if (!removed.ok)
         this.log.warn({ reason: removed.reason }, "the checkpoint's hidden ref was not removed");
     }
-    await this.opts.store.deleteCheckpoint(this.opts.run.id);
+    if (opts.stored) await this.opts.store.deleteCheckpoint(this.opts.run.id);
     this.lastRef = null;
     this.lastDigest = undefined;
   }

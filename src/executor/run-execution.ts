@@ -10,7 +10,7 @@ import { executionMode } from "../model/run-mode.ts";
 import { HANDED_BACK_MESSAGE } from "../model/run-resume.ts";
 import type { Sandbox } from "../sandbox/sandbox.ts";
 import type { SandboxProvider } from "../sandbox/sandbox-provider.ts";
-import type { RunPatch, Store } from "../store/store.ts";
+import type { NewRunEvent, RunPatch, Store } from "../store/store.ts";
 import { phase } from "../telemetry/spans.ts";
 import { type DiskQuota, DiskQuotaWatcher, diskQuotaExceeded } from "../workspace/disk-quota.ts";
 import { prepareEnvironment } from "../workspace/environments.ts";
@@ -20,6 +20,7 @@ import { BudgetGate } from "./budget-gate.ts";
 import { ExecutionCheckpoints } from "./execution-checkpoints.ts";
 import { ExecutionDelivery } from "./execution-delivery.ts";
 import { traceExecution } from "./execution-trace.ts";
+import { ExecutionTranscript, RunMovedError } from "./execution-transcript.ts";
 import { recordPlan } from "./plan-approval.ts";
 import type { RunCost } from "./run-cost.ts";
 import { readAttachments, readTranscript } from "./run-history.ts";
@@ -74,13 +75,6 @@ export interface DeliveryDeps {
 
 export type StopReason = "cancelled" | "lease_lost" | "shutdown" | "disk_quota" | "cost_limit";
 
-/** Thrown into the harness by a write of a worker that no longer holds the run (lease fencing). */
-class RunMovedError extends Error {
-  constructor() {
-    super("this worker no longer holds the run");
-  }
-}
-
 /**
  * One claimed run, from workspace to recorded outcome: renews the lease, hands follow-ups to the
  * harness, stops it when the run is cancelled or the lease is lost, and ends the execution with a
@@ -103,6 +97,8 @@ export class RunExecution {
    * from then on the run leaving INPROGRESS is its own doing, not a sign that another worker has it.
    */
   private ended = false;
+  /** Set when finishExecution ended the run (and dropped its stored checkpoint in the same step). */
+  private finished = false;
   /** Set as this execution leaves the run BLOCKED, waiting for a person: its checkpoint stays. */
   private blocked = false;
   /** Set when the workspace went over its disk quota: how the run ends once the harness has stopped. */
@@ -115,12 +111,32 @@ export class RunExecution {
   private budget: BudgetGate | undefined;
   /** The agent's turns: each one's signal, stopped alone by an interrupt. */
   private readonly turns: TurnControl;
+  /** What the execution appends to the transcript: fenced, one commit per agent step. */
+  private readonly transcript: ExecutionTranscript;
 
   constructor(run: RunRecord, deps: ExecutionDeps) {
     this.run = run;
     this.deps = deps;
     this.log = deps.log.child({ component: "executor", runId: run.id });
     this.turns = new TurnControl(this.controller.signal, run.interrupts ?? 0);
+    this.transcript = new ExecutionTranscript({
+      store: deps.store,
+      runId: run.id,
+      workerId: deps.workerId,
+      log: this.log,
+      cancelled: () => this.stopReason === "cancelled",
+      refused: async () => {
+        await this.checkOwnership();
+        if (this.stopReason === "cancelled") return true;
+        this.lost();
+        return false;
+      },
+      mayHold: () => !this.draining,
+      stepEnded: () => {
+        if (this.draining) this.stop("shutdown");
+        else this.checkpoints?.stepEnded();
+      },
+    });
     this.delivery = new ExecutionDelivery({
       run,
       deps,
@@ -183,7 +199,7 @@ export class RunExecution {
       const { path: workspace, created } = await prepareWorkspace(this.deps.dataDir, run.id);
       quotaWatcher = this.watchDiskQuota(workspace);
       if (created && run.execution > 1) {
-        await this.emit("log", {
+        this.transcript.note("log", {
           level: "info",
           phase: "workspace",
           message:
@@ -196,6 +212,7 @@ export class RunExecution {
       if (!harness) {
         const available = this.deps.harnesses.types().join(", ");
         this.ended = true;
+        await this.transcript.flush();
         await store.transition(
           run.id,
           "fail",
@@ -225,7 +242,11 @@ export class RunExecution {
         agentNetwork: environment?.agent_network ?? false,
       });
       if (this.deps.sandboxes.warning) {
-        await this.emit("log", { level: "warn", phase: "sandbox", message: this.deps.sandboxes.warning });
+        this.transcript.note("log", {
+          level: "warn",
+          phase: "sandbox",
+          message: this.deps.sandboxes.warning,
+        });
       }
       const repository = await this.delivery.checkout(workspace, created, signal);
       if (!repository) return;
@@ -286,13 +307,23 @@ export class RunExecution {
         },
       });
       this.cost = this.budget.cost;
-      const waiting = await store.startAgent(run.id, workerId);
-      if (!waiting) return;
       // A run that moved here continues its execution: the agent had started on the worker before. One
       // that was answered (it waited for a person) continues it with the answer.
       const moved = (run.resuming === "shutdown" || run.resuming === "worker_lost") && run.agentStarted;
       const answered = run.resuming === "answered";
       const prompt = run.execution === 1 && run.prompt && !answered ? [run.prompt] : [];
+      let resume: HarnessContext["resume"];
+      let opening: NewRunEvent[] = [];
+      if (moved && run.resuming) {
+        const inFlight = stepsInFlight(await readTranscript(store, run.id));
+        opening = [{ type: "log", data: resumedEvent(run.resuming, restored, inFlight) }];
+        resume = { reason: run.resuming, note: RESUME_NOTE };
+      } else if (prompt.length) opening = [{ type: "message", data: { role: "user", text: run.prompt } }];
+      // startAgent hands over every follow-up committed before it: the harness's first look finds none
+      // waiting unless one is signalled after this line.
+      this.followupHint = false;
+      const waiting = await store.startAgent(run.id, workerId, await this.transcript.forCommit(opening));
+      if (!waiting) return;
       const given = moved
         ? await inputBeforeMove(store, run)
         : { input: [...prompt, ...waiting.map((f) => f.message)], modes: waiting.map((f) => f.mode) };
@@ -300,14 +331,6 @@ export class RunExecution {
         ? executionMode(Number.POSITIVE_INFINITY, undefined, given.modes)
         : executionMode(run.execution, run.mode, given.modes);
       let input = await this.budget.input(given.input);
-      let resume: HarnessContext["resume"];
-      if (moved && run.resuming) {
-        const inFlight = stepsInFlight(await readTranscript(store, run.id));
-        await this.emit("log", resumedEvent(run.resuming, restored, inFlight));
-        resume = { reason: run.resuming, note: RESUME_NOTE };
-      } else if (prompt.length) {
-        await this.emit("message", { role: "user", text: run.prompt });
-      }
       this.checkpoints?.start();
 
       for (;;) {
@@ -325,7 +348,10 @@ export class RunExecution {
               signal: this.turns.begin(),
               emit: (type, data) => this.emit(type, data),
               takeFollowups: () => this.takeFollowups(),
-              transcript: () => readTranscript(this.deps.store, this.run.id),
+              transcript: async () => {
+                await this.transcript.flush();
+                return readTranscript(this.deps.store, this.run.id);
+              },
               attachments: () => readAttachments(this.deps.store, this.run),
               ...(this.cost ? { cost: this.cost } : {}),
               log: this.deps.log.child({ runId: run.id }),
@@ -347,6 +373,7 @@ export class RunExecution {
           if (outcome.usage) await store.recordUsage(run.id, this.withCost(outcome.usage), workerId);
           // A cancelled run's changes are kept as a patch; nothing is pushed after a cancel.
           if (repository.target && this.stopReason === "cancelled") {
+            await this.transcript.flush();
             await this.delivery
               .deliver(repository.target, workspace, sandbox, outcome, input, signal)
               .catch((err) => this.log.warn({ err }, "keeping the patch of a cancelled run failed"));
@@ -371,6 +398,8 @@ export class RunExecution {
         const asked = outcome.status === "succeeded" ? outcome.waitFor : undefined;
         // A plan changes nothing, so nothing is delivered (the repository stays as it was); a question is
         // not the end of the work.
+        // Delivery's summary and the plan are the agent's last words: durable first.
+        if (repository.target || mode === "plan") await this.transcript.flush();
         if (repository.target && mode !== "plan" && !asked) {
           const delivered = await this.delivery.deliver(
             repository.target,
@@ -396,6 +425,8 @@ export class RunExecution {
     } finally {
       preparing.end();
       clearTimeout(this.drainTimer);
+      // The agent's last words, when the turn ended without finishExecution (cancelled, stopped, lost).
+      await this.transcript.close();
       if (this.stopReason === "shutdown") {
         // The last checkpoint, with the step that just ended, then the run moves on: INPROGRESS throughout.
         await this.checkpoints?.handOver();
@@ -416,7 +447,9 @@ export class RunExecution {
         await store.transition(run.id, "fail", { statusMessage: this.overBudget }, { workerId });
       }
       const endedHere = this.ended || this.overQuota || this.overBudget || this.stopReason === "cancelled";
-      if (this.stopReason !== "shutdown" && !this.blocked) await this.checkpoints?.stop(Boolean(endedHere));
+      // finishExecution dropped the stored checkpoint with the run's end; any other end leaves it here to drop.
+      if (this.stopReason !== "shutdown" && !this.blocked)
+        await this.checkpoints?.stop(endedHere ? (this.finished ? "dropped" : "drop") : "keep");
     }
   }
 
@@ -448,6 +481,7 @@ export class RunExecution {
   /** FAILED before the agent started (environment or skill problems); a cancel written first wins. */
   private async failBeforeStart(message: string, errorCode: string): Promise<void> {
     this.ended = true;
+    await this.transcript.flush();
     await this.deps.store.transition(
       this.run.id,
       "fail",
@@ -456,32 +490,9 @@ export class RunExecution {
     );
   }
 
-  /**
-   * Appends to the transcript while this worker holds the run (lease fencing); once it does not, the
-   * execution stops and the write is refused. A cancelled run's patch is still recorded after the cancel.
-   * The end of an agent's step is a checkpoint, and where a draining worker stops.
-   */
-  private async emit(type: RunEventType, data: Record<string, unknown>): Promise<void> {
-    const { store, workerId } = this.deps;
-    if (this.stopReason === "cancelled") {
-      await store.appendEvent(this.run.id, type, data);
-      return;
-    }
-    if (!(await store.appendWorkerEvent(this.run.id, workerId, type, data))) {
-      // Refused: cancelled (not yet seen by this execution: what it still records of the cancelled run
-      // is kept, such as a push already under way), or held by another worker now.
-      await this.checkOwnership();
-      if ((this.stopReason as StopReason | undefined) !== "cancelled") {
-        this.lost();
-        throw new RunMovedError();
-      }
-      await store.appendEvent(this.run.id, type, data);
-      return;
-    }
-    if (type === "tool_result" || (type === "message" && data.role === "assistant")) {
-      if (this.draining) this.stop("shutdown");
-      else this.checkpoints?.stepEnded();
-    }
+  /** Appends to the transcript (execution-transcript.ts): fenced by this worker's claim on the run. */
+  private emit(type: RunEventType, data: Record<string, unknown>): Promise<void> {
+    return this.transcript.emit(type, data);
   }
 
   private async takeFollowups(): Promise<string[]> {
@@ -528,9 +539,16 @@ export class RunExecution {
       };
     }
     if (outcome?.usage) patch.requestUsage = this.withCost(outcome.usage);
-    const result = await this.deps.store.finishExecution(this.run.id, this.deps.workerId, trigger, patch);
+    // The turn's last words go with its end: one commit.
+    const events = await this.transcript.forCommit();
+    const { store, workerId } = this.deps;
+    const result = await store.finishExecution(this.run.id, workerId, trigger, patch, events);
     if (result.run?.state === "BLOCKED") this.blocked = true;
-    else if (result.run) this.ended = true;
+    else if (result.run) this.ended = this.finished = true;
+    else if (result.pending.length > 0)
+      this.transcript.written(events); // the agent goes on: a checkpoint
+    // Refused (cancelled, not yet seen here, or lost): the words are kept as any write after a cancel is.
+    else await this.transcript.rewrite(events);
     return result.pending.map((f) => f.message);
   }
 

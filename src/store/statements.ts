@@ -4,6 +4,7 @@ import type { Store } from "./store.ts";
 type BackendOwn =
   | "kind"
   | "signals"
+  | "activity"
   | "migrate"
   | "ping"
   | "classifyError"

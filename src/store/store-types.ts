@@ -1,12 +1,15 @@
 import type { AudienceFilter } from "../model/audience.ts";
 import type { ApiKeyRole } from "../model/identity.ts";
-import type { Artifact, RunRecord } from "../model/run.ts";
+import type { Artifact, RunEvent, RunRecord } from "../model/run.ts";
 import type { RunState } from "../model/run-state.ts";
 import type { ScheduleFields, ScheduleRecord } from "../model/schedule.ts";
 import type { ThreadBinding } from "../model/thread-binding.ts";
 import type { WebhookDelivery, WebhookEvent } from "../model/webhook.ts";
 
 /** The records the Store interface takes and returns beyond the model's own (store.ts re-exports them). */
+
+/** A transcript event to append; the store numbers and stamps it. */
+export type NewRunEvent = Pick<RunEvent, "type" | "data">;
 
 export interface ProgressRange {
   after?: string;

@@ -29,6 +29,7 @@ import type {
   WebSession,
 } from "../model/web-session.ts";
 import type { WebhookDelivery, WebhookEndpoint } from "../model/webhook.ts";
+import type { StoreActivity } from "./activity.ts";
 import type { StoreSignals } from "./signals.ts";
 import type {
   ArtifactFile,
@@ -46,6 +47,7 @@ import type {
   NewArtifactFile,
   NewInboundDelivery,
   NewRunCheckpoint,
+  NewRunEvent,
   NotifierCursor,
   NotifierState,
   OutboxMessage,
@@ -66,6 +68,7 @@ import type {
 import type { UsageReport, UsageReportQuery } from "./usage-report.ts";
 
 // The Store's own record types live in store-types.ts; importers keep reading them from here.
+export type { StoreActivity } from "./activity.ts";
 export * from "./store-types.ts";
 
 /**
@@ -77,6 +80,8 @@ export interface Store {
   readonly kind: string;
   /** Published after a change commits; the executor and event streams wait on these instead of polling. */
   readonly signals: StoreSignals;
+  /** Commits and statements since the store opened (counted for tests and benches: bench/README.md). */
+  readonly activity: StoreActivity;
   migrate(): Promise<void>;
   ping(): Promise<void>;
   /**
@@ -188,20 +193,29 @@ export interface Store {
   /** Extends the lease; false when the worker no longer owns the run (cancelled, recovered). */
   renewLease(runId: string, workerId: string, leaseMs: number): Promise<boolean>;
   /**
-   * Marks the execution's agent as started and hands it every follow-up waiting so far, in one step:
-   * undefined when the worker no longer owns the run.
+   * Marks the execution's agent as started, appends `events` (what the agent starts from: the prompt, a
+   * resume note, notes of the preparation) and hands it every follow-up waiting so far, in one step:
+   * undefined (nothing written) when the worker no longer owns the run.
    */
-  startAgent(runId: string, workerId: string): Promise<FollowupRecord[] | undefined>;
+  startAgent(
+    runId: string,
+    workerId: string,
+    events?: readonly NewRunEvent[],
+  ): Promise<FollowupRecord[] | undefined>;
   /**
-   * Ends the current execution with `trigger` unless live follow-ups are still waiting: then nothing
-   * changes and they are returned (marked delivered) so the agent continues with them. This closes the
-   * race in which a follow-up accepted as `live_session` would otherwise be lost by a finishing worker.
+   * Appends `events` (the end of the agent's turn: its answer), then ends the current execution with
+   * `trigger` unless live follow-ups are still waiting: then the run stays as it is and they are returned
+   * (marked delivered) so the agent continues with them. This closes the race in which a follow-up
+   * accepted as `live_session` would otherwise be lost by a finishing worker. All in one step, only while
+   * the worker holds the run (nothing is written otherwise). An execution that ends the run (any trigger
+   * but `block`) drops the run's checkpoint with it: a checkpoint only serves a run in progress.
    */
   finishExecution(
     runId: string,
     workerId: string,
     trigger: "succeed" | "fail" | "error" | "block",
     patch: RunPatch,
+    events?: readonly NewRunEvent[],
   ): Promise<{ run?: RunRecord; pending: FollowupRecord[] }>;
   /**
    * Sets the run's token usage whatever its state: a cancelled or lost execution still consumed tokens
@@ -316,15 +330,15 @@ export interface Store {
    */
   appendEvent(runId: string, type: RunEventType, data: Record<string, unknown>): Promise<RunEvent>;
   /**
-   * Appends an event of the execution `workerId` runs: only while that worker holds the run (lease
-   * fencing: a worker that lost the run writes nothing to it). Undefined when it does not.
+   * Appends events of the execution `workerId` runs, in order and in one transaction: only while that
+   * worker holds the run (lease fencing: a worker that lost the run writes nothing to it). Undefined when
+   * it does not.
    */
-  appendWorkerEvent(
+  appendWorkerEvents(
     runId: string,
     workerId: string,
-    type: RunEventType,
-    data: Record<string, unknown>,
-  ): Promise<RunEvent | undefined>;
+    events: readonly NewRunEvent[],
+  ): Promise<RunEvent[] | undefined>;
   listEvents(runId: string, after: number, limit: number): Promise<RunEvent[]>;
 
   // Progress (stall detection, model/stall.ts): when a run last had a transcript event (RunRecord.lastEventAt)

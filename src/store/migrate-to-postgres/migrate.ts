@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { DatabaseSync } from "node:sqlite";
 import pg from "pg";
 import { migrate as migratePostgres, Database as PostgresDatabase } from "../postgres/database.ts";
-import { runSearchText } from "../postgres/runs.ts";
+import { runSearchText } from "../postgres/run-create.ts";
 import { migrate as migrateSqlite, Database as SqliteDatabase } from "../sqlite/database.ts";
 import { type CopyPlan, MigrationRefused, planCopy, quoteSqlite, type TablePlan } from "./plan.ts";
 

@@ -4,7 +4,9 @@ import type { Database } from "./database.ts";
 
 /**
  * The latest checkpoint of each run (docs/runtime.md#checkpoints). The write is fenced: one INSERT … SELECT
- * from the run's row as the worker holds it, so a worker that lost the run writes nothing.
+ * from the run's row as the worker holds it, so a worker that lost the run writes nothing. FOR SHARE waits
+ * for a change of the run under way (the end of the execution, which drops the checkpoint; a claim by
+ * another worker) and checks the row again once it committed, so none lands just after it.
  */
 
 export async function saveCheckpoint(
@@ -17,7 +19,7 @@ export async function saveCheckpoint(
   const changed = await db.changes(
     `INSERT INTO run_checkpoints (run_id, execution, taken_at, worker_id, size_bytes, ref_sha, snapshot)
      SELECT id, execution, $1::text, worker_id, $2::bigint, $3::text, $4::bytea FROM runs
-      WHERE id = $5 AND worker_id = $6 AND state = 'INPROGRESS'
+      WHERE id = $5 AND worker_id = $6 AND state = 'INPROGRESS' FOR SHARE
      ON CONFLICT (run_id) DO UPDATE SET execution = excluded.execution, taken_at = excluded.taken_at,
        worker_id = excluded.worker_id, size_bytes = excluded.size_bytes, ref_sha = excluded.ref_sha,
        snapshot = excluded.snapshot`,

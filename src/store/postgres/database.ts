@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
+import type { StoreActivity } from "../activity.ts";
 import { StoreSignals } from "../signals.ts";
 import { emitNote, encodeSignals, SIGNAL_CHANNEL, SignalListener, type SignalNote } from "./notifications.ts";
 
@@ -55,14 +56,18 @@ export class Rollback<T> {
 /** A transaction: its statements, and the signals it publishes if (and once) it commits. */
 export class Tx implements Sql {
   readonly notes: SignalNote[] = [];
+  /** Whether a statement of it changed rows (a transaction that only read commits nothing worth counting). */
+  wrote = false;
   private readonly client: pg.PoolClient;
+  private readonly activity: StoreActivity;
 
-  constructor(client: pg.PoolClient) {
+  constructor(client: pg.PoolClient, activity: StoreActivity) {
     this.client = client;
+    this.activity = activity;
   }
 
   async rows(text: string, values: unknown[] = []): Promise<Row[]> {
-    return (await this.client.query(prepared(text, values))).rows;
+    return this.count(text, await this.client.query(prepared(text, values))).rows;
   }
 
   async row(text: string, values: unknown[] = []): Promise<Row | undefined> {
@@ -70,11 +75,24 @@ export class Tx implements Sql {
   }
 
   async changes(text: string, values: unknown[] = []): Promise<number> {
-    return (await this.client.query(prepared(text, values))).rowCount ?? 0;
+    return this.count(text, await this.client.query(prepared(text, values))).rowCount ?? 0;
   }
 
+  private count(text: string, result: pg.QueryResult): pg.QueryResult {
+    this.activity.statements += 1;
+    if (WRITES.test(text) && (result.rowCount ?? 0) > 0) this.wrote = true;
+    return result;
+  }
+
+  /**
+   * Published with the commit, once per run and kind: the same signal twice in one transaction (a state
+   * change's event and the append beside it) wakes its listeners no more than once would.
+   */
   signal(...note: SignalNote): void {
-    this.notes.push(note);
+    const [name, first] = note as [string, unknown];
+    const same = this.notes.findIndex(([n, f]) => n === name && f === first);
+    if (same === -1) this.notes.push(note);
+    else if (name === "event_appended") this.notes[same] = note; // the latest seq
   }
 }
 
@@ -86,6 +104,7 @@ export class Database implements Sql {
   readonly signals = new StoreSignals();
   /** Tells this store's notifications from other stores' (another replica, or another store in this process). */
   readonly origin = randomUUID();
+  readonly activity: StoreActivity = { commits: 0, statements: 0 };
   private readonly pool: pg.Pool;
   private readonly listener: SignalListener;
   private readonly onError: (err: unknown) => void;
@@ -115,7 +134,7 @@ export class Database implements Sql {
   }
 
   async rows(text: string, values: unknown[] = []): Promise<Row[]> {
-    return (await this.pool.query(prepared(text, values))).rows;
+    return this.alone(text, await this.pool.query(prepared(text, values))).rows;
   }
 
   async row(text: string, values: unknown[] = []): Promise<Row | undefined> {
@@ -123,7 +142,14 @@ export class Database implements Sql {
   }
 
   async changes(text: string, values: unknown[] = []): Promise<number> {
-    return (await this.pool.query(prepared(text, values))).rowCount ?? 0;
+    return this.alone(text, await this.pool.query(prepared(text, values))).rowCount ?? 0;
+  }
+
+  /** Counts a statement outside a transaction: one round trip, and a commit of its own when it wrote rows. */
+  private alone(text: string, result: pg.QueryResult): pg.QueryResult {
+    this.activity.statements += 1;
+    if (WRITES.test(text) && (result.rowCount ?? 0) > 0) this.activity.commits += 1;
+    return result;
   }
 
   /**
@@ -137,25 +163,39 @@ export class Database implements Sql {
     for (let attempt = 1; ; attempt++) {
       const { client, lost, release } = await this.checkout();
       let broken = false;
+      let open = false;
       try {
+        this.activity.statements += 1;
         await client.query("BEGIN");
-        const tx = new Tx(client);
+        open = true;
+        const tx = new Tx(client, this.activity);
         let value: T;
         try {
           value = await work(tx);
         } catch (err) {
+          this.activity.statements += 1;
+          open = false;
           await client.query("ROLLBACK");
           if (err instanceof Rollback) return err.value as T;
           throw err;
         }
-        for (const payload of encodeSignals(this.origin, tx.notes)) {
-          await client.query(prepared("SELECT pg_notify($1, $2)", [SIGNAL_CHANNEL, payload]));
-        }
-        await client.query("COMMIT");
+        // The notifications travel with the COMMIT, one round trip: a simple query of literals (the
+        // payloads are our own JSON, escaped by the driver), which PostgreSQL delivers only if it commits.
+        const notify = encodeSignals(this.origin, tx.notes).map(
+          (payload) =>
+            `SELECT pg_notify(${client.escapeLiteral(SIGNAL_CHANNEL)}, ${client.escapeLiteral(payload)}); `,
+        );
+        this.activity.statements += 1;
+        await client.query(`${notify.join("")}COMMIT`);
+        open = false;
+        if (tx.wrote) this.activity.commits += 1;
         for (const note of tx.notes) emitNote(this.signals, note);
         return value;
       } catch (err) {
         broken = classifyError(err) === "unavailable";
+        // A statement (or the COMMIT's notification) failed: nothing of it stays, and the connection is
+        // clean again (a ROLLBACK after a failed COMMIT, with no transaction left, only warns).
+        if (open && !broken) await client.query("ROLLBACK").catch(() => (broken = true));
         if (attempt < 4 && isRetryable(err)) continue;
         throw err;
       } finally {
@@ -163,6 +203,19 @@ export class Database implements Sql {
         release(broken || lost());
       }
     }
+  }
+
+  /**
+   * The channel and payload that carry `notes` (a few, well under PostgreSQL's payload limit) to other
+   * stores: pg_notify's arguments, for a statement that notifies as it commits on its own.
+   */
+  notification(notes: SignalNote[]): [string, string] {
+    return [SIGNAL_CHANNEL, encodeSignals(this.origin, notes)[0]!];
+  }
+
+  /** Publishes `note` to this store's own listeners (a statement that notified other stores has committed). */
+  announceHere(note: SignalNote): void {
+    emitNote(this.signals, note);
   }
 
   /** Resolves once signals of other stores reach this one. */
@@ -218,6 +271,9 @@ export class Database implements Sql {
     await this.pool.end();
   }
 }
+
+/** Statements that change rows (a data-modifying WITH included). */
+const WRITES = /^\s*(INSERT|UPDATE|DELETE|WITH)\b/i;
 
 function isRetryable(err: unknown): boolean {
   const code = (err as { code?: unknown })?.code;

@@ -1,8 +1,10 @@
 import type { RunEvent, RunEventType } from "../../model/run.ts";
+import { webhookEventOf } from "../../model/webhook.ts";
 import { capEventData } from "../event-cap.ts";
 import { iso } from "../rows.ts";
+import type { NewRunEvent } from "../store.ts";
 import type { Database, Tx } from "./database.ts";
-import { enqueueWebhooks } from "./webhooks.ts";
+import { enqueueWebhooks, webhookEndpoints } from "./webhooks.ts";
 
 /** The transcript: run events numbered by the run's own sequence. */
 
@@ -19,18 +21,41 @@ export async function appendEvent(
   });
 }
 
-export async function appendWorkerEvent(
+/**
+ * One statement, outside a transaction, unless an event is one a webhook reports (then its deliveries are
+ * written in the same transaction): numbering, insert and the notification together, one round trip.
+ */
+export async function appendWorkerEvents(
   db: Database,
   runId: string,
   workerId: string,
-  type: RunEventType,
-  data: Record<string, unknown>,
-): Promise<RunEvent | undefined> {
-  return db.tx(async (tx) => {
-    const event = await insertEvent(tx, runId, type, data, iso(Date.now()), workerId);
-    if (event) tx.signal("event_appended", runId, event.seq);
-    return event;
-  });
+  events: readonly NewRunEvent[],
+): Promise<RunEvent[] | undefined> {
+  if (events.length === 0) return [];
+  const at = iso(Date.now());
+  if (events.some((e) => webhookEventOf(e.type, e.data))) {
+    return db.tx(async (tx) => {
+      const written = await insertEvents(tx, runId, events, at, workerId);
+      if (written) tx.signal("event_appended", runId, written.at(-1)!.seq);
+      return written;
+    });
+  }
+  const capped = events.map((e) => capEventData(e.data));
+  const rows = await db.rows(
+    `${NUMBERED_INSERT}, notified AS (SELECT pg_notify($6, $7) FROM (SELECT 1 FROM inserted LIMIT 1) one)
+     SELECT seq, (SELECT count(*) FROM notified) AS notified FROM inserted ORDER BY seq`,
+    [
+      runId,
+      at,
+      workerId,
+      events.map((e) => e.type),
+      capped.map((c) => c.json),
+      ...db.notification([["event_appended", runId, -1]]),
+    ],
+  );
+  if (rows.length === 0) return undefined;
+  db.announceHere(["event_appended", runId, Number(rows.at(-1)!.seq)]);
+  return rows.map((r, i) => ({ seq: Number(r.seq), at, type: events[i]!.type, data: capped[i]!.data }));
 }
 
 export async function listEvents(
@@ -52,9 +77,28 @@ export async function listEvents(
 }
 
 /**
- * Numbers the event from the run's counter, whose row lock (held until the commit) keeps concurrent
- * appends to one run in sequence without gaps.
+ * Numbers `events` from the run's counter, whose row lock (held until the commit) keeps concurrent
+ * appends to one run in sequence without gaps, and inserts them: one statement. With a worker ($3), only
+ * while that worker holds the run (lease fencing).
  */
+const NUMBERED_INSERT = `WITH numbered AS (
+    UPDATE runs SET last_event_seq = last_event_seq + cardinality($4::text[]),
+        last_event_at = GREATEST(last_event_at, $2)
+      WHERE id = $1 AND ($3::text IS NULL OR (worker_id = $3 AND state = 'INPROGRESS'))
+      RETURNING last_event_seq - cardinality($4::text[]) AS before, team_id
+  ), inserted AS (
+    INSERT INTO run_events (run_id, seq, at, type, data)
+    SELECT $1, numbered.before + e.n, $2, e.type, e.data
+      FROM numbered, unnest($4::text[], $5::text[]) WITH ORDINALITY AS e(type, data, n)
+    RETURNING seq
+  )`;
+
+const WITH_ENDPOINTS = `SELECT seq,
+    (SELECT json_agg(json_build_object('id', e.id, 'events', e.events) ORDER BY e.created_at, e.id)
+       FROM webhook_endpoints e WHERE e.team_id = (SELECT team_id FROM numbered)) AS endpoints
+  FROM inserted ORDER BY seq`;
+
+/** Appends one event in the transaction (see insertEvents). */
 export async function insertEvent(
   tx: Tx,
   runId: string,
@@ -79,27 +123,42 @@ export async function insertEvent(
   at: string,
   workerId?: string,
 ): Promise<RunEvent | undefined> {
-  // last_event_at is the run's latest progress (stall detection); it never moves back on a skewed clock.
-  const row = await tx.row(
-    `UPDATE runs SET last_event_seq = last_event_seq + 1, last_event_at = GREATEST(last_event_at, $2)
-      WHERE id = $1${workerId === undefined ? "" : " AND worker_id = $3 AND state = 'INPROGRESS'"}
-      RETURNING last_event_seq`,
-    workerId === undefined ? [runId, at] : [runId, at, workerId],
+  return (await insertEvents(tx, runId, [{ type, data }], at, workerId))?.[0];
+}
+
+/**
+ * Appends `events` in order in the transaction, with the webhook deliveries of those a webhook reports
+ * (docs/api.md, "Webhooks"). With `workerId`, nothing is written and undefined returned unless that worker
+ * holds the run; without, a run that does not exist is an error.
+ */
+export async function insertEvents(
+  tx: Tx,
+  runId: string,
+  events: readonly NewRunEvent[],
+  at: string,
+  workerId?: string,
+): Promise<RunEvent[] | undefined> {
+  if (events.length === 0) return [];
+  const capped = events.map((e) => capEventData(e.data));
+  // The team's endpoints come with the insert when a webhook may report one of the events.
+  const reported = events.some((e) => webhookEventOf(e.type, e.data));
+  const rows = await tx.rows(
+    `${NUMBERED_INSERT} ${reported ? WITH_ENDPOINTS : "SELECT seq FROM inserted ORDER BY seq"}`,
+    [runId, at, workerId ?? null, events.map((e) => e.type), capped.map((c) => c.json)],
   );
-  if (!row) {
+  if (rows.length === 0) {
     if (workerId !== undefined) return undefined;
     throw new Error(`run ${runId} does not exist`);
   }
-  const seq = Number(row.last_event_seq);
-  const capped = capEventData(data);
-  await tx.changes("INSERT INTO run_events (run_id, seq, at, type, data) VALUES ($1, $2, $3, $4, $5)", [
-    runId,
-    seq,
+  const written = rows.map((r, i) => ({
+    seq: Number(r.seq),
     at,
-    type,
-    capped.json,
-  ]);
+    type: events[i]!.type,
+    data: capped[i]!.data,
+  }));
+  if (!reported) return written;
   // What a webhook reports is written with the change it reports (docs/api.md, "Webhooks").
-  await enqueueWebhooks(tx, runId, type, capped.data, at);
-  return { seq, at, type, data: capped.data };
+  const endpoints = webhookEndpoints(rows[0]!.endpoints);
+  for (const event of written) await enqueueWebhooks(tx, runId, event.type, event.data, at, endpoints);
+  return written;
 }

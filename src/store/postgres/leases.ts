@@ -1,22 +1,55 @@
 import type { FollowupRecord, ResumeReason, RunRecord } from "../../model/run.ts";
 import { DEFAULT_MAX_RESUMES, resumesExhausted, workerLostEvent } from "../../model/run-resume.ts";
 import { iso, toRun } from "../rows.ts";
-import type { RunPatch } from "../store.ts";
+import type { NewRunEvent, RunPatch } from "../store.ts";
 import type { Database, Tx } from "./database.ts";
-import { insertEvent } from "./events.ts";
+import { insertEvent, insertEvents } from "./events.ts";
 import { takePending } from "./followups.ts";
 import { announce, applyTransition } from "./runs.ts";
+import { enqueueWebhooks, webhookEndpoints } from "./webhooks.ts";
 
 /**
  * The executor's side of a run: claiming it with a lease, renewing, starting the agent, finishing or
  * abandoning the execution, recovering expired leases, and what a worker records on the run it holds.
  */
 
+/** The state event of a claim from QUEUED, as transition() words it (its webhook: run.state_changed). */
+const CLAIM_EVENT = { state: "INPROGRESS", previous: "QUEUED" };
+
 /**
- * The oldest run waiting to be resumed, else the oldest QUEUED run, becomes this worker's in one statement.
- * SKIP LOCKED lets workers on every replica claim at once: each takes the oldest run nobody else is
- * taking, and none waits for another's commit.
+ * The oldest run waiting to be resumed, else the oldest QUEUED run, becomes this worker's in one statement:
+ * a run from QUEUED with its state event numbered and inserted beside it, and the run's team's webhook
+ * endpoints read with it (their deliveries, if any take the event, are written before the commit). SKIP
+ * LOCKED lets workers on every replica claim at once: each takes the oldest run nobody else is taking, and
+ * none waits for another's commit. The columns set from QUEUED are those of transition("claim").
  */
+const CLAIM = `WITH resumable AS (
+    SELECT id, resume_reason FROM runs WHERE resume_reason IS NOT NULL AND state = 'INPROGRESS'
+     ORDER BY queued_at, id LIMIT 1 FOR UPDATE SKIP LOCKED
+  ), queued AS (
+    SELECT id, NULL::text AS resume_reason FROM runs WHERE state = 'QUEUED' AND NOT EXISTS (SELECT 1 FROM resumable)
+     ORDER BY queued_at, id LIMIT 1 FOR UPDATE SKIP LOCKED
+  ), next AS (
+    SELECT * FROM resumable UNION ALL SELECT * FROM queued
+  ), claimed AS (
+    UPDATE runs SET worker_id = $1, lease_expires_at = $2, updated_at = $3, resume_reason = NULL,
+        state = 'INPROGRESS',
+        started_at = CASE WHEN runs.state = 'QUEUED' THEN COALESCE(started_at, $3) ELSE started_at END,
+        execution_started_at = CASE WHEN runs.state = 'QUEUED' THEN $3 ELSE execution_started_at END,
+        agent_started = CASE WHEN runs.state = 'QUEUED' THEN 0 ELSE agent_started END,
+        last_event_seq = last_event_seq + CASE WHEN runs.state = 'QUEUED' THEN 1 ELSE 0 END,
+        last_event_at = CASE WHEN runs.state = 'QUEUED' THEN GREATEST(last_event_at, $3) ELSE last_event_at END
+      FROM next WHERE runs.id = next.id
+      RETURNING runs.*, next.resume_reason AS resumed_for
+  ), event AS (
+    INSERT INTO run_events (run_id, seq, at, type, data)
+    SELECT id, last_event_seq, $3, 'state', $4 FROM claimed WHERE resumed_for IS NULL
+  )
+  SELECT claimed.*,
+    (SELECT json_agg(json_build_object('id', e.id, 'events', e.events) ORDER BY e.created_at, e.id)
+       FROM webhook_endpoints e WHERE e.team_id = claimed.team_id) AS endpoints
+    FROM claimed`;
+
 export async function claimNextRun(
   db: Database,
   workerId: string,
@@ -24,33 +57,13 @@ export async function claimNextRun(
 ): Promise<RunRecord | undefined> {
   return db.tx(async (tx) => {
     const now = Date.now();
-    // A run handed back by its worker (or whose worker was lost) comes first: it was already working.
-    const resumable = await tx.row(
-      `WITH next AS (
-         SELECT id, resume_reason FROM runs WHERE resume_reason IS NOT NULL AND state = 'INPROGRESS'
-          ORDER BY queued_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
-       UPDATE runs SET worker_id = $1, lease_expires_at = $2, updated_at = $3, resume_reason = NULL
-         FROM next WHERE runs.id = next.id RETURNING runs.id, next.resume_reason`,
-      [workerId, iso(now + leaseMs), iso(now)],
-    );
-    if (resumable) {
-      const run = toRun((await tx.row("SELECT * FROM runs WHERE id = $1", [String(resumable.id)]))!);
-      announce(tx, run);
-      return { ...run, resuming: resumable.resume_reason as ResumeReason };
-    }
-    const row = await tx.row(
-      `UPDATE runs SET state = 'INPROGRESS', worker_id = $1, lease_expires_at = $2, updated_at = $3,
-          started_at = COALESCE(started_at, $3), execution_started_at = $3, agent_started = 0
-        WHERE id = (SELECT id FROM runs WHERE state = 'QUEUED' ORDER BY queued_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
-          AND state = 'QUEUED'
-        RETURNING id`,
-      [workerId, iso(now + leaseMs), iso(now)],
-    );
+    const at = iso(now);
+    const row = await tx.row(CLAIM, [workerId, iso(now + leaseMs), at, JSON.stringify(CLAIM_EVENT)]);
     if (!row) return undefined;
-    const id = String(row.id);
-    await insertEvent(tx, id, "state", { state: "INPROGRESS", previous: "QUEUED" }, iso(now));
-    const run = toRun((await tx.row("SELECT * FROM runs WHERE id = $1", [id]))!);
+    const run = toRun(row);
     announce(tx, run);
+    if (row.resumed_for !== null) return { ...run, resuming: row.resumed_for as ResumeReason };
+    await enqueueWebhooks(tx, run.id, "state", CLAIM_EVENT, at, webhookEndpoints(row.endpoints));
     return run;
   });
 }
@@ -72,13 +85,18 @@ export async function startAgent(
   db: Database,
   runId: string,
   workerId: string,
+  events: readonly NewRunEvent[] = [],
 ): Promise<FollowupRecord[] | undefined> {
   return db.tx(async (tx) => {
     const row = await tx.row(
       "UPDATE runs SET agent_started = 1 WHERE id = $1 AND worker_id = $2 AND state = 'INPROGRESS' RETURNING execution",
       [runId, workerId],
     );
-    return row ? takePending(tx, runId, Number(row.execution)) : undefined;
+    if (!row) return undefined;
+    const written = await insertEvents(tx, runId, events, iso(Date.now()), workerId);
+    const last = written?.at(-1);
+    if (last) tx.signal("event_appended", runId, last.seq);
+    return takePending(tx, runId, Number(row.execution));
   });
 }
 
@@ -88,19 +106,26 @@ export async function finishExecution(
   workerId: string,
   trigger: "succeed" | "fail" | "error" | "block",
   patch: RunPatch,
+  events: readonly NewRunEvent[] = [],
 ): Promise<{ run?: RunRecord; pending: FollowupRecord[] }> {
   return db.tx(async (tx): Promise<{ run?: RunRecord; pending: FollowupRecord[] }> => {
     // The lock holds off a follow-up (it locks the run too) until this execution has ended or taken it.
     const owner = await tx.row(
-      "SELECT execution FROM runs WHERE id = $1 AND worker_id = $2 AND state = 'INPROGRESS' FOR UPDATE",
+      "SELECT * FROM runs WHERE id = $1 AND worker_id = $2 AND state = 'INPROGRESS' FOR UPDATE",
       [runId, workerId],
     );
     if (!owner) return { pending: [] };
-    const pending = await takePending(tx, runId, Number(owner.execution));
+    const locked = toRun(owner);
+    const written = await insertEvents(tx, runId, events, iso(Date.now()), workerId);
+    const last = written?.at(-1);
+    if (last) tx.signal("event_appended", runId, last.seq);
+    const pending = await takePending(tx, runId, locked.execution);
     if (pending.length > 0) return { pending };
-    const run = await applyTransition(tx, runId, trigger, patch, workerId);
+    const run = await applyTransition(tx, runId, trigger, patch, workerId, locked);
+    if (run && run.state !== "BLOCKED")
+      await tx.changes("DELETE FROM run_checkpoints WHERE run_id = $1", [runId]);
     if (run) announce(tx, run);
-    return { run, pending };
+    return { ...(run ? { run } : {}), pending };
   });
 }
 
@@ -108,8 +133,14 @@ export async function recoverExpiredLeases(
   db: Database,
   maxResumes = DEFAULT_MAX_RESUMES,
 ): Promise<RunRecord[]> {
+  const now = Date.now();
+  // Every worker asks at every poll, and almost always nothing has expired: one read, no transaction.
+  const any = await db.row(
+    "SELECT 1 FROM runs WHERE state = 'INPROGRESS' AND lease_expires_at < $1 LIMIT 1",
+    [iso(now)],
+  );
+  if (!any) return [];
   return db.tx(async (tx) => {
-    const now = Date.now();
     // Runs another replica is recovering (or whose worker is renewing right now) are skipped, not waited for.
     const expired = await tx.rows(
       `SELECT id, agent_started, requeue_count, resumes FROM runs
@@ -227,6 +258,11 @@ export async function cancelUnansweredRuns(
   blockedBefore: string,
   statusMessage: (run: RunRecord) => NonNullable<RunRecord["statusMessage"]>,
 ): Promise<RunRecord[]> {
+  // As for expired leases: one read at each poll, a transaction only when a run waited too long.
+  const any = await db.row("SELECT 1 FROM runs WHERE state = 'BLOCKED' AND blocked_at < $1 LIMIT 1", [
+    blockedBefore,
+  ]);
+  if (!any) return [];
   return db.tx(async (tx) => {
     const rows = await tx.rows(
       `SELECT * FROM runs WHERE state = 'BLOCKED' AND blocked_at < $1

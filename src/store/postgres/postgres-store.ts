@@ -1,3 +1,4 @@
+import type { StoreActivity } from "../activity.ts";
 import type { StoreSignals } from "../signals.ts";
 import { StatementStore, type Statements } from "../statements.ts";
 import type { Store } from "../store.ts";
@@ -18,6 +19,7 @@ import * as interrupts from "./interrupts.ts";
 import * as leases from "./leases.ts";
 import * as outbox from "./outbox.ts";
 import * as progress from "./progress.ts";
+import * as runCreate from "./run-create.ts";
 import * as runTraces from "./run-traces.ts";
 import * as runs from "./runs.ts";
 import * as schedules from "./schedules.ts";
@@ -43,7 +45,7 @@ const statements: Statements<Database> = {
   listIdentities: identities.listIdentities,
   updateIdentity: identities.updateIdentity,
   deleteIdentity: identities.deleteIdentity,
-  createRun: runs.createRun,
+  createRun: runCreate.createRun,
   getRun: runs.getRun,
   getRunBySession: runs.getRunBySession,
   findRunsByUrl: runs.findRunsByUrl,
@@ -83,7 +85,7 @@ const statements: Statements<Database> = {
   listQueuedPrompts: followups.listQueuedPrompts,
   interruptRun: interrupts.interruptRun,
   appendEvent: events.appendEvent,
-  appendWorkerEvent: events.appendWorkerEvent,
+  appendWorkerEvents: events.appendWorkerEvents,
   listEvents: events.listEvents,
   listRunsByProgress: progress.listRunsByProgress,
   getRunProgress: progress.getRunProgress,
@@ -170,6 +172,7 @@ const statements: Statements<Database> = {
 export class PostgresStore extends StatementStore(statements) implements Store {
   readonly kind = "postgres";
   readonly signals: StoreSignals;
+  readonly activity: StoreActivity;
   private readonly db: Database;
 
   constructor(url: string, opts: { poolSize?: number; onError?: (err: unknown) => void } = {}) {
@@ -177,6 +180,7 @@ export class PostgresStore extends StatementStore(statements) implements Store {
     super(db);
     this.db = db;
     this.signals = db.signals;
+    this.activity = db.activity;
   }
 
   /** Applies the migrations (once across replicas), then waits briefly until other replicas' signals arrive. */

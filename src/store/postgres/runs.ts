@@ -1,4 +1,3 @@
-import type { NewAttachment } from "../../model/attachment.ts";
 import { type AudienceFilter, placesJson } from "../../model/audience.ts";
 import type { RunRecord } from "../../model/run.ts";
 import { canApply, RUN_STATES, type RunState, type Trigger } from "../../model/run-state.ts";
@@ -8,107 +7,14 @@ import { iso, toRun } from "../rows.ts";
 import { transitionColumns } from "../run-columns.ts";
 import { URL_MATCHES_MAX } from "../run-steering.ts";
 import type { IdempotencyClaim, IdempotentResult, RunListQuery, RunPatch } from "../store.ts";
-import { insertAttachments } from "./attachments.ts";
 import type { Database, Sql, Tx } from "./database.ts";
 import { insertEvent } from "./events.ts";
 import { checkIdempotency, rememberResponse } from "./idempotency.ts";
-import { recordRunTrace } from "./run-traces.ts";
 
 /**
  * Runs: creation, reads, listing and counts, cancelling, and the lifecycle's compare-and-set
  * (`applyTransition`) and change signals (`announce`) that the other families reuse.
  */
-
-export async function createRun(
-  db: Database,
-  run: RunRecord,
-  idem?: IdempotencyClaim,
-  attachments: readonly NewAttachment[] = [],
-  traceparent?: string,
-): Promise<IdempotentResult<RunRecord>> {
-  return db.tx(async (tx): Promise<IdempotentResult<RunRecord>> => {
-    if (idem) {
-      const seen = await checkIdempotency(tx, idem);
-      if (seen) return seen;
-    }
-    const created = await insertRun(tx, run, attachments);
-    if (traceparent) await recordRunTrace(tx, run.id, traceparent);
-    const response = idem ? await rememberResponse(tx, idem, created) : undefined;
-    return { kind: "created", value: created, response };
-  });
-}
-
-/**
- * Inserts a QUEUED run with its attachments, its folded search text and its first `state` event, and
- * signals it with the transaction's commit.
- */
-export async function insertRun(
-  tx: Tx,
-  run: RunRecord,
-  attachments: readonly NewAttachment[] = [],
-): Promise<RunRecord> {
-  await tx.changes(
-    `INSERT INTO runs (id, team_id, title, prompt, state, created_at, updated_at, queued_at, started_at, finished_at,
-       run_time_ms, execution_started_at, execution, session_id, trigger_url, source, creator_uid, creator,
-       config_name, model_id, environment_id, skill_spec, agent_config, agent_skill, status_message, artifacts,
-       request_usage, metadata, schedule_id, schedule_name, schedule_cron, schedule_fire_time, parent_run_id, mode,
-       root_run_id)
-     VALUES ($1, $2, $3, $4, 'QUEUED', $5, $6, $5, NULL, NULL, 0, NULL, 1, $7, $8, $9, $10, $11, $12, $13, $14,
-       $15, $16, $17, NULL, $27, $18, $19, $20, $21, $22, $23, $24, $25, $26)`,
-    [
-      run.id,
-      run.teamId,
-      run.title,
-      run.prompt,
-      run.createdAt,
-      run.updatedAt,
-      run.sessionId,
-      run.triggerUrl,
-      run.source,
-      run.creator.uid,
-      JSON.stringify(run.creator),
-      run.agentConfig.name ?? null,
-      run.agentConfig.model_id ?? null,
-      run.agentConfig.environment_id ?? null,
-      run.agentConfig.skill_spec ?? null,
-      JSON.stringify(run.agentConfig),
-      run.agentSkill ? JSON.stringify(run.agentSkill) : null,
-      JSON.stringify(run.requestUsage),
-      JSON.stringify(run.metadata),
-      run.schedule?.scheduleId ?? null,
-      run.schedule?.scheduleName ?? null,
-      run.schedule?.cronSchedule ?? null,
-      run.schedule?.fireTime ?? null,
-      run.parentRunId ?? null,
-      run.mode ?? "normal",
-      run.rootRunId ?? null,
-      JSON.stringify(run.artifacts),
-    ],
-  );
-  const search = runSearchText(run);
-  await tx.changes("INSERT INTO run_search_text (run_id, title, prompt) VALUES ($1, $2, $3)", [
-    run.id,
-    search.title,
-    search.prompt,
-  ]);
-  await insertAttachments(
-    tx,
-    { runId: run.id, teamId: run.teamId, followupId: null, createdAt: run.createdAt },
-    attachments,
-  );
-  await insertEvent(tx, run.id, "state", { state: "QUEUED", previous: null }, run.createdAt);
-  tx.signal("run_changed", run.id);
-  tx.signal("run_queued", run.id);
-  return (await readRun(tx, run.id))!;
-}
-
-/**
- * A run's row of run_search_text: its title and prompt folded as `q` is (also written by
- * migrate-to-postgres for the runs it copies, so they match `q` as if created here).
- */
-export function runSearchText(run: { title: string; prompt: string }): { title: string; prompt: string } {
-  return { title: foldCase(run.title), prompt: foldCase(run.prompt) };
-}
 
 export async function getRun(db: Database, teamId: string, runId: string): Promise<RunRecord | undefined> {
   const row = await db.row("SELECT * FROM runs WHERE id = $1 AND team_id = $2", [runId, teamId]);
@@ -368,22 +274,27 @@ export async function applyTransition(
   trigger: Trigger,
   patch: RunPatch,
   workerId?: string,
+  /** The run as this transaction locked it already (SELECT … FOR UPDATE), saving a round trip. */
+  locked?: RunRecord,
 ): Promise<RunRecord | undefined> {
-  const row = await tx.row("SELECT * FROM runs WHERE id = $1 FOR UPDATE", [runId]);
-  const run = row ? toRun(row) : undefined;
+  let run = locked;
+  if (!run) {
+    const row = await tx.row("SELECT * FROM runs WHERE id = $1 FOR UPDATE", [runId]);
+    run = row ? toRun(row) : undefined;
+  }
   if (!run || !canApply(trigger, run.state)) return undefined;
   if (workerId !== undefined && run.workerId !== workerId) return undefined;
   const now = Date.now();
   const nowIso = iso(now);
   const sets = transitionColumns(run, trigger, patch, now);
   const columns = Object.keys(sets);
-  const changed = await tx.changes(
+  const row = await tx.row(
     `UPDATE runs SET ${columns.map((c, i) => `${c} = $${i + 1}`).join(", ")}
-      WHERE id = $${columns.length + 1} AND state = $${columns.length + 2}`,
+      WHERE id = $${columns.length + 1} AND state = $${columns.length + 2} RETURNING *`,
     [...columns.map((c) => sets[c]), runId, run.state],
   );
-  if (changed !== 1) return undefined;
-  const updated = (await readRun(tx, runId))!;
+  if (!row) return undefined;
+  const updated = toRun(row);
   await insertEvent(
     tx,
     runId,

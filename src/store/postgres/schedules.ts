@@ -16,7 +16,7 @@ import type {
 } from "../store.ts";
 import type { Database, Tx } from "./database.ts";
 import { checkIdempotency, rememberResponse } from "./idempotency.ts";
-import { insertRun } from "./runs.ts";
+import { insertRun } from "./run-create.ts";
 
 /**
  * Schedules and their firings. A firing locks the schedule's row, claims (schedule, fire time) in

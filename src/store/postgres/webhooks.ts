@@ -9,7 +9,7 @@ import {
   toWebhookDelivery,
   toWebhookEndpoint,
 } from "../webhook-rows.ts";
-import type { Database, Sql, Tx } from "./database.ts";
+import type { Database, Row, Sql, Tx } from "./database.ts";
 
 /** Webhooks: a team's endpoints, run events, and the outbox of their deliveries to each endpoint. */
 
@@ -23,14 +23,18 @@ export async function enqueueWebhooks(
   type: RunEventType,
   data: Record<string, unknown>,
   at: string,
+  /** The run's team's endpoints when the caller read them already (webhookEndpoints). */
+  known?: Row[],
 ): Promise<void> {
   const event = webhookEventOf(type, data);
   if (!event) return;
-  const endpoints = await tx.rows(
-    `SELECT e.id, e.events FROM webhook_endpoints e JOIN runs r ON r.team_id = e.team_id
-      WHERE r.id = $1 ORDER BY e.created_at, e.id`,
-    [runId],
-  );
+  const endpoints =
+    known ??
+    (await tx.rows(
+      `SELECT e.id, e.events FROM webhook_endpoints e JOIN runs r ON r.team_id = e.team_id
+        WHERE r.id = $1 ORDER BY e.created_at, e.id`,
+      [runId],
+    ));
   const ids = endpointsTaking(endpoints, event.type);
   if (ids.length === 0) return;
   const run = toRun((await tx.row("SELECT * FROM runs WHERE id = $1", [runId]))!);
@@ -44,6 +48,12 @@ export async function enqueueWebhooks(
      SELECT unnest($1::text[]), $2, $3, $4, 'pending', 0, $5, $5`,
     [ids, row.id, row.type, runId, at],
   );
+}
+
+/** The endpoints a statement read as json_agg(json_build_object('id', …, 'events', …)), as enqueueWebhooks takes them. */
+export function webhookEndpoints(aggregated: unknown): Row[] {
+  if (aggregated === null || aggregated === undefined) return [];
+  return JSON.parse(String(aggregated)) as Row[];
 }
 
 export async function createWebhookEndpoint(db: Database, endpoint: WebhookEndpoint): Promise<void> {

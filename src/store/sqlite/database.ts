@@ -2,6 +2,7 @@ import { closeSync, fdatasync, mkdirSync, openSync, readdirSync, readFileSync } 
 import { dirname } from "node:path";
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
+import type { StoreActivity } from "../activity.ts";
 import { foldCase } from "../fold-case.ts";
 import { StoreSignals } from "../signals.ts";
 
@@ -15,7 +16,9 @@ const MIGRATIONS_DIR = fileURLToPath(new URL("./migrations/", import.meta.url));
 export class Database {
   readonly handle: DatabaseSync;
   readonly signals = new StoreSignals();
+  readonly activity: StoreActivity = { commits: 0, statements: 0 };
   private readonly statements = new Map<string, StatementSync>();
+  private changes: StatementSync | undefined;
   private pending: Array<{
     work: () => unknown;
     resolve: (value: unknown) => void;
@@ -62,6 +65,7 @@ export class Database {
    * wide table such as runs cost more than the query itself.
    */
   sql(text: string, opts: { arrays?: boolean } = {}): StatementSync {
+    this.activity.statements += 1;
     const key = opts.arrays ? `[arrays] ${text}` : text;
     let stmt = this.statements.get(key);
     if (!stmt) {
@@ -118,6 +122,7 @@ export class Database {
       for (const item of batch) item.reject(error);
       return;
     }
+    const changesBefore = this.totalChanges();
     for (const item of batch) {
       this.handle.exec("SAVEPOINT write");
       try {
@@ -143,8 +148,18 @@ export class Database {
         else if (result.ok) item.resolve(result.value);
         else item.reject(result.error);
       });
-    if (syncLater) this.afterWalSync(answer);
+    // A group that changed nothing (a claim that found no run, a recovery pass with nothing to recover)
+    // has nothing to sync: it is answered at once, unless what it read may be a commit still to be synced.
+    const wrote = this.totalChanges() !== changesBefore;
+    if (wrote) this.activity.commits += 1;
+    if (syncLater && (wrote || this.walSyncing || this.awaitingWalSync.length > 0)) this.afterWalSync(answer);
     else answer(null);
+  }
+
+  /** Rows inserted, updated or deleted by this connection since it opened (not one of the store's statements). */
+  private totalChanges(): number {
+    this.changes ??= this.handle.prepare("SELECT total_changes() AS n");
+    return Number((this.changes.get() as { n: number }).n);
   }
 
   /** Calls `done` once the log holds everything committed so far on disk (an fdatasync begun after now). */
@@ -189,6 +204,7 @@ export class Database {
     try {
       const out = fn();
       this.handle.exec("COMMIT");
+      this.activity.commits += 1;
       return out;
     } catch (err) {
       this.handle.exec("ROLLBACK");

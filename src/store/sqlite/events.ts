@@ -1,6 +1,7 @@
 import type { RunEvent, RunEventType } from "../../model/run.ts";
 import { capEventData } from "../event-cap.ts";
 import { iso } from "../rows.ts";
+import type { NewRunEvent } from "../store.ts";
 import type { Database } from "./database.ts";
 import type { Row } from "./rows.ts";
 import { enqueueWebhooks } from "./webhooks.ts";
@@ -18,16 +19,36 @@ export async function appendEvent(
   return event;
 }
 
-export async function appendWorkerEvent(
+export async function appendWorkerEvents(
   db: Database,
   runId: string,
   workerId: string,
-  type: RunEventType,
-  data: Record<string, unknown>,
-): Promise<RunEvent | undefined> {
-  const event = await db.grouped(() => insertEvent(db, runId, type, data, iso(Date.now()), workerId));
-  if (event) db.signals.emit("event_appended", runId, event.seq);
-  return event;
+  events: readonly NewRunEvent[],
+): Promise<RunEvent[] | undefined> {
+  const written = await db.grouped(() => insertWorkerEvents(db, runId, workerId, events, iso(Date.now())));
+  const last = written?.at(-1);
+  if (last) db.signals.emit("event_appended", runId, last.seq);
+  return written;
+}
+
+/**
+ * `events` in order, only while the worker holds the run (the first one's fenced write checks it, and the
+ * transaction keeps it so for the rest); undefined, nothing written, when it does not.
+ */
+export function insertWorkerEvents(
+  db: Database,
+  runId: string,
+  workerId: string,
+  events: readonly NewRunEvent[],
+  at: string,
+): RunEvent[] | undefined {
+  const written: RunEvent[] = [];
+  for (const event of events) {
+    const one = insertEvent(db, runId, event.type, event.data, at, workerId);
+    if (!one) return undefined;
+    written.push(one);
+  }
+  return written;
 }
 
 export async function listEvents(

@@ -1,9 +1,9 @@
 import type { FollowupRecord, ResumeReason, RunRecord } from "../../model/run.ts";
 import { DEFAULT_MAX_RESUMES, resumesExhausted, workerLostEvent } from "../../model/run-resume.ts";
 import { iso } from "../rows.ts";
-import type { RunPatch } from "../store.ts";
+import type { NewRunEvent, RunPatch } from "../store.ts";
 import type { Database } from "./database.ts";
-import { insertEvent } from "./events.ts";
+import { insertEvent, insertWorkerEvents } from "./events.ts";
 import { takePending } from "./followups.ts";
 import type { Row } from "./rows.ts";
 import { announce, applyTransition, readRun } from "./runs.ts";
@@ -74,15 +74,20 @@ export async function startAgent(
   db: Database,
   runId: string,
   workerId: string,
+  events: readonly NewRunEvent[] = [],
 ): Promise<FollowupRecord[] | undefined> {
-  return db.grouped(() => {
+  const result = await db.grouped(() => {
     const row = db
       .sql(
         "UPDATE runs SET agent_started = 1 WHERE id = ? AND worker_id = ? AND state = 'INPROGRESS' RETURNING execution",
       )
       .get(runId, workerId) as Row | undefined;
-    return row ? takePending(db, runId, Number(row.execution)) : undefined;
+    if (!row) return undefined;
+    const written = insertWorkerEvents(db, runId, workerId, events, iso(Date.now()));
+    return { pending: takePending(db, runId, Number(row.execution)), last: written?.at(-1) };
   });
+  if (result?.last) db.signals.emit("event_appended", runId, result.last.seq);
+  return result?.pending;
 }
 
 export async function finishExecution(
@@ -91,18 +96,23 @@ export async function finishExecution(
   workerId: string,
   trigger: "succeed" | "fail" | "error" | "block",
   patch: RunPatch,
+  events: readonly NewRunEvent[] = [],
 ): Promise<{ run?: RunRecord; pending: FollowupRecord[] }> {
-  const result = await db.grouped(() => {
+  const result = await db.grouped((): { run?: RunRecord; pending: FollowupRecord[]; wrote: boolean } => {
     const owner = db
       .sql("SELECT execution FROM runs WHERE id = ? AND worker_id = ? AND state = 'INPROGRESS'")
       .get(runId, workerId) as Row | undefined;
-    if (!owner) return { pending: [] };
+    if (!owner) return { pending: [], wrote: false };
+    const wrote = (insertWorkerEvents(db, runId, workerId, events, iso(Date.now()))?.length ?? 0) > 0;
     const pending = takePending(db, runId, Number(owner.execution));
-    if (pending.length > 0) return { pending };
-    return { run: applyTransition(db, runId, trigger, patch, workerId), pending };
+    if (pending.length > 0) return { pending, wrote };
+    const run = applyTransition(db, runId, trigger, patch, workerId);
+    if (run && run.state !== "BLOCKED") db.sql("DELETE FROM run_checkpoints WHERE run_id = ?").run(runId);
+    return { run, pending, wrote };
   });
   if (result.run) announce(db, result.run);
-  return result;
+  else if (result.wrote) db.signals.emit("event_appended", runId, -1);
+  return { ...(result.run ? { run: result.run } : {}), pending: result.pending };
 }
 
 export async function recoverExpiredLeases(

@@ -397,8 +397,8 @@ export function applyTransition(
   const nowIso = iso(now);
   const sets = transitionColumns(run, trigger, patch, now);
   const columns = Object.keys(sets);
-  const res = db.handle
-    .prepare(`UPDATE runs SET ${columns.map((c) => `${c} = ?`).join(", ")} WHERE id = ? AND state = ?`)
+  const res = db
+    .sql(`UPDATE runs SET ${columns.map((c) => `${c} = ?`).join(", ")} WHERE id = ? AND state = ?`)
     .run(...columns.map((c) => sets[c]!), runId, run.state);
   if (Number(res.changes) !== 1) return undefined;
   const updated = readRun(db, runId)!;

@@ -1,3 +1,4 @@
+import type { StoreActivity } from "../activity.ts";
 import type { StoreSignals } from "../signals.ts";
 import { StatementStore, type Statements } from "../statements.ts";
 import type { Store } from "../store.ts";
@@ -80,7 +81,7 @@ const statements: Statements<Database> = {
   listQueuedPrompts: followups.listQueuedPrompts,
   interruptRun: interrupts.interruptRun,
   appendEvent: events.appendEvent,
-  appendWorkerEvent: events.appendWorkerEvent,
+  appendWorkerEvents: events.appendWorkerEvents,
   listEvents: events.listEvents,
   listRunsByProgress: progress.listRunsByProgress,
   getRunProgress: progress.getRunProgress,
@@ -166,6 +167,7 @@ const statements: Statements<Database> = {
 export class SqliteStore extends StatementStore(statements) implements Store {
   readonly kind = "sqlite";
   readonly signals: StoreSignals;
+  readonly activity: StoreActivity;
   private readonly db: Database;
 
   constructor(path: string, opts: { busyTimeoutMs?: number } = {}) {
@@ -173,6 +175,7 @@ export class SqliteStore extends StatementStore(statements) implements Store {
     super(db);
     this.db = db;
     this.signals = db.signals;
+    this.activity = db.activity;
   }
 
   async migrate(): Promise<void> {

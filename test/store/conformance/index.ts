@@ -9,6 +9,7 @@ import { checkpointsConformance } from "./checkpoints.ts";
 import { dashboardConformance } from "./dashboard.ts";
 import { databaseConformance } from "./database.ts";
 import { eventsConformance } from "./events.ts";
+import { executionWritesConformance } from "./execution-writes.ts";
 import { followupsConformance } from "./followups.ts";
 import { githubSignInsConformance } from "./github-sign-ins.ts";
 import { idempotencyConformance } from "./idempotency.ts";
@@ -52,6 +53,7 @@ export function storeConformance(
     databaseConformance(suite);
     runsConformance(suite);
     leasesConformance(suite);
+    executionWritesConformance(suite);
     followupsConformance(suite);
     idempotencyConformance(suite);
     identitiesConformance(suite);

@@ -144,12 +144,14 @@ export function leasesConformance(t: StoreSuite): void {
       const run = await create();
       await t.store.claimNextRun(W, 60_000);
       await t.store.startAgent(run.id, W);
-      expect(await t.store.appendWorkerEvent(run.id, W, "log", { message: "mine" })).toMatchObject({
-        type: "log",
-      });
+      expect(
+        await t.store.appendWorkerEvents(run.id, W, [{ type: "log", data: { message: "mine" } }]),
+      ).toMatchObject([{ type: "log" }]);
       await t.store.handBackRun(run.id, W, "moving");
       await t.store.claimNextRun("W2", 60_000);
-      expect(await t.store.appendWorkerEvent(run.id, W, "log", { message: "stale" })).toBeUndefined();
+      expect(
+        await t.store.appendWorkerEvents(run.id, W, [{ type: "log", data: { message: "stale" } }]),
+      ).toBeUndefined();
       await t.store.addFollowup("t1", run.id, { id: uuidv7(), message: "steer", mode: "normal" });
       expect(await t.store.takePendingFollowups(run.id, 1, W)).toEqual([]);
       await t.store.recordUsage(run.id, { input_tokens: 9, output_tokens: 9, total_tokens: 18 }, W);

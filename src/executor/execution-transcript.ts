@@ -1,0 +1,160 @@
+import type { Logger } from "pino";
+import type { RunEventType } from "../model/run.ts";
+import type { NewRunEvent, Store } from "../store/store.ts";
+
+/**
+ * How long an event that may wait (isHeld, note) waits for the execution's next write before it is written on
+ * its own: what a person watching sees of the agent's words, at most this much later.
+ */
+export const HOLD_MS = 200;
+
+/** Thrown into the harness by a write of a worker that no longer holds the run (lease fencing). */
+export class RunMovedError extends Error {
+  constructor() {
+    super("this worker no longer holds the run");
+  }
+}
+
+export interface ExecutionTranscriptOptions {
+  store: Pick<Store, "appendWorkerEvents" | "appendEvent">;
+  runId: string;
+  workerId: string;
+  log: Logger;
+  /** Whether the run was cancelled: what the execution still records of it is kept, unfenced. */
+  cancelled(): boolean;
+  /** A fenced write was refused: resolves true when the run was cancelled, false when another worker has it. */
+  refused(): Promise<boolean>;
+  /** Whether an event may wait for the next write (not while the worker drains: a step end stops it). */
+  mayHold(): boolean;
+  /** A step of the agent (a tool result, an answer) is durable: a checkpoint, or where a draining worker stops. */
+  stepEnded(): void;
+}
+
+/**
+ * The transcript as one execution writes it (docs/architecture.md, "Runs survive their worker"): every
+ * write fenced by the worker's claim, and one commit per agent step. A tool call (the step under way,
+ * which a resume names) and a tool result are written at once, as is anything else a harness or a stage
+ * of the execution says; the agent's words (isHeld) and the execution's own notes wait for the next write
+ * — the tool call after them, the start of the agent, the end of its turn (finishExecution) — or HOLD_MS,
+ * whichever comes first. Nothing is shown before it is
+ * durable: a held event is not written, so not visible, until that commit. Writes keep their order.
+ */
+export class ExecutionTranscript {
+  private readonly opts: ExecutionTranscriptOptions;
+  private held: NewRunEvent[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  /** The writes under way, in order: each one starts after the one before. */
+  private writes: Promise<unknown> = Promise.resolve();
+
+  constructor(opts: ExecutionTranscriptOptions) {
+    this.opts = opts;
+  }
+
+  /** Appends an event: at once, or with the next write when it may wait (isHeld). */
+  async emit(type: RunEventType, data: Record<string, unknown>): Promise<void> {
+    if (isHeld(type, data) && this.opts.mayHold() && !this.opts.cancelled()) {
+      this.hold({ type, data });
+      return;
+    }
+    await this.write([...this.take(), { type, data }]);
+  }
+
+  /** A note of the execution's own (how its workspace or sandbox stands): written with the next write. */
+  note(type: RunEventType, data: Record<string, unknown>): void {
+    this.hold({ type, data });
+  }
+
+  /** Writes what is held (before a store call that appends events of its own, and at the end). */
+  async flush(): Promise<void> {
+    const events = this.take();
+    if (events.length > 0) await this.write(events);
+    else await this.writes;
+  }
+
+  /**
+   * For a store call that writes the held events in its own transaction (startAgent, finishExecution):
+   * waits for the writes under way, then hands the held events over. `extra` go after them.
+   */
+  async forCommit(extra: NewRunEvent[] = []): Promise<NewRunEvent[]> {
+    const events = [...this.take(), ...extra];
+    await this.writes.catch(() => {});
+    return events;
+  }
+
+  /**
+   * Writes `events` a store call could not (it found the run no longer this worker's): kept when the run
+   * was cancelled, as every write after a cancel is; nothing when another worker has it.
+   */
+  async rewrite(events: NewRunEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    await this.write(events).catch((err) => {
+      if (!(err instanceof RunMovedError)) throw err;
+    });
+  }
+
+  /** The events a store call wrote: a step that ended among them is durable now. */
+  written(events: readonly NewRunEvent[]): void {
+    if (events.some((e) => endsStep(e.type, e.data))) this.opts.stepEnded();
+  }
+
+  /** The execution ends: what is held is written (what a lost run's worker writes is refused, quietly). */
+  async close(): Promise<void> {
+    await this.flush().catch((err) => {
+      if (!(err instanceof RunMovedError)) this.opts.log.warn({ err }, "writing the transcript failed");
+    });
+  }
+
+  private hold(event: NewRunEvent): void {
+    this.held.push(event);
+    this.timer ??= setTimeout(() => {
+      this.timer = undefined;
+      this.flush().catch((err) => {
+        if (!(err instanceof RunMovedError)) this.opts.log.warn({ err }, "writing the transcript failed");
+      });
+    }, HOLD_MS);
+  }
+
+  private take(): NewRunEvent[] {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const events = this.held;
+    this.held = [];
+    return events;
+  }
+
+  private write(events: NewRunEvent[]): Promise<void> {
+    const next = this.writes.catch(() => {}).then(() => this.append(events));
+    this.writes = next;
+    return next;
+  }
+
+  private async append(events: NewRunEvent[]): Promise<void> {
+    const { store, runId, workerId } = this.opts;
+    if (this.opts.cancelled()) return this.appendUnfenced(events);
+    if (!(await store.appendWorkerEvents(runId, workerId, events))) {
+      // Refused: cancelled (not yet seen by this execution: what it still records of the cancelled run
+      // is kept, such as a push already under way), or held by another worker now.
+      if (!(await this.opts.refused())) throw new RunMovedError();
+      return this.appendUnfenced(events);
+    }
+    this.written(events);
+  }
+
+  private async appendUnfenced(events: NewRunEvent[]): Promise<void> {
+    for (const event of events) await this.opts.store.appendEvent(this.opts.runId, event.type, event.data);
+  }
+}
+
+/**
+ * The agent's words: nothing depends on them being durable before the next write, which comes at once
+ * (the tool call they announce, the end of the turn). Whoever reads the transcript for them (delivery's
+ * summary, the plan) flushes first.
+ */
+function isHeld(type: RunEventType, data: Record<string, unknown>): boolean {
+  return type === "message" && data.role === "assistant";
+}
+
+/** The end of an agent's step: a tool's result or an answer. */
+function endsStep(type: RunEventType, data: Record<string, unknown>): boolean {
+  return type === "tool_result" || (type === "message" && data.role === "assistant");
+}

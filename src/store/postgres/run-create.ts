@@ -1,0 +1,155 @@
+import type { NewAttachment } from "../../model/attachment.ts";
+import type { RunRecord } from "../../model/run.ts";
+import { foldCase } from "../fold-case.ts";
+import { toRun } from "../rows.ts";
+import type { IdempotencyClaim, IdempotentResult } from "../store.ts";
+import { insertAttachments } from "./attachments.ts";
+import type { Database, Tx } from "./database.ts";
+import { checkIdempotency, rememberResponse } from "./idempotency.ts";
+import { recordRunTrace } from "./run-traces.ts";
+import { enqueueWebhooks, webhookEndpoints } from "./webhooks.ts";
+
+/**
+ * Creating runs: the row, its folded search text and its first `state` event (numbered 1) in one statement
+ * (INSERT_RUN). A plain create (no idempotency key, attachment or trace) is that statement alone, with its
+ * notification, outside a transaction: one round trip. It inserts nothing when the team has a webhook
+ * endpoint taking run.created, whose delivery must be written in the same transaction: then the create
+ * runs as a transaction.
+ */
+
+const COLUMNS = `id, team_id, title, prompt, state, created_at, updated_at, queued_at, started_at, finished_at,
+  run_time_ms, execution_started_at, execution, session_id, trigger_url, source, creator_uid, creator,
+  config_name, model_id, environment_id, skill_spec, agent_config, agent_skill, status_message, artifacts,
+  request_usage, metadata, schedule_id, schedule_name, schedule_cron, schedule_fire_time, parent_run_id, mode,
+  root_run_id, last_event_seq, last_event_at`;
+
+/** $1–$27: the run (runValues), $28–$30: its folded title and prompt and its first event's data. */
+const VALUES = `$1, $2, $3, $4, 'QUEUED', $5, $6, $5, NULL, NULL, 0, NULL, 1, $7, $8, $9, $10, $11, $12, $13, $14,
+  $15, $16, $17, NULL, $27, $18, $19, $20, $21, $22, $23, $24, $25, $26, 1, $5`;
+
+/** The created event (webhook run.created), as transition() words a state event. */
+const CREATED_EVENT = { state: "QUEUED", previous: null };
+
+function insertRunStatement(guard: string, tail: string): string {
+  return `WITH created AS (
+      INSERT INTO runs (${COLUMNS}) SELECT ${VALUES} ${guard} RETURNING *
+    ), search AS (
+      INSERT INTO run_search_text (run_id, title, prompt) SELECT id, $28, $29 FROM created
+    ), event AS (
+      INSERT INTO run_events (run_id, seq, at, type, data) SELECT id, 1, created_at, 'state', $30 FROM created
+    )${tail}`;
+}
+
+/** Alone: only when no endpoint of the team takes run.created; the notification goes with it. */
+const INSERT_ALONE = insertRunStatement(
+  `WHERE NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.team_id = $2 AND e.events::jsonb ? 'run.created')`,
+  `, notified AS (SELECT pg_notify($31, $32) FROM created)
+    SELECT created.*, (SELECT count(*) FROM notified) AS notified FROM created`,
+);
+
+/** In a transaction: the team's endpoints come back with the run, for the webhook's delivery. */
+const INSERT_IN_TX = insertRunStatement(
+  "",
+  ` SELECT created.*,
+      (SELECT json_agg(json_build_object('id', e.id, 'events', e.events) ORDER BY e.created_at, e.id)
+         FROM webhook_endpoints e WHERE e.team_id = created.team_id) AS endpoints
+    FROM created`,
+);
+
+export async function createRun(
+  db: Database,
+  run: RunRecord,
+  idem?: IdempotencyClaim,
+  attachments: readonly NewAttachment[] = [],
+  traceparent?: string,
+): Promise<IdempotentResult<RunRecord>> {
+  if (!idem && attachments.length === 0 && !traceparent) {
+    const row = await db.row(INSERT_ALONE, [
+      ...insertValues(run),
+      ...db.notification([
+        ["run_changed", run.id],
+        ["run_queued", run.id],
+      ]),
+    ]);
+    if (row) {
+      db.announceHere(["run_changed", run.id]);
+      db.announceHere(["run_queued", run.id]);
+      return { kind: "created", value: toRun(row), response: undefined };
+    }
+  }
+  return db.tx(async (tx): Promise<IdempotentResult<RunRecord>> => {
+    if (idem) {
+      const seen = await checkIdempotency(tx, idem);
+      if (seen) return seen;
+    }
+    const created = await insertRun(tx, run, attachments);
+    if (traceparent) await recordRunTrace(tx, run.id, traceparent);
+    const response = idem ? await rememberResponse(tx, idem, created) : undefined;
+    return { kind: "created", value: created, response };
+  });
+}
+
+/**
+ * Inserts a QUEUED run with its attachments, its folded search text and its first `state` event (with the
+ * webhook deliveries it makes), and signals it with the transaction's commit.
+ */
+export async function insertRun(
+  tx: Tx,
+  run: RunRecord,
+  attachments: readonly NewAttachment[] = [],
+): Promise<RunRecord> {
+  const row = (await tx.row(INSERT_IN_TX, insertValues(run)))!;
+  await insertAttachments(
+    tx,
+    { runId: run.id, teamId: run.teamId, followupId: null, createdAt: run.createdAt },
+    attachments,
+  );
+  await enqueueWebhooks(tx, run.id, "state", CREATED_EVENT, run.createdAt, webhookEndpoints(row.endpoints));
+  tx.signal("run_changed", run.id);
+  tx.signal("run_queued", run.id);
+  return toRun(row);
+}
+
+function insertValues(run: RunRecord): unknown[] {
+  const search = runSearchText(run);
+  return [
+    run.id,
+    run.teamId,
+    run.title,
+    run.prompt,
+    run.createdAt,
+    run.updatedAt,
+    run.sessionId,
+    run.triggerUrl,
+    run.source,
+    run.creator.uid,
+    JSON.stringify(run.creator),
+    run.agentConfig.name ?? null,
+    run.agentConfig.model_id ?? null,
+    run.agentConfig.environment_id ?? null,
+    run.agentConfig.skill_spec ?? null,
+    JSON.stringify(run.agentConfig),
+    run.agentSkill ? JSON.stringify(run.agentSkill) : null,
+    JSON.stringify(run.requestUsage),
+    JSON.stringify(run.metadata),
+    run.schedule?.scheduleId ?? null,
+    run.schedule?.scheduleName ?? null,
+    run.schedule?.cronSchedule ?? null,
+    run.schedule?.fireTime ?? null,
+    run.parentRunId ?? null,
+    run.mode ?? "normal",
+    run.rootRunId ?? null,
+    JSON.stringify(run.artifacts),
+    search.title,
+    search.prompt,
+    JSON.stringify(CREATED_EVENT),
+  ];
+}
+
+/**
+ * A run's row of run_search_text: its title and prompt folded as `q` is (also written by
+ * migrate-to-postgres for the runs it copies, so they match `q` as if created here).
+ */
+export function runSearchText(run: { title: string; prompt: string }): { title: string; prompt: string } {
+  return { title: foldCase(run.title), prompt: foldCase(run.prompt) };
+}
