@@ -16,6 +16,7 @@ export class Database {
   readonly handle: DatabaseSync;
   readonly signals = new StoreSignals();
   private readonly statements = new Map<string, StatementSync>();
+  private readonly arrayStatements = new Map<string, StatementSync>();
   private pending: Array<{
     work: () => unknown;
     resolve: (value: unknown) => void;
@@ -62,12 +63,14 @@ export class Database {
    * wide table such as runs cost more than the query itself.
    */
   sql(text: string, opts: { arrays?: boolean } = {}): StatementSync {
-    const key = opts.arrays ? `[arrays] ${text}` : text;
-    let stmt = this.statements.get(key);
+    // A map of its own rather than a prefixed key: a key built per call is hashed per call, and the
+    // texts of run reads are long.
+    const statements = opts.arrays ? this.arrayStatements : this.statements;
+    let stmt = statements.get(text);
     if (!stmt) {
       stmt = this.handle.prepare(text);
       if (opts.arrays) stmt.setReturnArrays(true);
-      this.statements.set(key, stmt);
+      statements.set(text, stmt);
     }
     return stmt;
   }

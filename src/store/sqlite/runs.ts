@@ -108,10 +108,17 @@ export function insertRun(
   return readRun(db, run.id)!;
 }
 
+/**
+ * The reads of one run by id, as constants: the statement cache is keyed by the text, and a template
+ * built on every call (the column list is long) cost its hashing on every GET.
+ */
+const RUN_OF_TEAM = `SELECT ${RUN_COLUMNS} FROM runs WHERE id = ? AND team_id = ?`;
+const RUN_BY_ID = `SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`;
+
 export async function getRun(db: Database, teamId: string, runId: string): Promise<RunRecord | undefined> {
-  const row = db
-    .sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ? AND team_id = ?`, { arrays: true })
-    .get(runId, teamId) as unknown as SQLInputValue[] | undefined;
+  const row = db.sql(RUN_OF_TEAM, { arrays: true }).get(runId, teamId) as unknown as
+    | SQLInputValue[]
+    | undefined;
   return row ? runFromValues(row) : undefined;
 }
 
@@ -376,9 +383,7 @@ export function teamRunState(db: Database, teamId: string, runId: string): RunSt
 }
 
 export function readRun(db: Database, id: string): RunRecord | undefined {
-  const row = db.sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`, { arrays: true }).get(id) as unknown as
-    | SQLInputValue[]
-    | undefined;
+  const row = db.sql(RUN_BY_ID, { arrays: true }).get(id) as unknown as SQLInputValue[] | undefined;
   return row ? runFromValues(row) : undefined;
 }
 
