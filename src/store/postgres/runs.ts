@@ -1,4 +1,5 @@
 import type { NewAttachment } from "../../model/attachment.ts";
+import type { NewAuditEvent } from "../../model/audit.ts";
 import { type AudienceFilter, placesJson } from "../../model/audience.ts";
 import type { RunRecord } from "../../model/run.ts";
 import { canApply, RUN_STATES, type RunState, type Trigger } from "../../model/run-state.ts";
@@ -9,6 +10,7 @@ import { transitionColumns } from "../run-columns.ts";
 import { URL_MATCHES_MAX } from "../run-steering.ts";
 import type { IdempotencyClaim, IdempotentResult, RunListQuery, RunPatch } from "../store.ts";
 import { insertAttachments } from "./attachments.ts";
+import { appendAuditEvent } from "./audit.ts";
 import type { Database, Sql, Tx } from "./database.ts";
 import { insertEvent } from "./events.ts";
 import { checkIdempotency, rememberResponse } from "./idempotency.ts";
@@ -24,7 +26,7 @@ export async function createRun(
   run: RunRecord,
   idem?: IdempotencyClaim,
   attachments: readonly NewAttachment[] = [],
-  traceparent?: string,
+  also: { traceparent?: string; audit?: NewAuditEvent } = {},
 ): Promise<IdempotentResult<RunRecord>> {
   return db.tx(async (tx): Promise<IdempotentResult<RunRecord>> => {
     if (idem) {
@@ -32,7 +34,8 @@ export async function createRun(
       if (seen) return seen;
     }
     const created = await insertRun(tx, run, attachments);
-    if (traceparent) await recordRunTrace(tx, run.id, traceparent);
+    if (also.traceparent) await recordRunTrace(tx, run.id, also.traceparent);
+    if (also.audit) await appendAuditEvent(tx, also.audit);
     const response = idem ? await rememberResponse(tx, idem, created) : undefined;
     return { kind: "created", value: created, response };
   });

@@ -1,5 +1,6 @@
 import type { SQLInputValue } from "node:sqlite";
 import type { NewAttachment } from "../../model/attachment.ts";
+import type { NewAuditEvent } from "../../model/audit.ts";
 import { type AudienceFilter, placesJson } from "../../model/audience.ts";
 import type { RunRecord } from "../../model/run.ts";
 import { canApply, RUN_STATES, type RunState, type Trigger } from "../../model/run-state.ts";
@@ -10,6 +11,7 @@ import { transitionColumns } from "../run-columns.ts";
 import { URL_MATCHES_MAX } from "../run-steering.ts";
 import type { IdempotencyClaim, IdempotentResult, RunListQuery, RunPatch } from "../store.ts";
 import { insertAttachments } from "./attachments.ts";
+import { insertAuditEvent } from "./audit.ts";
 import type { Database } from "./database.ts";
 import { insertEvent } from "./events.ts";
 import { checkIdempotency, rememberResponse } from "./idempotency.ts";
@@ -26,7 +28,7 @@ export async function createRun(
   run: RunRecord,
   idem?: IdempotencyClaim,
   attachments: readonly NewAttachment[] = [],
-  traceparent?: string,
+  also: { traceparent?: string; audit?: NewAuditEvent } = {},
 ): Promise<IdempotentResult<RunRecord>> {
   const result = await db.grouped((): IdempotentResult<RunRecord> => {
     if (idem) {
@@ -34,7 +36,8 @@ export async function createRun(
       if (seen) return seen;
     }
     const created = insertRun(db, run, attachments);
-    if (traceparent) recordRunTrace(db, run.id, traceparent);
+    if (also.traceparent) recordRunTrace(db, run.id, also.traceparent);
+    if (also.audit) insertAuditEvent(db, also.audit);
     const response = idem ? rememberResponse(db, idem, created) : undefined;
     return { kind: "created", value: created, response };
   });
