@@ -1,7 +1,7 @@
 import type { SQLInputValue } from "node:sqlite";
 import type { NewAttachment } from "../../model/attachment.ts";
-import type { NewAuditEvent } from "../../model/audit.ts";
 import { type AudienceFilter, placesJson } from "../../model/audience.ts";
+import type { NewAuditEvent } from "../../model/audit.ts";
 import type { RunRecord } from "../../model/run.ts";
 import { canApply, RUN_STATES, type RunState, type Trigger } from "../../model/run-state.ts";
 import { wireStatusMessage } from "../../model/status-reason.ts";
