@@ -66,6 +66,13 @@ export function auditConformance(t: StoreSuite): void {
       expect(events).toEqual([{ ...audit, id: expect.any(Number) }]);
     });
 
+    it("a run whose audit entry cannot be stored is not created: one transaction holds both", async () => {
+      const run = t.newRun();
+      const unstorable = { ...entry({ target: run.id }), actor: null as unknown as string };
+      await expect(t.store.createRun(run, undefined, [], { audit: unstorable })).rejects.toThrow();
+      expect(await t.store.getRun("t1", run.id)).toBeUndefined();
+    });
+
     it("prunes entries older than the retention", async () => {
       await t.store.appendAuditEvent(entry({ at: "2020-01-01T00:00:00.000Z" }));
       await t.store.appendAuditEvent(entry({ at: "2030-01-01T00:00:00.000Z" }));
