@@ -131,12 +131,22 @@ describe("SQLite migrations", () => {
   });
 });
 
-describe("SQLite query plans", () => {
+describe("SQLite plans and journals", () => {
   let dir: string;
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), "dispatch-plans-"));
   });
   afterEach(() => rm(dir, { recursive: true, force: true }));
+
+  it("a savepoint's journal of a group commit is kept in memory, not written to a temporary file", () => {
+    const db = new Database(join(dir, "journal.db"));
+    try {
+      // 2 is MEMORY: SQLite then keeps every savepoint (statement) journal in memory.
+      expect(db.handle.prepare("PRAGMA temp_store").get()).toEqual({ temp_store: 2 });
+    } finally {
+      db.close();
+    }
+  });
 
   it("a run's queued prompts are found through their index, not by reading every follow-up", async () => {
     const db = new Database(join(dir, "plans.db"));
