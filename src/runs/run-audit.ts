@@ -1,4 +1,4 @@
-import type { AuditAction, AuditActor } from "../model/audit.ts";
+import type { AuditAction, AuditActor, NewAuditEvent } from "../model/audit.ts";
 import type { Caller } from "../model/identity.ts";
 import type { Creator } from "../model/run.ts";
 import type { Store } from "../store/store.ts";
@@ -36,8 +36,18 @@ export class RunAudit {
     runId: string,
     details: Record<string, unknown> = {},
   ): Promise<void> {
+    await this.store.appendAuditEvent(this.entry(ask, action, runId, details));
+  }
+
+  /** The entry `record` appends, for a store write that appends it itself (a run's creation). */
+  entry(
+    ask: { caller: Pick<Caller, "principal" | "team">; creator?: Creator },
+    action: AuditAction,
+    runId: string,
+    details: Record<string, unknown> = {},
+  ): NewAuditEvent {
     const actor = auditActorOf(ask);
-    await this.store.appendAuditEvent({
+    return {
       teamId: ask.caller.team.id,
       at: new Date().toISOString(),
       ...actor,
@@ -48,6 +58,6 @@ export class RunAudit {
         // A surface (or an admin key) acting for someone: through which account.
         ...(actor.actor !== ask.caller.principal.id ? { via: ask.caller.principal.id } : {}),
       },
-    });
+    };
   }
 }

@@ -203,12 +203,13 @@ export class RunService {
       return { run_id: r.id, task_id: r.id, state: "QUEUED" as const, at_capacity: atCapacity };
     };
     const claim = this.idempotency(ctx, "create", respond);
-    // Its executions' traces link to the request creating it (docs/runtime.md, "Traces").
-    const result = await this.store.createRun(run, claim, attachments, activeTraceparent());
-    if (result.kind === "created") {
-      const details = { source: run.source, ...(ctx.retryOf ? { retry_of: ctx.retryOf } : {}) };
-      await this.audit.record(ctx, ctx.retryOf ? "run.retried" : "run.created", run.id, details);
-    }
+    const details = { source: run.source, ...(ctx.retryOf ? { retry_of: ctx.retryOf } : {}) };
+    const result = await this.store.createRun(run, claim, attachments, {
+      // Its executions' traces link to the request creating it (docs/runtime.md, "Traces").
+      traceparent: activeTraceparent(),
+      // Stored with the run, in its transaction: a replayed create records nothing again.
+      audit: this.audit.entry(ctx, ctx.retryOf ? "run.retried" : "run.created", run.id, details),
+    });
     return this.unwrap(result, () => respond(run)) as ReturnType<typeof respond>;
   }
 

@@ -133,12 +133,14 @@ export interface Store {
    * Inserts a QUEUED run (with its attachments, in the same transaction), or with `idempotency` returns the
    * remembered response of an earlier equal request. `traceparent`: the span of the request creating it,
    * which its executions' traces link to (stored with it, so that no execution starts before it is there).
+   * `audit`: the audit log's entry of the creation, appended in the same transaction when the run is
+   * created (not on a replay): one commit per create, and no run without its entry.
    */
   createRun(
     run: RunRecord,
     idempotency?: IdempotencyClaim,
     attachments?: readonly NewAttachment[],
-    traceparent?: string,
+    also?: { traceparent?: string; audit?: NewAuditEvent },
   ): Promise<IdempotentResult<RunRecord>>;
   getRun(teamId: string, runId: string): Promise<RunRecord | undefined>;
   getRunBySession(sessionId: string): Promise<RunRecord | undefined>;

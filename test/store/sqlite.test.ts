@@ -3,6 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { Database, migrate } from "../../src/store/sqlite/database.ts";
+import { listQueuedPrompts } from "../../src/store/sqlite/followups.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.ts";
 import { storeConformance } from "./conformance/index.ts";
 
@@ -125,6 +127,57 @@ describe("SQLite migrations", () => {
       expect(Buffer.from(head!.head).equals(content.subarray(0, 4096))).toBe(true);
     } finally {
       await upgraded.close();
+    }
+  });
+});
+
+describe("SQLite plans and journals", () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), "dispatch-plans-"));
+  });
+  afterEach(() => rm(dir, { recursive: true, force: true }));
+
+  it("a savepoint's journal of a group commit is kept in memory, not written to a temporary file", () => {
+    const db = new Database(join(dir, "journal.db"));
+    try {
+      // 2 is MEMORY: SQLite then keeps every savepoint (statement) journal in memory.
+      expect(db.handle.prepare("PRAGMA temp_store").get()).toEqual({ temp_store: 2 });
+    } finally {
+      db.close();
+    }
+  });
+
+  it("a run's queued prompts are found through their index, not by reading every follow-up", async () => {
+    const db = new Database(join(dir, "plans.db"));
+    try {
+      migrate(db);
+      // The statements listQueuedPrompts prepares, for one run (a GET) and for a list page.
+      const prepared: string[] = [];
+      const prepare = db.handle.prepare.bind(db.handle);
+      db.handle.prepare = (text: string) => {
+        prepared.push(text);
+        return prepare(text);
+      };
+      await listQueuedPrompts(db, ["r1"]);
+      await listQueuedPrompts(db, ["r1", "r2"]);
+      expect(prepared).toHaveLength(2);
+      for (const text of prepared) {
+        const plan = (
+          prepare(`EXPLAIN QUERY PLAN ${text}`).all(
+            ...text
+              .split("?")
+              .slice(1)
+              .map(() => "[]"),
+          ) as Array<{
+            detail: string;
+          }>
+        ).map((step) => step.detail);
+        expect(plan).toContain("SEARCH followups USING INDEX followups_queued_prompts (run_id=?)");
+        expect(plan.filter((step) => step.startsWith("SCAN followups"))).toEqual([]);
+      }
+    } finally {
+      db.close();
     }
   });
 });

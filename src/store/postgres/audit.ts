@@ -1,10 +1,11 @@
 import type { AuditEvent, AuditQuery, NewAuditEvent } from "../../model/audit.ts";
 import { toAuditEvent } from "../audit-rows.ts";
-import type { Database } from "./database.ts";
+import type { Database, Sql } from "./database.ts";
 
 /** The audit log: appended, read newest first, pruned after its retention; never updated. */
 
-export async function appendAuditEvent(db: Database, e: NewAuditEvent): Promise<void> {
+/** Appends `e`: on its own, or in a transaction (a run's creation records its entry with the run). */
+export async function appendAuditEvent(db: Sql, e: NewAuditEvent): Promise<void> {
   await db.changes(
     `INSERT INTO audit_events (team_id, at, actor, actor_name, action, target, details)
      VALUES ($1, $2, $3, $4, $5, $6, $7)`,

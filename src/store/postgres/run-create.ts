@@ -1,9 +1,11 @@
 import type { NewAttachment } from "../../model/attachment.ts";
+import type { NewAuditEvent } from "../../model/audit.ts";
 import type { RunRecord } from "../../model/run.ts";
 import { foldCase } from "../fold-case.ts";
 import { toRun } from "../rows.ts";
 import type { IdempotencyClaim, IdempotentResult } from "../store.ts";
 import { insertAttachments } from "./attachments.ts";
+import { appendAuditEvent } from "./audit.ts";
 import type { Database, Tx } from "./database.ts";
 import { checkIdempotency, rememberResponse } from "./idempotency.ts";
 import { recordRunTrace } from "./run-traces.ts";
@@ -40,11 +42,20 @@ function insertRunStatement(guard: string, tail: string): string {
     )${tail}`;
 }
 
+const ALONE_GUARD = `WHERE NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.team_id = $2 AND e.events::jsonb ? 'run.created')`;
+const NOTIFIED = `notified AS (SELECT pg_notify($31, $32) FROM created)`;
+const ALONE_ANSWER = `SELECT created.*, (SELECT count(*) FROM notified) AS notified FROM created`;
+
 /** Alone: only when no endpoint of the team takes run.created; the notification goes with it. */
-const INSERT_ALONE = insertRunStatement(
-  `WHERE NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.team_id = $2 AND e.events::jsonb ? 'run.created')`,
-  `, notified AS (SELECT pg_notify($31, $32) FROM created)
-    SELECT created.*, (SELECT count(*) FROM notified) AS notified FROM created`,
+const INSERT_ALONE = insertRunStatement(ALONE_GUARD, `, ${NOTIFIED} ${ALONE_ANSWER}`);
+
+/** Alone with its audit entry ($33–$39), written only if the run is (docs/api.md, the audit log). */
+const INSERT_ALONE_AUDITED = insertRunStatement(
+  ALONE_GUARD,
+  `, ${NOTIFIED}, audited AS (
+      INSERT INTO audit_events (team_id, at, actor, actor_name, action, target, details)
+      SELECT $33, $34, $35, $36, $37, $38, $39 FROM created
+    ) ${ALONE_ANSWER}`,
 );
 
 /** In a transaction: the team's endpoints come back with the run, for the webhook's delivery. */
@@ -61,15 +72,17 @@ export async function createRun(
   run: RunRecord,
   idem?: IdempotencyClaim,
   attachments: readonly NewAttachment[] = [],
-  traceparent?: string,
+  also: { traceparent?: string; audit?: NewAuditEvent } = {},
 ): Promise<IdempotentResult<RunRecord>> {
+  const { traceparent, audit } = also;
   if (!idem && attachments.length === 0 && !traceparent) {
-    const row = await db.row(INSERT_ALONE, [
+    const row = await db.row(audit ? INSERT_ALONE_AUDITED : INSERT_ALONE, [
       ...insertValues(run),
       ...db.notification([
         ["run_changed", run.id],
         ["run_queued", run.id],
       ]),
+      ...(audit ? auditValues(audit) : []),
     ]);
     if (row) {
       db.announceHere(["run_changed", run.id]);
@@ -84,6 +97,7 @@ export async function createRun(
     }
     const created = await insertRun(tx, run, attachments);
     if (traceparent) await recordRunTrace(tx, run.id, traceparent);
+    if (audit) await appendAuditEvent(tx, audit);
     const response = idem ? await rememberResponse(tx, idem, created) : undefined;
     return { kind: "created", value: created, response };
   });
@@ -108,6 +122,10 @@ export async function insertRun(
   tx.signal("run_changed", run.id);
   tx.signal("run_queued", run.id);
   return toRun(row);
+}
+
+function auditValues(e: NewAuditEvent): unknown[] {
+  return [e.teamId, e.at, e.actor, e.actorName, e.action, e.target, JSON.stringify(e.details)];
 }
 
 function insertValues(run: RunRecord): unknown[] {

@@ -7,14 +7,15 @@ import type { Row } from "./rows.ts";
 /** The audit log: appended, read newest first, pruned after its retention; never updated. */
 
 export async function appendAuditEvent(db: Database, e: NewAuditEvent): Promise<void> {
-  await db.grouped(() =>
-    db
-      .sql(
-        `INSERT INTO audit_events (team_id, at, actor, actor_name, action, target, details)
-         VALUES (?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(e.teamId, e.at, e.actor, e.actorName, e.action, e.target, JSON.stringify(e.details)),
-  );
+  await db.grouped(() => insertAuditEvent(db, e));
+}
+
+/** Appends `e` in the transaction under way (a run's creation records its entry with the run). */
+export function insertAuditEvent(db: Database, e: NewAuditEvent): void {
+  db.sql(
+    `INSERT INTO audit_events (team_id, at, actor, actor_name, action, target, details)
+     VALUES (?, ?, ?, ?, ?, ?, ?)`,
+  ).run(e.teamId, e.at, e.actor, e.actorName, e.action, e.target, JSON.stringify(e.details));
 }
 
 export async function listAuditEvents(

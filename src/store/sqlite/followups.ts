@@ -115,11 +115,20 @@ export async function listQueuedPrompts(
   db: Database,
   runIds: readonly string[],
 ): Promise<Map<string, string[]>> {
-  const rows = db
-    .sql(
-      `SELECT run_id, message FROM followups
-       WHERE run_id IN (SELECT value FROM json_each(?)) AND outcome = 'queued_prompt' ORDER BY created_at, id`,
-    )
-    .all(JSON.stringify(runIds)) as Row[];
+  // One run (a GET) reads its index range in order; several (a list page) are looked up as one JSON array.
+  const rows = (
+    runIds.length === 1
+      ? db
+          .sql(
+            "SELECT run_id, message FROM followups WHERE run_id = ? AND outcome = 'queued_prompt' ORDER BY created_at, id",
+          )
+          .all(runIds[0]!)
+      : db
+          .sql(
+            `SELECT run_id, message FROM followups
+             WHERE run_id IN (SELECT value FROM json_each(?)) AND outcome = 'queued_prompt' ORDER BY created_at, id`,
+          )
+          .all(JSON.stringify(runIds))
+  ) as Row[];
   return groupMessages(rows);
 }

@@ -1,6 +1,7 @@
 import type { SQLInputValue } from "node:sqlite";
 import type { NewAttachment } from "../../model/attachment.ts";
 import { type AudienceFilter, placesJson } from "../../model/audience.ts";
+import type { NewAuditEvent } from "../../model/audit.ts";
 import type { RunRecord } from "../../model/run.ts";
 import { canApply, RUN_STATES, type RunState, type Trigger } from "../../model/run-state.ts";
 import { wireStatusMessage } from "../../model/status-reason.ts";
@@ -10,6 +11,7 @@ import { transitionColumns } from "../run-columns.ts";
 import { URL_MATCHES_MAX } from "../run-steering.ts";
 import type { IdempotencyClaim, IdempotentResult, RunListQuery, RunPatch } from "../store.ts";
 import { insertAttachments } from "./attachments.ts";
+import { insertAuditEvent } from "./audit.ts";
 import type { Database } from "./database.ts";
 import { insertEvent } from "./events.ts";
 import { checkIdempotency, rememberResponse } from "./idempotency.ts";
@@ -26,7 +28,7 @@ export async function createRun(
   run: RunRecord,
   idem?: IdempotencyClaim,
   attachments: readonly NewAttachment[] = [],
-  traceparent?: string,
+  also: { traceparent?: string; audit?: NewAuditEvent } = {},
 ): Promise<IdempotentResult<RunRecord>> {
   const result = await db.grouped((): IdempotentResult<RunRecord> => {
     if (idem) {
@@ -34,7 +36,8 @@ export async function createRun(
       if (seen) return seen;
     }
     const created = insertRun(db, run, attachments);
-    if (traceparent) recordRunTrace(db, run.id, traceparent);
+    if (also.traceparent) recordRunTrace(db, run.id, also.traceparent);
+    if (also.audit) insertAuditEvent(db, also.audit);
     const response = idem ? rememberResponse(db, idem, created) : undefined;
     return { kind: "created", value: created, response };
   });
@@ -108,10 +111,17 @@ export function insertRun(
   return readRun(db, run.id)!;
 }
 
+/**
+ * The reads of one run by id, as constants: the statement cache is keyed by the text, and a template
+ * built on every call (the column list is long) cost its hashing on every GET.
+ */
+const RUN_OF_TEAM = `SELECT ${RUN_COLUMNS} FROM runs WHERE id = ? AND team_id = ?`;
+const RUN_BY_ID = `SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`;
+
 export async function getRun(db: Database, teamId: string, runId: string): Promise<RunRecord | undefined> {
-  const row = db
-    .sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ? AND team_id = ?`, { arrays: true })
-    .get(runId, teamId) as unknown as SQLInputValue[] | undefined;
+  const row = db.sql(RUN_OF_TEAM, { arrays: true }).get(runId, teamId) as unknown as
+    | SQLInputValue[]
+    | undefined;
   return row ? runFromValues(row) : undefined;
 }
 
@@ -376,9 +386,7 @@ export function teamRunState(db: Database, teamId: string, runId: string): RunSt
 }
 
 export function readRun(db: Database, id: string): RunRecord | undefined {
-  const row = db.sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE id = ?`, { arrays: true }).get(id) as unknown as
-    | SQLInputValue[]
-    | undefined;
+  const row = db.sql(RUN_BY_ID, { arrays: true }).get(id) as unknown as SQLInputValue[] | undefined;
   return row ? runFromValues(row) : undefined;
 }
 

@@ -50,6 +50,29 @@ export function auditConformance(t: StoreSuite): void {
       expect(rest).toEqual({ events: [all.events[2]], hasMore: false });
     });
 
+    it("a run's creation appends its entry with the run, and a replayed create none", async () => {
+      const claim = {
+        principalId: "p1",
+        key: "k-audit",
+        requestHash: "h1",
+        respond: (r: unknown) => ({ id: (r as { id: string }).id }),
+        notBefore: new Date(Date.now() - 60_000).toISOString(),
+      };
+      const run = t.newRun();
+      const audit = entry({ target: run.id });
+      expect((await t.store.createRun(run, claim, [], { audit })).kind).toBe("created");
+      expect((await t.store.createRun(t.newRun(), claim, [], { audit })).kind).toBe("replayed");
+      const { events } = await t.store.listAuditEvents("t1", { limit: 10 });
+      expect(events).toEqual([{ ...audit, id: expect.any(Number) }]);
+    });
+
+    it("a run whose audit entry cannot be stored is not created: one transaction holds both", async () => {
+      const run = t.newRun();
+      const unstorable = { ...entry({ target: run.id }), actor: null as unknown as string };
+      await expect(t.store.createRun(run, undefined, [], { audit: unstorable })).rejects.toThrow();
+      expect(await t.store.getRun("t1", run.id)).toBeUndefined();
+    });
+
     it("prunes entries older than the retention", async () => {
       await t.store.appendAuditEvent(entry({ at: "2020-01-01T00:00:00.000Z" }));
       await t.store.appendAuditEvent(entry({ at: "2030-01-01T00:00:00.000Z" }));

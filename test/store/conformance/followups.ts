@@ -68,6 +68,9 @@ export function followupsConformance(t: StoreSuite): void {
       expect(queued.get(a.id)).toEqual(["a1", "a2"]);
       expect(queued.get(b.id)).toEqual(["b1"]);
       expect(queued.get(c.id)).toBeUndefined();
+      // One run, as GET /runs/{id} asks.
+      expect((await t.store.listQueuedPrompts([a.id])).get(a.id)).toEqual(["a1", "a2"]);
+      expect((await t.store.listQueuedPrompts([c.id])).size).toBe(0);
     });
 
     it("interruptRun: counts an interrupt of a run whose agent started, refuses any other", async () => {
