@@ -58,6 +58,9 @@ const API_SECONDS = wholeNumber("BENCH_SCALE_API_S", 4, 0);
 const WARMUP_RUNS = 8;
 const BATCH_TIMEOUT_MS = 300_000;
 const GOAL_SECOND_WORKER = 0.8;
+/** One worker on PostgreSQL against SQLite on the same machine: its runs/s, and API creates per second. */
+const GOAL_ONE_WORKER = 0.8;
+const GOAL_CREATE = 0.6;
 const GOAL_CLAIM_P99_MS = 10;
 /** Two workers, the API process and PostgreSQL each want a core for the scaling goal to be testable. */
 const CORES_FOR_GOAL = 4;
@@ -239,6 +242,13 @@ function print(
     const one = pg.find((r) => r.workers === 1);
     const two = pg.find((r) => r.workers === 2);
     const name = sandbox === "none" ? "sandbox off" : "sandbox on (bwrap)";
+    const sqlite = rows.find((r) => r.store === "SQLite" && r.sandbox === sandbox);
+    if (one && sqlite) {
+      const share = one.result.runsPerSec / sqlite.result.runsPerSec;
+      out.push(
+        `- ${name}: one PostgreSQL worker does ${ratio(share)} of SQLite's runs/s (goal ≥ ${GOAL_ONE_WORKER}×): ${share >= GOAL_ONE_WORKER ? "met" : "NOT met"}`,
+      );
+    }
     if (one && two) {
       const added = (two.result.runsPerSec - one.result.runsPerSec) / one.result.runsPerSec;
       out.push(
@@ -296,6 +306,16 @@ function resultRows(
         .map((r) => `${r.store === "SQLite" ? "SQLite" : `${r.workers}w`} ${cpuText(r.result)}`)
         .join(", ")}`,
     });
+    const sqlite = same.find((r) => r.store === "SQLite");
+    if (one && sqlite) {
+      const share = one.result.runsPerSec / sqlite.result.runsPerSec;
+      out.push({
+        benchmark: `PostgreSQL, ${name}: one worker's runs/s ÷ SQLite's`,
+        measured: `${share.toFixed(2)}× (${one.result.runsPerSec.toFixed(1)} ÷ ${sqlite.result.runsPerSec.toFixed(1)})`,
+        target: `≥ ${GOAL_ONE_WORKER}×`,
+        met: share >= GOAL_ONE_WORKER,
+      });
+    }
     if (one && two) {
       const added = (two.result.runsPerSec - one.result.runsPerSec) / one.result.runsPerSec;
       const room = cores >= CORES_FOR_GOAL;
@@ -326,6 +346,14 @@ function resultRows(
         .map((c) => `${c} ${(api.postgres[c].reqPerSec / api.sqlite[c].reqPerSec).toFixed(2)}×`)
         .join(", "),
       target: "report",
+      note: "the PostgreSQL cluster runs with fsync off",
+    });
+    const create = api.postgres.create.reqPerSec / api.sqlite.create.reqPerSec;
+    out.push({
+      benchmark: "API create on PostgreSQL ÷ on SQLite",
+      measured: `${create.toFixed(2)}× (${api.postgres.create.reqPerSec.toFixed(0)} ÷ ${api.sqlite.create.reqPerSec.toFixed(0)} req/s)`,
+      target: `≥ ${GOAL_CREATE}×`,
+      met: create >= GOAL_CREATE,
       note: "the PostgreSQL cluster runs with fsync off",
     });
   }
