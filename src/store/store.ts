@@ -130,11 +130,9 @@ export interface Store {
 
   // Runs
   /**
-   * Inserts a QUEUED run (with its attachments, in the same transaction), or with `idempotency` returns the
-   * remembered response of an earlier equal request. `traceparent`: the span of the request creating it,
-   * which its executions' traces link to (stored with it, so that no execution starts before it is there).
-   * `audit`: the audit log's entry of the creation, appended in the same transaction when the run is
-   * created (not on a replay): one commit per create, and no run without its entry.
+   * Inserts a QUEUED run with its attachments, or with `idempotency` returns the remembered response of an
+   * earlier equal request. `traceparent`: the creating request's span, which its executions link to;
+   * `audit`: the creation's audit entry. Both go in with the run (not on a replay): one commit per create.
    */
   createRun(
     run: RunRecord,
