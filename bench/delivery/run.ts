@@ -40,7 +40,8 @@ const RUN_TIMEOUT_MS = 120_000;
 const BURST = Number(process.env.BENCH_DELIVERY_BURST ?? 3);
 /**
  * @octokit/plugin-throttling starts a notification-triggering write (opening a pull request, a comment)
- * at most every 3 s per process. The idle figure spaces runs so that no PR waits for the previous one;
+ * at most every 3 s per process. The idle figure spaces runs so that no PR waits for the previous run's
+ * writes (its PR and the comments on it);
  * the burst figure shows what that pacing costs when several runs deliver at once.
  */
 const PR_PACING_MS = 3000;
@@ -87,9 +88,15 @@ function edits(n: number): { a: string; b: string; added: string } {
 
 /** Waits until GitHub's pacing of pull-request creation no longer holds back a new one. */
 async function pastPacing(github: FakeGitHub): Promise<void> {
-  const last = github.calls.findLast((c) => c.method === "POST" && /\/pulls$/.test(c.path));
-  const wait = last ? last.at + PR_PACING_MS + 100 - Date.now() : 0;
-  if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+  // Every notification-class write counts, not only pull requests: the run that opened a PR comments on
+  // it afterwards (its status on the PR it owns), paced 3 s apart too. Wait until a whole pacing window
+  // has passed with none, since a queued comment goes out just as the window ends.
+  for (;;) {
+    const last = github.calls.findLast((c) => c.method === "POST" && /\/(pulls|comments)$/.test(c.path));
+    const wait = last ? last.at + PR_PACING_MS + 250 - Date.now() : 0;
+    if (wait <= 0) return;
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
 }
 
 async function measureRun(server: BenchDispatchProcess, github: FakeGitHub, n: number): Promise<Sample> {
