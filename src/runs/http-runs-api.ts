@@ -1,6 +1,6 @@
 import { APIError, Dispatch } from "@agent-dispatch/client";
 import { isRunErrorCode, RunError, type RunErrorCode } from "../model/errors.ts";
-import type { Creator } from "../model/run.ts";
+import type { Creator, FollowupOutcome } from "../model/run.ts";
 import type { BudgetRequest } from "./budget-answer.ts";
 import type { PlanAnswer } from "./plan-approval.ts";
 import type { RunItem } from "./run-item.ts";
@@ -98,7 +98,11 @@ export class HttpRunsApi implements RunsApi {
     );
   }
 
-  approve(runId: string, answer: PlanAnswer, opts: RunsApiCallOptions = {}) {
+  approve(
+    runId: string,
+    answer: PlanAnswer,
+    opts: RunsApiCallOptions = {},
+  ): Promise<{ followup_id: string; outcome: FollowupOutcome }> {
     return asRunError(async () =>
       this.client.runs.approve(runId, answer, {
         ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey } : {}),
@@ -107,7 +111,11 @@ export class HttpRunsApi implements RunsApi {
   }
 
   /** `by` travels as `on_behalf_of`, so the person's own limits apply rather than the admin key's. */
-  budget(runId: string, answer: BudgetRequest, opts: RunsApiCallOptions & { by?: Creator } = {}) {
+  budget(
+    runId: string,
+    answer: BudgetRequest,
+    opts: RunsApiCallOptions & { by?: Creator } = {},
+  ): Promise<{ run_id: string; state: string }> {
     return asRunError(async () =>
       this.client.runs.budget(
         runId,
