@@ -46,7 +46,9 @@ describe("a plan that waits for approval", () => {
     // finishing as the state is seen).
     const first = await planRun("$ echo planned > plan.txt");
     const second = await planRun("$ echo second > second.txt");
-    await waitFor(() => t.dispatch.executor!.activeRuns === 0, { what: "both waiting runs to free the slot" });
+    await waitFor(() => t.dispatch.executor!.activeRuns === 0, {
+      what: "both waiting runs to free the slot",
+    });
     const run = (await t.api("GET", `/api/v1/agent/runs/${first}`)).body;
     expect(run.status_message).toMatchObject({
       reason: "awaiting_approval",
