@@ -232,14 +232,32 @@ function theRun(marker: string): Promise<Json> {
   });
 }
 
-function waitForState(id: string, states: string[]): Promise<Json> {
-  return waitFor(
-    async () => {
-      const run = await getRun(b, id);
-      return states.includes(run.state) ? run : undefined;
-    },
-    { timeoutMs: 60_000, intervalMs: 100, what: `run ${id} to reach ${states.join("/")}` },
-  );
+async function waitForState(id: string, states: string[]): Promise<Json> {
+  let last: Json | undefined;
+  try {
+    return await waitFor(
+      async () => {
+        last = await getRun(b, id);
+        return states.includes(last.state) ? last : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 100, what: `run ${id} to reach ${states.join("/")}` },
+    );
+  } catch (err) {
+    // What the run went through, and what each replica logged about it: the failure explains itself.
+    const events = (await b.api("GET", `/api/v1/agent/runs/${id}/events?limit=1000`)).body.events as Json[];
+    const story = events.map((e) => `${e.type} ${JSON.stringify(e.data)}`).join("\n");
+    const logs = [a, b].map((s, i) =>
+      s
+        .output()
+        .split("\n")
+        .filter((line) => line.includes(id))
+        .map((line) => `replica ${i}: ${line}`)
+        .join("\n"),
+    );
+    throw new Error(
+      `${(err as Error).message}\nrun: ${JSON.stringify(last)}\nevents:\n${story}\nlogs:\n${logs.join("\n")}`,
+    );
+  }
 }
 
 /** The replicas have nothing left to send (see settleDeliveries). */
@@ -474,10 +492,16 @@ describe.skipIf(Boolean(missing))("exactly once across two replicas on one Postg
         await postSlack(followAt!, slashCommand(`$ echo first ${marker}\n$ sleep 120`, "U2"), FORM),
       ).toBe(200);
       const id = (await theRun(marker)).run_id as string;
-      await waitFor(async () => (await getRun(b, id)).state === "INPROGRESS" && slackCards(id).length > 0, {
-        timeoutMs: SETTLE_MS,
-        what: `run ${id} to be running with its card posted`,
-      });
+      // The agent at work (its first command's output is in the transcript), so the follow-up goes to it or
+      // to a new execution: not to the prompt of an agent still being prepared.
+      await waitFor(
+        async () =>
+          slackCards(id).length > 0 &&
+          ((await b.api("GET", `/api/v1/agent/runs/${id}/events?limit=1000`)).body.events as Json[]).some(
+            (e) => e.type === "tool_result" && String(e.data.output).includes(`first ${marker}`),
+          ),
+        { timeoutMs: SETTLE_MS, intervalMs: 100, what: `run ${id} to be running with its card posted` },
+      );
       const cardTs = await cardTsOf(id);
       // The card is the run's thread: a mention there steers the run; its Cancel button stops it.
       const [followed, cancelled] = await Promise.all([
@@ -549,7 +573,13 @@ describe.skipIf(Boolean(missing))("exactly once across two replicas on one Postg
   }, 300_000);
 });
 
+/** The ts of the run's status card, once recorded: Slack's answer to the post is what names it. */
 async function cardTsOf(runId: string): Promise<string> {
-  const { rows } = await db.query("SELECT card_ts FROM notifier_cards WHERE run_id = $1", [runId]);
-  return String(rows[0]?.card_ts);
+  return waitFor(
+    async () => {
+      const { rows } = await db.query("SELECT card_ts FROM notifier_cards WHERE run_id = $1", [runId]);
+      return rows[0]?.card_ts as string | undefined;
+    },
+    { timeoutMs: SETTLE_MS, intervalMs: 50, what: `the status card of ${runId} to be recorded` },
+  );
 }
