@@ -44,7 +44,7 @@ export async function planTurnSandbox(ctx: HarnessContext): Promise<Sandbox> {
   const sandbox = ctx.sandbox;
   if (ctx.mode !== "plan") return sandbox;
   if (sandbox.kind === "none") {
-    await ctx.emit("log", { level: "warn", phase: "plan", message: PLAN_NOT_ENFORCED });
+    await ctx.emit("log", { level: "warn", phase: "sandbox", message: PLAN_NOT_ENFORCED });
     return sandbox;
   }
   return {
