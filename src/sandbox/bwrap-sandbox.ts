@@ -36,8 +36,8 @@ export class BwrapSandbox implements Sandbox {
   readonly kind: string = "bwrap";
   readonly workspace: string;
   private readonly opts: BwrapSandboxOptions;
-  /** bwrap's arguments for exec, by network: the same for each of the sandbox's commands. */
-  private readonly execArgs = new Map<BwrapLayout["network"], string[]>();
+  /** bwrap's arguments for exec, by network and workspace access: the same for each of the sandbox's commands. */
+  private readonly execArgs = new Map<string, string[]>();
 
   constructor(opts: BwrapSandboxOptions) {
     this.opts = opts;
@@ -45,7 +45,7 @@ export class BwrapSandbox implements Sandbox {
   }
 
   exec(command: string, opts: SandboxExecOptions): Promise<CommandResult> {
-    const argv = this.wrap(["bash", "-c", command], opts.network);
+    const argv = this.wrap(["bash", "-c", command], opts.network, [], opts.readOnlyWorkspace);
     const options = {
       cwd: this.workspace,
       env: sandboxEnv(this.workspace, this.opts.runId),
@@ -58,7 +58,7 @@ export class BwrapSandbox implements Sandbox {
   }
 
   start(argv: string[], opts: SandboxStartOptions): SandboxProcess {
-    return startInProcessGroup(this.wrap(argv, undefined, opts.mounts), {
+    return startInProcessGroup(this.wrap(argv, undefined, opts.mounts, opts.readOnlyWorkspace), {
       cwd: this.workspace,
       env: { ...sandboxEnv(this.workspace, this.opts.runId), ...opts.env },
       signal: opts.signal,
@@ -73,6 +73,7 @@ export class BwrapSandbox implements Sandbox {
     argv: string[],
     network?: SandboxExecOptions["network"],
     mounts: SandboxMount[] = [],
+    readOnlyWorkspace = false,
   ): string[] {
     const ownNetwork = this.opts.ownNetwork;
     const wantsOwn = network === "public" || (network === undefined && this.opts.network);
@@ -84,11 +85,13 @@ export class BwrapSandbox implements Sandbox {
       network: network === "host" ? "host" : wantsOwn && ownNetwork ? "own" : "none",
       identity: this.opts.identity,
       mounts,
+      readOnlyWorkspace,
     };
-    let args = mounts.length === 0 ? this.execArgs.get(layout.network) : undefined;
+    const key = `${layout.network}${readOnlyWorkspace ? ":ro" : ""}`;
+    let args = mounts.length === 0 ? this.execArgs.get(key) : undefined;
     if (!args) {
       args = bwrapArgs(layout);
-      if (mounts.length === 0) this.execArgs.set(layout.network, args);
+      if (mounts.length === 0) this.execArgs.set(key, args);
     }
     return [
       ...(this.opts.cgroup?.enter ?? []),
@@ -171,8 +174,10 @@ export function agentIdentityFiles(workspace: string): Record<keyof AgentIdentit
 const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
 
 export interface BwrapLayout {
-  /** Bound writable at the same path; the sandbox starts there. */
+  /** Bound writable at the same path (read-only with `readOnlyWorkspace`); the sandbox starts there. */
   workspace: string;
+  /** A plan-mode turn's commands: the workspace bound read-only (SandboxExecOptions.readOnlyWorkspace). */
+  readOnlyWorkspace?: boolean | undefined;
   /** Paths hidden (an empty directory, or /dev/null for a file) where they lie inside a bound path. */
   hide: string[];
   /**
@@ -234,7 +239,7 @@ export function bwrapArgs(opts: BwrapLayout): string[] {
   }
   args.push(
     ...(opts.tmp ? ["--bind", opts.tmp, "/tmp"] : ["--tmpfs", "/tmp"]),
-    "--bind",
+    opts.readOnlyWorkspace ? "--ro-bind" : "--bind",
     opts.workspace,
     opts.workspace,
     ...(opts.mounts ?? []).flatMap((m) => [m.writable ? "--bind" : "--ro-bind", m.path, m.path]),

@@ -15,6 +15,11 @@ export interface SandboxExecOptions {
    * the run's repository is checked out). Plain sandboxes have the host's network whatever is asked.
    */
   network?: "host" | "public";
+  /**
+   * The workspace bound read-only (a plan-mode turn, src/harnesses/plan-mode.ts): the command can read
+   * it and write only its /tmp. Plain sandboxes cannot enforce it and show the workspace writable.
+   */
+  readOnlyWorkspace?: boolean;
 }
 
 /**
@@ -51,6 +56,8 @@ export interface SandboxStartOptions {
    * agent's program (read-only) and its private state directory (writable). Plain sandboxes see the host.
    */
   mounts?: SandboxMount[];
+  /** The workspace bound read-only, as SandboxExecOptions.readOnlyWorkspace; `mounts` keep their own. */
+  readOnlyWorkspace?: boolean;
 }
 
 export interface SandboxMount {

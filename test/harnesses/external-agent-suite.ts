@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { findBwrap } from "../../src/sandbox/bwrap-sandbox.ts";
 import { waitFor } from "../support/dispatch.ts";
 import {
   type FakeModel,
@@ -9,6 +10,9 @@ import {
   startFakeModel,
 } from "../support/fake-model/server.ts";
 import { type HarnessDispatch, processesOf, requestText, startHarnessDispatch, testKey } from "./support.ts";
+
+/** Plan mode's read-only workspace is bubblewrap's: without it, that scenario cannot be checked here. */
+const bwrapMissing = !("bwrap" in (await findBwrap(undefined)));
 
 type ToolCall = NonNullable<ScriptedTurn["calls"]>[number];
 // biome-ignore lint/suspicious/noExplicitAny: transcript events are asserted field by field
@@ -52,8 +56,8 @@ export interface AgentTest {
   env(): Record<string, string>;
   /** Scripts the next agent turns. */
   script(...next: ScriptedTurn[]): void;
-  /** Creates a run of this agent (its model named) and returns its id. */
-  create(prompt: string): Promise<string>;
+  /** Creates a run of this agent (its model named; in plan mode when asked) and returns its id. */
+  create(prompt: string, mode?: "plan"): Promise<string>;
 }
 
 /** A turn's gate: the fake holds the answer until the test opens it. */
@@ -90,9 +94,10 @@ export function describeExternalAgent(agent: ExternalAgent, specific: (t: AgentT
     script: (...next) => {
       turns.push(...next);
     },
-    create: async (prompt) => {
+    create: async (prompt, mode) => {
       const res = await d.api("POST", "/api/v1/agent/runs", {
         prompt,
+        ...(mode ? { mode } : {}),
         config: { harness: { type: agent.harness }, ...(agent.modelId ? { model_id: agent.modelId } : {}) },
       });
       expect(res.status, res.text).toBe(200);
@@ -222,6 +227,54 @@ export function describeExternalAgent(agent: ExternalAgent, specific: (t: AgentT
       );
       expect(answers.map((e) => e.data.text)).toEqual(["The capital is Paris.", "About two million people."]);
     });
+
+    it.skipIf(bwrapMissing)(
+      "in plan mode cannot write the workspace, and its plan waits; after Approve the same session writes",
+      async () => {
+        let runId = "";
+        const before = fake.agentRequests().length;
+        const file = () => join(d.workspace(runId), "hello.txt");
+        const content = `hello from ${agent.harness}\n`;
+        t.script(
+          { calls: [agent.write(file, content)] },
+          { text: "Plan: write hello.txt." },
+          { calls: [agent.write(file, content)] },
+          { text: "Wrote hello.txt." },
+        );
+        runId = await t.create("Write hello.txt", "plan");
+        const planned = await d.state(runId, ["BLOCKED", "SUCCEEDED", "FAILED", "ERROR"]);
+        expect(planned.state, JSON.stringify(planned.status_message)).toBe("BLOCKED");
+        expect(planned.status_message).toMatchObject({ reason: "awaiting_approval" });
+        // The agent was told to plan, and its write failed in the sandbox: the workspace is as it was.
+        expect(requestText(fake.agentRequests()[before]!.body)).toContain(
+          "PLAN MODE: do not change any file",
+        );
+        expect(existsSync(file())).toBe(false);
+        const results = async () =>
+          (await d.events(runId)).filter((e) => e.type === "tool_result").map((e) => e.data as EventData);
+        const [refused] = await results();
+        expect(JSON.stringify(refused)).toMatch(/read-only file system|EROFS/i);
+        expect(refused).toMatchObject({ error: true });
+        const plan = (await d.api("GET", `/api/v1/agent/runs/${runId}`)).body.artifacts.find(
+          (a: EventData) => a.artifact_type === "PLAN",
+        );
+        expect(plan).toBeTruthy();
+
+        const sessionsFile = join(`${d.workspace(runId)}.agent`, "sessions.json");
+        const session = JSON.parse(readFileSync(sessionsFile, "utf8"))[agent.harness];
+        const approved = await d.api("POST", `/api/v1/agent/runs/${runId}/approve`, { action: "approve" });
+        expect(approved.status, approved.text).toBe(200);
+        const done = await d.state(runId, ["SUCCEEDED", "FAILED", "ERROR"]);
+        expect(done.state, JSON.stringify(done.status_message)).toBe("SUCCEEDED");
+        expect(readFileSync(file(), "utf8")).toBe(content);
+        const after = await results();
+        expect(after).toHaveLength(2);
+        expect(after[1]!.error).toBeUndefined();
+        // The turn after Approve resumed the planning session: it knows its plan.
+        expect(requestText(fake.agentRequests()[before + 2]!.body)).toContain("Plan: write hello.txt.");
+        expect(JSON.parse(readFileSync(sessionsFile, "utf8"))[agent.harness]).toBe(session);
+      },
+    );
 
     it("cancel mid-stream ends the agent and everything it started", async () => {
       const before = fake.agentRequests().length;

@@ -9,7 +9,7 @@ import {
 import type { TokenCount } from "../../model/pricing.ts";
 import type { RequestUsage } from "../../model/run.ts";
 import type { Harness, HarnessContext, HarnessOutcome } from "../harness.ts";
-import { PLAN_INSTRUCTION, planModeTools } from "../plan-mode.ts";
+import { PLAN_INSTRUCTION, planModeTools, planTurnSandbox } from "../plan-mode.ts";
 import { historyFromTranscript, usageFromTranscript } from "./history.ts";
 import { connectMcpServers, type McpConnection, McpStartError } from "./mcp.ts";
 import { ModelCallSpans, tracedTools } from "./model-call-spans.ts";
@@ -89,11 +89,13 @@ export class BuiltinHarness implements Harness {
       usage,
     });
 
+    // Plan mode: every command, file tool and MCP server of this turn sees the workspace read-only.
+    const sandbox = await planTurnSandbox(ctx);
     let mcp: McpConnection | undefined;
     try {
       try {
         mcp = await connectMcpServers(config.mcp_servers, {
-          sandbox: ctx.sandbox,
+          sandbox,
           allowedUrls: this.opts.mcpAllowedUrls ?? [],
           signal,
           ...(this.opts.mcpStartTimeoutMs ? { startTimeoutMs: this.opts.mcpStartTimeoutMs } : {}),
@@ -112,7 +114,7 @@ export class BuiltinHarness implements Harness {
       const inflight = new Set<Promise<unknown>>();
       const questions = new AskedQuestions();
       const own = createTools({
-        sandbox: ctx.sandbox,
+        sandbox,
         signal,
         questions,
         ...(this.opts.toolLimits ? { limits: this.opts.toolLimits } : {}),

@@ -77,7 +77,8 @@ class ClaudeSession implements AgentSession {
       "stream-json",
       "--verbose",
       "--replay-user-messages",
-      // The sandbox is the boundary: inside it the agent needs no one to approve its commands.
+      // The sandbox is the boundary: inside it the agent needs no one to approve its commands (in plan
+      // mode too, where its workspace is read-only: docs/runtime.md, "Plan mode").
       "--permission-mode",
       "bypassPermissions",
       // What still needs a person (AskUserQuestion) is asked on its output and answered on its input

@@ -4,8 +4,10 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { EXTERNAL_DEFAULT_MODELS } from "../../model/harness-wire.ts";
 import type { AgentConfig, RequestUsage, RunEventType, RunRecord } from "../../model/run.ts";
+import type { Sandbox } from "../../sandbox/sandbox.ts";
 import { usageFromTranscript } from "../builtin/history.ts";
 import type { Harness, HarnessContext, HarnessOutcome } from "../harness.ts";
+import { planTurnSandbox, withPlanInstruction } from "../plan-mode.ts";
 import { type AgentArea, prepareAgentArea, savedSession, saveSession } from "./agent-area.ts";
 import { type AgentProgram, nodeExecutable } from "./agent-program.ts";
 import { ModelGateway, type ProviderRoute } from "./model-gateway.ts";
@@ -216,11 +218,14 @@ export abstract class ExternalHarness implements Harness {
       const relay = join(gatewayDir, "relay.mjs");
       await writeFile(relay, RELAY_SCRIPT, { mode: 0o644 });
       const resume = await savedSession(area, this.type);
+      // On a new worker, a saved session already holds the input: the agent is told it moved.
+      const input = ctx.resume && resume ? [ctx.resume.note] : ctx.input;
       const session = this.session({
         run: ctx.run,
         workspace: ctx.sandbox.workspace,
-        // On a new worker, a saved session already holds the input: the agent is told it moved.
-        input: ctx.resume && resume ? [ctx.resume.note] : ctx.input,
+        // The agents' own plan modes are not used (docs/runtime.md, "Plan mode"): the instruction and the
+        // read-only workspace are what hold them to planning.
+        input: ctx.mode === "plan" ? withPlanInstruction(input) : input,
         resume,
         model,
         home: area.home,
@@ -228,6 +233,9 @@ export abstract class ExternalHarness implements Harness {
       });
       const result = await this.drive(ctx, {
         session,
+        // Each turn starts the agent afresh: a plan-mode turn's process sees the workspace read-only, the
+        // turn after Approve's sees it writable, and both resume the same session from the agent's HOME.
+        sandbox: await planTurnSandbox(ctx),
         program,
         relay: [nodeExecutable(), relay, socketPath],
         mounts: [gatewayDir, area],
@@ -249,6 +257,7 @@ export abstract class ExternalHarness implements Harness {
     ctx: HarnessContext,
     d: {
       session: AgentSession;
+      sandbox: Sandbox;
       program: AgentProgram;
       relay: string[];
       mounts: [string, AgentArea];
@@ -260,7 +269,7 @@ export abstract class ExternalHarness implements Harness {
     const { session, program } = d;
     const [gatewayDir, area] = d.mounts;
     await session.prepare?.();
-    const proc = ctx.sandbox.start([...d.relay, "--", ...program.command, ...session.args], {
+    const proc = d.sandbox.start([...d.relay, "--", ...program.command, ...session.args], {
       signal: d.signal,
       env: {
         PATH: [...program.path, "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"].join(":"),

@@ -75,7 +75,8 @@ class GeminiSession implements AgentSession {
     this.args = [
       "--output-format",
       "stream-json",
-      // The sandbox is the boundary: inside it the agent needs no one to approve its tools.
+      // The sandbox is the boundary: inside it the agent needs no one to approve its tools (in plan mode
+      // too, where its workspace is read-only; its own plan mode is not used: docs/runtime.md, "Plan mode").
       "--yolo",
       "--skip-trust",
       "-m",

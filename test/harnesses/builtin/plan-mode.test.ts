@@ -1,5 +1,8 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ModelConfigError } from "../../../src/harnesses/builtin/models.ts";
+import { probeBwrap } from "../../../src/sandbox/bwrap-sandbox.ts";
 import { startTestDispatch, type TestDispatch, waitForState } from "../../support/dispatch.ts";
 import { FakeGitHub } from "../../support/fake-github.ts";
 import { deliveryEnv, GitRemotes } from "../../support/git-remotes.ts";
@@ -7,9 +10,11 @@ import { scriptedModel } from "./support.ts";
 
 /**
  * `mode: "plan"` with the builtin harness (docs/api.md): the model is told to plan and gets no
- * file-writing tools, and a run on a repository delivers nothing. The model is a scripted mock; the
- * repository a local bare git remote behind the fake GitHub.
+ * file-writing tools, its commands see the workspace read-only (bubblewrap), and a run on a repository
+ * delivers nothing. The model is a scripted mock; the repository a local bare git remote behind the fake
+ * GitHub.
  */
+const bwrapProblem = await probeBwrap("/usr/bin/bwrap");
 const mocks = new Map<string, ReturnType<typeof scriptedModel>>();
 let remotes: GitRemotes;
 let github: FakeGitHub;
@@ -87,5 +92,79 @@ describe("plan mode with the builtin harness", () => {
     expect((call.tools ?? []).map((tool) => tool.name)).toEqual(
       expect.arrayContaining(["write_file", "edit_file", "ask_user"]),
     );
+  });
+
+  it.skipIf(bwrapProblem !== undefined)(
+    "its shell command cannot write the workspace while planning; after Approve the same run's command can",
+    async () => {
+      const command = "echo planned > plan.txt";
+      const model = scriptedModel([
+        { calls: [{ tool: "shell", input: { command } }] },
+        { text: "1. Write plan.txt" },
+        { calls: [{ tool: "shell", input: { command } }] },
+        { text: "Wrote plan.txt." },
+      ]);
+      mocks.set("mock/shell", model);
+      const res = await t.api("POST", "/api/v1/agent/runs", {
+        prompt: "Write plan.txt",
+        mode: "plan",
+        config: { model_id: "mock/shell" },
+      });
+      expect(res.status, res.text).toBe(200);
+      const id = res.body.run_id as string;
+      const planned = await waitForState(t, id, ["BLOCKED", "SUCCEEDED", "FAILED", "ERROR"], 30_000);
+      expect(planned.state, JSON.stringify(planned.status_message)).toBe("BLOCKED");
+      expect(planned.status_message).toMatchObject({ reason: "awaiting_approval" });
+      const workspace = join(t.dataDir, "workspaces", id);
+      expect(existsSync(join(workspace, "plan.txt"))).toBe(false);
+      const results = async () =>
+        (await t.api("GET", `/api/v1/agent/runs/${id}/events?limit=1000`)).body.events
+          .filter((e: { type: string }) => e.type === "tool_result")
+          .map((e: { data: Record<string, unknown> }) => JSON.stringify(e.data));
+      const [refused] = await results();
+      expect(refused).toContain("Read-only file system");
+
+      const approved = await t.api("POST", `/api/v1/agent/runs/${id}/approve`, { action: "approve" });
+      expect(approved.status, approved.text).toBe(200);
+      const done = await waitForState(t, id, ["SUCCEEDED", "FAILED", "ERROR"], 30_000);
+      expect(done.state, JSON.stringify(done.status_message)).toBe("SUCCEEDED");
+      expect(readFileSync(join(workspace, "plan.txt"), "utf8")).toBe("planned\n");
+      const after = await results();
+      expect(after).toHaveLength(2);
+      expect(after[1]).not.toContain("Read-only file system");
+    },
+  );
+
+  it("without a sandbox (DISPATCH_SANDBOX=none) plans all the same and says once that nothing enforces it", async () => {
+    mocks.set("mock/unsandboxed", scriptedModel([{ text: "1. Nothing to change" }]));
+    const plain = await startTestDispatch(
+      { DISPATCH_SANDBOX: "none" },
+      { builtin: { resolveModel: (id) => ({ id: id!, model: mocks.get(id!)!.model }) } },
+    );
+    try {
+      const res = await plain.api("POST", "/api/v1/agent/runs", {
+        prompt: "Look around",
+        mode: "plan",
+        config: { model_id: "mock/unsandboxed" },
+      });
+      expect(res.status, res.text).toBe(200);
+      const run = await waitForState(
+        plain,
+        res.body.run_id,
+        ["BLOCKED", "SUCCEEDED", "FAILED", "ERROR"],
+        30_000,
+      );
+      expect(run.state, JSON.stringify(run.status_message)).toBe("BLOCKED");
+      const events = (await plain.api("GET", `/api/v1/agent/runs/${run.run_id}/events?limit=1000`)).body
+        .events;
+      const warnings = events.filter(
+        (e: { type: string; data: { message?: string } }) =>
+          e.type === "log" && e.data.message?.startsWith("Plan mode is not enforced"),
+      );
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0].data).toMatchObject({ level: "warn", phase: "sandbox" });
+    } finally {
+      await plain.stop();
+    }
   });
 });
