@@ -2,13 +2,22 @@ import { roleOf } from "../access/run-access.ts";
 import { type BudgetAnswer, isMonthly, type RunBudget, usdText } from "../model/budget.ts";
 import { RunError } from "../model/errors.ts";
 import type { RunRecord } from "../model/run.ts";
-import type { Store } from "../store/store.ts";
+import type { RunState } from "../model/run-state.ts";
+import type { IdempotencyRecords, Store } from "../store/store.ts";
+import { rememberAnswer, replayedAnswer } from "./answer-idempotency.ts";
 import { type BudgetRules, budgetLimitsOf, isBudgetAdmin } from "./budget-limits.ts";
 import { creatorOf, RunAudit } from "./run-audit.ts";
 import type { RequestContext, RunService } from "./run-service.ts";
 
 /** What a person says to a run waiting for budget. */
 export type BudgetRequest = { action: "extend"; amount_usd: number } | { action: "stop" };
+
+/** The run, answered, as POST /agent/runs/{id}/budget answers (docs/api.md). */
+export interface BudgetAnswered {
+  run_id: string;
+  state: RunState;
+  budget: Omit<RunBudget, "answer" | "over_usd">;
+}
 
 /**
  * Answers a run that waits for budget (BLOCKED, awaiting_budget; docs/api.md "Budgets"): Extend by $X
@@ -22,14 +31,17 @@ export class RunBudgets {
   private readonly runService: Pick<RunService, "getToSteer">;
   private readonly store: Pick<
     Store,
-    "transition" | "reportUsage" | "listThreadBindings" | "appendAuditEvent"
+    "transition" | "reportUsage" | "listThreadBindings" | "appendAuditEvent" | keyof IdempotencyRecords
   >;
   private readonly rules: BudgetRules;
   private readonly audit: RunAudit;
 
   constructor(
     runService: Pick<RunService, "getToSteer">,
-    store: Pick<Store, "transition" | "reportUsage" | "listThreadBindings" | "appendAuditEvent">,
+    store: Pick<
+      Store,
+      "transition" | "reportUsage" | "listThreadBindings" | "appendAuditEvent" | keyof IdempotencyRecords
+    >,
     rules: BudgetRules,
   ) {
     this.runService = runService;
@@ -38,8 +50,11 @@ export class RunBudgets {
     this.audit = new RunAudit(store);
   }
 
-  async answer(ctx: RequestContext, runId: string, request: BudgetRequest): Promise<RunRecord> {
+  async answer(ctx: RequestContext, runId: string, request: BudgetRequest): Promise<BudgetAnswered> {
     const run = await this.runService.getToSteer(ctx.caller, runId, "followup");
+    // Remembered under its Idempotency-Key once applied: a retry gets the same answer, not a conflict.
+    const replayed = await replayedAnswer(this.store, ctx, `budget:${runId}`);
+    if (replayed) return replayed.response as BudgetAnswered;
     if (run.state !== "BLOCKED" || run.statusMessage?.error_code !== "awaiting_budget") {
       throw new RunError(
         "conflict",
@@ -73,9 +88,12 @@ export class RunBudgets {
     if (!answered) {
       throw new RunError("conflict", `run ${runId} was answered or ended meanwhile; look at it again`);
     }
+    const { answer: _given, over_usd: _overNow, ...left } = answered.budget ?? {};
+    const response: BudgetAnswered = { run_id: answered.id, state: answered.state, budget: left };
+    await rememberAnswer(this.store, ctx, `budget:${runId}`, response);
     // An answer to the run, as a follow-up is: the details say which.
     await this.audit.record(ctx, "run.followed_up", run.id, { budget: request });
-    return answered;
+    return response;
   }
 
   /**

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { RunError } from "../model/errors.ts";
 import type { IdempotencyClaim } from "../store/store.ts";
 
 /** How long an Idempotency-Key is remembered (docs/api.md: 24 hours). */
@@ -38,4 +39,12 @@ export function canonicalJson(value: unknown): string {
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
   }
   return JSON.stringify(value);
+}
+
+/** 422: the key came with another request before. */
+export function keyReused(): RunError {
+  return new RunError(
+    "idempotency_key_reused",
+    "this Idempotency-Key was already used with a different request; use a new key for a new request",
+  );
 }

@@ -12,12 +12,15 @@ export type PlanAnswer = { action: "approve"; message?: string } | { action: "re
  * idempotency and the audit log apply as to any follow-up. A run not waiting for approval is a conflict.
  */
 export async function answerPlan(
-  runService: Pick<RunService, "history" | "followup">,
+  runService: Pick<RunService, "history" | "followup" | "replayedAnswer">,
   ctx: RequestContext,
   runId: string,
   answer: PlanAnswer,
 ): Promise<{ followup_id: string; outcome: FollowupOutcome }> {
   const { run, events } = await runService.history(ctx.caller, runId);
+  // The answer is a follow-up, remembered as one: a retry after it applied gets it again, not a conflict.
+  const replayed = await runService.replayedAnswer(ctx, `followup:${runId}`);
+  if (replayed) return replayed.response as { followup_id: string; outcome: FollowupOutcome };
   if (run.state !== "BLOCKED" || run.statusMessage?.error_code !== "awaiting_approval") {
     throw new RunError(
       "conflict",

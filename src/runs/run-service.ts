@@ -17,8 +17,9 @@ import type {
   Store,
 } from "../store/store.ts";
 import { activeTraceparent } from "../telemetry/spans.ts";
+import { replayedAnswer } from "./answer-idempotency.ts";
 import { type AttachmentInput, decodeAttachments } from "./attachments.ts";
-import { idempotencyClaim } from "./idempotency-claim.ts";
+import { idempotencyClaim, keyReused } from "./idempotency-claim.ts";
 import { decodeCursor, encodeCursor } from "./list-cursor.ts";
 import { creatorOf, RunAudit } from "./run-audit.ts";
 import { checkCostLimit, resolveConfig, resolveCreateTime } from "./run-config.ts";
@@ -380,6 +381,11 @@ export class RunService {
     return runs.length ? this.store.listQueuedPrompts(runs.map((r) => r.id)) : Promise.resolve(new Map());
   }
 
+  /** A retried answer's first response (answer-idempotency.ts), looked up before its run's state is checked. */
+  replayedAnswer(ctx: RequestContext, endpoint: string): Promise<{ response: unknown } | undefined> {
+    return replayedAnswer(this.store, ctx, endpoint);
+  }
+
   async followup(
     ctx: RequestContext,
     runId: string,
@@ -568,12 +574,7 @@ export class RunService {
       | { kind: "key_reused" },
     fresh: () => unknown,
   ): unknown {
-    if (result.kind === "key_reused") {
-      throw new RunError(
-        "idempotency_key_reused",
-        "this Idempotency-Key was already used with a different request; use a new key for a new request",
-      );
-    }
+    if (result.kind === "key_reused") throw keyReused();
     return result.response ?? fresh();
   }
 }

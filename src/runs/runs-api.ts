@@ -196,13 +196,16 @@ export class InProcessRunsApi implements RunsApi {
   }
 
   async budget(runId: string, answer: BudgetRequest, opts: RunsApiCallOptions & { by?: Creator } = {}) {
-    // No idempotency record: the answer is a compare-and-set on BLOCKED, so a repeat is a conflict.
-    const run = await this.budgets.answer(
-      { caller: this.caller, ...(opts.by ? { creator: opts.by } : {}) },
+    const { run_id, state } = await this.budgets.answer(
+      {
+        caller: this.caller,
+        ...(opts.by ? { creator: opts.by } : {}),
+        ...(opts.idempotencyKey ? { idempotencyKey: opts.idempotencyKey, rawBody: { runId, answer } } : {}),
+      },
       runId,
       answer,
     );
-    return { run_id: run.id, state: run.state };
+    return { run_id, state };
   }
 }
 

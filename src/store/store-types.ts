@@ -209,6 +209,19 @@ export interface IdempotencyClaim {
   notBefore: string;
 }
 
+/** What an Idempotency-Key already says of a request: its remembered answer, or that the key was reused. */
+export type IdempotencyRecall = { kind: "replayed"; response: unknown } | { kind: "key_reused" } | undefined;
+
+/**
+ * Idempotency records looked up and written on their own: for answers whose precondition (a run waiting
+ * for this answer) no longer holds once they applied, so a retry must be recognised before it is checked.
+ */
+export interface IdempotencyRecords {
+  recallIdempotency(idem: IdempotencyClaim): Promise<IdempotencyRecall>;
+  /** Remembers the answer built from `value` (idem.respond) and returns it. */
+  rememberIdempotency(idem: IdempotencyClaim, value: unknown): Promise<unknown>;
+}
+
 export type IdempotentResult<T> =
   | { kind: "created"; value: T; response: unknown }
   | { kind: "replayed"; response: unknown }

@@ -40,6 +40,7 @@ import type {
   ChannelSettings,
   ClaimedWebhookDelivery,
   IdempotencyClaim,
+  IdempotencyRecords,
   IdempotentResult,
   InboundDelivery,
   InterruptResult,
@@ -76,7 +77,7 @@ export * from "./store-types.ts";
  * transaction (or one compare-and-set statement), so callers never see half of a change. Methods are
  * async so that networked backends (PostgreSQL) implement the same interface as the embedded SQLite one.
  */
-export interface Store {
+export interface Store extends IdempotencyRecords {
   readonly kind: string;
   /** Published after a change commits; the executor and event streams wait on these instead of polling. */
   readonly signals: StoreSignals;

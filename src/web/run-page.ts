@@ -68,7 +68,10 @@ const RETRY_KEY = /^[0-9a-f]{32}$/;
 
 export interface RunPageOptions {
   signIn: WebSignIn;
-  runService: Pick<RunService, "get" | "getToSteer" | "followup" | "cancel" | "create" | "history"> &
+  runService: Pick<
+    RunService,
+    "get" | "getToSteer" | "followup" | "cancel" | "create" | "history" | "replayedAnswer"
+  > &
     RunTranscript;
   /** Answers to a run that waits for budget: who may, and how far, is RunBudgets' rule. */
   budgets: Pick<RunBudgets, "answer">;

@@ -20,7 +20,15 @@ export interface WebAppOptions {
   signIn: WebSignIn;
   runService: Pick<
     RunService,
-    "list" | "get" | "getToSteer" | "audienceOf" | "followup" | "cancel" | "create" | "history"
+    | "list"
+    | "get"
+    | "getToSteer"
+    | "audienceOf"
+    | "followup"
+    | "cancel"
+    | "create"
+    | "history"
+    | "replayedAnswer"
   > &
     RunTranscript;
   store: Pick<

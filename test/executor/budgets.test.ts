@@ -118,12 +118,22 @@ describe("a run at its limit", () => {
     const bad = await budget(first, { action: "extend" });
     expect(bad.status).toBe(400);
     expect(bad.body.detail).toContain("amount_usd");
-    const extended = await budget(first, { action: "extend", amount_usd: 0.05 });
+    const once = { "idempotency-key": `extend-${first}` };
+    const extend = { action: "extend", amount_usd: 0.05 };
+    const extended = await t.api("POST", `/api/v1/agent/runs/${first}/budget`, extend, once);
     expect(extended.status, extended.text).toBe(200);
     expect(extended.body).toMatchObject({
       state: "INPROGRESS",
       budget: { extended_usd: expect.any(Number) },
     });
+    // Its retry (the answer lost on the way) gets the same answer, extends nothing more; the key with
+    // another answer is refused.
+    const retried = await t.api("POST", `/api/v1/agent/runs/${first}/budget`, extend, once);
+    expect(retried.status, retried.text).toBe(200);
+    expect(retried.body).toEqual(extended.body);
+    const reused = await t.api("POST", `/api/v1/agent/runs/${first}/budget`, { action: "stop" }, once);
+    expect(reused.status).toBe(422);
+    expect(reused.body.error_code).toBe("idempotency_key_reused");
     const done = await waitForState(t, first, ["SUCCEEDED", "FAILED", "ERROR"], 30_000);
     expect(done.state, JSON.stringify(done.status_message)).toBe("SUCCEEDED");
     // One execution: it waited and went on in place.
@@ -136,6 +146,7 @@ describe("a run at its limit", () => {
       "SUCCEEDED",
     ]);
     expect(JSON.stringify(transcript)).toContain("extended the budget by $0.05");
+    expect(JSON.stringify(transcript).match(/extended the budget by/g)).toHaveLength(1);
     // The model saw the earlier turns: its command and the result.
     const resumed = JSON.stringify(model.agentRequests().at(-1)!.body.messages);
     expect(resumed).toContain("echo one > one.txt");

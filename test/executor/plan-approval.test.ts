@@ -57,9 +57,15 @@ describe("a plan that waits for approval", () => {
     const plan = run.artifacts.find((a: Json) => a.artifact_type === "PLAN");
     expect(plan.data.document_uid).toEqual(expect.any(String));
 
-    const approved = await approve(first, { action: "approve", message: "Go ahead." });
+    const once = { "idempotency-key": `approve-${first}` };
+    const answer = { action: "approve", message: "Go ahead." };
+    const approved = await t.api("POST", `/api/v1/agent/runs/${first}/approve`, answer, once);
     expect(approved.status, approved.text).toBe(200);
     expect(approved.body.outcome).toBe("live_session");
+    // Its retry (the answer lost on the way) gets the same answer again, not a conflict, and adds nothing.
+    const retried = await t.api("POST", `/api/v1/agent/runs/${first}/approve`, answer, once);
+    expect(retried.status, retried.text).toBe(200);
+    expect(retried.body).toEqual(approved.body);
     const done = await waitForState(t, first, ["SUCCEEDED", "FAILED", "ERROR"], 30_000);
     expect(done.state).toBe("SUCCEEDED");
     // One execution: QUEUED → INPROGRESS → BLOCKED → INPROGRESS → SUCCEEDED, the command run once.
@@ -74,6 +80,7 @@ describe("a plan that waits for approval", () => {
     expect(transcript.filter((e) => e.type === "tool_call").map((e) => e.data.command)).toEqual([
       "echo planned > plan.txt",
     ]);
+    expect(transcript.filter((e) => e.type === "followup")).toHaveLength(1);
     expect(await readFile(join(t.dataDir, "workspaces", first, "plan.txt"), "utf8")).toBe("planned\n");
     expect((await t.api("GET", `/api/v1/agent/runs/${second}`)).body.state).toBe("BLOCKED");
   });

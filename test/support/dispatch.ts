@@ -140,11 +140,24 @@ export async function waitFor<T>(
 
 /** Waits until the run reaches one of `states` and returns it. */
 export async function waitForState(t: TestDispatch, runId: string, states: string[], timeoutMs = 10_000) {
-  return waitFor(
-    async () => {
-      const res = await t.api("GET", `/api/v1/agent/runs/${runId}`);
-      return states.includes(res.body.state) ? res.body : undefined;
-    },
-    { timeoutMs, what: `run ${runId} to reach ${states.join("/")}` },
-  );
+  try {
+    return await waitFor(
+      async () => {
+        const res = await t.api("GET", `/api/v1/agent/runs/${runId}`);
+        return states.includes(res.body.state) ? res.body : undefined;
+      },
+      { timeoutMs, what: `run ${runId} to reach ${states.join("/")}` },
+    );
+  } catch (err) {
+    // Where the run stood and what it did last: a timeout explains itself.
+    const run = await t.api("GET", `/api/v1/agent/runs/${runId}`).catch(() => undefined);
+    const events = await t.api("GET", `/api/v1/agent/runs/${runId}/events?limit=1000`).catch(() => undefined);
+    const story = ((events?.body?.events ?? []) as Array<{ type: string; data: unknown }>)
+      .slice(-20)
+      .map((e) => `${e.type} ${JSON.stringify(e.data).slice(0, 400)}`)
+      .join("\n");
+    throw new Error(
+      `${(err as Error).message}\nstate: ${run?.body?.state} ${JSON.stringify(run?.body?.status_message ?? null)}\nlast events:\n${story}`,
+    );
+  }
 }

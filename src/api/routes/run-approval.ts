@@ -35,7 +35,7 @@ export const runApprovalOperations = {
 /** Plans that wait for approval (docs/api.md): the answer, through RunService so the access rule applies. */
 export async function runApprovalRoutes(
   app: FastifyInstance,
-  opts: { runService: Pick<RunService, "history" | "followup"> },
+  opts: { runService: Pick<RunService, "history" | "followup" | "replayedAnswer"> },
 ): Promise<void> {
   route(app, runApprovalOperations.approveRun, async (req) => {
     const key = idempotencyKey(req);

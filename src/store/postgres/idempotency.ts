@@ -1,5 +1,5 @@
 import { iso } from "../rows.ts";
-import type { IdempotencyClaim } from "../store.ts";
+import type { IdempotencyClaim, IdempotencyRecall } from "../store.ts";
 import type { Database, Tx } from "./database.ts";
 
 /** Remembered responses of requests sent with an Idempotency-Key. */
@@ -39,6 +39,18 @@ export async function rememberResponse(tx: Tx, idem: IdempotencyClaim, value: un
     [idem.principalId, idem.key, idem.requestHash, JSON.stringify(response), iso(Date.now())],
   );
   return response;
+}
+
+export async function recallIdempotency(db: Database, idem: IdempotencyClaim): Promise<IdempotencyRecall> {
+  return db.tx((tx) => checkIdempotency(tx, idem));
+}
+
+export async function rememberIdempotency(
+  db: Database,
+  idem: IdempotencyClaim,
+  value: unknown,
+): Promise<unknown> {
+  return db.tx((tx) => rememberResponse(tx, idem, value));
 }
 
 export async function pruneIdempotencyKeys(db: Database, olderThan: string): Promise<number> {

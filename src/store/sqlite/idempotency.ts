@@ -1,5 +1,5 @@
 import { iso } from "../rows.ts";
-import type { IdempotencyClaim } from "../store.ts";
+import type { IdempotencyClaim, IdempotencyRecall } from "../store.ts";
 import type { Database } from "./database.ts";
 import type { Row } from "./rows.ts";
 
@@ -27,6 +27,18 @@ export function rememberResponse(db: Database, idem: IdempotencyClaim, value: un
     "INSERT INTO idempotency_keys (principal_id, key, request_hash, response, created_at) VALUES (?, ?, ?, ?, ?)",
   ).run(idem.principalId, idem.key, idem.requestHash, JSON.stringify(response), iso(Date.now()));
   return response;
+}
+
+export async function recallIdempotency(db: Database, idem: IdempotencyClaim): Promise<IdempotencyRecall> {
+  return db.tx(() => checkIdempotency(db, idem));
+}
+
+export async function rememberIdempotency(
+  db: Database,
+  idem: IdempotencyClaim,
+  value: unknown,
+): Promise<unknown> {
+  return db.grouped(() => rememberResponse(db, idem, value));
 }
 
 export async function pruneIdempotencyKeys(db: Database, olderThan: string): Promise<number> {

@@ -112,6 +112,8 @@ const statements: Statements<Database> = {
   recordScheduleError: schedules.recordScheduleError,
   pruneInbox: inbound.pruneInbox,
   pruneIdempotencyKeys: idempotency.pruneIdempotencyKeys,
+  recallIdempotency: idempotency.recallIdempotency,
+  rememberIdempotency: idempotency.rememberIdempotency,
   getNotifierCursor: outbox.getNotifierCursor,
   setNotifierCursor: outbox.setNotifierCursor,
   loadNotifierState: outbox.loadNotifierState,

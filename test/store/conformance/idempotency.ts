@@ -27,6 +27,24 @@ export function idempotencyConformance(t: StoreSuite): void {
       expect(await t.store.countActiveRuns(10)).toBe(1);
     });
 
+    it("recalls an answer remembered on its own, for the same request only, within the window", async () => {
+      const own = (hash: string, notBefore?: string) => ({ ...claim(hash, notBefore), key: "answer" });
+      expect(await t.store.recallIdempotency(own("h1"))).toBeUndefined();
+      expect(
+        await t.store.rememberIdempotency({ ...own("h1"), respond: (v) => v }, { state: "INPROGRESS" }),
+      ).toEqual({
+        state: "INPROGRESS",
+      });
+      expect(await t.store.recallIdempotency(own("h1"))).toEqual({
+        kind: "replayed",
+        response: { state: "INPROGRESS" },
+      });
+      expect(await t.store.recallIdempotency(own("h2"))).toEqual({ kind: "key_reused" });
+      expect(
+        await t.store.recallIdempotency(own("h1", new Date(Date.now() + 1000).toISOString())),
+      ).toBeUndefined();
+    });
+
     it("forgets records older than the window", async () => {
       await t.store.createRun(newRun(), claim("h1"));
       const later = await t.store.createRun(newRun(), claim("h2", new Date(Date.now() + 1000).toISOString()));
