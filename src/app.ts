@@ -83,7 +83,7 @@ export async function startDispatch(
   const { roles } = config;
   const serveApi = roles.has("api");
   // Traces only when OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/runtime.md, "Traces").
-  const stopTracing = startTracing();
+  const stopTracing = await startTracing();
   /** What /readyz reports per role; each is `starting` until it runs. */
   const roleStates: Record<string, string> = Object.fromEntries([...roles].map((role) => [role, "starting"]));
   const { sandboxes, runsRefused } = await openSandbox(config, log);

@@ -14,7 +14,8 @@
  *    at the last watcher (both on this machine's clock).
  * 3. Memory: `dispatch serve` in a child process, its RSS idle and with 10 and 40 runs held at once
  *    (scripted: `$ sleep`; builtin: a loopback Anthropic API whose turn is a shell `sleep`), as RSS
- *    growth per run (the runs' own processes are not Dispatch's RSS).
+ *    growth per run (the runs' own processes are not Dispatch's RSS). The process that forks sandbox
+ *    commands is Dispatch's child but not in its RSS: its own figure is reported beside the idle one.
  *
  * Knobs: BENCH_CURVES_SIZES (1000,10000,100000), BENCH_CURVES_TICKS (5), BENCH_CURVES_WATCHERS
  * (100,500), BENCH_CURVES_EVENTS (20), BENCH_CURVES_CONCURRENT (10,40). Exits 0 whether targets are met
@@ -320,7 +321,26 @@ function rssMiB(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
 }
 
-async function memoryCurve(harness: "scripted" | "builtin"): Promise<{ idle: number; points: CurvePoint[] }> {
+/**
+ * The RSS of the process that forks sandbox commands (src/sandbox/command-spawner.ts), a child of
+ * Dispatch's own: not in Dispatch's figure, reported beside it. Undefined while none runs.
+ */
+function commandHelperRssMiB(pid: number): number | undefined {
+  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/);
+  for (const child of children.filter(Boolean).map(Number)) {
+    try {
+      if (readFileSync(`/proc/${child}/cmdline`, "utf8").includes("command-spawner-helper"))
+        return rssMiB(child);
+    } catch {
+      // it exited meanwhile
+    }
+  }
+  return undefined;
+}
+
+async function memoryCurve(
+  harness: "scripted" | "builtin",
+): Promise<{ idle: number; helper: number | undefined; points: CurvePoint[] }> {
   const most = Math.max(...CONCURRENT);
   const fake =
     harness === "builtin"
@@ -375,6 +395,7 @@ async function memoryCurve(harness: "scripted" | "builtin"): Promise<{ idle: num
     await sleep(1500);
     const idle = rssMiB(pid);
     let ids: string[] = [];
+    let helper: number | undefined;
     for (const n of CONCURRENT) {
       while (ids.length < n) ids.push(await create());
       await held(ids);
@@ -386,6 +407,7 @@ async function memoryCurve(harness: "scripted" | "builtin"): Promise<{ idle: num
         });
       await sleep(1000);
       const rss = rssMiB(pid);
+      helper = commandHelperRssMiB(pid) ?? helper;
       points.push({
         what: `${harness} run: Dispatch RSS growth per run`,
         work: `${n} runs at once`,
@@ -396,7 +418,7 @@ async function memoryCurve(harness: "scripted" | "builtin"): Promise<{ idle: num
     }
     for (const id of ids) await server.api("POST", `/api/v1/agent/runs/${id}/cancel`);
     ids = [];
-    return { idle, points };
+    return { idle, helper, points };
   } finally {
     await server.stop();
     await fake?.close();
@@ -462,6 +484,12 @@ async function main(): Promise<number> {
         measured: `${memory.idle.toFixed(0)} MiB`,
         target: `< ${IDLE_RSS_TARGET_MIB} MB`,
         met: memory.idle < IDLE_RSS_TARGET_MIB,
+      });
+      rows.push({
+        benchmark: "command helper RSS (its own process, beside dispatch serve)",
+        measured: memory.helper === undefined ? "not started" : `${memory.helper.toFixed(0)} MiB`,
+        target: "report",
+        note: `${Math.max(...CONCURRENT)} commands running; not in the idle figure above`,
       });
     }
     const most = memory.points.at(-1)!;

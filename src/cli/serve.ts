@@ -4,6 +4,7 @@ import { describeDefaultModel } from "../harnesses/builtin/models.ts";
 import { createLogger } from "../log.ts";
 import { describeStore } from "../store/open-store.ts";
 import { EXIT_USAGE } from "./api-output.ts";
+import { releaseStartUpMemory } from "./start-up-memory.ts";
 
 /**
  * `dispatch serve [--role api,worker,notifier,scheduler]`: the whole service on one machine with embedded
@@ -83,5 +84,6 @@ export async function serve(args: string[] = []): Promise<number> {
   };
   process.on("SIGTERM", () => shutdown("SIGTERM"));
   process.on("SIGINT", () => shutdown("SIGINT"));
+  releaseStartUpMemory();
   return -1;
 }

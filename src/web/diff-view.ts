@@ -1,10 +1,8 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { html as diffHtml, parse as parseDiff } from "diff2html";
 import type { DiffFile } from "diff2html/lib/types.js";
-import { getLanguage } from "diff2html/lib/ui/js/highlight.js-helpers.js";
-import hljs from "highlight.js/lib/common";
 import { escapeHtml } from "./html.ts";
+import { diff2html, highlighter } from "./page-libraries.ts";
 
 /**
  * The changes of a run as a reader wants them: a list of the files with their counts, then each file's
@@ -21,7 +19,7 @@ const FILE_TEMPLATE = `<div class="d2h-file-wrapper" data-lang="{{file.language}
 
 /** `maxLines`: lines of diff the page renders at most, over all its files. */
 export function renderChanges(patchText: string, cut: boolean, maxLines: number): string {
-  const files = parseDiff(patchText);
+  const files = diff2html().parse(patchText);
   if (files.length === 0) return "";
   let budget = maxLines;
   const list: string[] = [];
@@ -37,7 +35,7 @@ export function renderChanges(patchText: string, cut: boolean, maxLines: number)
     const body = shown
       ? highlight(
           compact(
-            diffHtml([shown], {
+            diff2html().html([shown], {
               drawFileList: false,
               rawTemplates: { "line-by-line-file-diff": FILE_TEMPLATE },
             }),
@@ -108,7 +106,8 @@ const ENTITIES: Record<string, string> = {
  * lines out of their file). Lines where diff2html marked the changed words keep that marking instead.
  */
 function highlight(html: string, file: DiffFile): string {
-  const language = getLanguage(file.language);
+  const language = diff2html().getLanguage(file.language);
+  const hljs = highlighter();
   if (!hljs.getLanguage(language)) return html;
   return html.replace(/<span class="d2h-code-line-ctn">([^<]*)<\/span>/g, (_all, escaped: string) => {
     const code = escaped.replace(/&(?:amp|lt|gt|quot|#x27|#x2F|#39);/g, (e) => ENTITIES[e] ?? e);

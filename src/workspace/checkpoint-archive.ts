@@ -1,7 +1,7 @@
 import type { Stats } from "node:fs";
 import { lstat, mkdir, readdir, rename, rm, rmdir, symlink } from "node:fs/promises";
 import { isAbsolute, join, posix } from "node:path";
-import * as tar from "tar";
+import type { ReadEntry } from "tar";
 import { measureDiskUsage } from "./disk-quota.ts";
 import { gnuTar, type Packed, packListed } from "./gnu-tar.ts";
 import { listTree, type TreeListing } from "./tree-listing.ts";
@@ -79,8 +79,12 @@ export async function snapshotDirectories(opts: {
   return { ok: true, archive: read, bytesOnDisk: usage.bytes };
 }
 
-/** node-tar's archive of `names` (their whole trees), where GNU tar is not installed. */
-function packWithNodeTar(root: string, names: string[], limit: number): Promise<Packed> {
+/**
+ * node-tar's archive of `names` (their whole trees), where GNU tar is not installed. node-tar is imported
+ * by the first archive or restore, not at start-up (bench/README.md, "Fourth round: idle memory").
+ */
+async function packWithNodeTar(root: string, names: string[], limit: number): Promise<Packed> {
+  const tar = await import("tar");
   const pack = tar.c(
     {
       cwd: root,
@@ -181,6 +185,7 @@ async function unpack(
     if (isAbsolute(normal) || normal.split("/").includes("..")) return false;
     return opts.names.some((name) => normal === name || normal.startsWith(`${name}/`));
   };
+  const tar = await import("tar");
   const unpacker = tar.x({
     cwd: staging,
     strict: true,
@@ -190,7 +195,7 @@ async function unpack(
     // The archive's size is bounded below by what its entries declare, not by a ratio.
     maxDecompressionRatio: Number.POSITIVE_INFINITY,
     filter: (path: string, entry) => {
-      const e = entry as tar.ReadEntry;
+      const e = entry as ReadEntry;
       if (refused) return false;
       if (!inside(path) || (e.type === "Link" && !inside(String(e.linkpath)))) {
         refused = `it holds ${JSON.stringify(path)}, outside the directories it restores`;
