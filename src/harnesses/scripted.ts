@@ -70,7 +70,9 @@ export class ScriptedHarness implements Harness {
           : result.exitCode === null
             ? `was killed by ${result.signal ?? "a signal"}`
             : `exited with code ${result.exitCode}`;
-        const message = `Command \`${command}\` ${why}`;
+        // Its last words say why (bwrap's own refusals among them): kept short, as a status line.
+        const last = result.output.trimEnd().split("\n").at(-1)?.slice(0, 300);
+        const message = `Command \`${command}\` ${why}${last ? `: ${last}` : ""}`;
         await ctx.emit("message", { role: "assistant", text: summary(echoed, ran, message) });
         return { status: "failed", message, errorCode: "command_failed" };
       }
