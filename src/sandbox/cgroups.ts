@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { mkdir, readdir, readFile, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ownerGone, selfTag } from "./process-owner.ts";
@@ -12,6 +12,11 @@ import { ownerGone, selfTag } from "./process-owner.ts";
  * itself is in, so limits set on Dispatch still apply. Its name says which Dispatch process owns it, so
  * that a later start removes what a crashed one left behind and never what a running one uses. Where
  * nothing is writable (containers, unprivileged hosts) detection says why and limits are skipped.
+ *
+ * A run's cgroup is made, filled and removed with synchronous calls: cgroupfs files live in kernel memory
+ * and each call takes microseconds, where a promise-based call waits its turn on libuv's thread pool
+ * behind the disk work of every other run (a run's end waited ≈ 20 ms for the three round trips of one
+ * read under load: bench/README.md, "Fourth round: the executor and bubblewrap").
  */
 export interface CgroupLimits {
   /** Bytes of memory for all of a run's processes together; 0 or undefined: no limit. */
@@ -142,14 +147,14 @@ class V1Cgroups implements Cgroups {
     try {
       // The pids hierarchy always: its cgroup.procs is how the run's processes are found at the end.
       const pids = join(this.byController.pids, name);
-      await mkdir(pids, { recursive: true });
+      mkdirSync(pids, { recursive: true });
       dirs.push(pids);
-      if (limits.pidsMax) await writeFile(join(pids, "pids.max"), String(limits.pidsMax));
+      if (limits.pidsMax) writeFileSync(join(pids, "pids.max"), String(limits.pidsMax));
       if (limits.memoryBytes) {
         const dir = join(this.byController.memory, name);
-        await mkdir(dir, { recursive: true });
+        mkdirSync(dir, { recursive: true });
         dirs.push(dir);
-        await writeFile(join(dir, "memory.limit_in_bytes"), String(limits.memoryBytes));
+        writeFileSync(join(dir, "memory.limit_in_bytes"), String(limits.memoryBytes));
       }
     } catch {
       await killAndRemove(dirs);
@@ -174,12 +179,16 @@ class V2Cgroups implements Cgroups {
   async create(runId: string, limits: CgroupLimits): Promise<RunCgroup | undefined> {
     const dir = join(this.parents[0]!, runCgroupName(runId));
     try {
-      await mkdir(dir, { recursive: true });
+      mkdirSync(dir, { recursive: true });
       if (limits.memoryBytes) {
-        await writeFile(join(dir, "memory.max"), String(limits.memoryBytes));
-        await writeFile(join(dir, "memory.swap.max"), "0").catch(() => {});
+        writeFileSync(join(dir, "memory.max"), String(limits.memoryBytes));
+        try {
+          writeFileSync(join(dir, "memory.swap.max"), "0");
+        } catch {
+          // No swap accounting: the memory limit alone holds.
+        }
       }
-      if (limits.pidsMax) await writeFile(join(dir, "pids.max"), String(limits.pidsMax));
+      if (limits.pidsMax) writeFileSync(join(dir, "pids.max"), String(limits.pidsMax));
     } catch {
       await killAndRemove([dir]);
       return undefined;
@@ -213,12 +222,16 @@ function runCgroup(dirs: string[]): RunCgroup {
  */
 async function killAndRemove(dirs: string[]): Promise<void> {
   for (const dir of dirs) {
-    await writeFile(join(dir, "cgroup.kill"), "1").catch(() => {});
+    try {
+      writeFileSync(join(dir, "cgroup.kill"), "1");
+    } catch {
+      // v1, or a kernel before 5.14: the processes are killed one by one below.
+    }
   }
   for (let attempt = 0; attempt < 40; attempt++) {
     let left = 0;
     for (const dir of dirs) {
-      const procs = await readFile(join(dir, "cgroup.procs"), "utf8").catch(() => "");
+      const procs = readText(join(dir, "cgroup.procs"));
       for (const pid of procs.split("\n").filter(Boolean).map(Number)) {
         left++;
         try {
@@ -234,13 +247,22 @@ async function killAndRemove(dirs: string[]): Promise<void> {
   for (const dir of dirs) {
     for (let attempt = 0; attempt < 20; attempt++) {
       try {
-        await rmdir(dir);
+        rmdirSync(dir);
         break;
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code === "ENOENT") break;
         await new Promise((r) => setTimeout(r, 25 * (attempt + 1)));
       }
     }
+  }
+}
+
+/** The file's text; empty when it cannot be read (the cgroup is gone). */
+function readText(path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return "";
   }
 }
 
