@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdir, readdir, readFile, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ownerGone, selfTag } from "./process-owner.ts";
@@ -13,10 +13,11 @@ import { ownerGone, selfTag } from "./process-owner.ts";
  * that a later start removes what a crashed one left behind and never what a running one uses. Where
  * nothing is writable (containers, unprivileged hosts) detection says why and limits are skipped.
  *
- * A run's cgroup is made, filled and removed with synchronous calls: cgroupfs files live in kernel memory
- * and each call takes microseconds, where a promise-based call waits its turn on libuv's thread pool
- * behind the disk work of every other run (a run's end waited ≈ 20 ms for the three round trips of one
- * read under load: bench/README.md, "Fourth round: the executor and bubblewrap").
+ * A run's cgroup files are read and written with synchronous calls: they live in kernel memory and each
+ * call takes microseconds, where a promise-based call waits its turn on libuv's thread pool behind the
+ * disk work of every other run (a run's end waited ≈ 20 ms for the four round trips of one read under
+ * load: bench/README.md, "Fourth round: the executor and bubblewrap"). Making and removing the cgroup
+ * itself stays off the event loop: the kernel may take a while over a memory cgroup's setup and teardown.
  */
 export interface CgroupLimits {
   /** Bytes of memory for all of a run's processes together; 0 or undefined: no limit. */
@@ -147,12 +148,12 @@ class V1Cgroups implements Cgroups {
     try {
       // The pids hierarchy always: its cgroup.procs is how the run's processes are found at the end.
       const pids = join(this.byController.pids, name);
-      mkdirSync(pids, { recursive: true });
+      await mkdir(pids, { recursive: true });
       dirs.push(pids);
       if (limits.pidsMax) writeFileSync(join(pids, "pids.max"), String(limits.pidsMax));
       if (limits.memoryBytes) {
         const dir = join(this.byController.memory, name);
-        mkdirSync(dir, { recursive: true });
+        await mkdir(dir, { recursive: true });
         dirs.push(dir);
         writeFileSync(join(dir, "memory.limit_in_bytes"), String(limits.memoryBytes));
       }
@@ -179,7 +180,7 @@ class V2Cgroups implements Cgroups {
   async create(runId: string, limits: CgroupLimits): Promise<RunCgroup | undefined> {
     const dir = join(this.parents[0]!, runCgroupName(runId));
     try {
-      mkdirSync(dir, { recursive: true });
+      await mkdir(dir, { recursive: true });
       if (limits.memoryBytes) {
         writeFileSync(join(dir, "memory.max"), String(limits.memoryBytes));
         try {
@@ -247,7 +248,7 @@ async function killAndRemove(dirs: string[]): Promise<void> {
   for (const dir of dirs) {
     for (let attempt = 0; attempt < 20; attempt++) {
       try {
-        rmdirSync(dir);
+        await rmdir(dir);
         break;
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code === "ENOENT") break;

@@ -114,18 +114,40 @@ export async function createSandboxProvider(opts: SandboxProviderOptions): Promi
       const real = await realpath(workspace);
       const cgroup = cgroups ? await cgroups.create(runId, opts.limits) : undefined;
       if (!bwrap) return new PlainSandbox(real, runId, { spawner, ...(cgroup ? { cgroup } : {}) });
-      const hide = await hidden();
-      const identityDir = await mkdtemp(join(tmpdir(), "dispatch-agent-identity-"));
-      const identity = await writeIdentity(identityDir, real);
-      // Empty at each execution's start, as a /tmp is after a reboot (a crash may have left one).
+      // Independent steps, at once: each is a few round trips on the thread pool, which queue under load.
       const tmp = `${real}${RUN_TMP_SUFFIX}`;
-      await rm(tmp, { recursive: true, force: true });
-      await mkdir(tmp, { mode: 0o700 });
-      // Without a copy of /etc (the disk is full), each entry is bound on its own as before.
-      const etcCopy = await etc?.acquire().catch((err) => {
-        log.warn({ err }, "could not copy /etc for the sandbox; binding its entries one by one");
-        return undefined;
-      });
+      const steps = await Promise.allSettled([
+        hidden(),
+        (async () => {
+          const identityDir = await mkdtemp(join(tmpdir(), "dispatch-agent-identity-"));
+          return { identityDir, identity: await writeIdentity(identityDir, real) };
+        })(),
+        (async () => {
+          // Empty at each execution's start, as a /tmp is after a reboot (a crash may have left one).
+          await rm(tmp, { recursive: true, force: true });
+          await mkdir(tmp, { mode: 0o700 });
+        })(),
+        // Without a copy of /etc (the disk is full), each entry is bound on its own as before.
+        etc?.acquire().catch((err) => {
+          log.warn({ err }, "could not copy /etc for the sandbox; binding its entries one by one");
+          return undefined;
+        }),
+      ] as const);
+      const [hiding, made, , copied] = steps;
+      const etcCopy = copied.status === "fulfilled" ? copied.value : undefined;
+      const failed = steps.find((step) => step.status === "rejected");
+      if (failed || hiding.status === "rejected" || made.status === "rejected") {
+        // Nothing is left behind by a sandbox that could not be made.
+        await Promise.allSettled([
+          etcCopy?.release(),
+          made.status === "fulfilled" && rm(made.value.identityDir, { recursive: true, force: true }),
+          rm(tmp, { recursive: true, force: true }),
+          cgroup?.remove(),
+        ]);
+        throw failed?.reason;
+      }
+      const hide = hiding.value;
+      const { identityDir, identity } = made.value;
       return new BwrapSandbox({
         bwrap,
         workspace: real,
@@ -139,9 +161,11 @@ export async function createSandboxProvider(opts: SandboxProviderOptions): Promi
         ...(cgroup ? { cgroup } : {}),
         spawner,
         release: async () => {
-          await etcCopy?.release();
-          await rm(identityDir, { recursive: true, force: true });
-          await rm(tmp, { recursive: true, force: true });
+          await Promise.all([
+            etcCopy?.release(),
+            rm(identityDir, { recursive: true, force: true }),
+            rm(tmp, { recursive: true, force: true }),
+          ]);
         },
       });
     },
@@ -157,8 +181,10 @@ async function writeIdentity(dir: string, workspace: string): Promise<AgentIdent
     resolvConf: join(dir, "resolv.conf"),
     offlineResolvConf: join(dir, "resolv.offline.conf"),
   };
-  for (const key of Object.keys(files) as Array<keyof AgentIdentity>) {
-    await writeFile(identity[key], files[key], { mode: 0o644 });
-  }
+  await Promise.all(
+    (Object.keys(files) as Array<keyof AgentIdentity>).map((key) =>
+      writeFile(identity[key], files[key], { mode: 0o644 }),
+    ),
+  );
   return identity;
 }
