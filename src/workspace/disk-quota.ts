@@ -56,12 +56,14 @@ export async function measureDiskUsage(
   let bytes = 0;
   const linked = new Set<string>();
   const dirs: Array<{ path: string; dev: number }> = [];
-  for (const root of typeof roots === "string" ? [roots] : roots) {
-    const top = await lstat(root).catch(ignoreVanished);
-    if (!top) continue;
+  // The roots at once: most of a run's do not exist, and each lstat is a round trip on the thread pool.
+  const list = typeof roots === "string" ? [roots] : roots;
+  const tops = await Promise.all(list.map((root) => lstat(root).catch(ignoreVanished)));
+  tops.forEach((top, k) => {
+    if (!top) return;
     bytes += top.blocks * 512;
-    dirs.push({ path: root, dev: top.dev });
-  }
+    dirs.push({ path: list[k]!, dev: top.dev });
+  });
   const count = async (paths: string[], dev: number) => {
     const stats = await Promise.all(paths.map((path) => lstat(path).catch(ignoreVanished)));
     stats.forEach((st, k) => {
