@@ -368,6 +368,60 @@ function runCgroupDir(parent: string, runId: string): string | undefined {
   return name ? join(parent, name) : undefined;
 }
 
+/** The agent's passwd files this process has written for `runId` (agent-identities.ts). */
+function passwdFilesOf(runId: string): string[] {
+  return readdirSync(tmpdir())
+    .filter((name) => name.startsWith("dispatch-agent-identity-"))
+    .flatMap((dir) =>
+      readdirSync(join(tmpdir(), dir))
+        .filter((name) => name.startsWith(`passwd-${runId}-`))
+        .map((name) => join(tmpdir(), dir, name)),
+    );
+}
+
+describe.skipIf(bwrapProblem !== undefined)("a bubblewrap sandbox's files", () => {
+  it("are gone once the sandbox is closed and its files released, also when removed after close returned", async () => {
+    const { sandbox, runId, workspace, provider } = await newSandbox("bwrap");
+    const res = await exec(sandbox, "touch /tmp/left-behind && grep '^agent:' /etc/passwd && cat /etc/group");
+    expect(res.exitCode).toBe(0);
+    expect(res.output).toContain(`:${workspace}:/bin/bash`);
+    expect(res.output).toContain("agent:x:1000:");
+    expect(existsSync(join(`${workspace}.tmp`, "left-behind"))).toBe(true);
+    expect(passwdFilesOf(runId)).toHaveLength(1);
+    await sandbox.close?.();
+    await provider.released();
+    expect(existsSync(`${workspace}.tmp`)).toBe(false);
+    expect(passwdFilesOf(runId)).toEqual([]);
+  });
+
+  it("a run's next sandbox starts with an empty /tmp of its own while the last one's is being removed", async () => {
+    const { sandbox, runId, workspace, provider } = await newSandbox("bwrap");
+    await exec(sandbox, "touch /tmp/first");
+    await sandbox.close?.();
+    // At once, as a follow-up's execution would: the first sandbox's removal may still be under way.
+    const next = await provider.create({ workspace, runId, agentNetwork: false });
+    const res = await exec(next, "test -e /tmp/first && echo stale; touch /tmp/second && echo written");
+    expect(res.output.trim()).toBe("written");
+    await provider.released();
+    expect(existsSync(join(`${workspace}.tmp`, "second"))).toBe(true);
+    await next.close?.();
+    await provider.released();
+    expect(existsSync(`${workspace}.tmp`)).toBe(false);
+  });
+
+  it("at start-up, identity files a Dispatch that is gone left behind are removed, a running one's kept", async () => {
+    // Named as a Dispatch that has gone would name it: this pid, but a start time it never had.
+    const leftover = join(tmpdir(), `dispatch-agent-identity-${process.pid}.1-test`);
+    await mkdir(leftover);
+    await writeFile(join(leftover, "passwd-run-1"), "agent:x:1000:1000::/w:/bin/bash\n");
+    const { sandbox, runId } = await newSandbox("bwrap");
+    expect(existsSync(leftover)).toBe(false);
+    // This process's own stay in use.
+    expect(passwdFilesOf(runId)).toHaveLength(1);
+    await sandbox.close?.();
+  });
+});
+
 const cgroups = (await detectCgroups()).cgroups;
 
 describe.skipIf(!cgroups)("a run's cgroup", () => {
