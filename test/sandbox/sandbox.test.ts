@@ -442,6 +442,25 @@ describe.skipIf(!cgroups)("a run's cgroup", () => {
     for (const parent of cgroups!.parents) expect(runCgroupDir(parent, runId)).toBeUndefined();
   });
 
+  it("a plain sandbox's command enters the run's cgroup first and otherwise runs as written", async () => {
+    const { sandbox, runId } = await newSandbox("none");
+    const res = await exec(
+      sandbox,
+      'echo "$0 $LINENO $$"; grep -c "dispatch-run-" /proc/self/cgroup\necho "$LINENO"; exit 3',
+    );
+    expect(res.exitCode).toBe(3);
+    const [first, inCgroup, second] = res.output.trim().split("\n");
+    expect(first).toMatch(/^bash 1 \d+$/);
+    // Every hierarchy the run has a cgroup in (pids; memory too on v1 with a limit): its name is the run's.
+    expect(Number(inCgroup)).toBe(cgroups!.version === 1 ? 2 : 1);
+    expect(second).toBe("2");
+    const broken = await exec(sandbox, "echo fine\nif then");
+    expect(broken.exitCode).toBe(2);
+    expect(broken.output).toMatch(/^fine\n.*line 2: syntax error/s);
+    expect(runProcesses(runId)).toEqual([]);
+    await sandbox.close?.();
+  });
+
   it("at start-up kills and removes the run cgroups an earlier Dispatch left behind", async () => {
     // Named as a run cgroup of a Dispatch that has gone: this pid, but a start time it never had.
     const leftover = cgroups!.parents.map((p) =>
