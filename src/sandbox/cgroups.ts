@@ -151,21 +151,18 @@ class V1Cgroups implements Cgroups {
 
   async create(runId: string, limits: CgroupLimits): Promise<RunCgroup | undefined> {
     const name = runCgroupName(runId);
-    const dirs: string[] = [];
+    // The pids hierarchy always: its cgroup.procs is how the run's processes are found at the end.
+    const pids = join(this.byController.pids, name);
+    const memory = limits.memoryBytes ? join(this.byController.memory, name) : undefined;
+    const dirs = memory ? [pids, memory] : [pids];
+    // Both at once: each mkdir is a round trip on the thread pool.
+    const made = await Promise.allSettled(dirs.map((dir) => mkdir(dir, { recursive: true })));
     try {
-      // The pids hierarchy always: its cgroup.procs is how the run's processes are found at the end.
-      const pids = join(this.byController.pids, name);
-      await mkdir(pids, { recursive: true });
-      dirs.push(pids);
+      for (const step of made) if (step.status === "rejected") throw step.reason;
       if (limits.pidsMax) writeFileSync(join(pids, "pids.max"), String(limits.pidsMax));
-      if (limits.memoryBytes) {
-        const dir = join(this.byController.memory, name);
-        await mkdir(dir, { recursive: true });
-        dirs.push(dir);
-        writeFileSync(join(dir, "memory.limit_in_bytes"), String(limits.memoryBytes));
-      }
+      if (memory) writeFileSync(join(memory, "memory.limit_in_bytes"), String(limits.memoryBytes));
     } catch {
-      await killAndRemove(dirs);
+      await killAndRemove(dirs.filter((_, k) => made[k]!.status === "fulfilled"));
       return undefined;
     }
     return runCgroup(dirs);
@@ -254,17 +251,20 @@ async function killAndRemove(dirs: string[]): Promise<void> {
     if (left === 0) break;
     await new Promise((r) => setTimeout(r, 10 * (attempt + 1)));
   }
-  for (const dir of dirs) {
-    for (let attempt = 0; attempt < 20; attempt++) {
-      try {
-        await rmdir(dir);
-        break;
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === "ENOENT") break;
-        await new Promise((r) => setTimeout(r, 25 * (attempt + 1)));
+  // The hierarchies at once: each rmdir is a round trip on the thread pool.
+  await Promise.all(
+    dirs.map(async (dir) => {
+      for (let attempt = 0; attempt < 20; attempt++) {
+        try {
+          await rmdir(dir);
+          return;
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
+          await new Promise((r) => setTimeout(r, 25 * (attempt + 1)));
+        }
       }
-    }
-  }
+    }),
+  );
 }
 
 /** `text` as one shell word. */
