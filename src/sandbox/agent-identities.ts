@@ -32,14 +32,21 @@ export class AgentIdentities {
   }
 
   /** The run's identity: the shared files (written with the first sandbox) and a passwd of its own. */
-  async forRun(workspace: string, runId: string): Promise<RunIdentity> {
-    this.dir ??= this.makeShared().catch((err) => {
+  async forRun(workspace: string, runId: string, retried = false): Promise<RunIdentity> {
+    const shared = (this.dir ??= this.makeShared().catch((err) => {
       this.dir = undefined; // the next sandbox tries again
       throw err;
-    });
-    const dir = await this.dir;
+    }));
+    const dir = await shared;
     const passwd = join(dir, `passwd-${runId}-${++this.made}`);
-    await writeFile(passwd, agentIdentityFiles(workspace).passwd, { mode: 0o644 });
+    try {
+      await writeFile(passwd, agentIdentityFiles(workspace).passwd, { mode: 0o644 });
+    } catch (err) {
+      // The directory was removed under a long-lived Dispatch (a /tmp cleaner): made again, once.
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT" || retried) throw err;
+      if (this.dir === shared) this.dir = undefined;
+      return this.forRun(workspace, runId, true);
+    }
     return {
       identity: {
         passwd,

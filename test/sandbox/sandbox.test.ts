@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { networkInterfaces, tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.ts";
 import { probeBwrap, which } from "../../src/sandbox/bwrap-sandbox.ts";
@@ -407,6 +407,19 @@ describe.skipIf(bwrapProblem !== undefined)("a bubblewrap sandbox's files", () =
     await next.close?.();
     await provider.released();
     expect(existsSync(`${workspace}.tmp`)).toBe(false);
+  });
+
+  it("makes its identity files again when their directory was removed under it (a /tmp cleaner)", async () => {
+    const first = await newSandbox("bwrap");
+    const dir = dirname(passwdFilesOf(first.runId)[0]!);
+    await first.sandbox.close?.();
+    await first.provider.released();
+    await rm(dir, { recursive: true, force: true });
+    const { sandbox, workspace } = await newSandbox("bwrap");
+    const res = await exec(sandbox, "grep '^agent:' /etc/passwd && grep -c . /etc/group");
+    expect(res.exitCode).toBe(0);
+    expect(res.output).toContain(`:${workspace}:/bin/bash`);
+    await sandbox.close?.();
   });
 
   it("at start-up, identity files a Dispatch that is gone left behind are removed, a running one's kept", async () => {
