@@ -1,16 +1,19 @@
 /**
  * When a run's checkpoint is taken (docs/architecture.md, "Runs survive their worker"): after every agent
  * step, and at least every interval while the agent works. One save at a time: steps that end while one
- * runs are covered by one more save after it, not by one each.
+ * runs are covered by one more save after it, not by one each. Once the execution has ended here, a save
+ * under way is told to give up (its signal): the run's end dropped the checkpoint, and the store would
+ * refuse the write anyway.
  */
 export class CheckpointSchedule {
-  private readonly save: () => Promise<void>;
+  private readonly save: (signal: AbortSignal) => Promise<void>;
+  private readonly ended = new AbortController();
   private readonly timer: NodeJS.Timeout;
   private running: Promise<void> | undefined;
   private again = false;
   private stopped = false;
 
-  constructor(save: () => Promise<void>, intervalMs: number) {
+  constructor(save: (signal: AbortSignal) => Promise<void>, intervalMs: number) {
     this.save = save;
     this.timer = setInterval(() => this.request(), intervalMs);
     this.timer.unref();
@@ -26,13 +29,14 @@ export class CheckpointSchedule {
     this.stopped = true;
     clearInterval(this.timer);
     await this.running;
-    await this.save();
+    await this.save(this.ended.signal);
   }
 
-  /** No more checkpoints (the execution ended here). */
+  /** No more checkpoints (the execution ended here); a save under way stops early. */
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
+    this.ended.abort();
     await this.running;
   }
 
@@ -45,7 +49,7 @@ export class CheckpointSchedule {
     this.running = (async () => {
       do {
         this.again = false;
-        await this.save();
+        await this.save(this.ended.signal);
       } while (this.again && !this.stopped);
     })().finally(() => {
       this.running = undefined;

@@ -103,7 +103,7 @@ export class ExecutionCheckpoints {
 
   /** The agent works: a checkpoint after each of its steps, and at least every interval. */
   start(): void {
-    this.schedule ??= new CheckpointSchedule(() => this.save(), this.intervalMs);
+    this.schedule ??= new CheckpointSchedule((signal) => this.save(signal), this.intervalMs);
   }
 
   stepEnded(): void {
@@ -127,11 +127,11 @@ export class ExecutionCheckpoints {
         .catch((err) => this.log.warn({ err }, "removing the checkpoint failed"));
   }
 
-  private async save(): Promise<void> {
+  private async save(signal: AbortSignal): Promise<void> {
     try {
-      const saved = await this.checkpoints.save();
+      const saved = await this.checkpoints.save(signal);
       if (saved.saved) this.held = true;
-      else this.log.info({ reason: saved.reason }, "no checkpoint taken");
+      else if (!signal.aborted) this.log.info({ reason: saved.reason }, "no checkpoint taken");
     } catch (err) {
       this.log.warn({ err }, "taking a checkpoint failed");
     }

@@ -91,6 +91,8 @@ export class Executor {
     this.opts.store.signals.off("run_queued", this.onQueued);
     for (const execution of this.active) execution.drain(graceMs);
     await Promise.all([...this.latest.values()]);
+    // Closed sandboxes' files are removed after their runs' slots were freed: gone before Dispatch is.
+    await this.opts.sandboxes.released();
   }
 
   private readonly onQueued = () => {

@@ -52,6 +52,8 @@ export type CheckpointRestored =
   /** `reason` absent: the run has no checkpoint. */
   | { restored: false; reason?: string };
 
+const ENDED: CheckpointSaved = { saved: false, reason: "the execution ended" };
+
 /**
  * The checkpoints of one run on this worker (docs/runtime.md#checkpoints): `save()` after a step, and
  * `restore()` into a new workspace (after the checkout, for a run with a repository) when the run resumes
@@ -73,11 +75,13 @@ export class RunCheckpoints {
     this.log = opts.log.child({ component: "checkpoints", runId: opts.run.id });
   }
 
+  /** `signal`: the execution ended; a save under way stops at its next phase, quietly (nothing to save for). */
   async save(signal: AbortSignal = new AbortController().signal): Promise<CheckpointSaved> {
     const started = performance.now();
     const { store, run, workerId } = this.opts;
     // Asked first, so a stale worker does not even push (the store's fenced write is what guarantees it).
-    if (!(await this.holdsRun())) return this.skipped("the run is no longer this worker's");
+    if (!(await this.holdsRun()))
+      return signal.aborted ? ENDED : this.skipped("the run is no longer this worker's");
     const { root, names } = await this.directories();
     // Nothing of the workspace or the agent's area changed since the last checkpoint: it stands as it is,
     // and neither the sandbox, the remote nor the store is asked anything.
@@ -86,6 +90,7 @@ export class RunCheckpoints {
     // the sandbox writes (checkpoint-ref.ts) are not changes of the workspace.
     const git = `${names[0]}/.git`;
     const listing = await listTree(root, names, repository ? [`${git}/objects`, `${git}/refs/dispatch`] : []);
+    if (signal.aborted) return ENDED;
     if (listing.settled && listing.digest === this.lastDigest) {
       const ms = Math.round(performance.now() - started);
       return { saved: true, bytes: 0, ms, unchanged: true, ...(this.lastRef ? { ref: this.lastRef } : {}) };
@@ -128,6 +133,7 @@ export class RunCheckpoints {
       limitBytes,
       ...(repository ? {} : { listing }),
     });
+    if (signal.aborted) return ENDED;
     if (!snapshot.ok) return this.skipped(snapshot.reason);
     const saved = await store.saveCheckpoint(run.id, workerId, {
       takenAt: new Date().toISOString(),
@@ -135,7 +141,7 @@ export class RunCheckpoints {
       refSha,
       snapshot: snapshot.archive,
     });
-    if (!saved) return this.skipped("the run is no longer this worker's");
+    if (!saved) return signal.aborted ? ENDED : this.skipped("the run is no longer this worker's");
     if (refSha) this.lastRef = refSha;
     // What was saved was read after the listing: an equal settled listing later means the same content.
     this.lastDigest = listing.settled ? listing.digest : undefined;

@@ -111,7 +111,7 @@ export class BwrapSandbox implements Sandbox {
 
   async close(): Promise<void> {
     await this.opts.cgroup?.remove();
-    await this.opts.release?.();
+    this.opts.release?.();
   }
 }
 
@@ -138,8 +138,11 @@ export interface BwrapSandboxOptions {
   cgroup?: RunCgroup;
   /** Starts exec's commands: Dispatch's (the provider's); without one, they are spawned from this process. */
   spawner?: CommandSpawner;
-  /** Removes what the provider made for this sandbox (the identity files). */
-  release?: () => Promise<void>;
+  /**
+   * Hands what the provider made for this sandbox (its /tmp, identity files, /etc reference) back for
+   * removal, once its processes are dead; the removal may end after close returns (SandboxProvider.released).
+   */
+  release?: () => void;
 }
 
 /** The agent's uid and gid inside the sandbox: not 0, so that nothing treats it as root. */

@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdir, readdir, readFile, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ownerGone, selfTag } from "./process-owner.ts";
@@ -12,6 +12,12 @@ import { ownerGone, selfTag } from "./process-owner.ts";
  * itself is in, so limits set on Dispatch still apply. Its name says which Dispatch process owns it, so
  * that a later start removes what a crashed one left behind and never what a running one uses. Where
  * nothing is writable (containers, unprivileged hosts) detection says why and limits are skipped.
+ *
+ * A run's cgroup files are read and written with synchronous calls: they live in kernel memory and each
+ * call takes microseconds, where a promise-based call waits its turn on libuv's thread pool behind the
+ * disk work of every other run (a run's end waited ≈ 20 ms for the four round trips of one read under
+ * load: bench/README.md, "Fourth round: the executor and bubblewrap"). Making and removing the cgroup
+ * itself stays off the event loop: the kernel may take a while over a memory cgroup's setup and teardown.
  */
 export interface CgroupLimits {
   /** Bytes of memory for all of a run's processes together; 0 or undefined: no limit. */
@@ -23,6 +29,13 @@ export interface CgroupLimits {
 export interface RunCgroup {
   /** An argv prefix that moves itself into the cgroup, then execs the rest of the argv. */
   readonly enter: string[];
+  /**
+   * The same as shell text that starts a `bash -c` command line: the shell moves itself into the cgroup
+   * before anything else on the line runs (bash parses and runs a line's list in order), or exits 125
+   * saying why. One exec per command fewer than `enter` (`sh`, ≈ 0.7 ms of CPU: bench/README.md, "Fourth
+   * round: the executor and bubblewrap"); the command's own line numbers, `$0` and exit code are as without it.
+   */
+  readonly enterShell: string;
   /** Kills every process still in the cgroup, then removes it. */
   remove(): Promise<void>;
 }
@@ -138,21 +151,18 @@ class V1Cgroups implements Cgroups {
 
   async create(runId: string, limits: CgroupLimits): Promise<RunCgroup | undefined> {
     const name = runCgroupName(runId);
-    const dirs: string[] = [];
+    // The pids hierarchy always: its cgroup.procs is how the run's processes are found at the end.
+    const pids = join(this.byController.pids, name);
+    const memory = limits.memoryBytes ? join(this.byController.memory, name) : undefined;
+    const dirs = memory ? [pids, memory] : [pids];
+    // Both at once: each mkdir is a round trip on the thread pool.
+    const made = await Promise.allSettled(dirs.map((dir) => mkdir(dir, { recursive: true })));
     try {
-      // The pids hierarchy always: its cgroup.procs is how the run's processes are found at the end.
-      const pids = join(this.byController.pids, name);
-      await mkdir(pids, { recursive: true });
-      dirs.push(pids);
-      if (limits.pidsMax) await writeFile(join(pids, "pids.max"), String(limits.pidsMax));
-      if (limits.memoryBytes) {
-        const dir = join(this.byController.memory, name);
-        await mkdir(dir, { recursive: true });
-        dirs.push(dir);
-        await writeFile(join(dir, "memory.limit_in_bytes"), String(limits.memoryBytes));
-      }
+      for (const step of made) if (step.status === "rejected") throw step.reason;
+      if (limits.pidsMax) writeFileSync(join(pids, "pids.max"), String(limits.pidsMax));
+      if (memory) writeFileSync(join(memory, "memory.limit_in_bytes"), String(limits.memoryBytes));
     } catch {
-      await killAndRemove(dirs);
+      await killAndRemove(dirs.filter((_, k) => made[k]!.status === "fulfilled"));
       return undefined;
     }
     return runCgroup(dirs);
@@ -176,10 +186,14 @@ class V2Cgroups implements Cgroups {
     try {
       await mkdir(dir, { recursive: true });
       if (limits.memoryBytes) {
-        await writeFile(join(dir, "memory.max"), String(limits.memoryBytes));
-        await writeFile(join(dir, "memory.swap.max"), "0").catch(() => {});
+        writeFileSync(join(dir, "memory.max"), String(limits.memoryBytes));
+        try {
+          writeFileSync(join(dir, "memory.swap.max"), "0");
+        } catch {
+          // No swap accounting: the memory limit alone holds.
+        }
       }
-      if (limits.pidsMax) await writeFile(join(dir, "pids.max"), String(limits.pidsMax));
+      if (limits.pidsMax) writeFileSync(join(dir, "pids.max"), String(limits.pidsMax));
     } catch {
       await killAndRemove([dir]);
       return undefined;
@@ -193,7 +207,9 @@ class V2Cgroups implements Cgroups {
 }
 
 function runCgroup(dirs: string[]): RunCgroup {
+  const procs = dirs.map((d) => shellQuote(join(d, "cgroup.procs")));
   return {
+    enterShell: `{ ${procs.map((file) => `echo $$ > ${file}`).join(" && ")}; } 2>/dev/null || { echo "dispatch: cannot enter the run's cgroup" >&2; exit 125; }; `,
     enter: [
       "/bin/sh",
       "-c",
@@ -213,12 +229,16 @@ function runCgroup(dirs: string[]): RunCgroup {
  */
 async function killAndRemove(dirs: string[]): Promise<void> {
   for (const dir of dirs) {
-    await writeFile(join(dir, "cgroup.kill"), "1").catch(() => {});
+    try {
+      writeFileSync(join(dir, "cgroup.kill"), "1");
+    } catch {
+      // v1, or a kernel before 5.14: the processes are killed one by one below.
+    }
   }
   for (let attempt = 0; attempt < 40; attempt++) {
     let left = 0;
     for (const dir of dirs) {
-      const procs = await readFile(join(dir, "cgroup.procs"), "utf8").catch(() => "");
+      const procs = readText(join(dir, "cgroup.procs"));
       for (const pid of procs.split("\n").filter(Boolean).map(Number)) {
         left++;
         try {
@@ -231,16 +251,33 @@ async function killAndRemove(dirs: string[]): Promise<void> {
     if (left === 0) break;
     await new Promise((r) => setTimeout(r, 10 * (attempt + 1)));
   }
-  for (const dir of dirs) {
-    for (let attempt = 0; attempt < 20; attempt++) {
-      try {
-        await rmdir(dir);
-        break;
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === "ENOENT") break;
-        await new Promise((r) => setTimeout(r, 25 * (attempt + 1)));
+  // The hierarchies at once: each rmdir is a round trip on the thread pool.
+  await Promise.all(
+    dirs.map(async (dir) => {
+      for (let attempt = 0; attempt < 20; attempt++) {
+        try {
+          await rmdir(dir);
+          return;
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
+          await new Promise((r) => setTimeout(r, 25 * (attempt + 1)));
+        }
       }
-    }
+    }),
+  );
+}
+
+/** `text` as one shell word. */
+function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", "'\\''")}'`;
+}
+
+/** The file's text; empty when it cannot be read (the cgroup is gone). */
+function readText(path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return "";
   }
 }
 

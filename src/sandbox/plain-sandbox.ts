@@ -22,7 +22,7 @@ export class PlainSandbox implements Sandbox {
   }
 
   exec(command: string, opts: SandboxExecOptions): Promise<CommandResult> {
-    const argv = [...(this.cgroup?.enter ?? []), "bash", "-c", command];
+    const argv = ["bash", "-c", `${this.cgroup?.enterShell ?? ""}${command}`];
     const options = {
       cwd: this.workspace,
       env: sandboxEnv(this.workspace, this.runId),

@@ -1,8 +1,8 @@
-import { mkdir, mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { mkdir, realpath, rm } from "node:fs/promises";
+import { resolve } from "node:path";
 import type { Logger } from "pino";
-import { type AgentIdentity, agentIdentityFiles, BwrapSandbox, findBwrap, which } from "./bwrap-sandbox.ts";
+import { type AgentIdentities, agentIdentities, sweepIdentities } from "./agent-identities.ts";
+import { BwrapSandbox, findBwrap, which } from "./bwrap-sandbox.ts";
 import { type CgroupLimits, type Cgroups, detectCgroups } from "./cgroups.ts";
 import { commandSpawner } from "./command-spawner.ts";
 import { etcSnapshots } from "./etc-snapshot.ts";
@@ -37,6 +37,11 @@ export interface SandboxProvider {
   /** Whether memory/pids limits apply, and why not. */
   readonly limits: string;
   create(opts: { workspace: string; runId: string; agentNetwork: boolean }): Promise<Sandbox>;
+  /**
+   * Resolves once the files of every closed sandbox are removed: a sandbox's close ends its processes,
+   * and its /tmp and identity files go after the run's slot is freed.
+   */
+  released(): Promise<void>;
 }
 
 /** No sandbox can be made here (bubblewrap cannot run) and DISPATCH_SANDBOX is not `none`. */
@@ -106,26 +111,63 @@ export async function createSandboxProvider(opts: SandboxProviderOptions): Promi
   const spawner = commandSpawner(log);
   const hidden = () => Promise.all(opts.hide.map((d) => realpath(d).catch(() => resolve(d))));
   const etc = bwrap ? etcSnapshots(await hidden()) : undefined;
+  let identities: AgentIdentities | undefined;
+  if (bwrap) {
+    const swept = await sweepIdentities();
+    if (swept.length)
+      log.info(
+        { dirs: swept },
+        `removed ${swept.length} sandbox identity directories left by an earlier Dispatch`,
+      );
+    identities = agentIdentities();
+  }
+  /** Closed sandboxes whose files are still being removed, by their /tmp (one per run). */
+  const releasing = new Map<string, Promise<void>>();
   return {
     kind: bwrap ? "bwrap" : "none",
     warning,
     limits,
+    async released() {
+      while (releasing.size > 0) await Promise.all(releasing.values());
+    },
     async create({ workspace, runId, agentNetwork }) {
       const real = await realpath(workspace);
       const cgroup = cgroups ? await cgroups.create(runId, opts.limits) : undefined;
-      if (!bwrap) return new PlainSandbox(real, runId, { spawner, ...(cgroup ? { cgroup } : {}) });
-      const hide = await hidden();
-      const identityDir = await mkdtemp(join(tmpdir(), "dispatch-agent-identity-"));
-      const identity = await writeIdentity(identityDir, real);
-      // Empty at each execution's start, as a /tmp is after a reboot (a crash may have left one).
+      if (!bwrap || !identities)
+        return new PlainSandbox(real, runId, { spawner, ...(cgroup ? { cgroup } : {}) });
       const tmp = `${real}${RUN_TMP_SUFFIX}`;
-      await rm(tmp, { recursive: true, force: true });
-      await mkdir(tmp, { mode: 0o700 });
-      // Without a copy of /etc (the disk is full), each entry is bound on its own as before.
-      const etcCopy = await etc?.acquire().catch((err) => {
-        log.warn({ err }, "could not copy /etc for the sandbox; binding its entries one by one");
-        return undefined;
-      });
+      // The run's last execution here may still be removing the same /tmp.
+      await releasing.get(tmp);
+      // Independent steps, at once: each is a few round trips on the thread pool, which queue under load.
+      const steps = await Promise.allSettled([
+        hidden(),
+        identities.forRun(real, runId),
+        (async () => {
+          // Empty at each execution's start, as a /tmp is after a reboot (a crash may have left one).
+          await rm(tmp, { recursive: true, force: true });
+          await mkdir(tmp, { mode: 0o700 });
+        })(),
+        // Without a copy of /etc (the disk is full), each entry is bound on its own as before.
+        etc?.acquire().catch((err) => {
+          log.warn({ err }, "could not copy /etc for the sandbox; binding its entries one by one");
+          return undefined;
+        }),
+      ] as const);
+      const [hiding, made, , copied] = steps;
+      const etcCopy = copied.status === "fulfilled" ? copied.value : undefined;
+      const failed = steps.find((step) => step.status === "rejected");
+      if (failed || hiding.status === "rejected" || made.status === "rejected") {
+        // Nothing is left behind by a sandbox that could not be made.
+        await Promise.allSettled([
+          etcCopy?.release(),
+          made.status === "fulfilled" && made.value.remove(),
+          rm(tmp, { recursive: true, force: true }),
+          cgroup?.remove(),
+        ]);
+        throw failed?.reason;
+      }
+      const hide = hiding.value;
+      const { identity, remove: removeIdentity } = made.value;
       return new BwrapSandbox({
         bwrap,
         workspace: real,
@@ -138,27 +180,23 @@ export async function createSandboxProvider(opts: SandboxProviderOptions): Promi
         identity,
         ...(cgroup ? { cgroup } : {}),
         spawner,
-        release: async () => {
-          await etcCopy?.release();
-          await rm(identityDir, { recursive: true, force: true });
-          await rm(tmp, { recursive: true, force: true });
+        // Called once the sandbox's processes are dead: nothing uses these files any more, so the run's
+        // slot need not wait for their removal (≈ 10 ms of thread-pool round trips under load). The next
+        // sandbox of the run waits for it, and so does the executor's stop (released()).
+        release: () => {
+          const removal = Promise.allSettled([
+            etcCopy?.release(),
+            removeIdentity(),
+            rm(tmp, { recursive: true, force: true }),
+          ]).then((results) => {
+            releasing.delete(tmp);
+            for (const result of results)
+              if (result.status === "rejected")
+                log.warn({ err: result.reason, runId }, "removing a closed sandbox's files failed");
+          });
+          releasing.set(tmp, removal);
         },
       });
     },
   };
-}
-
-/** The agent's /etc/passwd, /etc/group and resolv.conf, in Dispatch's private `dir` (outside the sandbox). */
-async function writeIdentity(dir: string, workspace: string): Promise<AgentIdentity> {
-  const files = agentIdentityFiles(workspace);
-  const identity: AgentIdentity = {
-    passwd: join(dir, "passwd"),
-    group: join(dir, "group"),
-    resolvConf: join(dir, "resolv.conf"),
-    offlineResolvConf: join(dir, "resolv.offline.conf"),
-  };
-  for (const key of Object.keys(files) as Array<keyof AgentIdentity>) {
-    await writeFile(identity[key], files[key], { mode: 0o644 });
-  }
-  return identity;
 }

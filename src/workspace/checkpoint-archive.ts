@@ -9,7 +9,7 @@ import { listTree, type TreeListing } from "./tree-listing.ts";
 /**
  * A run's directories as one gzip'd tar, and back (docs/runtime.md#checkpoints). The directories are
  * siblings in one parent (a workspace and its `.agent` area), archived under their own names, by GNU tar
- * from a listing (tree-listing.ts) where it is installed, else by node-tar. What an
+ * from a listing (tree-listing.ts) where it is installed, else (and for a small listing) by node-tar. What an
  * agent made is data: a snapshot never follows a symlink (it is kept as a symlink), keeps only files,
  * directories and symlinks (no devices, FIFOs or sockets), and a restore never writes through one.
  */
@@ -18,6 +18,12 @@ import { listTree, type TreeListing } from "./tree-listing.ts";
 export const MAX_SNAPSHOT_BYTES = 512 * 2 ** 20;
 /** Fast compression: a checkpoint is taken after every step, and most of a workspace compresses well anyway. */
 const GZIP_LEVEL = 1;
+/**
+ * A listing this small is archived by node-tar in this process: starting GNU tar would cost more (a fork
+ * of Dispatch on its event loop, ≈ 5 ms under load) than node-tar spends on a few dozen entries.
+ */
+const IN_PROCESS_ENTRIES = 64;
+const IN_PROCESS_BYTES = 4 * 2 ** 20;
 /** Where an archive is unpacked before its directories are moved into place: next to them, same disk. */
 export const RESTORING_SUFFIX = ".restoring";
 
@@ -33,19 +39,27 @@ export async function snapshotDirectories(opts: {
   root: string;
   names: readonly string[];
   limitBytes: number;
-  /** listTree of the same names, just taken (spares listing them again). */
+  /** listTree of the same names, just taken: spares listing and measuring them again. */
   listing?: TreeListing;
 }): Promise<Snapshot> {
   const limit = Math.min(opts.limitBytes, MAX_SNAPSHOT_BYTES);
+  // A complete listing has every directory read, what they hold counted and which of the names exist.
+  const listed = opts.listing?.complete ? opts.listing : undefined;
   const present: string[] = [];
   for (const name of opts.names) {
+    if (listed) {
+      if (listed.paths.includes(name)) present.push(name);
+      continue;
+    }
     const st = await lstat(join(opts.root, name)).catch(() => undefined);
     if (st?.isDirectory()) present.push(name);
   }
-  const usage = await measureDiskUsage(
-    present.map((name) => join(opts.root, name)),
-    limit,
-  );
+  const usage = listed
+    ? { bytes: listed.bytes, over: listed.bytes > limit }
+    : await measureDiskUsage(
+        present.map((name) => join(opts.root, name)),
+        limit,
+      );
   if (usage.over) {
     return {
       ok: false,
@@ -56,16 +70,15 @@ export async function snapshotDirectories(opts: {
   // Nothing to keep: an empty archive, which a restore reads as nothing to restore.
   if (present.length === 0) return { ok: true, archive: Buffer.alloc(0), bytesOnDisk: 0 };
   const gnu = await gnuTar();
-  const read = gnu
-    ? await packListed({
-        tar: gnu,
-        root: opts.root,
-        // A listing taken before the measurement above may have missed what an unreadable directory held.
-        paths: (opts.listing?.complete ? opts.listing : await listTree(opts.root, present)).paths,
-        level: GZIP_LEVEL,
-        limit,
-      })
-    : await packWithNodeTar(opts.root, present, limit);
+  // An incomplete listing missed what an unreadable directory held: listed again, now that the measurement
+  // above made it readable.
+  const paths = listed?.paths ?? (gnu ? (await listTree(opts.root, present)).paths : undefined);
+  const read =
+    paths && paths.length <= IN_PROCESS_ENTRIES && usage.bytes <= IN_PROCESS_BYTES
+      ? await packWithNodeTar(opts.root, paths, limit, { recurse: false })
+      : gnu && paths
+        ? await packListed({ tar: gnu, root: opts.root, paths, level: GZIP_LEVEL, limit })
+        : await packWithNodeTar(opts.root, present, limit, { recurse: true });
   if (!Buffer.isBuffer(read)) {
     return {
       ok: false,
@@ -80,23 +93,30 @@ export async function snapshotDirectories(opts: {
 }
 
 /**
- * node-tar's archive of `names` (their whole trees), where GNU tar is not installed. node-tar is imported
- * by the first archive or restore, not at start-up (bench/README.md, "Fourth round: idle memory").
+ * node-tar's archive of `paths`: the listed entries only (`recurse: false`), or their whole trees (where
+ * GNU tar is not installed and nothing was listed). node-tar is imported by the first archive or restore,
+ * not at start-up (bench/README.md, "Fourth round: idle memory").
  */
-async function packWithNodeTar(root: string, names: string[], limit: number): Promise<Packed> {
+async function packWithNodeTar(
+  root: string,
+  paths: readonly string[],
+  limit: number,
+  opts: { recurse: boolean },
+): Promise<Packed> {
   const tar = await import("tar");
   const pack = tar.c(
     {
       cwd: root,
       gzip: { level: GZIP_LEVEL },
       follow: false,
+      noDirRecurse: !opts.recurse,
       // Hard links are stored as links (tar's own check keeps them inside the archive on restore).
       filter: (_path: string, entry) => {
         const st = entry as Stats;
         return st.isFile() || st.isDirectory() || st.isSymbolicLink();
       },
     },
-    names,
+    [...paths],
   );
   // Read by events, with an error listener for the whole life of the stream: the agent may remove or
   // rewrite a file while it is read (its session files, lock files), and tar reports that as an error at

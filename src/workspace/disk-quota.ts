@@ -1,4 +1,4 @@
-import type { Dir } from "node:fs";
+import { chmodSync, type Dir, lstatSync, opendirSync, type Stats } from "node:fs";
 import { chmod, lstat, opendir } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { Logger } from "pino";
@@ -18,6 +18,14 @@ export const DEFAULT_DISK_CHECK_INTERVAL_MS = 2000;
 
 /** Entries measured at once: enough to keep the disk busy, few enough to leave the thread pool to others. */
 const CONCURRENCY = 32;
+/**
+ * Entries a measurement looks at with synchronous calls before it hands the tree to the thread pool. A
+ * run's tree is usually a handful of entries it just wrote (in the page cache: each `lstat` takes
+ * microseconds), where each of the walk's awaits waited its turn on the thread pool behind other runs'
+ * disk work: ≈ 4 ms of a run's end, 13 ms with a sandbox's /tmp, under load (bench/README.md, "Fourth
+ * round: the executor and bubblewrap"). A larger tree is measured again off the event loop.
+ */
+const SMALL_TREE_ENTRIES = 64;
 /** A measurement may take at most this share of the watcher's time: the pause after it grows with it. */
 const MAX_DUTY_CYCLE = 0.1;
 
@@ -53,28 +61,68 @@ export async function measureDiskUsage(
   roots: string | readonly string[],
   stopAbove = Number.POSITIVE_INFINITY,
 ): Promise<DiskUsage> {
-  let bytes = 0;
-  const linked = new Set<string>();
-  const dirs: Array<{ path: string; dev: number }> = [];
-  for (const root of typeof roots === "string" ? [roots] : roots) {
-    const top = await lstat(root).catch(ignoreVanished);
-    if (!top) continue;
-    bytes += top.blocks * 512;
-    dirs.push({ path: root, dev: top.dev });
+  const list = typeof roots === "string" ? [roots] : roots;
+  return measureSmallTree(list, stopAbove) ?? measureTree(list, stopAbove);
+}
+
+/** What a walk has counted so far, and the directories it has still to read. */
+class Tally {
+  bytes = 0;
+  readonly dirs: Array<{ path: string; dev: number }> = [];
+  private readonly linked = new Set<string>();
+
+  /** A root: counted, and read when it is a directory (whatever its filesystem). */
+  root(path: string, st: Stats | undefined): void {
+    if (!st) return;
+    this.bytes += st.blocks * 512;
+    this.dirs.push({ path, dev: st.dev });
   }
+
+  /** An entry of a directory on `dev`: a directory is read when on the same filesystem, a hard link counted once. */
+  entry(path: string, st: Stats | undefined, dev: number): void {
+    if (!st) return;
+    if (st.isDirectory()) {
+      if (st.dev === dev) this.dirs.push({ path, dev });
+    } else if (st.nlink > 1) {
+      const inode = `${st.dev}:${st.ino}`;
+      if (this.linked.has(inode)) return;
+      this.linked.add(inode);
+    }
+    this.bytes += st.blocks * 512;
+  }
+}
+
+/** The whole measurement with synchronous calls; undefined once the tree has more than SMALL_TREE_ENTRIES. */
+function measureSmallTree(roots: readonly string[], stopAbove: number): DiskUsage | undefined {
+  const tally = new Tally();
+  for (const root of roots) tally.root(root, lstatSync(root, { throwIfNoEntry: false }));
+  let budget = SMALL_TREE_ENTRIES;
+  for (let dir = tally.dirs.pop(); dir !== undefined; dir = tally.dirs.pop()) {
+    const entries = openDirectoryNow(dir.path);
+    if (!entries) continue;
+    try {
+      for (let entry = entries.readSync(); entry !== null; entry = entries.readSync()) {
+        if (--budget < 0) return undefined;
+        const path = join(dir.path, entry.name);
+        tally.entry(path, lstatSync(path, { throwIfNoEntry: false }), dir.dev);
+      }
+    } finally {
+      entries.closeSync();
+    }
+    if (tally.bytes > stopAbove) return { bytes: tally.bytes, over: true };
+  }
+  return { bytes: tally.bytes, over: false };
+}
+
+async function measureTree(roots: readonly string[], stopAbove: number): Promise<DiskUsage> {
+  const tally = new Tally();
+  const { dirs } = tally;
+  // The roots at once: most of a run's do not exist, and each lstat is a round trip on the thread pool.
+  const tops = await Promise.all(roots.map((root) => lstat(root).catch(ignoreVanished)));
+  for (const [k, top] of tops.entries()) tally.root(roots[k]!, top);
   const count = async (paths: string[], dev: number) => {
     const stats = await Promise.all(paths.map((path) => lstat(path).catch(ignoreVanished)));
-    stats.forEach((st, k) => {
-      if (!st) return;
-      if (st.isDirectory()) {
-        if (st.dev === dev) dirs.push({ path: paths[k]!, dev });
-      } else if (st.nlink > 1) {
-        const inode = `${st.dev}:${st.ino}`;
-        if (linked.has(inode)) return;
-        linked.add(inode);
-      }
-      bytes += st.blocks * 512;
-    });
+    for (const [k, st] of stats.entries()) tally.entry(paths[k]!, st, dev);
   };
   for (let dir = dirs.pop(); dir !== undefined; dir = dirs.pop()) {
     const entries = await openDirectory(dir.path);
@@ -86,12 +134,12 @@ export async function measureDiskUsage(
       if (batch.length < CONCURRENCY) continue;
       await count(batch, dir.dev);
       batch = [];
-      if (bytes > stopAbove) return { bytes, over: true };
+      if (tally.bytes > stopAbove) return { bytes: tally.bytes, over: true };
     }
     await count(batch, dir.dev);
-    if (bytes > stopAbove) return { bytes, over: true };
+    if (tally.bytes > stopAbove) return { bytes: tally.bytes, over: true };
   }
-  return { bytes, over: false };
+  return { bytes: tally.bytes, over: false };
 }
 
 /** Opens `dir` for reading; undefined when it vanished meanwhile. */
@@ -105,6 +153,21 @@ async function openDirectory(dir: string, retried = false): Promise<Dir | undefi
       const st = await lstat(dir);
       await chmod(dir, st.mode | 0o700);
       return openDirectory(dir, true);
+    }
+    throw err;
+  }
+}
+
+/** openDirectory with synchronous calls. */
+function openDirectoryNow(dir: string, retried = false): Dir | undefined {
+  try {
+    return opendirSync(dir, { bufferSize: CONCURRENCY });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return undefined;
+    if ((code === "EACCES" || code === "EPERM") && !retried) {
+      chmodSync(dir, lstatSync(dir).mode | 0o700);
+      return openDirectoryNow(dir, true);
     }
     throw err;
   }

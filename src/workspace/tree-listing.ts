@@ -11,7 +11,8 @@ import { join } from "node:path";
  * ctime, a new, removed or renamed entry changes the paths: an equal digest means nothing a snapshot holds
  * changed — unless a file changed within the file system's timestamp granularity of the listing:
  * `settled` is false while any file changed in the last RACY_MS, and an unsettled digest must not stand
- * for its tree later (git's "racy clean" rule).
+ * for its tree later (git's "racy clean" rule). The same walk counts what the listed entries hold on disk,
+ * as disk-quota.ts's measureDiskUsage counts it, so a snapshot of a complete listing needs no second walk.
  */
 
 /** An entry changed this recently may change again without its timestamps moving. */
@@ -25,6 +26,8 @@ export interface TreeListing {
   settled: boolean;
   /** Every directory could be read: `paths` is all there is. */
   complete: boolean;
+  /** Bytes allocated to the listed entries (`st_blocks` × 512, a hard-linked file once). */
+  bytes: number;
 }
 
 /** Entries lstat'ed at once. */
@@ -41,11 +44,16 @@ export async function listTree(
   const paths: string[] = [];
   let settled = true;
   let complete = true;
+  let bytes = 0;
+  const linked = new Set<string>();
   const record = (path: string, st: Stats): boolean => {
     if (leaveOut.includes(path)) return false;
     const kind = st.isDirectory() ? "d" : st.isFile() ? "f" : st.isSymbolicLink() ? "l" : undefined;
     if (!kind) return false;
     paths.push(path);
+    const inode = kind !== "d" && st.nlink > 1 ? `${st.dev}:${st.ino}` : undefined;
+    if (!inode || !linked.has(inode)) bytes += st.blocks * 512;
+    if (inode) linked.add(inode);
     if (kind === "d") {
       // What a directory holds is listed itself: its own times only say that it changed.
       hash.update(`${path}\0d${st.mode}\n`);
@@ -87,5 +95,5 @@ export async function listTree(
       });
     }
   }
-  return { paths, digest: hash.digest("hex"), settled, complete };
+  return { paths, digest: hash.digest("hex"), settled, complete, bytes };
 }

@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { networkInterfaces, tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log.ts";
 import { probeBwrap, which } from "../../src/sandbox/bwrap-sandbox.ts";
@@ -368,6 +368,73 @@ function runCgroupDir(parent: string, runId: string): string | undefined {
   return name ? join(parent, name) : undefined;
 }
 
+/** The agent's passwd files this process has written for `runId` (agent-identities.ts). */
+function passwdFilesOf(runId: string): string[] {
+  return readdirSync(tmpdir())
+    .filter((name) => name.startsWith("dispatch-agent-identity-"))
+    .flatMap((dir) =>
+      readdirSync(join(tmpdir(), dir))
+        .filter((name) => name.startsWith(`passwd-${runId}-`))
+        .map((name) => join(tmpdir(), dir, name)),
+    );
+}
+
+describe.skipIf(bwrapProblem !== undefined)("a bubblewrap sandbox's files", () => {
+  it("are gone once the sandbox is closed and its files released, also when removed after close returned", async () => {
+    const { sandbox, runId, workspace, provider } = await newSandbox("bwrap");
+    const res = await exec(sandbox, "touch /tmp/left-behind && grep '^agent:' /etc/passwd && cat /etc/group");
+    expect(res.exitCode).toBe(0);
+    expect(res.output).toContain(`:${workspace}:/bin/bash`);
+    expect(res.output).toContain("agent:x:1000:");
+    expect(existsSync(join(`${workspace}.tmp`, "left-behind"))).toBe(true);
+    expect(passwdFilesOf(runId)).toHaveLength(1);
+    await sandbox.close?.();
+    await provider.released();
+    expect(existsSync(`${workspace}.tmp`)).toBe(false);
+    expect(passwdFilesOf(runId)).toEqual([]);
+  });
+
+  it("a run's next sandbox starts with an empty /tmp of its own while the last one's is being removed", async () => {
+    const { sandbox, runId, workspace, provider } = await newSandbox("bwrap");
+    await exec(sandbox, "touch /tmp/first");
+    await sandbox.close?.();
+    // At once, as a follow-up's execution would: the first sandbox's removal may still be under way.
+    const next = await provider.create({ workspace, runId, agentNetwork: false });
+    const res = await exec(next, "test -e /tmp/first && echo stale; touch /tmp/second && echo written");
+    expect(res.output.trim()).toBe("written");
+    await provider.released();
+    expect(existsSync(join(`${workspace}.tmp`, "second"))).toBe(true);
+    await next.close?.();
+    await provider.released();
+    expect(existsSync(`${workspace}.tmp`)).toBe(false);
+  });
+
+  it("makes its identity files again when their directory was removed under it (a /tmp cleaner)", async () => {
+    const first = await newSandbox("bwrap");
+    const dir = dirname(passwdFilesOf(first.runId)[0]!);
+    await first.sandbox.close?.();
+    await first.provider.released();
+    await rm(dir, { recursive: true, force: true });
+    const { sandbox, workspace } = await newSandbox("bwrap");
+    const res = await exec(sandbox, "grep '^agent:' /etc/passwd && grep -c . /etc/group");
+    expect(res.exitCode).toBe(0);
+    expect(res.output).toContain(`:${workspace}:/bin/bash`);
+    await sandbox.close?.();
+  });
+
+  it("at start-up, identity files a Dispatch that is gone left behind are removed, a running one's kept", async () => {
+    // Named as a Dispatch that has gone would name it: this pid, but a start time it never had.
+    const leftover = join(tmpdir(), `dispatch-agent-identity-${process.pid}.1-test`);
+    await mkdir(leftover);
+    await writeFile(join(leftover, "passwd-run-1"), "agent:x:1000:1000::/w:/bin/bash\n");
+    const { sandbox, runId } = await newSandbox("bwrap");
+    expect(existsSync(leftover)).toBe(false);
+    // This process's own stay in use.
+    expect(passwdFilesOf(runId)).toHaveLength(1);
+    await sandbox.close?.();
+  });
+});
+
 const cgroups = (await detectCgroups()).cgroups;
 
 describe.skipIf(!cgroups)("a run's cgroup", () => {
@@ -386,6 +453,25 @@ describe.skipIf(!cgroups)("a run's cgroup", () => {
     await sandbox.close?.();
     await waitFor(() => !isAlive(escaped) || undefined, { what: "the escaped sleep to die" });
     for (const parent of cgroups!.parents) expect(runCgroupDir(parent, runId)).toBeUndefined();
+  });
+
+  it("a plain sandbox's command enters the run's cgroup first and otherwise runs as written", async () => {
+    const { sandbox, runId } = await newSandbox("none");
+    const res = await exec(
+      sandbox,
+      'echo "$0 $LINENO $$"; grep -c "dispatch-run-" /proc/self/cgroup\necho "$LINENO"; exit 3',
+    );
+    expect(res.exitCode).toBe(3);
+    const [first, inCgroup, second] = res.output.trim().split("\n");
+    expect(first).toMatch(/^bash 1 \d+$/);
+    // Every hierarchy the run has a cgroup in (pids; memory too on v1 with a limit): its name is the run's.
+    expect(Number(inCgroup)).toBe(cgroups!.version === 1 ? 2 : 1);
+    expect(second).toBe("2");
+    const broken = await exec(sandbox, "echo fine\nif then");
+    expect(broken.exitCode).toBe(2);
+    expect(broken.output).toMatch(/^fine\n.*line 2: syntax error/s);
+    expect(runProcesses(runId)).toEqual([]);
+    await sandbox.close?.();
   });
 
   it("at start-up kills and removes the run cgroups an earlier Dispatch left behind", async () => {

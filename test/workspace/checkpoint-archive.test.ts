@@ -16,8 +16,10 @@ import {
 } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { gunzipSync } from "node:zlib";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { restoreDirectories, snapshotDirectories } from "../../src/workspace/checkpoint-archive.ts";
+import { gnuTar } from "../../src/workspace/gnu-tar.ts";
 
 const MB = 2 ** 20;
 
@@ -36,6 +38,11 @@ async function tree(dir: string, prefix = ""): Promise<string[]> {
   return out;
 }
 
+/** Which tar wrote the archive: GNU's format marks its headers "ustar  ", POSIX's (node-tar) "ustar\0". */
+function tarFormat(archive: Buffer): "gnu" | "posix" {
+  return gunzipSync(archive).subarray(257, 265).toString("latin1") === "ustar  \0" ? "gnu" : "posix";
+}
+
 describe("checkpoint archives of a run's directories", () => {
   let dir: string;
   let source: string;
@@ -49,85 +56,106 @@ describe("checkpoint archives of a run's directories", () => {
   });
   afterEach(() => rm(dir, { recursive: true, force: true }));
 
-  it("restores files with their modes, empty directories, symlinks as they were, hard links, on another disk", async () => {
-    const ws = join(source, "run1");
-    await mkdir(join(ws, "src", "deep"), { recursive: true });
-    await mkdir(join(ws, "empty"));
-    await mkdir(join(ws, "private"), { mode: 0o700 });
-    await writeFile(join(ws, "src", "deep", "main.py"), "print('hi')\n");
-    await writeFile(join(ws, "run.sh"), "#!/bin/sh\necho run\n", { mode: 0o755 });
-    await writeFile(join(ws, "private", "secret.txt"), "only me", { mode: 0o600 });
-    await writeFile(join(ws, "readonly.txt"), "frozen", { mode: 0o444 });
-    await chmod(join(ws, "private"), 0o700);
-    await chmod(join(ws, "readonly.txt"), 0o444);
-    await symlink("src/deep/main.py", join(ws, "main-link"));
-    await symlink("/usr/bin/python3", join(ws, "python"));
-    await symlink("../../outside", join(ws, "src", "up-and-out"));
-    await symlink("missing", join(ws, "dangling"));
-    await link(join(ws, "run.sh"), join(ws, "run-again.sh"));
-    execFileSync("mkfifo", [join(ws, "pipe")]);
-    const agent = join(source, "run1.agent");
-    await mkdir(join(agent, "home", ".claude"), { recursive: true });
-    await writeFile(join(agent, "sessions.json"), '{"claude":"s-1"}', { mode: 0o600 });
-    await writeFile(join(agent, "home", ".claude", "s-1.jsonl"), '{"turn":1}\n');
+  /** A snapshot of up to 64 entries is packed in the process; a larger one by GNU tar (where installed). */
+  const sizes = [
+    { packer: "node-tar, in the process (a small tree)", padding: 0 },
+    { packer: "GNU tar where installed (a tree of more than 64 entries)", padding: 80 },
+  ];
 
-    const snapshot = await snapshotDirectories({
-      root: source,
-      names: ["run1", "run1.agent"],
-      limitBytes: MB,
-    });
-    expect(snapshot.ok).toBe(true);
-    if (!snapshot.ok) return;
-    await mkdir(join(target, "run1"));
-    const restored = await restoreDirectories({
-      root: target,
-      names: ["run1", "run1.agent"],
-      archive: snapshot.archive,
-      limitBytes: MB,
-    });
-    expect(restored).toEqual({ ok: true, restored: ["run1", "run1.agent"] });
+  async function pad(ws: string, files: number): Promise<void> {
+    if (files === 0) return;
+    await mkdir(join(ws, "padding"));
+    for (let i = 0; i < files; i++) await writeFile(join(ws, "padding", `file-${i}.txt`), `${i}\n`);
+  }
 
-    const before = (await tree(source)).filter((e) => e !== "run1/pipe fifo");
-    expect(await tree(target)).toEqual(before);
-    expect(await tree(target)).toEqual(
-      expect.arrayContaining([
-        "run1/empty/ 755",
-        "run1/private/ 700",
-        "run1/private/secret.txt 600 only me",
-        "run1/readonly.txt 444 frozen",
-        "run1/run.sh 755 #!/bin/sh\necho run\n",
-        "run1/python -> /usr/bin/python3",
-        "run1/src/up-and-out -> ../../outside",
-        "run1/dangling -> missing",
-        'run1.agent/sessions.json 600 {"claude":"s-1"}',
-      ]),
-    );
-    // The FIFO is not part of a checkpoint; the hard link is one file again.
-    expect(existsSync(join(target, "run1", "pipe"))).toBe(false);
-    const [a, b] = await Promise.all(["run.sh", "run-again.sh"].map((f) => lstat(join(target, "run1", f))));
-    expect(a!.ino).toBe(b!.ino);
-    // Nothing of the unpacking is left next to the directories.
-    expect((await readdir(target)).sort()).toEqual(["run1", "run1.agent"]);
-  });
+  it.each(sizes)(
+    "restores files with their modes, empty directories, symlinks as they were, hard links, on another disk: $packer",
+    async ({ padding }) => {
+      const ws = join(source, "run1");
+      await mkdir(join(ws, "src", "deep"), { recursive: true });
+      await pad(ws, padding);
+      await mkdir(join(ws, "empty"));
+      await mkdir(join(ws, "private"), { mode: 0o700 });
+      await writeFile(join(ws, "src", "deep", "main.py"), "print('hi')\n");
+      await writeFile(join(ws, "run.sh"), "#!/bin/sh\necho run\n", { mode: 0o755 });
+      await writeFile(join(ws, "private", "secret.txt"), "only me", { mode: 0o600 });
+      await writeFile(join(ws, "readonly.txt"), "frozen", { mode: 0o444 });
+      await chmod(join(ws, "private"), 0o700);
+      await chmod(join(ws, "readonly.txt"), 0o444);
+      await symlink("src/deep/main.py", join(ws, "main-link"));
+      await symlink("/usr/bin/python3", join(ws, "python"));
+      await symlink("../../outside", join(ws, "src", "up-and-out"));
+      await symlink("missing", join(ws, "dangling"));
+      await link(join(ws, "run.sh"), join(ws, "run-again.sh"));
+      execFileSync("mkfifo", [join(ws, "pipe")]);
+      const agent = join(source, "run1.agent");
+      await mkdir(join(agent, "home", ".claude"), { recursive: true });
+      await writeFile(join(agent, "sessions.json"), '{"claude":"s-1"}', { mode: 0o600 });
+      await writeFile(join(agent, "home", ".claude", "s-1.jsonl"), '{"turn":1}\n');
 
-  it("restores paths and symlink targets longer than a tar header holds", async () => {
-    const ws = join(source, "run1");
-    const deep = join(ws, ...Array.from({ length: 12 }, (_, i) => `directory-${i}-of-a-deep-tree`));
-    await mkdir(deep, { recursive: true });
-    await writeFile(join(deep, `${"long-name-".repeat(12)}.txt`), "deep\n");
-    await symlink(join(deep, `${"long-name-".repeat(12)}.txt`), join(ws, "far"));
-    const snapshot = await snapshotDirectories({ root: source, names: ["run1"], limitBytes: 10 * MB });
-    expect(snapshot.ok).toBe(true);
-    if (!snapshot.ok) return;
-    const restored = await restoreDirectories({
-      root: target,
-      names: ["run1"],
-      archive: snapshot.archive,
-      limitBytes: 10 * MB,
-    });
-    expect(restored).toEqual({ ok: true, restored: ["run1"] });
-    expect(await tree(join(target, "run1"))).toEqual(await tree(ws));
-  });
+      const snapshot = await snapshotDirectories({
+        root: source,
+        names: ["run1", "run1.agent"],
+        limitBytes: MB,
+      });
+      expect(snapshot.ok).toBe(true);
+      if (!snapshot.ok) return;
+      expect(tarFormat(snapshot.archive)).toBe(padding && (await gnuTar()) ? "gnu" : "posix");
+      await mkdir(join(target, "run1"));
+      const restored = await restoreDirectories({
+        root: target,
+        names: ["run1", "run1.agent"],
+        archive: snapshot.archive,
+        limitBytes: MB,
+      });
+      expect(restored).toEqual({ ok: true, restored: ["run1", "run1.agent"] });
+
+      const before = (await tree(source)).filter((e) => e !== "run1/pipe fifo");
+      expect(await tree(target)).toEqual(before);
+      expect(await tree(target)).toEqual(
+        expect.arrayContaining([
+          "run1/empty/ 755",
+          "run1/private/ 700",
+          "run1/private/secret.txt 600 only me",
+          "run1/readonly.txt 444 frozen",
+          "run1/run.sh 755 #!/bin/sh\necho run\n",
+          "run1/python -> /usr/bin/python3",
+          "run1/src/up-and-out -> ../../outside",
+          "run1/dangling -> missing",
+          'run1.agent/sessions.json 600 {"claude":"s-1"}',
+        ]),
+      );
+      // The FIFO is not part of a checkpoint; the hard link is one file again.
+      expect(existsSync(join(target, "run1", "pipe"))).toBe(false);
+      const [a, b] = await Promise.all(["run.sh", "run-again.sh"].map((f) => lstat(join(target, "run1", f))));
+      expect(a!.ino).toBe(b!.ino);
+      // Nothing of the unpacking is left next to the directories.
+      expect((await readdir(target)).sort()).toEqual(["run1", "run1.agent"]);
+    },
+  );
+
+  it.each(sizes)(
+    "restores paths and symlink targets longer than a tar header holds: $packer",
+    async ({ padding }) => {
+      const ws = join(source, "run1");
+      const deep = join(ws, ...Array.from({ length: 12 }, (_, i) => `directory-${i}-of-a-deep-tree`));
+      await mkdir(deep, { recursive: true });
+      await pad(ws, padding);
+      await writeFile(join(deep, `${"long-name-".repeat(12)}.txt`), "deep\n");
+      await symlink(join(deep, `${"long-name-".repeat(12)}.txt`), join(ws, "far"));
+      const snapshot = await snapshotDirectories({ root: source, names: ["run1"], limitBytes: 10 * MB });
+      expect(snapshot.ok).toBe(true);
+      if (!snapshot.ok) return;
+      const restored = await restoreDirectories({
+        root: target,
+        names: ["run1"],
+        archive: snapshot.archive,
+        limitBytes: 10 * MB,
+      });
+      expect(restored).toEqual({ ok: true, restored: ["run1"] });
+      expect(await tree(join(target, "run1"))).toEqual(await tree(ws));
+    },
+  );
 
   it("refuses to snapshot more than the limit, saying how much the run holds", async () => {
     const ws = join(source, "run1");

@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { chmod, link, mkdir, mkdtemp, rm, symlink } from "node:fs/promises";
+import { chmod, link, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -51,6 +51,28 @@ describe("measuring a workspace's disk usage", () => {
     // The workspace's 12 MB, the other root's 2 MB, and the 16 MB file linked twice counted once.
     expect(usage.bytes).toBeGreaterThanOrEqual(30 * MB);
     expect(usage.bytes).toBeLessThan(31 * MB);
+  });
+
+  it("counts a large tree (read off the event loop) as it counts a small one (read at once), as du does", async () => {
+    const tree = async (name: string, files: number) => {
+      const root = join(dir, name);
+      await mkdir(join(root, "sub", "locked"), { recursive: true });
+      for (let i = 0; i < files; i++) {
+        await writeFile(join(root, i % 3 ? "sub" : ".", `f${i}`), "x".repeat(i * 700));
+        if (i % 10 === 0) await link(join(root, i % 3 ? "sub" : ".", `f${i}`), join(root, `l${i}`));
+      }
+      await writeFile(join(root, "sub", "locked", "inside"), "y".repeat(9000));
+      await chmod(join(root, "sub", "locked"), 0o000);
+      return root;
+    };
+    for (const root of [await tree("small", 12), await tree("large", 150)]) {
+      const usage = await measureDiskUsage(root);
+      await chmod(join(root, "sub", "locked"), 0o700); // made readable by the count; du needs it too
+      expect(usage).toEqual({
+        bytes: Number(execFileSync("du", ["-sxB1", root], { encoding: "utf8" }).split("\t")[0]),
+        over: false,
+      });
+    }
   });
 
   it("stops counting once past the limit", async () => {
@@ -115,8 +137,10 @@ describe("the per-run disk quota", () => {
     const run = await waitForState(t, id, ["FAILED", "SUCCEEDED", "ERROR"], 25_000);
     expect(run.state).toBe("FAILED");
     expect(run.status_message).toEqual(quotaFailure);
-    // An execution's /tmp goes with it.
-    expect(existsSync(join(t.dataDir, "workspaces", `${id}.tmp`))).toBe(false);
+    // An execution's /tmp goes with it: removed once the sandbox is closed, after the run's slot is freed.
+    await waitFor(() => !existsSync(join(t.dataDir, "workspaces", `${id}.tmp`)) || undefined, {
+      what: "the run's /tmp to be removed",
+    });
   });
 
   it("counts an external agent's HOME, in the run's private area beside its workspace", async () => {

@@ -1,0 +1,41 @@
+import { describe, expect, it } from "vitest";
+import { CheckpointSchedule } from "../../src/executor/checkpoint-schedule.ts";
+
+/** A save that runs until it is told the execution ended, as RunCheckpoints.save gives up at its next phase. */
+function savesUntilEnded() {
+  const signals: AbortSignal[] = [];
+  const save = (signal: AbortSignal) => {
+    signals.push(signal);
+    return new Promise<void>((resolve) => {
+      if (signal.aborted) resolve();
+      else signal.addEventListener("abort", () => resolve(), { once: true });
+    });
+  };
+  return { signals, save };
+}
+
+describe("the checkpoint schedule", () => {
+  it("tells a save under way that the execution ended, and stops once it returns", async () => {
+    const { signals, save } = savesUntilEnded();
+    const schedule = new CheckpointSchedule(save, 60_000);
+    schedule.stepEnded();
+    schedule.stepEnded(); // covered by one more save after the first, never started: the execution ends
+    expect(signals).toHaveLength(1);
+    expect(signals[0]!.aborted).toBe(false);
+    await schedule.stop();
+    expect(signals).toHaveLength(1);
+    expect(signals[0]!.aborted).toBe(true);
+    schedule.stepEnded();
+    expect(signals).toHaveLength(1);
+  });
+
+  it("lets the last save before a hand-over run to its end", async () => {
+    const seen: boolean[] = [];
+    const schedule = new CheckpointSchedule(async (signal) => {
+      seen.push(signal.aborted);
+    }, 60_000);
+    schedule.stepEnded();
+    await schedule.flush();
+    expect(seen).toEqual([false, false]);
+  });
+});
