@@ -79,23 +79,32 @@ export async function listEvents(
 /**
  * Numbers `events` from the run's counter, whose row lock (held until the commit) keeps concurrent
  * appends to one run in sequence without gaps, and inserts them: one statement. With a worker ($3), only
- * while that worker holds the run (lease fencing).
+ * while that worker holds the run (lease fencing). `alsoSet` changes more of the run in the same UPDATE
+ * (the agent's start), and `numbered` returns the run's execution with the first number used.
  */
-const NUMBERED_INSERT = `WITH numbered AS (
-    UPDATE runs SET last_event_seq = last_event_seq + cardinality($4::text[]),
-        last_event_at = GREATEST(last_event_at, $2)
+export function numberedInsert(alsoSet = ""): string {
+  return `WITH numbered AS (
+    UPDATE runs SET ${alsoSet}last_event_seq = last_event_seq + cardinality($4::text[]),
+        last_event_at = CASE WHEN cardinality($4::text[]) = 0 THEN last_event_at ELSE GREATEST(last_event_at, $2) END
       WHERE id = $1 AND ($3::text IS NULL OR (worker_id = $3 AND state = 'INPROGRESS'))
-      RETURNING last_event_seq - cardinality($4::text[]) AS before, team_id
+      RETURNING last_event_seq - cardinality($4::text[]) AS before, team_id, execution
   ), inserted AS (
     INSERT INTO run_events (run_id, seq, at, type, data)
     SELECT $1, numbered.before + e.n, $2, e.type, e.data
       FROM numbered, unnest($4::text[], $5::text[]) WITH ORDINALITY AS e(type, data, n)
     RETURNING seq
   )`;
+}
 
-const WITH_ENDPOINTS = `SELECT seq,
-    (SELECT json_agg(json_build_object('id', e.id, 'events', e.events) ORDER BY e.created_at, e.id)
-       FROM webhook_endpoints e WHERE e.team_id = (SELECT team_id FROM numbered)) AS endpoints
+const NUMBERED_INSERT = numberedInsert();
+
+/** The team's webhook endpoints as enqueueWebhooks takes them (webhookEndpoints), for a statement's answer. */
+export function endpointsOf(teamId: string): string {
+  return `(SELECT json_agg(json_build_object('id', e.id, 'events', e.events) ORDER BY e.created_at, e.id)
+       FROM webhook_endpoints e WHERE e.team_id = ${teamId})`;
+}
+
+const WITH_ENDPOINTS = `SELECT seq, ${endpointsOf("(SELECT team_id FROM numbered)")} AS endpoints
   FROM inserted ORDER BY seq`;
 
 /** Appends one event in the transaction (see insertEvents). */
@@ -150,15 +159,33 @@ export async function insertEvents(
     if (workerId !== undefined) return undefined;
     throw new Error(`run ${runId} does not exist`);
   }
-  const written = rows.map((r, i) => ({
-    seq: Number(r.seq),
-    at,
-    type: events[i]!.type,
-    data: capped[i]!.data,
-  }));
-  if (!reported) return written;
-  // What a webhook reports is written with the change it reports (docs/api.md, "Webhooks").
-  const endpoints = webhookEndpoints(rows[0]!.endpoints);
-  for (const event of written) await enqueueWebhooks(tx, runId, event.type, event.data, at, endpoints);
+  const written = writtenEvents(events, capped, Number(rows[0]!.seq), at);
+  if (reported) await enqueueReported(tx, runId, written, rows[0]!.endpoints);
   return written;
+}
+
+/** The events as written: numbered from `first`, their data as capped. */
+export function writtenEvents(
+  events: readonly NewRunEvent[],
+  capped: ReturnType<typeof capEventData>[],
+  first: number,
+  at: string,
+): RunEvent[] {
+  return events.map((e, i) => ({ seq: first + i, at, type: e.type, data: capped[i]!.data }));
+}
+
+/**
+ * The webhook deliveries of the written events a webhook reports, given the team's endpoints as the
+ * statement that wrote them read them (endpointsOf): what a webhook reports is written with the change
+ * it reports (docs/api.md, "Webhooks").
+ */
+export async function enqueueReported(
+  tx: Tx,
+  runId: string,
+  written: readonly RunEvent[],
+  endpointsJson: unknown,
+): Promise<void> {
+  const endpoints = webhookEndpoints(endpointsJson);
+  if (endpoints.length === 0) return;
+  for (const event of written) await enqueueWebhooks(tx, runId, event.type, event.data, event.at, endpoints);
 }

@@ -1,10 +1,13 @@
 import type { FollowupRecord, ResumeReason, RunRecord } from "../../model/run.ts";
 import { DEFAULT_MAX_RESUMES, resumesExhausted, workerLostEvent } from "../../model/run-resume.ts";
+import { webhookEventOf } from "../../model/webhook.ts";
+import { capEventData } from "../event-cap.ts";
 import { iso, toRun } from "../rows.ts";
 import type { NewRunEvent, RunPatch } from "../store.ts";
 import type { Database, Tx } from "./database.ts";
-import { insertEvent, insertEvents } from "./events.ts";
+import { endpointsOf, insertEvent, insertEvents, numberedInsert } from "./events.ts";
 import { takePending } from "./followups.ts";
+import { SIGNAL_CHANNEL } from "./notifications.ts";
 import { announce, applyTransition } from "./runs.ts";
 import { enqueueWebhooks, webhookEndpoints } from "./webhooks.ts";
 
@@ -18,12 +21,17 @@ const CLAIM_EVENT = { state: "INPROGRESS", previous: "QUEUED" };
 
 /**
  * The oldest run waiting to be resumed, else the oldest QUEUED run, becomes this worker's in one statement:
- * a run from QUEUED with its state event numbered and inserted beside it, and the run's team's webhook
- * endpoints read with it (their deliveries, if any take the event, are written before the commit). SKIP
- * LOCKED lets workers on every replica claim at once: each takes the oldest run nobody else is taking, and
- * none waits for another's commit. The columns set from QUEUED are those of transition("claim").
+ * a run from QUEUED with its state event numbered and inserted beside it. SKIP LOCKED lets workers on every
+ * replica claim at once: each takes the oldest run nobody else is taking, and none waits for another's
+ * commit. The columns set from QUEUED are those of transition("claim").
+ *
+ * On its own (CLAIM_ALONE, one round trip, its notification built in SQL as encodeSignals words it), it
+ * claims only a run whose claim no webhook of its team reports, and answers the run it found either way
+ * (no row: nothing to claim; a row without the run: the claim goes to a transaction); there
+ * (CLAIM_IN_TX) the team's endpoints come back with the run, for the deliveries written in its transaction.
  */
-const CLAIM = `WITH resumable AS (
+function claimStatement(guard: string, tail: string): string {
+  return `WITH resumable AS (
     SELECT id, resume_reason FROM runs WHERE resume_reason IS NOT NULL AND state = 'INPROGRESS'
      ORDER BY queued_at, id LIMIT 1 FOR UPDATE SKIP LOCKED
   ), queued AS (
@@ -39,34 +47,59 @@ const CLAIM = `WITH resumable AS (
         agent_started = CASE WHEN runs.state = 'QUEUED' THEN 0 ELSE agent_started END,
         last_event_seq = last_event_seq + CASE WHEN runs.state = 'QUEUED' THEN 1 ELSE 0 END,
         last_event_at = CASE WHEN runs.state = 'QUEUED' THEN GREATEST(last_event_at, $3) ELSE last_event_at END
-      FROM next WHERE runs.id = next.id
+      FROM next WHERE runs.id = next.id ${guard}
       RETURNING runs.*, next.resume_reason AS resumed_for
   ), event AS (
     INSERT INTO run_events (run_id, seq, at, type, data)
     SELECT id, last_event_seq, $3, 'state', $4 FROM claimed WHERE resumed_for IS NULL
+  )${tail}`;
+}
+
+const CLAIM_ALONE = claimStatement(
+  `AND (next.resume_reason IS NOT NULL OR NOT EXISTS (
+     SELECT 1 FROM webhook_endpoints e WHERE e.team_id = runs.team_id AND e.events::jsonb ? 'run.state_changed'))`,
+  `, notified AS (
+    SELECT pg_notify($5, json_build_object('o', $6::text, 's', json_build_array(
+      json_build_array('run_changed', id), json_build_array('event_appended', id, -1)))::text)
+      FROM claimed
   )
-  SELECT claimed.*,
-    (SELECT json_agg(json_build_object('id', e.id, 'events', e.events) ORDER BY e.created_at, e.id)
-       FROM webhook_endpoints e WHERE e.team_id = claimed.team_id) AS endpoints
-    FROM claimed`;
+  SELECT (SELECT count(*) FROM notified) AS notified, claimed.* FROM next LEFT JOIN claimed ON claimed.id = next.id`,
+);
+
+const CLAIM_IN_TX = claimStatement(
+  "",
+  ` SELECT claimed.*, ${endpointsOf("claimed.team_id")} AS endpoints FROM claimed`,
+);
 
 export async function claimNextRun(
   db: Database,
   workerId: string,
   leaseMs: number,
 ): Promise<RunRecord | undefined> {
+  const now = Date.now();
+  const values = [workerId, iso(now + leaseMs), iso(now), JSON.stringify(CLAIM_EVENT)];
+  const alone = await db.row(CLAIM_ALONE, [...values, SIGNAL_CHANNEL, db.origin]);
+  if (!alone) return undefined;
+  if (alone.id !== null) {
+    db.announceHere(["run_changed", String(alone.id)]);
+    db.announceHere(["event_appended", String(alone.id), -1]);
+    const run = toRun(alone);
+    return alone.resumed_for !== null ? { ...run, resuming: alone.resumed_for as ResumeReason } : run;
+  }
+  // The run's claim is one a webhook of its team reports: claimed in a transaction with its delivery.
   return db.tx(async (tx) => {
-    const now = Date.now();
-    const at = iso(now);
-    const row = await tx.row(CLAIM, [workerId, iso(now + leaseMs), at, JSON.stringify(CLAIM_EVENT)]);
+    const row = await tx.row(CLAIM_IN_TX, values);
     if (!row) return undefined;
     const run = toRun(row);
     announce(tx, run);
     if (row.resumed_for !== null) return { ...run, resuming: row.resumed_for as ResumeReason };
-    await enqueueWebhooks(tx, run.id, "state", CLAIM_EVENT, at, webhookEndpoints(row.endpoints));
+    await enqueueWebhooks(tx, run.id, "state", CLAIM_EVENT, values[2]!, webhookEndpoints(row.endpoints));
     return run;
   });
 }
+
+/** The agent's start: the run marked started, with the events it carries numbered and inserted. */
+const STARTING_INSERT = numberedInsert("agent_started = 1, ");
 
 export async function renewLease(
   db: Database,
@@ -86,6 +119,31 @@ export async function startAgent(
   runId: string,
   workerId: string,
   events: readonly NewRunEvent[] = [],
+): Promise<FollowupRecord[] | undefined> {
+  if (events.some((e) => webhookEventOf(e.type, e.data))) return startReported(db, runId, workerId, events);
+  const capped = events.map((e) => capEventData(e.data));
+  const at = iso(Date.now());
+  return db.tx(async (tx) => {
+    // The start and the events it carries: one statement (its execution comes back for the follow-ups).
+    const row = await tx.row(`${STARTING_INSERT} SELECT execution, before FROM numbered`, [
+      runId,
+      at,
+      workerId,
+      events.map((e) => e.type),
+      capped.map((c) => c.json),
+    ]);
+    if (!row) return undefined;
+    if (events.length > 0) tx.signal("event_appended", runId, Number(row.before) + events.length);
+    return takePending(tx, runId, Number(row.execution));
+  });
+}
+
+/** A start whose events a webhook reports: their deliveries are written in its transaction. */
+async function startReported(
+  db: Database,
+  runId: string,
+  workerId: string,
+  events: readonly NewRunEvent[],
 ): Promise<FollowupRecord[] | undefined> {
   return db.tx(async (tx) => {
     const row = await tx.row(
@@ -116,12 +174,15 @@ export async function finishExecution(
     );
     if (!owner) return { pending: [] };
     const locked = toRun(owner);
-    const written = await insertEvents(tx, runId, events, iso(Date.now()), workerId);
-    const last = written?.at(-1);
-    if (last) tx.signal("event_appended", runId, last.seq);
     const pending = await takePending(tx, runId, locked.execution);
-    if (pending.length > 0) return { pending };
-    const run = await applyTransition(tx, runId, trigger, patch, workerId, locked);
+    if (pending.length > 0) {
+      const written = await insertEvents(tx, runId, events, iso(Date.now()), workerId);
+      const last = written?.at(-1);
+      if (last) tx.signal("event_appended", runId, last.seq);
+      return { pending };
+    }
+    // The events go ahead of the state event, in the transition's statement.
+    const run = await applyTransition(tx, runId, trigger, patch, workerId, locked, events);
     if (run && run.state !== "BLOCKED")
       await tx.changes("DELETE FROM run_checkpoints WHERE run_id = $1", [runId]);
     if (run) announce(tx, run);

@@ -2,13 +2,14 @@ import { type AudienceFilter, placesJson } from "../../model/audience.ts";
 import type { RunRecord } from "../../model/run.ts";
 import { canApply, RUN_STATES, type RunState, type Trigger } from "../../model/run-state.ts";
 import { wireStatusMessage } from "../../model/status-reason.ts";
+import { capEventData } from "../event-cap.ts";
 import { foldCase } from "../fold-case.ts";
 import { iso, toRun } from "../rows.ts";
 import { transitionColumns } from "../run-columns.ts";
 import { URL_MATCHES_MAX } from "../run-steering.ts";
-import type { IdempotencyClaim, IdempotentResult, RunListQuery, RunPatch } from "../store.ts";
+import type { IdempotencyClaim, IdempotentResult, NewRunEvent, RunListQuery, RunPatch } from "../store.ts";
 import type { Database, Sql, Tx } from "./database.ts";
-import { insertEvent } from "./events.ts";
+import { endpointsOf, enqueueReported, writtenEvents } from "./events.ts";
 import { checkIdempotency, rememberResponse } from "./idempotency.ts";
 
 /**
@@ -267,7 +268,11 @@ export async function readRun(sql: Sql, id: string): Promise<RunRecord | undefin
   return row ? toRun(row) : undefined;
 }
 
-/** The compare-and-set at the heart of the lifecycle: the run's row stays locked until the commit. */
+/**
+ * The compare-and-set at the heart of the lifecycle: the run's row stays locked until the commit. The
+ * change, its `state` event (after `before`, events that go ahead of it) and the team's webhook endpoints
+ * (for the deliveries of what a webhook reports) are one statement.
+ */
 export async function applyTransition(
   tx: Tx,
   runId: string,
@@ -276,6 +281,7 @@ export async function applyTransition(
   workerId?: string,
   /** The run as this transaction locked it already (SELECT … FOR UPDATE), saving a round trip. */
   locked?: RunRecord,
+  before: readonly NewRunEvent[] = [],
 ): Promise<RunRecord | undefined> {
   let run = locked;
   if (!run) {
@@ -288,27 +294,54 @@ export async function applyTransition(
   const nowIso = iso(now);
   const sets = transitionColumns(run, trigger, patch, now);
   const columns = Object.keys(sets);
+  // The status message the run has after the change: the patch's, none when the trigger clears it, else as it was.
+  const statusMessage =
+    patch.statusMessage !== undefined
+      ? patch.statusMessage
+      : "status_message" in sets
+        ? null
+        : run.statusMessage;
+  const events: NewRunEvent[] = [
+    ...before,
+    {
+      type: "state",
+      data: {
+        state: sets.state,
+        previous: run.state,
+        // The transcript shows it as runs do: Oz's error_code and Dispatch's reason (status-reason.ts).
+        ...(statusMessage ? { status_message: wireStatusMessage(statusMessage) } : {}),
+        ...patch.eventData,
+      },
+    },
+  ];
+  const capped = events.map((e) => capEventData(e.data));
+  const n = columns.length;
+  const [id, state, types, data, at] = [n + 1, n + 2, n + 3, n + 4, n + 5].map((i) => `$${i}`);
   const row = await tx.row(
-    `UPDATE runs SET ${columns.map((c, i) => `${c} = $${i + 1}`).join(", ")}
-      WHERE id = $${columns.length + 1} AND state = $${columns.length + 2} RETURNING *`,
-    [...columns.map((c) => sets[c]), runId, run.state],
+    `WITH changed AS (
+       UPDATE runs SET ${columns.map((c, i) => `${c} = $${i + 1}`).join(", ")},
+           last_event_seq = last_event_seq + cardinality(${types}::text[]),
+           last_event_at = GREATEST(last_event_at, ${at})
+        WHERE id = ${id} AND state = ${state} RETURNING *
+     ), inserted AS (
+       INSERT INTO run_events (run_id, seq, at, type, data)
+       SELECT changed.id, changed.last_event_seq - cardinality(${types}::text[]) + e.n, ${at}, e.type, e.data
+         FROM changed, unnest(${types}::text[], ${data}::text[]) WITH ORDINALITY AS e(type, data, n)
+     )
+     SELECT changed.*, ${endpointsOf("changed.team_id")} AS endpoints FROM changed`,
+    [
+      ...columns.map((c) => sets[c]),
+      runId,
+      run.state,
+      events.map((e) => e.type),
+      capped.map((c) => c.json),
+      nowIso,
+    ],
   );
   if (!row) return undefined;
-  const updated = toRun(row);
-  await insertEvent(
-    tx,
-    runId,
-    "state",
-    {
-      state: updated.state,
-      previous: run.state,
-      // The transcript shows it as runs do: Oz's error_code and Dispatch's reason (status-reason.ts).
-      ...(updated.statusMessage ? { status_message: wireStatusMessage(updated.statusMessage) } : {}),
-      ...patch.eventData,
-    },
-    nowIso,
-  );
-  return updated;
+  const first = Number(row.last_event_seq) - events.length + 1;
+  await enqueueReported(tx, runId, writtenEvents(events, capped, first, nowIso), row.endpoints);
+  return toRun(row);
 }
 
 export async function touch(tx: Tx, runId: string, at: string): Promise<RunRecord> {
