@@ -33,10 +33,13 @@ export class AgentIdentities {
 
   /** The run's identity: the shared files (written with the first sandbox) and a passwd of its own. */
   async forRun(workspace: string, runId: string, retried = false): Promise<RunIdentity> {
-    const shared = (this.dir ??= this.makeShared().catch((err) => {
-      this.dir = undefined; // the next sandbox tries again
-      throw err;
-    }));
+    if (!this.dir) {
+      this.dir = this.makeShared().catch((err) => {
+        this.dir = undefined; // the next sandbox tries again
+        throw err;
+      });
+    }
+    const shared = this.dir;
     const dir = await shared;
     const passwd = join(dir, `passwd-${runId}-${++this.made}`);
     try {
