@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, rm, unlink, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, rm, stat, unlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type AgentIdentity, agentIdentityFiles } from "./bwrap-sandbox.ts";
@@ -75,18 +75,30 @@ export class AgentIdentities {
   }
 }
 
-/** Removes the identity directories of Dispatch processes that are gone (and of versions that did not say). */
+/**
+ * A directory of a version that did not name its process (one per sandbox, removed when it closed) is
+ * left alone this long: such a Dispatch may still be running beside this one (a rolling deploy on one
+ * host), and its sandboxes' commands bind their files from it.
+ */
+const UNNAMED_KEPT_MS = 7 * 24 * 60 * 60 * 1000;
+
+/** Removes the identity directories of Dispatch processes that are gone. */
 export async function sweepIdentities(parent = tmpdir()): Promise<string[]> {
   const names = await readdir(parent).catch(() => [] as string[]);
   const removed: string[] = [];
   for (const name of names) {
     if (!name.startsWith(PREFIX)) continue;
     const owner = name.slice(PREFIX.length).match(/^(\d+\.\d+)-/)?.[1];
-    if (!ownerGone(owner)) continue;
+    if (owner ? !ownerGone(owner) : !(await olderThan(join(parent, name), UNNAMED_KEPT_MS))) continue;
     await rm(join(parent, name), { recursive: true, force: true });
     removed.push(join(parent, name));
   }
   return removed;
+}
+
+async function olderThan(path: string, ms: number): Promise<boolean> {
+  const stats = await stat(path).catch(() => undefined);
+  return stats !== undefined && Date.now() - stats.mtimeMs > ms;
 }
 
 function ignoreGone(err: NodeJS.ErrnoException): void {

@@ -427,8 +427,12 @@ describe.skipIf(bwrapProblem !== undefined)("a bubblewrap sandbox's files", () =
     const leftover = join(tmpdir(), `dispatch-agent-identity-${process.pid}.1-test`);
     await mkdir(leftover);
     await writeFile(join(leftover, "passwd-run-1"), "agent:x:1000:1000::/w:/bin/bash\n");
+    // An earlier version's, which does not say whose it is: that Dispatch may still run beside this one.
+    const unnamed = await mkdtemp(join(tmpdir(), "dispatch-agent-identity-"));
     const { sandbox, runId } = await newSandbox("bwrap");
     expect(existsSync(leftover)).toBe(false);
+    expect(existsSync(unnamed)).toBe(true);
+    await rm(unnamed, { recursive: true, force: true });
     // This process's own stay in use.
     expect(passwdFilesOf(runId)).toHaveLength(1);
     await sandbox.close?.();
