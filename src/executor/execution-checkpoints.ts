@@ -110,6 +110,17 @@ export class ExecutionCheckpoints {
     this.schedule?.stepEnded();
   }
 
+  /**
+   * The last checkpoint before the run waits for a person (whichever worker continues it starts from
+   * here), taken before the wait is committed: once it is, the store refuses this worker's writes. The
+   * schedule ends with it; `start()` begins another if the execution goes on after all.
+   */
+  async beforeWait(): Promise<void> {
+    const schedule = this.schedule;
+    this.schedule = undefined;
+    await schedule?.flush();
+  }
+
   /** The last checkpoint, with the step that just ended, before the run moves to another worker. */
   async handOver(): Promise<void> {
     await this.schedule?.flush();

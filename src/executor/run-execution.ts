@@ -417,9 +417,12 @@ export class RunExecution {
           : mode === "plan" && outcome.status === "succeeded"
             ? await recordPlan(store, run)
             : undefined;
+        // Waiting, it is resumed from its last checkpoint: taken while this worker still holds the run.
+        if (waitFor) await this.checkpoints?.beforeWait();
         const pending = await this.finish(outcome, undefined, waitFor);
         if (pending.length === 0) return;
         // Follow-ups arrived as the agent finished: the same execution continues with them.
+        this.checkpoints?.start();
         input = pending;
       }
     } finally {
@@ -431,9 +434,6 @@ export class RunExecution {
         // The last checkpoint, with the step that just ended, then the run moves on: INPROGRESS throughout.
         await this.checkpoints?.handOver();
         await store.handBackRun(run.id, workerId, HANDED_BACK_MESSAGE);
-      } else if (this.blocked) {
-        // Waiting for a person: whichever worker continues it starts from here.
-        await this.checkpoints?.handOver();
       }
       quotaWatcher?.stop();
       await sandbox?.close?.().catch((err) => this.log.warn({ err }, "releasing the sandbox failed"));
