@@ -47,7 +47,7 @@ describe("SQLite WAL checkpoint off the event loop", () => {
     const reader = new DatabaseSync(copy, { readOnly: true });
     const { n } = reader.prepare("SELECT count(*) AS n FROM t").get() as { n: number };
     reader.close();
-    db.close();
+    await db.close();
     expect(Number(n)).toBe(300);
   });
 
@@ -67,6 +67,6 @@ describe("SQLite WAL checkpoint off the event loop", () => {
     expect(db.dataVersion()).toBe(before);
     await new Promise((resolve) => setImmediate(resolve));
     expect(db.dataVersion()).not.toBe(before);
-    db.close();
+    await db.close();
   });
 });

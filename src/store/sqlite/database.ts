@@ -241,12 +241,14 @@ export class Database {
     }
   }
 
-  close(): void {
-    this.checkpointer?.close();
+  /** Closes the connection now; resolves once the checkpoint thread's connection is closed too. */
+  close(): Promise<void> {
+    const checkpointerClosed = this.checkpointer?.close() ?? Promise.resolve();
     if (this.handle.isOpen) this.handle.close();
     // A sync under way finishes first (its callers are still answered); the descriptor is closed after.
     this.closing = true;
     if (!this.walSyncing) this.closeWal();
+    return checkpointerClosed;
   }
 }
 

@@ -57,12 +57,15 @@ export class WalCheckpointer {
     this.timer.unref();
   }
 
-  /** Stops the thread; a checkpoint under way finishes first (SQLite makes an interrupted one safe too). */
-  close(): void {
+  /**
+   * Stops the thread; a checkpoint under way finishes first. Resolves once its connection is closed, so
+   * that nothing of it touches the database's files afterwards (a caller may remove them).
+   */
+  close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.timer);
     clearTimeout(this.idleTimer);
-    this.stopWorker();
+    return this.stopWorker();
   }
 
   private start(): void {
@@ -84,7 +87,7 @@ export class WalCheckpointer {
     worker.on("error", () => this.fail());
     worker.on("exit", () => {
       if (this.worker === worker) this.worker = undefined;
-      if (this.running) this.fail();
+      if (this.running && !this.closed) this.fail();
     });
     this.worker = worker;
     return worker;
@@ -93,24 +96,28 @@ export class WalCheckpointer {
   private finished(ok: boolean): void {
     this.running = false;
     if (ok) this.completed += 1;
+    if (this.closed) return;
     if (this.dirty) {
       this.committed();
       return;
     }
-    this.idleTimer = setTimeout(() => this.stopWorker(), IDLE_MS);
+    this.idleTimer = setTimeout(() => void this.stopWorker(), IDLE_MS);
     this.idleTimer.unref();
   }
 
   private fail(): void {
     this.running = false;
     this.failed = true;
-    this.stopWorker();
+    void this.stopWorker();
     if (this.handle.isOpen) this.handle.exec("PRAGMA wal_autocheckpoint = 1000");
   }
 
-  private stopWorker(): void {
+  private stopWorker(): Promise<void> {
     const worker = this.worker;
     this.worker = undefined;
-    worker?.postMessage("close");
+    if (!worker) return Promise.resolve();
+    const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
+    worker.postMessage("close");
+    return exited;
   }
 }
