@@ -117,6 +117,8 @@ export class WalCheckpointer {
     this.worker = undefined;
     if (!worker) return Promise.resolve();
     const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
+    // Held until its connection is closed: a caller awaiting this must not see the process end first.
+    worker.ref();
     worker.postMessage("close");
     return exited;
   }
