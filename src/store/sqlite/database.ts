@@ -33,6 +33,8 @@ export class Database {
   private closing = false;
   /** Checkpoints the log on a thread of its own; undefined when not in WAL mode. */
   readonly checkpointer: WalCheckpointer | undefined;
+  /** The checkpointer is restarting the log: group commits wait (see WalCheckpointer). */
+  private writesHeld = false;
   /** data_version as read in this event-loop turn; undefined once the turn is over. */
   private turnDataVersion: number | undefined;
   /** Group commits waiting for the next sync of the log (one sync answers all of them). */
@@ -43,7 +45,17 @@ export class Database {
     this.handle = new DatabaseSync(path);
     const mode = this.handle.prepare("PRAGMA journal_mode = WAL").get() as { journal_mode?: string };
     this.walPath = mode?.journal_mode === "wal" ? `${path}-wal` : undefined;
-    if (this.walPath) this.checkpointer = new WalCheckpointer(path, this.handle);
+    if (this.walPath) {
+      this.checkpointer = new WalCheckpointer(path, this.handle, {
+        hold: () => {
+          this.writesHeld = true;
+        },
+        release: () => {
+          this.writesHeld = false;
+          if (this.pending.length > 0) setImmediate(() => this.flush());
+        },
+      });
+    }
     // FULL: a write is on disk, not only in the WAL buffer, before it is acknowledged. Group commits
     // (`grouped`) keep that promise with an fdatasync of the log on libuv's thread pool instead.
     this.handle.exec("PRAGMA synchronous = FULL");
@@ -121,6 +133,8 @@ export class Database {
   }
 
   private flush(): void {
+    // Held: the release flushes what waited. Empty: a release's flush found the group already committed.
+    if (this.writesHeld || this.pending.length === 0) return;
     const batch = this.pending;
     this.pending = [];
     const syncLater = this.walPath !== undefined;

@@ -1,60 +1,81 @@
 import type { DatabaseSync } from "node:sqlite";
 import { Worker } from "node:worker_threads";
+import { WalIndex } from "./wal-index.ts";
 
-/** How long after a commit the log is checkpointed: the commits of those milliseconds share one. */
-const CHECKPOINT_DELAY_MS = 200;
-/** With no commit for this long, the thread and its connection are let go (idle memory). */
+/** A checkpoint starts once the log holds this many pages not yet in the database file (SQLite's default). */
+export const CHECKPOINT_PAGES = 1_000;
+/** With no checkpoint asked for this long, the thread and its connection are let go (idle memory). */
 const IDLE_MS = 10_000;
 /**
- * The event loop's connection still checkpoints by itself once the log holds this many pages (SQLite's
- * default is 1,000): only if the thread falls that far behind or cannot run, so the log stays bounded.
+ * The event loop's connection still checkpoints by itself once the log holds this many pages: only if
+ * the thread cannot run (or another process keeps the log from restarting), so the log stays bounded.
  */
 export const BACKSTOP_AUTOCHECKPOINT_PAGES = 10_000;
+
+/** Lets the checkpointer keep group commits from starting for a moment (Database's `grouped`). */
+export interface WriteGate {
+  hold(): void;
+  release(): void;
+}
+
+interface CheckpointResult {
+  ok: boolean;
+}
 
 /**
  * Checkpoints the write-ahead log on a thread of its own (wal-checkpoint-worker.ts). SQLite's automatic
  * checkpoint ran inside the COMMIT that crossed 1,000 pages: on the event loop, copying the log into the
  * database file and syncing both while every request waited (bench/README.md, "Third round: the API
- * path"). Here the connection of the event loop checkpoints only as a backstop, and a commit asks for a
- * checkpoint a little later on the thread, which SQLite coordinates with the writer through the WAL's
- * shared memory, as it does for another process: a checkpoint never copies a page a reader still needs,
- * and the log is reused from its start only once everything in it is in the synced database file.
+ * path"). Here the event loop's connection checkpoints only as a backstop.
  *
- * The thread is started on the first commit and stopped after IDLE_MS without one. If it fails, the
- * connection goes back to SQLite's default automatic checkpoint.
+ * Once the log holds CHECKPOINT_PAGES uncopied pages, the thread copies them (PASSIVE: it never blocks
+ * the writer). Under continuous writes that copy never ends with the whole log copied — frames are
+ * appended while it runs — and SQLite reuses the log from its start only when a write transaction begins
+ * with everything in it copied and synced into the database file. So if frames were appended meanwhile,
+ * group commits are held and the thread copies that tail (a few milliseconds: the tail and two syncs);
+ * the first group let through then restarts the log. Reads go on during the hold; a plain transaction
+ * (`tx`) is not held and at worst postpones the restart to the next round.
+ *
+ * The thread starts with the first checkpoint (a server that wrote little never starts it) and stops
+ * after IDLE_MS without one. If it fails, the connection goes back to SQLite's default automatic
+ * checkpoint.
  */
 export class WalCheckpointer {
   private readonly path: string;
   private readonly handle: DatabaseSync;
+  private readonly writes: WriteGate;
+  private readonly index: WalIndex;
   private worker: Worker | undefined;
-  private timer: NodeJS.Timeout | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
-  private running = false;
-  /** A commit came while a checkpoint was under way: another one follows it. */
-  private dirty = false;
+  /** What the thread is doing: nothing, copying the log, or copying its tail while writes are held. */
+  private phase: "idle" | "copying" | "restarting" = "idle";
   private failed = false;
   private closed = false;
-  /** Checkpoints the thread completed (for tests and benches). */
+  /** Checkpoints the thread completed, and of those the ones after which the log could restart. */
   completed = 0;
+  fullyCopied = 0;
 
-  constructor(path: string, handle: DatabaseSync) {
+  constructor(path: string, handle: DatabaseSync, writes: WriteGate) {
     this.path = path;
     this.handle = handle;
+    this.writes = writes;
+    this.index = new WalIndex(path);
     handle.exec(`PRAGMA wal_autocheckpoint = ${BACKSTOP_AUTOCHECKPOINT_PAGES}`);
   }
 
-  /** A transaction committed to the log: checkpoint it soon. */
+  /** Whether the thread (an isolate and a connection, ≈ 29 MB) is alive. */
+  get threadAlive(): boolean {
+    return this.worker !== undefined;
+  }
+
+  /** A transaction committed to the log: checkpoint if the log has grown enough. */
   committed(): void {
-    if (this.closed || this.failed) return;
+    if (this.closed || this.failed || this.phase !== "idle") return;
+    if (this.index.uncheckpointedPages() < CHECKPOINT_PAGES) return;
     clearTimeout(this.idleTimer);
     this.idleTimer = undefined;
-    if (this.running) {
-      this.dirty = true;
-      return;
-    }
-    if (this.timer) return;
-    this.timer = setTimeout(() => this.start(), CHECKPOINT_DELAY_MS);
-    this.timer.unref();
+    this.phase = "copying";
+    this.thread().postMessage("checkpoint");
   }
 
   /**
@@ -63,17 +84,11 @@ export class WalCheckpointer {
    */
   close(): Promise<void> {
     this.closed = true;
-    clearTimeout(this.timer);
     clearTimeout(this.idleTimer);
+    if (this.phase === "restarting") this.writes.release();
+    this.phase = "idle";
+    this.index.close();
     return this.stopWorker();
-  }
-
-  private start(): void {
-    this.timer = undefined;
-    if (this.closed || this.failed) return;
-    this.running = true;
-    this.dirty = false;
-    this.thread().postMessage("checkpoint");
   }
 
   private thread(): Worker {
@@ -83,30 +98,40 @@ export class WalCheckpointer {
     });
     // Never what keeps the process alive.
     worker.unref();
-    worker.on("message", (result: { ok: boolean }) => this.finished(result.ok));
-    worker.on("error", () => this.fail());
+    worker.on("message", (result: CheckpointResult) => this.finished(result));
+    // A thread that was let go (stopWorker) is no longer `this.worker`: only the current one can fail.
+    worker.on("error", () => {
+      if (this.worker === worker) this.fail();
+    });
     worker.on("exit", () => {
-      if (this.worker === worker) this.worker = undefined;
-      if (this.running && !this.closed) this.fail();
+      if (this.worker === worker && !this.closed) this.fail();
     });
     this.worker = worker;
     return worker;
   }
 
-  private finished(ok: boolean): void {
-    this.running = false;
-    if (ok) this.completed += 1;
+  private finished(result: CheckpointResult): void {
     if (this.closed) return;
-    if (this.dirty) {
-      this.committed();
+    // What the thread reports is the log as it stood when it began; the wal-index tells whether frames
+    // were appended since.
+    const whole = result.ok && this.index.uncheckpointedPages() === 0;
+    if (result.ok) this.completed += 1;
+    if (whole) this.fullyCopied += 1;
+    if (this.phase === "copying" && result.ok && !whole) {
+      this.phase = "restarting";
+      this.writes.hold();
+      this.worker?.postMessage("checkpoint");
       return;
     }
+    if (this.phase === "restarting") this.writes.release();
+    this.phase = "idle";
     this.idleTimer = setTimeout(() => void this.stopWorker(), IDLE_MS);
     this.idleTimer.unref();
   }
 
   private fail(): void {
-    this.running = false;
+    if (this.phase === "restarting") this.writes.release();
+    this.phase = "idle";
     this.failed = true;
     void this.stopWorker();
     if (this.handle.isOpen) this.handle.exec("PRAGMA wal_autocheckpoint = 1000");
