@@ -10,20 +10,25 @@
  * endpoint in its own child process (bare-ack.ts) that verifies the same signature and answers 200,
  * measured the same way. Afterwards it checks that exactly 100 runs exist (no command lost or doubled).
  *
- * Knobs: BENCH_SLACK_CONCURRENCY (default 100), BENCH_SLACK_WARMUP (warm-up bursts of `help`, default 2).
+ * Knobs: BENCH_SLACK_CONCURRENCY (default 100), BENCH_SLACK_WARMUP (warm-up bursts of `help`, default 2),
+ * BENCH_SLACK_ROUNDS (measured bursts of each, default 1: the figures are each burst's own, pooled),
+ * BENCH_CPU_PROF=<dir> (Dispatch writes dispatch-*.cpuprofile there when it stops; bench/README.md).
  * Exits 0 whether the target is met or not; 1 when the bench itself went wrong.
  */
 import { randomBytes } from "node:crypto";
+import { resolve } from "node:path";
 import { signSlackRequest } from "../../src/integrations/slack/signature.ts";
 import { waitFor } from "../../test/support/dispatch.ts";
 import { FakeSlack } from "../../test/support/fake-slack.ts";
 import { keepAlivePoster, latencySummary } from "../support/acks.ts";
 import { startBareServer } from "../support/bare-server.ts";
-import { startDispatchProcess } from "../support/dispatch.ts";
+import { type BenchDispatchProcess, startDispatchProcess } from "../support/dispatch.ts";
 import { loadLine, loadNow, machineNow, ms, recordResults } from "../support/results.ts";
 
 const CONCURRENCY = Number(process.env.BENCH_SLACK_CONCURRENCY ?? 100);
 const WARMUP_BURSTS = Number(process.env.BENCH_SLACK_WARMUP ?? 2);
+const ROUNDS = Math.max(1, Number(process.env.BENCH_SLACK_ROUNDS ?? 1));
+const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : undefined;
 const SECRET = randomBytes(16).toString("hex");
 const TARGET_P99_MS = 50;
 const post = keepAlivePoster(CONCURRENCY);
@@ -65,6 +70,27 @@ async function burst(url: string, n: number, text: (i: number) => string, tag: s
   );
 }
 
+/**
+ * The runs Slack created, page by page (a page holds at most 500), once every one of them has finished:
+ * the next round's burst then meets a Dispatch that is not still running the last round's commands.
+ */
+async function countSlackRuns(server: BenchDispatchProcess): Promise<number> {
+  let n = 0;
+  let finished = true;
+  let cursor: string | undefined;
+  do {
+    const page = await server.api(
+      "GET",
+      `/api/v1/agent/runs?limit=500&source=SLACK${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+    );
+    const runs = page.body.runs as Array<{ state: string }>;
+    n += runs.length;
+    finished &&= runs.every((run) => ["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"].includes(run.state));
+    cursor = page.body.page_info?.next_cursor;
+  } while (cursor);
+  return finished ? n : 0;
+}
+
 async function main(): Promise<number> {
   const machine = machineNow();
   process.stderr.write(`[bench:slack] ${loadLine(machine)}\n`);
@@ -77,6 +103,9 @@ async function main(): Promise<number> {
       SLACK_API_URL: fake.url,
       DISPATCH_LOG_LEVEL: "info",
     },
+    nodeFlags: CPU_PROF_DIR
+      ? ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF_DIR}`, `--cpu-prof-name=dispatch-${Date.now()}.cpuprofile`]
+      : [],
   });
   const bare = await startBareServer(new URL("./bare-ack.ts", import.meta.url), {
     env: { BENCH_SIGNING_SECRET: SECRET },
@@ -88,24 +117,34 @@ async function main(): Promise<number> {
       await burst(dispatchUrl, CONCURRENCY, () => "help", `W${w}x`);
       await burst(bareUrl, CONCURRENCY, () => "help", `W${w}x`);
     }
-    const baseline = latencySummary(await burst(bareUrl, CONCURRENCY, (i) => `$ echo bench ${i}`, "B"));
-    const measured = latencySummary(await burst(dispatchUrl, CONCURRENCY, (i) => `$ echo bench ${i}`, "M"));
-
-    const runs = await waitFor(
-      async () => {
-        const res = await server.api("GET", "/api/v1/agent/runs?limit=500&source=SLACK");
-        const n = (res.body.runs as unknown[]).length;
-        return n >= CONCURRENCY ? n : undefined;
-      },
-      { timeoutMs: 30_000, intervalMs: 100, what: `${CONCURRENCY} runs` },
-    );
+    const bareSamples: number[] = [];
+    const samples: number[] = [];
+    let runs = 0;
+    for (let round = 0; round < ROUNDS; round++) {
+      const text = (i: number) => `$ echo bench ${round} ${i}`;
+      bareSamples.push(...(await burst(bareUrl, CONCURRENCY, text, `B${round}x`)));
+      samples.push(...(await burst(dispatchUrl, CONCURRENCY, text, `M${round}x`)));
+      // Each round's runs are created and finished before the next burst: it measures the intake only.
+      const expected = CONCURRENCY * (round + 1);
+      runs = await waitFor(
+        async () => {
+          const n = await countSlackRuns(server);
+          return n >= expected ? n : undefined;
+        },
+        { timeoutMs: 30_000, intervalMs: 100, what: `${expected} runs` },
+      );
+    }
+    // Per round, as the target counts them: a command lost or doubled in any round shows.
+    runs /= ROUNDS;
+    const baseline = latencySummary(bareSamples);
+    const measured = latencySummary(samples);
 
     const fmt = (n: number) => n.toFixed(1).padStart(7);
     const loadAfter = loadNow();
     process.stdout.write(
       [
         "",
-        `Slack slash-command acknowledgement, ${CONCURRENCY} concurrent signed deliveries (ms)`,
+        `Slack slash-command acknowledgement, ${CONCURRENCY} concurrent signed deliveries${ROUNDS > 1 ? `, ${ROUNDS} rounds` : ""} (ms)`,
         "                          p50      p99      max",
         `  bare node:http ack  ${fmt(baseline.p50)}  ${fmt(baseline.p99)}  ${fmt(baseline.max)}`,
         `  Dispatch            ${fmt(measured.p50)}  ${fmt(measured.p99)}  ${fmt(measured.max)}`,

@@ -1,5 +1,3 @@
-import { randomBytes } from "node:crypto";
-import { v7 as uuidv7 } from "uuid";
 import type { SteerAction } from "../access/audience.ts";
 import type { RunAccess, Viewer } from "../access/run-access.ts";
 import type { AudienceFilter } from "../model/audience.ts";
@@ -21,6 +19,7 @@ import { replayedAnswer } from "./answer-idempotency.ts";
 import { type AttachmentInput, decodeAttachments } from "./attachments.ts";
 import { idempotencyClaim, keyReused } from "./idempotency-claim.ts";
 import { decodeCursor, encodeCursor } from "./list-cursor.ts";
+import { RandomIds } from "./random-ids.ts";
 import { creatorOf, RunAudit } from "./run-audit.ts";
 import { checkCostLimit, resolveConfig, resolveCreateTime } from "./run-config.ts";
 import { findByExternalReference } from "./run-lookup.ts";
@@ -116,6 +115,9 @@ export interface RunServiceOptions {
   };
 }
 
+/** Run, follow-up and session ids: one generator for the process, so ids keep their creation order. */
+const ids = new RandomIds();
+
 /**
  * The run lifecycle behind every surface (HTTP API, Slack, GitHub, CLI). It validates nothing about
  * HTTP; it decides titles, defaults, idempotency and routing, and leaves atomicity to the store.
@@ -151,7 +153,7 @@ export class RunService {
     const skillName =
       agentSkill?.name ?? (agentConfig.skill_spec ? skillNameOf(agentConfig.skill_spec) : undefined);
     const prompt = input.prompt ?? "";
-    const id = uuidv7();
+    const id = ids.uuidv7();
     const title = input.title ?? deriveTitle(prompt, skillName);
     resolveRepository(agentConfig, id, title, this.options.delivery, { parent, triggerUrl: ctx.triggerUrl });
     const run: RunRecord = {
@@ -167,7 +169,7 @@ export class RunService {
       runTimeMs: 0,
       executionStartedAt: null,
       execution: 1,
-      sessionId: randomBytes(24).toString("base64url"),
+      sessionId: ids.token(24),
       triggerUrl: ctx.triggerUrl ?? null,
       source: ctx.source ?? "API",
       creator: ctx.creator ?? creatorOf(ctx.caller),
@@ -255,7 +257,7 @@ export class RunService {
     const result = await this.store.addFollowup(
       ctx.caller.team.id,
       runId,
-      { id: uuidv7(), message: input.prompt, mode, attachments },
+      { id: ids.uuidv7(), message: input.prompt, mode, attachments },
       this.idempotency(ctx, "create", respond),
     );
     if (!result) {
@@ -401,7 +403,7 @@ export class RunService {
     const result = await this.store.addFollowup(
       ctx.caller.team.id,
       runId,
-      { id: uuidv7(), message: input.message, mode: this.requestedMode(input.mode), attachments },
+      { id: ids.uuidv7(), message: input.message, mode: this.requestedMode(input.mode), attachments },
       this.idempotency(ctx, `followup:${runId}`, respond),
     );
     if (!result) throw notFound(runId);

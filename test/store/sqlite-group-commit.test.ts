@@ -37,14 +37,14 @@ describe("SQLite group commit", () => {
     expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled"]);
     // Later groups (while the first group's sync may still be under way) are answered too.
     await Promise.all([4, 5, 6].map((id) => db.grouped(insert(id))));
-    db.close();
+    await db.close();
 
     const reopened = new Database(path);
     const ids = reopened
       .sql("SELECT id FROM t ORDER BY id")
       .all()
       .map((row) => row.id);
-    reopened.close();
+    await reopened.close();
     expect(ids).toEqual([1, 2, 3, 4, 5, 6]);
   });
 
@@ -53,13 +53,13 @@ describe("SQLite group commit", () => {
     await db.grouped(() => db.sql("INSERT INTO t (id, v) VALUES (1, 'a')").run());
     // The NORMAL of a group commit does not leak into the connection's other writes.
     expect(db.sql("PRAGMA synchronous").get()).toEqual({ synchronous: 2 });
-    db.close();
+    await db.close();
   });
 
   it("refuses a write once the database is closed instead of leaving it unanswered", async () => {
     const { db } = await open();
     const write = db.grouped(() => db.sql("INSERT INTO t (id, v) VALUES (1, 'a')").run());
-    db.close();
+    await db.close();
     await expect(write).rejects.toThrow();
   });
 });

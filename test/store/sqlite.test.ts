@@ -36,7 +36,7 @@ describe("SQLite migrations", () => {
     db.prepare("DELETE FROM schema_migrations WHERE version = 4").run();
     const insert = db.prepare("INSERT INTO notifier_cursors (name, updated_at, run_id) VALUES (?, ?, ?)");
     for (const cursor of cursors) insert.run(...cursor);
-    db.close();
+    await db.close();
     return new SqliteStore(path);
   };
 
@@ -117,7 +117,7 @@ describe("SQLite migrations", () => {
     // As an install before 018 left it: the patch without its head.
     const db = new DatabaseSync(path);
     db.exec("DROP TABLE artifact_heads; DELETE FROM schema_migrations WHERE version = 18");
-    db.close();
+    await db.close();
 
     const upgraded = new SqliteStore(path);
     try {
@@ -138,13 +138,13 @@ describe("SQLite plans and journals", () => {
   });
   afterEach(() => rm(dir, { recursive: true, force: true }));
 
-  it("a savepoint's journal of a group commit is kept in memory, not written to a temporary file", () => {
+  it("a savepoint's journal of a group commit is kept in memory, not written to a temporary file", async () => {
     const db = new Database(join(dir, "journal.db"));
     try {
       // 2 is MEMORY: SQLite then keeps every savepoint (statement) journal in memory.
       expect(db.handle.prepare("PRAGMA temp_store").get()).toEqual({ temp_store: 2 });
     } finally {
-      db.close();
+      await db.close();
     }
   });
 
@@ -177,7 +177,7 @@ describe("SQLite plans and journals", () => {
         expect(plan.filter((step) => step.startsWith("SCAN followups"))).toEqual([]);
       }
     } finally {
-      db.close();
+      await db.close();
     }
   });
 });

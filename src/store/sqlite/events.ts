@@ -68,6 +68,17 @@ export async function listEvents(
   }));
 }
 
+/**
+ * The run's next event number. last_event_at is the run's latest progress (stall detection); it never
+ * moves back on a skewed clock. Constant texts: the statement cache is keyed by the text, and one built
+ * per event was hashed per event.
+ */
+const NEXT_SEQ = `UPDATE runs SET last_event_seq = last_event_seq + 1, last_event_at = max(coalesce(last_event_at, ''), ?)
+  WHERE id = ? RETURNING last_event_seq`;
+/** The same, only while the worker holds the run (lease fencing). */
+const NEXT_SEQ_WHILE_HELD = `UPDATE runs SET last_event_seq = last_event_seq + 1, last_event_at = max(coalesce(last_event_at, ''), ?)
+  WHERE id = ? AND worker_id = ? AND state = 'INPROGRESS' RETURNING last_event_seq`;
+
 export function insertEvent(
   db: Database,
   runId: string,
@@ -92,14 +103,11 @@ export function insertEvent(
   at: string,
   workerId?: string,
 ): RunEvent | undefined {
-  // last_event_at is the run's latest progress (stall detection); it never moves back on a skewed clock.
-  const held = workerId === undefined ? "" : " AND worker_id = ? AND state = 'INPROGRESS'";
-  const row = db
-    .sql(
-      `UPDATE runs SET last_event_seq = last_event_seq + 1, last_event_at = max(coalesce(last_event_at, ''), ?)
-        WHERE id = ?${held} RETURNING last_event_seq`,
-    )
-    .get(...(workerId === undefined ? [at, runId] : [at, runId, workerId])) as Row | undefined;
+  const row = (
+    workerId === undefined
+      ? db.sql(NEXT_SEQ).get(at, runId)
+      : db.sql(NEXT_SEQ_WHILE_HELD).get(at, runId, workerId)
+  ) as Row | undefined;
   if (!row) {
     if (workerId !== undefined) return undefined;
     throw new Error(`run ${runId} does not exist`);

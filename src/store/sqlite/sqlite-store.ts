@@ -193,7 +193,7 @@ export class SqliteStore extends StatementStore(statements) implements Store {
   }
 
   async close(): Promise<void> {
-    this.db.close();
+    await this.db.close();
   }
 
   /** Another process's commit (`dispatch keys revoke`, a replica on the same file) changes it at once. */
