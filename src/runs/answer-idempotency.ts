@@ -1,5 +1,5 @@
 import type { IdempotencyRecords } from "../store/store.ts";
-import { idempotencyClaim, keyReused } from "./idempotency-claim.ts";
+import { keyReused, requestClaim } from "./idempotency-claim.ts";
 import type { RequestContext } from "./run-service.ts";
 
 /**
@@ -14,7 +14,7 @@ export async function replayedAnswer(
   ctx: RequestContext,
   endpoint: string,
 ): Promise<{ response: unknown } | undefined> {
-  const claim = claimOf(ctx, endpoint);
+  const claim = requestClaim(ctx, endpoint);
   const recall = claim && (await store.recallIdempotency(claim));
   if (!recall) return undefined;
   if (recall.kind === "key_reused") throw keyReused();
@@ -28,17 +28,6 @@ export async function rememberAnswer(
   endpoint: string,
   response: unknown,
 ): Promise<void> {
-  const claim = claimOf(ctx, endpoint);
+  const claim = requestClaim(ctx, endpoint);
   if (claim) await store.rememberIdempotency(claim, response);
-}
-
-function claimOf(ctx: RequestContext, endpoint: string) {
-  if (!ctx.idempotencyKey) return undefined;
-  return idempotencyClaim({
-    principalId: ctx.caller.principal.id,
-    key: ctx.idempotencyKey,
-    endpoint,
-    body: ctx.rawBody,
-    respond: (value) => value,
-  });
 }

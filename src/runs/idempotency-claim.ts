@@ -48,3 +48,19 @@ export function keyReused(): RunError {
     "this Idempotency-Key was already used with a different request; use a new key for a new request",
   );
 }
+
+/** The claim of a request sent with an Idempotency-Key (RequestContext.idempotencyKey); none sent: undefined. */
+export function requestClaim(
+  ctx: { caller: { principal: { id: string } }; idempotencyKey?: string; rawBody?: unknown },
+  endpoint: string,
+  respond: (value: unknown) => unknown = (value) => value,
+): IdempotencyClaim | undefined {
+  if (!ctx.idempotencyKey) return undefined;
+  return idempotencyClaim({
+    principalId: ctx.caller.principal.id,
+    key: ctx.idempotencyKey,
+    endpoint,
+    body: ctx.rawBody,
+    respond,
+  });
+}

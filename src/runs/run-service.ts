@@ -17,7 +17,7 @@ import type {
 import { activeTraceparent } from "../telemetry/spans.ts";
 import { replayedAnswer } from "./answer-idempotency.ts";
 import { type AttachmentInput, decodeAttachments } from "./attachments.ts";
-import { idempotencyClaim, keyReused } from "./idempotency-claim.ts";
+import { keyReused, requestClaim } from "./idempotency-claim.ts";
 import { decodeCursor, encodeCursor } from "./list-cursor.ts";
 import { RandomIds } from "./random-ids.ts";
 import { creatorOf, RunAudit } from "./run-audit.ts";
@@ -559,14 +559,7 @@ export class RunService {
     endpoint: string,
     respond: (value: unknown) => unknown,
   ): IdempotencyClaim | undefined {
-    if (!ctx.idempotencyKey) return undefined;
-    return idempotencyClaim({
-      principalId: ctx.caller.principal.id,
-      key: ctx.idempotencyKey,
-      endpoint,
-      body: ctx.rawBody,
-      respond,
-    });
+    return requestClaim(ctx, endpoint, respond);
   }
 
   private unwrap(
