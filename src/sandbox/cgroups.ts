@@ -109,19 +109,29 @@ function runCgroupName(runId: string): string {
   return `${RUN_PREFIX}${runId}@${selfTag}`;
 }
 
-/** A run cgroup left by a Dispatch process that no longer runs (or by a version that did not say). */
-function isLeftover(name: string): boolean {
-  if (!name.startsWith(RUN_PREFIX)) return false;
-  return ownerGone(name.match(/@(\d+\.\d+)$/)?.[1]);
+/**
+ * Whether a run cgroup is left over: `gone`, its Dispatch process no longer runs (its processes are
+ * killed); `unnamed`, a version that did not name its process made it, which may still run beside this
+ * one (a rolling deploy on one host): removed only once empty, its processes never killed from here.
+ */
+function leftover(name: string): "gone" | "unnamed" | undefined {
+  if (!name.startsWith(RUN_PREFIX)) return undefined;
+  const owner = name.match(/@(\d+\.\d+)$/)?.[1];
+  if (!owner) return "unnamed";
+  return ownerGone(owner) ? "gone" : undefined;
 }
 
 async function sweepParents(parents: string[]): Promise<string[]> {
   const removed: string[] = [];
   for (const parent of parents) {
     const names = await readdir(parent).catch(() => [] as string[]);
-    for (const name of names.filter(isLeftover)) {
+    for (const name of names) {
+      const kind = leftover(name);
+      if (!kind) continue;
       const dir = join(parent, name);
-      await killAndRemove([dir]);
+      // rmdir of a cgroup that still has processes fails (EBUSY): an unnamed one in use stays.
+      if (kind === "gone") await killAndRemove([dir]);
+      else await rmdir(dir).catch(() => {});
       if (!existsSync(dir)) removed.push(dir);
     }
   }

@@ -1,6 +1,6 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, rmdir, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { networkInterfaces, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -478,7 +478,7 @@ describe.skipIf(!cgroups)("a run's cgroup", () => {
     await sandbox.close?.();
   });
 
-  it("at start-up kills and removes the run cgroups an earlier Dispatch left behind", async () => {
+  it("at start-up kills and removes the run cgroups an earlier Dispatch left behind, and leaves an older version's in use alone", async () => {
     // Named as a run cgroup of a Dispatch that has gone: this pid, but a start time it never had.
     const leftover = cgroups!.parents.map((p) =>
       join(p, `dispatch-run-leftover-${process.pid}@${process.pid}.1`),
@@ -486,9 +486,22 @@ describe.skipIf(!cgroups)("a run's cgroup", () => {
     for (const dir of leftover) await mkdir(dir);
     const sleeper = spawn("sleep", ["600"], { stdio: "ignore" });
     for (const dir of leftover) await writeFile(join(dir, "cgroup.procs"), String(sleeper.pid));
+    // An earlier version's, which does not name its process: that Dispatch may still run beside this one.
+    const unnamed = cgroups!.parents.map((p) => join(p, `dispatch-run-unnamed-${process.pid}`));
+    const unnamedEmpty = cgroups!.parents.map((p) => join(p, `dispatch-run-unnamed-empty-${process.pid}`));
+    for (const dir of [...unnamed, ...unnamedEmpty]) await mkdir(dir);
+    const other = spawn("sleep", ["600"], { stdio: "ignore" });
+    for (const dir of unnamed) await writeFile(join(dir, "cgroup.procs"), String(other.pid));
     await createSandboxProvider({ mode: "none", hide: [], limits: {}, log });
     await waitFor(() => !isAlive(sleeper.pid!) || undefined, { what: "the leftover process to die" });
     for (const dir of leftover) expect(existsSync(dir)).toBe(false);
+    // Its processes are left alone and its cgroup stays while in use; an empty one is removed.
+    expect(isAlive(other.pid!)).toBe(true);
+    for (const dir of unnamed) expect(existsSync(dir)).toBe(true);
+    for (const dir of unnamedEmpty) expect(existsSync(dir)).toBe(false);
+    other.kill("SIGKILL");
+    await waitFor(() => !isAlive(other.pid!) || undefined, { what: "the other process to end" });
+    for (const dir of unnamed) await rmdir(dir);
   });
 });
 
