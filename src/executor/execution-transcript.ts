@@ -43,6 +43,8 @@ export class ExecutionTranscript {
   private readonly opts: ExecutionTranscriptOptions;
   private held: NewRunEvent[] = [];
   private timer: NodeJS.Timeout | undefined;
+  /** Held events wait for the next write however long it takes (keepForCommit), until it comes. */
+  private keep = false;
   /** The writes under way, in order: each one starts after the one before. */
   private writes: Promise<unknown> = Promise.resolve();
 
@@ -82,6 +84,17 @@ export class ExecutionTranscript {
   }
 
   /**
+   * What is held waits for the next write however long it takes: the end of a turn after which the run
+   * waits for a person, whose last words (a plan) are committed with the wait, so that whoever follows the
+   * run sees them with it (a plan shown once, in the question that asks to approve it).
+   */
+  keepForCommit(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.keep = true;
+  }
+
+  /**
    * Writes `events` a store call could not (it found the run no longer this worker's): kept when the run
    * was cancelled, as every write after a cancel is; nothing when another worker has it.
    */
@@ -106,6 +119,7 @@ export class ExecutionTranscript {
 
   private hold(event: NewRunEvent): void {
     this.held.push(event);
+    if (this.keep) return;
     this.timer ??= setTimeout(() => {
       this.timer = undefined;
       this.flush().catch((err) => {
@@ -117,6 +131,7 @@ export class ExecutionTranscript {
   private take(): NewRunEvent[] {
     clearTimeout(this.timer);
     this.timer = undefined;
+    this.keep = false;
     const events = this.held;
     this.held = [];
     return events;

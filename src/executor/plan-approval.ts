@@ -1,8 +1,6 @@
 import { v7 as uuidv7 } from "uuid";
 import type { StatusMessage } from "../model/run.ts";
-import { currentExecutionEvents } from "../model/run-resume.ts";
 import type { Store } from "../store/store.ts";
-import { readTranscript } from "./run-history.ts";
 
 /**
  * A plan waits for approval (docs/architecture.md, "Waiting for a person"): the plan the agent wrote in
@@ -11,13 +9,10 @@ import { readTranscript } from "./run-history.ts";
  * it, Cancel ends it.
  */
 export async function recordPlan(
-  store: Pick<Store, "listEvents" | "recordArtifact">,
+  store: Pick<Store, "recordArtifact">,
   run: { id: string; title: string },
+  plan: string,
 ): Promise<StatusMessage> {
-  const events = currentExecutionEvents(await readTranscript(store, run.id));
-  const plan = String(
-    events.findLast((e) => e.type === "message" && e.data.role === "assistant")?.data.text ?? "",
-  );
   const uid = uuidv7();
   const content = Buffer.from(plan, "utf8");
   await store.recordArtifact(

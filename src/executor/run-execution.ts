@@ -103,6 +103,8 @@ export class RunExecution {
   private blocked = false;
   /** Set when the workspace went over its disk quota: how the run ends once the harness has stopped. */
   private overQuota: RunPatch["statusMessage"];
+  /** The agent's last message in this execution: in plan mode, its plan (committed with the wait). */
+  private lastWords = "";
   /** Set when the run went over its cost limit: how it ends once the harness has stopped. */
   private overBudget: RunPatch["statusMessage"];
   /** The run's cost (its earlier executions' and this one's model calls); set once the agent may start. */
@@ -398,9 +400,8 @@ export class RunExecution {
         const asked = outcome.status === "succeeded" ? outcome.waitFor : undefined;
         // A plan changes nothing, so nothing is delivered (the repository stays as it was); a question is
         // not the end of the work.
-        // Delivery's summary and the plan are the agent's last words: durable first.
-        if (repository.target || mode === "plan") await this.transcript.flush();
         if (repository.target && mode !== "plan" && !asked) {
+          await this.transcript.flush(); // delivery's summary is the agent's last words: durable first
           const delivered = await this.delivery.deliver(
             repository.target,
             workspace,
@@ -412,10 +413,11 @@ export class RunExecution {
           if (signal.aborted) return;
           outcome = delivered;
         }
+        if (asked || mode === "plan") this.transcript.keepForCommit(); // its last words go with the wait
         const waitFor = asked
           ? { message: asked.message, error_code: asked.reason, retryable: false }
           : mode === "plan" && outcome.status === "succeeded"
-            ? await recordPlan(store, run)
+            ? await recordPlan(store, run, this.lastWords)
             : undefined;
         // Waiting, it is resumed from its last checkpoint: taken while this worker still holds the run.
         if (waitFor) await this.checkpoints?.beforeWait();
@@ -492,6 +494,7 @@ export class RunExecution {
 
   /** Appends to the transcript (execution-transcript.ts): fenced by this worker's claim on the run. */
   private emit(type: RunEventType, data: Record<string, unknown>): Promise<void> {
+    if (type === "message" && data.role === "assistant") this.lastWords = String(data.text ?? "");
     return this.transcript.emit(type, data);
   }
 

@@ -144,6 +144,9 @@ export class StepReporter {
       stream: `thread:${runId}:${threadKey(followed.binding)}`,
     };
     const messages: OutboxMessage[] = [];
+    // The thought of the agent's last message, while unsent: a plan is shown once, in its elicitation (the
+    // executor commits the plan with the wait, so both come in one read).
+    let lastThought: OutboxMessage | undefined;
     for (const event of events) {
       if (
         event.type === "message" &&
@@ -154,6 +157,9 @@ export class StepReporter {
       }
       if (event.type === "state" && event.data.state === "BLOCKED") {
         const status = event.data.status_message as { reason?: string; message?: string } | undefined;
+        if (status?.reason === "awaiting_approval" && lastThought)
+          messages.splice(messages.indexOf(lastThought), 1);
+        lastThought = undefined;
         messages.push({
           ...activityMessage(
             `linear-elicitation:${runId}:${event.seq}`,
@@ -166,12 +172,14 @@ export class StepReporter {
       }
       const step = stepActivity(event, followed.calls);
       if (!step) continue;
-      messages.push({
+      const message = {
         ...activityMessage(`linear-step:${runId}:${event.seq}`, where, step.content, {
           ...(step.ephemeral ? { ephemeral: true } : {}),
         }),
         threadKey: threadKey(followed.binding),
-      });
+      };
+      messages.push(message);
+      lastThought = event.type === "message" ? message : undefined;
     }
     if (messages.length > 0) await this.store.enqueueOutbox(runId, messages);
   }

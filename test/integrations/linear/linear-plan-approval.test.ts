@@ -35,6 +35,12 @@ describe("Linear: a plan that waits for approval", { timeout: 120_000 }, () => {
     expect(body).toContain("Waiting for you: approval of its plan.");
     expect(body).toContain("$ echo one > one.txt");
     expect(body).toContain("Reply `approve`");
+    // The plan is shown once: in the elicitation, not also as the thought before it.
+    expect(
+      l.fake
+        .activitiesOf(sessionId)
+        .filter((a) => String(a.content.body ?? "").includes("$ echo one > one.txt")),
+    ).toEqual([ask]);
 
     await l.deliver(l.fake.prompted(sessionId, l.ada, "revise\n$ echo two > two.txt"));
     await waitFor(
