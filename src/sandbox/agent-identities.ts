@@ -62,7 +62,7 @@ export class AgentIdentities {
   }
 
   private async makeShared(): Promise<string> {
-    await sweepIdentities(this.parent);
+    // Leftovers of gone processes were swept once at start-up (createSandboxProvider).
     const dir = await mkdtemp(join(this.parent, `${PREFIX}${selfTag}-`));
     // The workspace only appears in passwd: any path gives the same group and resolv.conf.
     const files = agentIdentityFiles("/");
