@@ -28,8 +28,13 @@ export function str(value: unknown): string | null {
   return value === null || value === undefined ? null : String(value);
 }
 
+/**
+ * The run of a stored row. The optional keys are added one by one, only when present: an object literal
+ * with a conditional spread per optional key made (and copied) a temporary object for each, a third of
+ * this function's cost on every read of a run.
+ */
 export function toRun(row: Row): RunRecord {
-  return {
+  const run: RunRecord = {
     id: String(row.id),
     teamId: String(row.team_id),
     title: String(row.title),
@@ -56,28 +61,29 @@ export function toRun(row: Row): RunRecord {
     leaseExpiresAt: str(row.lease_expires_at),
     agentStarted: Number(row.agent_started) === 1,
     requeueCount: Number(row.requeue_count),
-    // Null only for a run stored before migration 014 recorded it (and never since given an event).
-    ...(row.last_event_at == null ? {} : { lastEventAt: String(row.last_event_at) }),
-    // Only set when they differ from a plain run's, like the schedule below.
-    ...(row.parent_run_id == null ? {} : { parentRunId: String(row.parent_run_id) }),
-    ...(row.root_run_id == null ? {} : { rootRunId: String(row.root_run_id) }),
-    ...(Number(row.interrupts) > 0 ? { interrupts: Number(row.interrupts) } : {}),
-    ...(row.mode === "plan" ? { mode: "plan" as const } : {}),
-    ...(row.resume_reason == null ? {} : { resuming: row.resume_reason as ResumeReason }),
-    ...(Number(row.resumes) > 0 ? { resumes: Number(row.resumes) } : {}),
-    ...(row.budget == null ? {} : { budget: parseJson<RunBudget>(row.budget, {}) }),
-    // Only a fired run carries the key, so records of other runs compare equal to what was inserted.
-    ...(row.schedule_id == null
-      ? {}
-      : {
-          schedule: {
-            scheduleId: String(row.schedule_id),
-            scheduleName: String(row.schedule_name),
-            cronSchedule: String(row.schedule_cron),
-            fireTime: String(row.schedule_fire_time),
-          },
-        }),
   };
+  // Null only for a run stored before migration 014 recorded it (and never since given an event).
+  if (row.last_event_at != null) run.lastEventAt = String(row.last_event_at);
+  // Only set when they differ from a plain run's, like the schedule below.
+  if (row.parent_run_id != null) run.parentRunId = String(row.parent_run_id);
+  if (row.root_run_id != null) run.rootRunId = String(row.root_run_id);
+  const interrupts = Number(row.interrupts);
+  if (interrupts > 0) run.interrupts = interrupts;
+  if (row.mode === "plan") run.mode = "plan";
+  if (row.resume_reason != null) run.resuming = row.resume_reason as ResumeReason;
+  const resumes = Number(row.resumes);
+  if (resumes > 0) run.resumes = resumes;
+  if (row.budget != null) run.budget = parseJson<RunBudget>(row.budget, {});
+  // Only a fired run carries the key, so records of other runs compare equal to what was inserted.
+  if (row.schedule_id != null) {
+    run.schedule = {
+      scheduleId: String(row.schedule_id),
+      scheduleName: String(row.schedule_name),
+      cronSchedule: String(row.schedule_cron),
+      fireTime: String(row.schedule_fire_time),
+    };
+  }
+  return run;
 }
 
 export function toBinding(row: Row): ThreadBinding {
