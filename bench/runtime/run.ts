@@ -10,8 +10,7 @@
  * at once for the memory figure, 8), BENCH_MODES (none,bwrap). CPU per run is given four ways: the main
  * thread, every process Dispatch started, the kernel's own threads (namespace teardown is charged to no
  * process) and the whole machine (others' work included: read it beside the load). Prints figures and
- * ratios; no assertions
- * (exit 1 only when the bench itself went wrong: a run did not succeed).
+ * ratios; no assertions (exit 1 only when the bench itself went wrong: a run did not succeed).
  */
 import { readdirSync, readFileSync } from "node:fs";
 import type { Dispatch } from "../../src/app.ts";
