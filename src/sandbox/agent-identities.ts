@@ -1,3 +1,4 @@
+import { writeFileSync } from "node:fs";
 import { mkdtemp, readdir, rm, stat, unlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -43,7 +44,8 @@ export class AgentIdentities {
     const dir = await shared;
     const passwd = join(dir, `passwd-${runId}-${++this.made}`);
     try {
-      await writeFile(passwd, agentIdentityFiles(workspace).passwd, { mode: 0o644 });
+      // Synchronous: a small file in the page cache, where three thread-pool round trips queue under load.
+      writeFileSync(passwd, agentIdentityFiles(workspace).passwd, { mode: 0o644 });
     } catch (err) {
       // The directory was removed under a long-lived Dispatch (a /tmp cleaner): made again, once.
       if ((err as NodeJS.ErrnoException).code !== "ENOENT" || retried) throw err;

@@ -1,7 +1,13 @@
+import { mkdirSync, realpathSync } from "node:fs";
 import { mkdir, realpath, rm } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { Logger } from "pino";
-import { type AgentIdentities, agentIdentities, sweepIdentities } from "./agent-identities.ts";
+import {
+  type AgentIdentities,
+  agentIdentities,
+  type RunIdentity,
+  sweepIdentities,
+} from "./agent-identities.ts";
 import { BwrapSandbox, findBwrap, which } from "./bwrap-sandbox.ts";
 import { type CgroupLimits, type Cgroups, detectCgroups } from "./cgroups.ts";
 import { commandSpawner } from "./command-spawner.ts";
@@ -109,8 +115,16 @@ export async function createSandboxProvider(opts: SandboxProviderOptions): Promi
   }
 
   const spawner = commandSpawner(log);
-  const hidden = () => Promise.all(opts.hide.map((d) => realpath(d).catch(() => resolve(d))));
-  const etc = bwrap ? etcSnapshots(await hidden()) : undefined;
+  // Looked up for each sandbox: a hidden path may appear (or become a symlink) after start-up.
+  const hiddenNow = () =>
+    opts.hide.map((d) => {
+      try {
+        return realpathSync(d);
+      } catch {
+        return resolve(d);
+      }
+    });
+  const etc = bwrap ? etcSnapshots(hiddenNow()) : undefined;
   let identities: AgentIdentities | undefined;
   if (bwrap) {
     const swept = await sweepIdentities();
@@ -131,43 +145,47 @@ export async function createSandboxProvider(opts: SandboxProviderOptions): Promi
       while (releasing.size > 0) await Promise.all(releasing.values());
     },
     async create({ workspace, runId, agentNetwork }) {
-      const real = await realpath(workspace);
-      const cgroup = cgroups ? await cgroups.create(runId, opts.limits) : undefined;
+      // The cgroup (a mkdir per hierarchy, on the thread pool) is made while the rest is prepared.
+      const [resolved, made] = await Promise.allSettled([
+        realpath(workspace),
+        cgroups?.create(runId, opts.limits),
+      ]);
+      const cgroup = made.status === "fulfilled" ? made.value : undefined;
+      if (resolved.status === "rejected" || made.status === "rejected") {
+        await cgroup?.remove();
+        throw resolved.status === "rejected" ? resolved.reason : (made as PromiseRejectedResult).reason;
+      }
+      const real = resolved.value;
       if (!bwrap || !identities)
         return new PlainSandbox(real, runId, { spawner, ...(cgroup ? { cgroup } : {}) });
       const tmp = `${real}${RUN_TMP_SUFFIX}`;
       // The run's last execution here may still be removing the same /tmp.
       await releasing.get(tmp);
-      // Independent steps, at once: each is a few round trips on the thread pool, which queue under load.
-      const steps = await Promise.allSettled([
-        hidden(),
-        identities.forRun(real, runId),
-        (async () => {
-          // Empty at each execution's start, as a /tmp is after a reboot (a crash may have left one).
-          await rm(tmp, { recursive: true, force: true });
-          await mkdir(tmp, { mode: 0o700 });
-        })(),
+      // Synchronous: each is a system call on kernel memory or the page cache (microseconds), where an
+      // await on the thread pool queues for milliseconds under load (bench/README.md, "Fifth round:
+      // bubblewrap"). Only a /tmp left by a crash is removed on the pool.
+      let identified: RunIdentity | undefined;
+      let etcCopy: { dir: string; release: () => Promise<void> } | undefined;
+      let hide: string[];
+      try {
+        hide = hiddenNow();
+        identified = await identities.forRun(real, runId);
+        await emptyRunTmp(tmp);
         // Without a copy of /etc (the disk is full), each entry is bound on its own as before.
-        etc?.acquire().catch((err) => {
+        etcCopy = await etc?.acquire().catch((err) => {
           log.warn({ err }, "could not copy /etc for the sandbox; binding its entries one by one");
           return undefined;
-        }),
-      ] as const);
-      const [hiding, made, , copied] = steps;
-      const etcCopy = copied.status === "fulfilled" ? copied.value : undefined;
-      const failed = steps.find((step) => step.status === "rejected");
-      if (failed || hiding.status === "rejected" || made.status === "rejected") {
+        });
+      } catch (err) {
         // Nothing is left behind by a sandbox that could not be made.
         await Promise.allSettled([
-          etcCopy?.release(),
-          made.status === "fulfilled" && made.value.remove(),
+          identified?.remove(),
           rm(tmp, { recursive: true, force: true }),
           cgroup?.remove(),
         ]);
-        throw failed?.reason;
+        throw err;
       }
-      const hide = hiding.value;
-      const { identity, remove: removeIdentity } = made.value;
+      const { identity, remove: removeIdentity } = identified;
       return new BwrapSandbox({
         bwrap,
         workspace: real,
@@ -199,4 +217,18 @@ export async function createSandboxProvider(opts: SandboxProviderOptions): Promi
       });
     },
   };
+}
+
+/**
+ * Makes the run's /tmp, empty at each execution's start as a /tmp is after a reboot: made at once when
+ * it is not there (the usual case), emptied first when a crash left one.
+ */
+async function emptyRunTmp(tmp: string): Promise<void> {
+  try {
+    mkdirSync(tmp, { mode: 0o700 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    await rm(tmp, { recursive: true, force: true });
+    await mkdir(tmp, { mode: 0o700 });
+  }
 }

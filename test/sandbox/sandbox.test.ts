@@ -409,6 +409,27 @@ describe.skipIf(bwrapProblem !== undefined)("a bubblewrap sandbox's files", () =
     expect(existsSync(`${workspace}.tmp`)).toBe(false);
   });
 
+  it("empties a /tmp a crashed execution left before the run's next sandbox shows it", async () => {
+    const runId = `run-${process.pid}-${++counter}`;
+    const workspace = join(dataDir, "workspaces", runId);
+    await mkdir(join(`${workspace}.tmp`, "nested"), { recursive: true });
+    await writeFile(join(`${workspace}.tmp`, "nested", "stale"), "from the crashed execution\n");
+    await mkdir(workspace, { recursive: true });
+    const provider = await createSandboxProvider({
+      mode: "bwrap",
+      bwrapPath: "/usr/bin/bwrap",
+      hide: [],
+      limits: { memoryBytes: 0, pidsMax: 0 },
+      log,
+    });
+    const sandbox = await provider.create({ workspace, runId, agentNetwork: false });
+    const res = await exec(sandbox, "test -e /tmp/nested && echo stale; echo end");
+    expect(res.output.trim()).toBe("end");
+    await sandbox.close?.();
+    await provider.released();
+    expect(existsSync(`${workspace}.tmp`)).toBe(false);
+  });
+
   it("makes its identity files again when their directory was removed under it (a /tmp cleaner)", async () => {
     const first = await newSandbox("bwrap");
     const dir = dirname(passwdFilesOf(first.runId)[0]!);
@@ -456,6 +477,19 @@ describe.skipIf(!cgroups)("a run's cgroup", () => {
     });
     await sandbox.close?.();
     await waitFor(() => !isAlive(escaped) || undefined, { what: "the escaped sleep to die" });
+    for (const parent of cgroups!.parents) expect(runCgroupDir(parent, runId)).toBeUndefined();
+  });
+
+  it("leaves no cgroup behind when the sandbox cannot be made (its workspace is gone)", async () => {
+    const runId = `run-${process.pid}-${++counter}`;
+    const provider = await createSandboxProvider({
+      mode: "none",
+      hide: [],
+      limits: { memoryBytes: 512 * 2 ** 20, pidsMax: 512 },
+      log,
+    });
+    const workspace = join(dataDir, "workspaces", runId);
+    await expect(provider.create({ workspace, runId, agentNetwork: false })).rejects.toThrow(/ENOENT/);
     for (const parent of cgroups!.parents) expect(runCgroupDir(parent, runId)).toBeUndefined();
   });
 
