@@ -322,11 +322,13 @@ export async function countRunsByState(
   return counts;
 }
 
+/** Each state through its own partial index (runs_queued, runs_leases): no index covers both (migration 028). */
+const COUNT_ACTIVE = `SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE state = 'QUEUED' LIMIT ?1))
+  + (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE state = 'INPROGRESS' LIMIT ?1)) AS n`;
+
 export async function countActiveRuns(db: Database, upTo: number): Promise<number> {
-  const row = db
-    .sql("SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE state IN ('QUEUED', 'INPROGRESS') LIMIT ?)")
-    .get(upTo) as Row;
-  return Number(row.n);
+  const row = db.sql(COUNT_ACTIVE).get(upTo) as Row;
+  return Math.min(Number(row.n), upTo);
 }
 
 export async function runsFinishedBefore(db: Database, runIds: string[], before: string): Promise<string[]> {

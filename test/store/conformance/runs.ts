@@ -82,6 +82,16 @@ export function runsConformance(t: StoreSuite): void {
     });
   });
 
+  it("counts the QUEUED and INPROGRESS runs of every team, up to the bound asked for", async () => {
+    for (const state of ["INPROGRESS", "SUCCEEDED", "BLOCKED", "CANCELLED", "QUEUED", "QUEUED"] as const) {
+      await runIn(state);
+    }
+    await create({ teamId: "t2" });
+    expect(await t.store.countActiveRuns(100)).toBe(4);
+    expect(await t.store.countActiveRuns(3)).toBe(3);
+    expect(await t.store.countActiveRuns(1)).toBe(1);
+  });
+
   describe("transitions are compare-and-set on the current state", () => {
     const cases: Array<{ trigger: Parameters<Store["transition"]>[1]; from: RunState[]; to: RunState }> = [
       { trigger: "succeed", from: ["INPROGRESS"], to: "SUCCEEDED" },
