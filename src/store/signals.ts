@@ -21,7 +21,14 @@ export interface StoreSignalMap {
   outbox_enqueued: [runId: string];
   /** A schedule was created, changed or deleted (the scheduler re-reads when it is due next). */
   schedule_changed: [];
+  /** A webhook delivery was queued or redelivered (the webhook sender wakes up). */
+  webhook_queued: [];
 }
+
+/** The signals that carry no arguments. */
+export type BareSignal = {
+  [K in keyof StoreSignalMap]: StoreSignalMap[K] extends [] ? K : never;
+}[keyof StoreSignalMap];
 
 export class StoreSignals extends EventEmitter<StoreSignalMap> {
   constructor() {

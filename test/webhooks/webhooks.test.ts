@@ -335,3 +335,45 @@ describe("webhook targets, with private addresses not allowed (the default)", ()
     expect(receiver.refused).toEqual([]);
   });
 });
+
+describe("the sender's wake-up, with no polling backstop in the test's time", () => {
+  let quiet: TestDispatch;
+
+  beforeAll(async () => {
+    quiet = await startTestDispatch(
+      { DISPATCH_WEBHOOK_ALLOW_PRIVATE: "true" },
+      { webhooks: { pollMs: 3_600_000 } },
+    );
+  }, 30_000);
+
+  afterAll(async () => {
+    await quiet?.stop();
+  });
+
+  it("claims only when a delivery was queued: runs of a team without endpoints never wake it", async () => {
+    const store = quiet.dispatch.store;
+    let claims = 0;
+    const claim = store.claimWebhookDeliveries.bind(store);
+    store.claimWebhookDeliveries = (...args) => {
+      claims += 1;
+      return claim(...args);
+    };
+    for (let i = 0; i < 5; i += 1) {
+      const id = (await quiet.api("POST", "/api/v1/agent/runs", { prompt: `$ echo quiet ${i}` })).body.run_id;
+      await waitForState(quiet, id, ["SUCCEEDED"]);
+    }
+    expect(claims).toBe(0);
+
+    const receiver = await startWebhookReceiver();
+    receivers.push(receiver);
+    const res = await quiet.api("POST", "/api/v1/webhooks", { url: receiver.url, events: ["run.created"] });
+    receiver.secret = res.body.secret;
+    const id = (await quiet.api("POST", "/api/v1/agent/runs", { prompt: "$ echo heard" })).body.run_id;
+    // Sent long before the poll (an hour): the queued delivery woke the sender.
+    await waitFor(() => receiver.forRun(id).some((r) => r.status === 200), {
+      timeoutMs: 30_000,
+      what: `run.created of run ${id}`,
+    });
+    expect(claims).toBeGreaterThan(0);
+  });
+});

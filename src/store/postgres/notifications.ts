@@ -167,6 +167,7 @@ export class SignalListener {
     this.signals.emit("outbox_enqueued", "");
     this.signals.emit("api_key_revoked", "");
     this.signals.emit("schedule_changed");
+    this.signals.emit("webhook_queued");
   }
 
   async close(): Promise<void> {

@@ -194,12 +194,13 @@ export async function countRunsByState(
   return counts;
 }
 
+/** Each state through its own partial index (runs_queued, runs_leases): no index covers both (migration 028). */
+const COUNT_ACTIVE = `SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE state = 'QUEUED' LIMIT $1) queued)
+  + (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE state = 'INPROGRESS' LIMIT $1) running) AS n`;
+
 export async function countActiveRuns(db: Database, upTo: number): Promise<number> {
-  const row = await db.row(
-    "SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE state IN ('QUEUED', 'INPROGRESS') LIMIT $1) active",
-    [upTo],
-  );
-  return Number(row?.n ?? 0);
+  const row = await db.row(COUNT_ACTIVE, [upTo]);
+  return Math.min(Number(row?.n ?? 0), upTo);
 }
 
 export async function runsFinishedBefore(db: Database, runIds: string[], before: string): Promise<string[]> {

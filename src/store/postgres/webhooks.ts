@@ -48,6 +48,7 @@ export async function enqueueWebhooks(
      SELECT unnest($1::text[]), $2, $3, $4, 'pending', 0, $5, $5`,
     [ids, row.id, row.type, runId, at],
   );
+  tx.signal("webhook_queued");
 }
 
 /** The endpoints a statement read as json_agg(json_build_object('id', …, 'events', …)), as enqueueWebhooks takes them. */
@@ -143,6 +144,7 @@ export async function redeliverWebhook(
         WHERE id = $2 RETURNING *`,
       [at, id],
     );
+    tx.signal("webhook_queued");
     return toWebhookDelivery(updated!);
   });
 }

@@ -4,7 +4,7 @@ import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
 import type { StoreActivity } from "../activity.ts";
 import { foldCase } from "../fold-case.ts";
-import { StoreSignals } from "../signals.ts";
+import { type BareSignal, StoreSignals } from "../signals.ts";
 import { WalCheckpointer } from "./wal-checkpointer.ts";
 
 const MIGRATIONS_DIR = fileURLToPath(new URL("./migrations/", import.meta.url));
@@ -39,6 +39,8 @@ export class Database {
   private turnDataVersion: number | undefined;
   /** Group commits waiting for the next sync of the log (one sync answers all of them). */
   private awaitingWalSync: Array<(err: Error | null) => void> = [];
+  /** What the transaction under way asked to signal once it is durable (signalOnCommit). */
+  private signalsOnCommit = new Set<BareSignal>();
 
   constructor(path: string, opts: { busyTimeoutMs?: number } = {}) {
     if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
@@ -114,6 +116,24 @@ export class Database {
   }
 
   /**
+   * Emits `name` once the transaction under way is durable, or at once outside a transaction: for what a
+   * write deep inside a transaction caused and its caller does not know of (the webhook delivery an event
+   * queued). A write rolled back to its savepoint may leave one behind: a signal is a hint.
+   */
+  signalOnCommit(name: BareSignal): void {
+    if (this.handle.isTransaction) this.signalsOnCommit.add(name);
+    else this.signals.emit(name);
+  }
+
+  /** The signals the transaction just committed asked for; forgets them. */
+  private takeSignals(): BareSignal[] {
+    if (this.signalsOnCommit.size === 0) return [];
+    const names = [...this.signalsOnCommit];
+    this.signalsOnCommit.clear();
+    return names;
+  }
+
+  /**
    * Group commit: writes that arrive in the same event-loop turn share one transaction and so one fsync.
    * Each write runs in its own savepoint, so one failing write does not undo the others; every caller is
    * answered only once the COMMIT is on disk.
@@ -177,16 +197,20 @@ export class Database {
       this.handle.exec("COMMIT");
     } catch (error) {
       if (this.handle.isTransaction) this.handle.exec("ROLLBACK");
+      this.signalsOnCommit.clear();
       for (const item of batch) item.reject(error);
       return;
     }
-    const answer = (syncError: Error | null) =>
+    const signals = this.takeSignals();
+    const answer = (syncError: Error | null) => {
+      if (!syncError) for (const name of signals) this.signals.emit(name);
       batch.forEach((item, i) => {
         const result = results[i]!;
         if (syncError) item.reject(syncError);
         else if (result.ok) item.resolve(result.value);
         else item.reject(result.error);
       });
+    };
     // A group that changed nothing (a claim that found no run, a recovery pass with nothing to recover)
     // has nothing to sync: it is answered at once, unless what it read may be a commit still to be synced.
     const wrote = this.totalChanges() !== changesBefore;
@@ -248,9 +272,11 @@ export class Database {
       this.handle.exec("COMMIT");
       this.activity.commits += 1;
       this.checkpointer?.committed();
+      for (const name of this.takeSignals()) this.signals.emit(name);
       return out;
     } catch (err) {
       this.handle.exec("ROLLBACK");
+      this.signalsOnCommit.clear();
       throw err;
     }
   }

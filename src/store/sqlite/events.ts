@@ -112,7 +112,21 @@ export function insertEvent(
     if (workerId !== undefined) return undefined;
     throw new Error(`run ${runId} does not exist`);
   }
-  const seq = Number(row.last_event_seq);
+  return writeEvent(db, runId, Number(row.last_event_seq), type, data, at);
+}
+
+/**
+ * Writes event `seq` of the run, numbered already (insertEvent, or a new run's first with its row), and
+ * the webhook deliveries it makes; must run inside the transaction that numbered it.
+ */
+export function writeEvent(
+  db: Database,
+  runId: string,
+  seq: number,
+  type: RunEventType,
+  data: Record<string, unknown>,
+  at: string,
+): RunEvent {
   const capped = capEventData(data);
   db.sql("INSERT INTO run_events (run_id, seq, at, type, data) VALUES (?, ?, ?, ?, ?)").run(
     runId,

@@ -5,6 +5,7 @@ import type { NewAuditEvent } from "../../model/audit.ts";
 import type { RunRecord } from "../../model/run.ts";
 import { canApply, RUN_STATES, type RunState, type Trigger } from "../../model/run-state.ts";
 import { wireStatusMessage } from "../../model/status-reason.ts";
+import { createdRun } from "../created-run.ts";
 import { foldCase } from "../fold-case.ts";
 import { iso } from "../rows.ts";
 import { transitionColumns } from "../run-columns.ts";
@@ -13,7 +14,7 @@ import type { IdempotencyClaim, IdempotentResult, RunListQuery, RunPatch } from 
 import { insertAttachments } from "./attachments.ts";
 import { insertAuditEvent } from "./audit.ts";
 import type { Database } from "./database.ts";
-import { insertEvent } from "./events.ts";
+import { insertEvent, writeEvent } from "./events.ts";
 import { checkIdempotency, rememberResponse } from "./idempotency.ts";
 import { type Row, RUN_COLUMNS, runFromValues } from "./rows.ts";
 import { recordRunTrace } from "./run-traces.ts";
@@ -48,26 +49,23 @@ export async function createRun(
   return result;
 }
 
-/** Inserts a QUEUED run with its attachments and first `state` event; must run inside a transaction. */
+/**
+ * Inserts a QUEUED run with its attachments and first `state` event; must run inside a transaction. One
+ * INSERT carries every column, the first event's number included (last_event_seq = 1: the row needs no
+ * UPDATE for it), and the record returned is built from what was inserted (createdRun), not read back.
+ */
 export function insertRun(
   db: Database,
   run: RunRecord,
   attachments: readonly NewAttachment[] = [],
 ): RunRecord {
-  db.sql(
-    `INSERT INTO runs (id, team_id, title, prompt, state, created_at, updated_at, queued_at, started_at, finished_at,
-       run_time_ms, execution_started_at, execution, session_id, trigger_url, source, creator_uid, creator,
-       config_name, model_id, environment_id, skill_spec, agent_config, agent_skill, status_message, artifacts,
-       request_usage, metadata)
-     VALUES (?, ?, ?, ?, 'QUEUED', ?, ?, ?, NULL, NULL, 0, NULL, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)`,
-  ).run(
+  db.sql(INSERT_RUN).run(
     run.id,
     run.teamId,
     run.title,
     run.prompt,
     run.createdAt,
     run.updatedAt,
-    run.createdAt,
     run.sessionId,
     run.triggerUrl,
     run.source,
@@ -82,34 +80,34 @@ export function insertRun(
     JSON.stringify(run.artifacts),
     JSON.stringify(run.requestUsage),
     JSON.stringify(run.metadata),
+    run.schedule?.scheduleId ?? null,
+    run.schedule?.scheduleName ?? null,
+    run.schedule?.cronSchedule ?? null,
+    run.schedule?.fireTime ?? null,
+    run.parentRunId ?? null,
+    run.rootRunId ?? null,
+    run.mode ?? "normal",
   );
   insertAttachments(
     db,
     { runId: run.id, teamId: run.teamId, followupId: null, createdAt: run.createdAt },
     attachments,
   );
-  if (run.schedule) {
-    db.sql(
-      "UPDATE runs SET schedule_id = ?, schedule_name = ?, schedule_cron = ?, schedule_fire_time = ? WHERE id = ?",
-    ).run(
-      run.schedule.scheduleId,
-      run.schedule.scheduleName,
-      run.schedule.cronSchedule,
-      run.schedule.fireTime,
-      run.id,
-    );
-  }
-  if (run.parentRunId || (run.mode && run.mode !== "normal")) {
-    db.sql("UPDATE runs SET parent_run_id = ?, root_run_id = ?, mode = ? WHERE id = ?").run(
-      run.parentRunId ?? null,
-      run.rootRunId ?? null,
-      run.mode ?? "normal",
-      run.id,
-    );
-  }
-  insertEvent(db, run.id, "state", { state: "QUEUED", previous: null }, run.createdAt);
-  return readRun(db, run.id)!;
+  writeEvent(db, run.id, 1, "state", CREATED_EVENT, run.createdAt);
+  return createdRun(run);
 }
+
+/** Every column of a new run: ?5 is its creation time, also its queued_at and its first event's time. */
+const INSERT_RUN = `INSERT INTO runs (id, team_id, title, prompt, state, created_at, updated_at, queued_at, started_at,
+    finished_at, run_time_ms, execution_started_at, execution, session_id, trigger_url, source, creator_uid, creator,
+    config_name, model_id, environment_id, skill_spec, agent_config, agent_skill, status_message, artifacts,
+    request_usage, metadata, schedule_id, schedule_name, schedule_cron, schedule_fire_time, parent_run_id,
+    root_run_id, mode, last_event_seq, last_event_at)
+  VALUES (?1, ?2, ?3, ?4, 'QUEUED', ?5, ?6, ?5, NULL, NULL, 0, NULL, 1, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,
+    ?16, ?17, NULL, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, 1, ?5)`;
+
+/** A new run's first event, as a transition words a state event. */
+const CREATED_EVENT = { state: "QUEUED", previous: null };
 
 /**
  * The reads of one run by id, as constants: the statement cache is keyed by the text, and a template
@@ -324,11 +322,13 @@ export async function countRunsByState(
   return counts;
 }
 
+/** Each state through its own partial index (runs_queued, runs_leases): no index covers both (migration 028). */
+const COUNT_ACTIVE = `SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE state = 'QUEUED' LIMIT ?1))
+  + (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE state = 'INPROGRESS' LIMIT ?1)) AS n`;
+
 export async function countActiveRuns(db: Database, upTo: number): Promise<number> {
-  const row = db
-    .sql("SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs WHERE state IN ('QUEUED', 'INPROGRESS') LIMIT ?)")
-    .get(upTo) as Row;
-  return Number(row.n);
+  const row = db.sql(COUNT_ACTIVE).get(upTo) as Row;
+  return Math.min(Number(row.n), upTo);
 }
 
 export async function runsFinishedBefore(db: Database, runIds: string[], before: string): Promise<string[]> {

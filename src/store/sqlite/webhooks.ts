@@ -49,6 +49,7 @@ export function enqueueWebhooks(
        VALUES (?, ?, ?, ?, 'pending', 0, ?, ?)`,
     ).run(endpointId, row.id, row.type, runId, at, at);
   }
+  db.signalOnCommit("webhook_queued");
 }
 
 export async function createWebhookEndpoint(db: Database, endpoint: WebhookEndpoint): Promise<void> {
@@ -150,6 +151,7 @@ export async function redeliverWebhook(
           WHERE id = ? RETURNING *`,
       )
       .get(at, id) as Row;
+    db.signalOnCommit("webhook_queued");
     return toWebhookDelivery(updated);
   });
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { RunRecord } from "../../../src/model/run.ts";
 import { RUN_STATES, type RunState } from "../../../src/model/run-state.ts";
 import type { Store } from "../../../src/store/store.ts";
+import { newAttachment, PNG_1x1 } from "../../attachments/images.ts";
 import { type StoreSuite, W, waitPast } from "./suite.ts";
 
 export function runsConformance(t: StoreSuite): void {
@@ -17,6 +18,78 @@ export function runsConformance(t: StoreSuite): void {
     expect(events).toEqual([
       expect.objectContaining({ seq: 1, type: "state", data: { state: "QUEUED", previous: null } }),
     ]);
+  });
+
+  describe("the created record is the row as stored, without reading it back", () => {
+    const variants: Array<[string, Partial<RunRecord>]> = [
+      ["a plain run", {}],
+      [
+        "every optional column set",
+        {
+          metadata: { a: "b" },
+          triggerUrl: "https://github.com/o/r/issues/1#issuecomment-2",
+          agentConfig: {
+            name: "n",
+            model_id: "m",
+            environment_id: "e",
+            skill_spec: "o/r:s",
+            max_run_minutes: 3,
+          },
+          agentSkill: { name: "s", description: "d", full_path: "o/r/s/SKILL.md" },
+          artifacts: [{ artifact_type: "ISSUE", created_at: "2026-01-01T00:00:00.000Z", data: { url: "u" } }],
+          mode: "plan",
+          schedule: {
+            scheduleId: "s1",
+            scheduleName: "nightly",
+            cronSchedule: "0 3 * * *",
+            fireTime: "2026-01-01T03:00:00.000Z",
+          },
+        },
+      ],
+      ["a mode given as normal", { mode: "normal" }],
+    ];
+    for (const [name, over] of variants) {
+      it(`${name}: createRun's record equals getRun's`, async () => {
+        const result = await t.store.createRun(t.newRun(over));
+        if (result.kind !== "created") throw new Error("not created");
+        expect(result.value).toStrictEqual(await t.store.getRun("t1", result.value.id));
+      });
+    }
+
+    it("with a parent, an idempotency key, an attachment and an endpoint taking run.created", async () => {
+      const root = await create();
+      await t.store.createWebhookEndpoint({
+        id: "wh_created_record",
+        teamId: "t1",
+        url: "https://hooks.example.com/created",
+        events: ["run.created"],
+        description: null,
+        secret: "whsec_c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0",
+        createdBy: "u1",
+        createdAt: new Date().toISOString(),
+      });
+      const claim = {
+        principalId: "p1",
+        key: "created-record",
+        requestHash: "h",
+        respond: (value: unknown) => ({ run_id: (value as RunRecord).id }),
+        notBefore: new Date(Date.now() - 60_000).toISOString(),
+      };
+      const run = t.newRun({ parentRunId: root.id, rootRunId: root.id });
+      const result = await t.store.createRun(run, claim, [newAttachment("a.png", PNG_1x1)]);
+      if (result.kind !== "created") throw new Error("not created");
+      expect(result.value).toStrictEqual(await t.store.getRun("t1", run.id));
+    });
+  });
+
+  it("counts the QUEUED and INPROGRESS runs of every team, up to the bound asked for", async () => {
+    for (const state of ["INPROGRESS", "SUCCEEDED", "BLOCKED", "CANCELLED", "QUEUED", "QUEUED"] as const) {
+      await runIn(state);
+    }
+    await create({ teamId: "t2" });
+    expect(await t.store.countActiveRuns(100)).toBe(4);
+    expect(await t.store.countActiveRuns(3)).toBe(3);
+    expect(await t.store.countActiveRuns(1)).toBe(1);
   });
 
   describe("transitions are compare-and-set on the current state", () => {
