@@ -3,7 +3,7 @@ import { rm } from "node:fs/promises";
 import { pipeline } from "node:stream/promises";
 import type { Logger } from "pino";
 import type { Sandbox } from "../sandbox/sandbox.ts";
-import { mirrorPath } from "../workspace/workspace.ts";
+import { bundlePath, mirrorPath } from "../workspace/workspace.ts";
 import { HARDENED_CONFIG, type HostGitResult, hostGit, reason, text } from "./host-git.ts";
 import { type RemotePolicy, remoteAccess } from "./remote-access.ts";
 import type { DeliveryTarget } from "./repository-checkout.ts";
@@ -138,7 +138,7 @@ async function bundleIntoMirror(
   mirror: string,
   exclude: string[],
 ): Promise<{ ok: true; bytes: number } | { ok: false; reason: string }> {
-  const bundle = `${mirror}/checkpoint.bundle`;
+  const bundle = bundlePath(ctx.workspace, "checkpoint");
   const argv = ["git", ...HARDENED_CONFIG, "-c", "safe.directory=*", "bundle", "create", "--quiet", "-"];
   const proc = ctx.sandbox.start([...argv, LOCAL_REF, ...exclude.map((sha) => `^${sha}`)], {
     signal: ctx.signal,

@@ -9,7 +9,7 @@ import type { Artifact, RunRecord } from "../model/run.ts";
 import type { Sandbox } from "../sandbox/sandbox.ts";
 import type { NewArtifactFile } from "../store/store.ts";
 import { inSpan } from "../telemetry/spans.ts";
-import { mirrorPath } from "../workspace/workspace.ts";
+import { bundlePath, mirrorPath } from "../workspace/workspace.ts";
 import { notOwnBranch, pushedEvent } from "./branch-ownership.ts";
 import { diffStat } from "./diff-stat.ts";
 import { HARDENED_CONFIG, type HostGitResult, hostGit, reason, text } from "./host-git.ts";
@@ -182,7 +182,7 @@ async function fetchFromWorkspace(
   delivered: string,
   signal: AbortSignal,
 ): Promise<DeliveryOutcome | undefined> {
-  const bundle = `${mirror}/incoming.bundle`;
+  const bundle = bundlePath(ctx.workspace, "incoming");
   const proc = ctx.sandbox.start(
     [
       "git",

@@ -1,6 +1,6 @@
 import { chmodSync, type Dir, lstatSync, opendirSync, type Stats } from "node:fs";
 import { chmod, lstat, opendir } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import type { Logger } from "pino";
 import { AGENT_AREA_SUFFIX } from "../harnesses/external/agent-area.ts";
 import type { RunRecord } from "../model/run.ts";
@@ -38,14 +38,15 @@ export interface DiskUsage {
 
 /**
  * Everything a run holds on disk, all of it counted against its quota: its workspace, an external agent's
- * private area (its HOME), delivery's mirror with the bundle of new commits it receives, and the
- * sandbox's /tmp. All of them lie next to each other in the workspaces directory.
+ * private area (its HOME), delivery's mirror with the commits it received, and the sandbox's /tmp. All of
+ * them lie next to each other in the workspaces directory. Not the bundle on its way into the mirror
+ * (workspace.ts's bundlePath): Dispatch's copy, capped at what is left of the quota on its own.
  */
 export function runDiskPaths(workspace: string): string[] {
   return [
     workspace,
     `${workspace}${AGENT_AREA_SUFFIX}`,
-    dirname(mirrorPath(workspace)),
+    mirrorPath(workspace),
     `${workspace}${RUN_TMP_SUFFIX}`,
   ];
 }

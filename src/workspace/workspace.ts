@@ -26,7 +26,22 @@ export function workspacePath(dataDir: string, runId: string): string {
 
 /** Dispatch's private mirror of the run's repository: next to the workspace, never visible to the agent. */
 export function mirrorPath(workspace: string): string {
-  return `${workspace}.delivery/mirror.git`;
+  return `${deliveryArea(workspace)}/mirror.git`;
+}
+
+/**
+ * Where Dispatch writes a bundle it streams out of the workspace (delivery's new commits, a checkpoint)
+ * before fetching it into the mirror: beside the mirror, not in it, so the run's disk quota never counts
+ * it (runDiskPaths). It is Dispatch's copy, capped at what is left of the quota and removed once read;
+ * counted, it put a run over its quota while it was written (docs/runtime.md#workspace).
+ */
+export function bundlePath(workspace: string, purpose: "incoming" | "checkpoint"): string {
+  return `${deliveryArea(workspace)}/${purpose}.bundle`;
+}
+
+/** Delivery's private area beside the workspace: the mirror and the bundles on their way into it. */
+function deliveryArea(workspace: string): string {
+  return `${workspace}.delivery`;
 }
 
 /**

@@ -5,7 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { probeBwrap } from "../../src/sandbox/bwrap-sandbox.ts";
-import { measureDiskUsage } from "../../src/workspace/disk-quota.ts";
+import { measureDiskUsage, runDiskPaths } from "../../src/workspace/disk-quota.ts";
+import { bundlePath, mirrorPath } from "../../src/workspace/workspace.ts";
 import { startTestDispatch, type TestDispatch, waitFor, waitForState } from "../support/dispatch.ts";
 import { GitRemotes } from "../support/git-remotes.ts";
 import { isAlive, runProcesses } from "../support/server-process.ts";
@@ -73,6 +74,21 @@ describe("measuring a workspace's disk usage", () => {
         over: false,
       });
     }
+  });
+
+  it("charges a run for delivery's mirror, not for the bundles Dispatch streams into it", async () => {
+    const workspace = join(dir, "workspaces", "run");
+    await mkdir(workspace, { recursive: true });
+    await mkdir(join(mirrorPath(workspace), "objects"), { recursive: true });
+    execFileSync("fallocate", ["-l", "3M", join(workspace, "own.bin")]);
+    execFileSync("fallocate", ["-l", "2M", join(mirrorPath(workspace), "objects", "received.pack")]);
+    // A delivery's and a checkpoint's bundle, on their way into the mirror: each may be as large as what
+    // is left of the quota, and both may be there at once (a step's checkpoint beside the delivery).
+    execFileSync("fallocate", ["-l", "8M", bundlePath(workspace, "incoming")]);
+    execFileSync("fallocate", ["-l", "8M", bundlePath(workspace, "checkpoint")]);
+    const usage = await measureDiskUsage(runDiskPaths(workspace));
+    expect(usage.bytes).toBeGreaterThanOrEqual(5 * MB);
+    expect(usage.bytes).toBeLessThan(6 * MB);
   });
 
   it("stops counting once past the limit", async () => {

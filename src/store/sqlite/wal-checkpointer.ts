@@ -16,6 +16,13 @@ const IDLE_MS = 10_000;
  * the thread cannot run (or another process keeps the log from restarting), so the log stays bounded.
  */
 export const BACKSTOP_AUTOCHECKPOINT_PAGES = 10_000;
+/**
+ * Group commits wait for the round under way once the log holds this many uncopied pages, so the log
+ * stays below the backstop however slowly the thread copies: a thread starved of CPU on a loaded machine
+ * (measured: 10,900–12,200 pages with it niced beside busy processes, bench/README.md "Fifth round") or
+ * still loading, a slow disk's syncs.
+ */
+export const HOLD_PAGES = 2 * CHECKPOINT_PAGES;
 
 /** Lets the checkpointer keep group commits from starting for a moment (Database's `grouped`). */
 export interface WriteGate {
@@ -39,7 +46,10 @@ interface CheckpointResult {
  * with everything in it copied and synced into the database file. So if frames were appended meanwhile,
  * group commits are held and the thread copies that tail (a few milliseconds: the tail and two syncs);
  * the first group let through then restarts the log. Reads go on during the hold; a plain transaction
- * (`tx`) is not held and at worst postpones the restart to the next round.
+ * (`tx`) is not held and at worst postpones the restart to the next round. Writers faster than the copy
+ * are held too, once the log reaches HOLD_PAGES, until the round ends: a slow round delays writes rather
+ * than letting the log grow to the backstop, where the event loop's connection would copy it while
+ * nothing else (no read either) runs.
  *
  * The thread starts with the first checkpoint (a server that wrote little never starts it) and stops
  * after IDLE_MS without one. If it fails, the connection goes back to SQLite's default automatic
@@ -54,6 +64,8 @@ export class WalCheckpointer {
   private idleTimer: NodeJS.Timeout | undefined;
   /** What the thread is doing: nothing, copying the log, or copying its tail while writes are held. */
   private phase: "idle" | "copying" | "restarting" = "idle";
+  /** Group commits are held (while restarting, or while copying a log that reached HOLD_PAGES). */
+  private holding = false;
   private failed = false;
   private closed = false;
   /** Checkpoints the thread completed, and of those the ones after which the log could restart. */
@@ -75,7 +87,12 @@ export class WalCheckpointer {
 
   /** A transaction committed to the log: checkpoint if the log has grown enough. */
   committed(): void {
-    if (this.closed || this.failed || this.phase !== "idle") return;
+    if (this.closed || this.failed) return;
+    if (this.phase === "copying" && !this.holding) {
+      if (this.index.uncheckpointedPages() >= HOLD_PAGES) this.hold();
+      return;
+    }
+    if (this.phase !== "idle") return;
     if (this.index.uncheckpointedPages() < CHECKPOINT_PAGES) return;
     clearTimeout(this.idleTimer);
     this.idleTimer = undefined;
@@ -90,7 +107,7 @@ export class WalCheckpointer {
   close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.idleTimer);
-    if (this.phase === "restarting") this.writes.release();
+    this.release();
     this.phase = "idle";
     this.index.close();
     return this.stopWorker();
@@ -124,22 +141,34 @@ export class WalCheckpointer {
     if (whole) this.fullyCopied += 1;
     if (this.phase === "copying" && result.ok && !whole) {
       this.phase = "restarting";
-      this.writes.hold();
+      this.hold();
       this.worker?.postMessage("checkpoint");
       return;
     }
-    if (this.phase === "restarting") this.writes.release();
+    this.release();
     this.phase = "idle";
     this.idleTimer = setTimeout(() => void this.stopWorker(), IDLE_MS);
     this.idleTimer.unref();
   }
 
   private fail(): void {
-    if (this.phase === "restarting") this.writes.release();
+    this.release();
     this.phase = "idle";
     this.failed = true;
     void this.stopWorker();
     if (this.handle.isOpen) this.handle.exec("PRAGMA wal_autocheckpoint = 1000");
+  }
+
+  private hold(): void {
+    if (this.holding) return;
+    this.holding = true;
+    this.writes.hold();
+  }
+
+  private release(): void {
+    if (!this.holding) return;
+    this.holding = false;
+    this.writes.release();
   }
 
   private stopWorker(): Promise<void> {
