@@ -183,8 +183,9 @@ export async function finishExecution(
     }
     // The events go ahead of the state event, in the transition's statement.
     const run = await applyTransition(tx, runId, trigger, patch, workerId, locked, events);
+    // Nothing waits for the checkpoint's removal: it goes with the COMMIT.
     if (run && run.state !== "BLOCKED")
-      await tx.changes("DELETE FROM run_checkpoints WHERE run_id = $1", [runId]);
+      tx.afterwards("DELETE FROM run_checkpoints WHERE run_id = $1", [runId]);
     if (run) announce(tx, run);
     return { ...(run ? { run } : {}), pending };
   });
