@@ -75,7 +75,8 @@ export class Tx implements Sql {
   }
 
   async rows(text: string, values: unknown[] = []): Promise<Row[]> {
-    return this.count(text, await this.send(prepared(text, values))).rows;
+    const [result] = await this.send(prepared(text, values));
+    return this.count(text, result!).rows;
   }
 
   async row(text: string, values: unknown[] = []): Promise<Row | undefined> {
@@ -83,7 +84,8 @@ export class Tx implements Sql {
   }
 
   async changes(text: string, values: unknown[] = []): Promise<number> {
-    return this.count(text, await this.send(prepared(text, values))).rowCount ?? 0;
+    const [result] = await this.send(prepared(text, values));
+    return this.count(text, result!).rowCount ?? 0;
   }
 
   /**
@@ -106,11 +108,22 @@ export class Tx implements Sql {
     return result;
   }
 
-  private async send(query: pg.QueryConfig): Promise<pg.QueryResult> {
-    if (this.begun) return this.client.query(query);
-    this.begun = true;
-    const [, result] = await pipelined(this.client, ["BEGIN", query]);
-    return result!;
+  /**
+   * Statements written together, each after the one before it has run (its own snapshot, the locks the
+   * earlier ones took held): one round trip. If one fails, those after it fail with it.
+   */
+  async together(statements: Array<[text: string, values: unknown[]]>): Promise<Row[][]> {
+    const results = await this.send(...statements.map(([text, values]) => prepared(text, values)));
+    this.activity.statements -= statements.length - 1; // one round trip
+    return results.map((result, i) => this.count(statements[i]![0], result).rows);
+  }
+
+  private async send(...queries: pg.QueryConfig[]): Promise<pg.QueryResult[]> {
+    if (!this.begun) {
+      this.begun = true;
+      return (await pipelined(this.client, ["BEGIN", ...queries])).slice(1);
+    }
+    return queries.length === 1 ? [await this.client.query(queries[0]!)] : pipelined(this.client, queries);
   }
 
   /**
