@@ -125,6 +125,7 @@ async function main(): Promise<number> {
         { runs: RUNS, warmupRuns: WARMUP_RUNS, claimSamples: CLAIMS, timeoutMs: BATCH_TIMEOUT_MS },
         {
           dispatch: () => deployment.processes.reduce((sum, p) => sum + processCpuMs(p.child.proc.pid), 0),
+          api: () => (row.store === "PostgreSQL" ? processCpuMs(deployment.api.child.proc.pid) : undefined),
           database: () => (row.store === "PostgreSQL" ? postgresCpuMs(port) : undefined),
         },
       );
@@ -192,7 +193,7 @@ function print(
     "",
     `### Runs through Dispatch: ${RUNS} scripted runs per batch, ${SLOTS} slots per worker process`,
     "",
-    "| store | worker processes | sandbox | runs/s | vs SQLite | vs 1 worker | added by the last worker(s), per worker, × the first | CPU ms per run (Dispatch + PostgreSQL) | batch QUEUED→INPROGRESS p50 / p99 ms | idle claim p50 / p99 / max ms | load (1 min) at start |",
+    "| store | worker processes | sandbox | runs/s | vs SQLite | vs 1 worker | added by the last worker(s), per worker, × the first | CPU ms per run (Dispatch (API) + PostgreSQL) | batch QUEUED→INPROGRESS p50 / p99 ms | idle claim p50 / p99 / max ms | load (1 min) at start |",
     "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|",
   );
   for (const row of rows) {
@@ -362,12 +363,16 @@ function resultRows(
   return out;
 }
 
-/** "12.3" on SQLite, "8.1 + 4.0" on PostgreSQL: CPU milliseconds per run. */
+/**
+ * "12.3" on SQLite, "8.1 (API 2.9) + 4.0" on PostgreSQL: CPU milliseconds per run, of Dispatch's processes
+ * (of which the API process's: its creates and this bench's polling) and of the PostgreSQL server.
+ */
 function cpuText(result: Throughput): string {
-  const { dispatchMs, databaseMs } = result.cpuPerRun;
+  const { dispatchMs, apiMs, databaseMs } = result.cpuPerRun;
+  const api = apiMs === undefined ? "" : ` (API ${apiMs.toFixed(1)})`;
   return databaseMs === undefined
     ? dispatchMs.toFixed(1)
-    : `${dispatchMs.toFixed(1)} + ${databaseMs.toFixed(1)}`;
+    : `${dispatchMs.toFixed(1)}${api} + ${databaseMs.toFixed(1)}`;
 }
 
 // --- knobs and lifecycle -------------------------------------------------------------------------

@@ -27,12 +27,14 @@ export interface Throughput {
    * CPU milliseconds per run of the batch (cpu.ts): Dispatch's processes (their commands included) and
    * the PostgreSQL server (undefined on SQLite, which runs inside Dispatch).
    */
-  cpuPerRun: { dispatchMs: number; databaseMs: number | undefined };
+  cpuPerRun: { dispatchMs: number; apiMs: number | undefined; databaseMs: number | undefined };
 }
 
 /** CPU milliseconds used so far, sampled around the batch. */
 export interface CpuMeter {
   dispatch(): number;
+  /** The API process's part of dispatch() when it runs apart from the workers (PostgreSQL); else undefined. */
+  api(): number | undefined;
   database(): number | undefined;
 }
 
@@ -54,12 +56,17 @@ export async function measureThroughput(
   // Warm-up: the first runs of each worker pay for its first workspace, sandbox and JIT.
   await finishBatch(deployment, await pushBatch(api, opts.warmupRuns), opts.timeoutMs);
 
-  const cpuBefore = { dispatch: cpu.dispatch(), database: cpu.database() };
+  const cpuBefore = { dispatch: cpu.dispatch(), api: cpu.api(), database: cpu.database() };
   const batch = await pushBatch(api, opts.runs);
   const runs = await finishBatch(deployment, batch, opts.timeoutMs);
   const databaseAfter = cpu.database();
+  const apiAfter = cpu.api();
   const cpuPerRun = {
     dispatchMs: (cpu.dispatch() - cpuBefore.dispatch) / runs.length,
+    apiMs:
+      apiAfter === undefined || cpuBefore.api === undefined
+        ? undefined
+        : (apiAfter - cpuBefore.api) / runs.length,
     databaseMs:
       databaseAfter === undefined || cpuBefore.database === undefined
         ? undefined

@@ -179,9 +179,9 @@ export class RunExecution {
     const { store, workerId } = this.deps;
     const run = this.run;
     const signal = this.controller.signal;
-
+    // Checked once the write that signalled has returned here: this execution's own end is not re-read.
     const onChange = (id: string) => {
-      if (id === run.id) this.checkOwnership().catch((err) => this.backgroundFailed(err));
+      if (id === run.id) setImmediate(() => this.checkOwnership().catch((e) => this.backgroundFailed(e)));
     };
     const onFollowup = (id: string) => {
       if (id !== run.id) return;

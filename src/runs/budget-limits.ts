@@ -74,7 +74,11 @@ export async function budgetLimitsOf(
       key: repository,
     });
   }
-  const origin = (await store.listThreadBindings(run.id)).find((b) => !b.adopted);
+  // Only a channel's budget needs the run's threads: without one they are not read.
+  const origin =
+    Object.keys(budgets.channels).length > 0
+      ? (await store.listThreadBindings(run.id)).find((b) => !b.adopted)
+      : undefined;
   if (origin) {
     const channel = threadKey(origin);
     await monthly("channel", budgets.channels[channel], `the monthly budget of channel ${channel}`, {

@@ -21,7 +21,7 @@ import { type PostgresCluster, postgresUnavailable, startPostgres } from "../sup
  */
 const MAX_COMMITS = 6;
 /** PostgreSQL round trips, start-up recovery pass and the empty claim after the run included. */
-const MAX_POSTGRES_ROUND_TRIPS = 21;
+const MAX_POSTGRES_ROUND_TRIPS = 14;
 
 const missing = process.env.CI ? undefined : postgresUnavailable();
 let cluster: PostgresCluster | undefined;

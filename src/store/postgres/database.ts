@@ -53,11 +53,19 @@ export class Rollback<T> {
   }
 }
 
-/** A transaction: its statements, and the signals it publishes if (and once) it commits. */
+/**
+ * A transaction: its statements, and the signals it publishes if (and once) it commits. BEGIN is written
+ * with its first statement and the statements it does not wait for with its COMMIT (`pipelined`), so
+ * neither costs a round trip of its own.
+ */
 export class Tx implements Sql {
   readonly notes: SignalNote[] = [];
   /** Whether a statement of it changed rows (a transaction that only read commits nothing worth counting). */
   wrote = false;
+  /** Whether BEGIN has been sent. */
+  begun = false;
+  /** Statements whose answers nobody waits for: they go out with the COMMIT (`afterwards`). */
+  readonly deferred: Array<{ text: string; query: pg.QueryConfig }> = [];
   private readonly client: pg.PoolClient;
   private readonly activity: StoreActivity;
 
@@ -67,7 +75,8 @@ export class Tx implements Sql {
   }
 
   async rows(text: string, values: unknown[] = []): Promise<Row[]> {
-    return this.count(text, await this.client.query(prepared(text, values))).rows;
+    const [result] = await this.send(prepared(text, values));
+    return this.count(text, result!).rows;
   }
 
   async row(text: string, values: unknown[] = []): Promise<Row | undefined> {
@@ -75,13 +84,46 @@ export class Tx implements Sql {
   }
 
   async changes(text: string, values: unknown[] = []): Promise<number> {
-    return this.count(text, await this.client.query(prepared(text, values))).rowCount ?? 0;
+    const [result] = await this.send(prepared(text, values));
+    return this.count(text, result!).rowCount ?? 0;
   }
 
+  /**
+   * A statement whose answer the transaction does not need: written with the COMMIT, after every other
+   * statement of it. If it fails, nothing of the transaction is committed and the commit fails with it.
+   */
+  afterwards(text: string, values: unknown[] = []): void {
+    this.deferred.push({ text, query: prepared(text, values) });
+  }
+
+  /** Counts a statement's round trip and what it changed. */
   private count(text: string, result: pg.QueryResult): pg.QueryResult {
     this.activity.statements += 1;
+    return this.answered(text, result);
+  }
+
+  /** Notes whether a statement changed rows (one written with the COMMIT shares its round trip). */
+  answered(text: string, result: pg.QueryResult): pg.QueryResult {
     if (WRITES.test(text) && (result.rowCount ?? 0) > 0) this.wrote = true;
     return result;
+  }
+
+  /**
+   * Statements written together, each after the one before it has run (its own snapshot, the locks the
+   * earlier ones took held): one round trip. If one fails, those after it fail with it.
+   */
+  async together(statements: Array<[text: string, values: unknown[]]>): Promise<Row[][]> {
+    const results = await this.send(...statements.map(([text, values]) => prepared(text, values)));
+    this.activity.statements -= statements.length - 1; // one round trip
+    return results.map((result, i) => this.count(statements[i]![0], result).rows);
+  }
+
+  private async send(...queries: pg.QueryConfig[]): Promise<pg.QueryResult[]> {
+    if (!this.begun) {
+      this.begun = true;
+      return (await pipelined(this.client, ["BEGIN", ...queries])).slice(1);
+    }
+    return queries.length === 1 ? [await this.client.query(queries[0]!)] : pipelined(this.client, queries);
   }
 
   /**
@@ -94,6 +136,29 @@ export class Tx implements Sql {
     if (same === -1) this.notes.push(note);
     else if (name === "event_appended") this.notes[same] = note; // the latest seq
   }
+}
+
+/**
+ * Writes `queries` to the connection at once (the pool's connections pipeline: pg sends a query without
+ * waiting for the answer to the one before) and waits for every answer: one round trip. Each query is
+ * answered on its own, so a failed one does not stop those behind it; inside a transaction a failure
+ * aborts it, and the statements after it (a COMMIT included) fail or roll back.
+ */
+export async function pipelined(
+  client: pg.PoolClient,
+  queries: Array<string | pg.QueryConfig>,
+): Promise<pg.QueryResult[]> {
+  // Corked, the queries leave in one write rather than one each.
+  // (A pool's client is a pg.Client; its type leaves the connection out.)
+  const stream = (client as unknown as pg.Client).connection.stream;
+  stream.cork();
+  let sent: Array<Promise<pg.QueryResult>>;
+  try {
+    sent = queries.map((q) => client.query(q));
+  } finally {
+    stream.uncork();
+  }
+  return Promise.all(sent);
 }
 
 /**
@@ -116,6 +181,8 @@ export class Database implements Sql {
       connectionString: url,
       types: TYPES,
       max: opts.poolSize ?? 10,
+      // A transaction's BEGIN and its first statement, its COMMIT and what goes with it: one round trip each.
+      pipeline: true,
       // A database that does not answer turns into 503s within seconds rather than requests that hang.
       connectionTimeoutMillis: 5_000,
       idleTimeoutMillis: 30_000,
@@ -163,31 +230,36 @@ export class Database implements Sql {
     for (let attempt = 1; ; attempt++) {
       const { client, lost, release } = await this.checkout();
       let broken = false;
-      let open = false;
+      const tx = new Tx(client, this.activity);
       try {
-        this.activity.statements += 1;
-        await client.query("BEGIN");
-        open = true;
-        const tx = new Tx(client, this.activity);
         let value: T;
         try {
           value = await work(tx);
         } catch (err) {
-          this.activity.statements += 1;
-          open = false;
-          await client.query("ROLLBACK");
+          if (tx.begun) {
+            this.activity.statements += 1;
+            tx.begun = false;
+            await client.query("ROLLBACK");
+          }
           if (err instanceof Rollback) return err.value as T;
           throw err;
         }
-        // The notifications travel with the COMMIT, one round trip: a simple query of literals (the
-        // payloads are our own JSON, escaped by the driver), which PostgreSQL delivers only if it commits.
+        // The notifications travel with the COMMIT, one simple query of literals (the payloads are our
+        // own JSON, escaped by the driver), which PostgreSQL delivers only if it commits; the statements
+        // the transaction did not wait for go in the same write, ahead of it (BEGIN too, if none was sent).
         const notify = encodeSignals(this.origin, tx.notes).map(
           (payload) =>
             `SELECT pg_notify(${client.escapeLiteral(SIGNAL_CHANNEL)}, ${client.escapeLiteral(payload)}); `,
         );
+        const deferred = tx.deferred.splice(0);
+        if (!tx.begun && deferred.length === 0 && tx.notes.length === 0) return value; // nothing was asked
+        const queries = [...(tx.begun ? [] : ["BEGIN"]), ...deferred.map((d) => d.query)];
+        tx.begun = true;
         this.activity.statements += 1;
-        await client.query(`${notify.join("")}COMMIT`);
-        open = false;
+        const results = await pipelined(client, [...queries, `${notify.join("")}COMMIT`]);
+        tx.begun = false;
+        const answers = results.slice(queries.length - deferred.length, queries.length);
+        for (const [i, d] of deferred.entries()) tx.answered(d.text, answers[i]!);
         if (tx.wrote) this.activity.commits += 1;
         for (const note of tx.notes) emitNote(this.signals, note);
         return value;
@@ -195,7 +267,7 @@ export class Database implements Sql {
         broken = classifyError(err) === "unavailable";
         // A statement (or the COMMIT's notification) failed: nothing of it stays, and the connection is
         // clean again (a ROLLBACK after a failed COMMIT, with no transaction left, only warns).
-        if (open && !broken) await client.query("ROLLBACK").catch(() => (broken = true));
+        if (tx.begun && !broken) await client.query("ROLLBACK").catch(() => (broken = true));
         if (attempt < 4 && isRetryable(err)) continue;
         throw err;
       } finally {

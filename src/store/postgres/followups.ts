@@ -4,7 +4,7 @@ import { iso, toFollowup } from "../rows.ts";
 import { followupOutcome, groupMessages } from "../run-steering.ts";
 import type { IdempotencyClaim, IdempotentResult } from "../store.ts";
 import { insertAttachments } from "./attachments.ts";
-import type { Database, Tx } from "./database.ts";
+import type { Database, Row, Tx } from "./database.ts";
 import { insertEvent } from "./events.ts";
 import { checkIdempotency, rememberResponse } from "./idempotency.ts";
 import { announce, applyTransition, lockTeamRun, touch } from "./runs.ts";
@@ -100,6 +100,26 @@ export async function takePending(tx: Tx, runId: string, execution: number): Pro
       WHERE run_id = $3 AND delivered_at IS NULL RETURNING *`,
     [iso(Date.now()), execution, runId],
   );
+  return inOrder(rows);
+}
+
+/**
+ * takePending as a statement of its own, fenced by itself: it takes the follow-ups for the execution of
+ * the run `workerId` holds, and nothing when that worker does not hold it. Written together with the
+ * statement that locks the run (`tx.together`), it costs no round trip of its own and still runs after
+ * the lock, so it sees every follow-up committed while the lock was awaited.
+ */
+export function takePendingOfHolder(runId: string, workerId: string): [string, unknown[]] {
+  return [
+    `WITH holder AS (SELECT execution FROM runs WHERE id = $2 AND worker_id = $3 AND state = 'INPROGRESS')
+     UPDATE followups SET delivered_at = $1, delivered_execution = holder.execution FROM holder
+      WHERE followups.run_id = $2 AND followups.delivered_at IS NULL RETURNING followups.*`,
+    [iso(Date.now()), runId, workerId],
+  ];
+}
+
+/** Follow-ups in the order they were added. */
+export function inOrder(rows: Row[]): FollowupRecord[] {
   return rows
     .map(toFollowup)
     .sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : a.id < b.id ? -1 : 1));

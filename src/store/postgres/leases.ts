@@ -6,7 +6,7 @@ import { iso, toRun } from "../rows.ts";
 import type { NewRunEvent, RunPatch } from "../store.ts";
 import type { Database, Tx } from "./database.ts";
 import { endpointsOf, insertEvent, insertEvents, numberedInsert } from "./events.ts";
-import { takePending } from "./followups.ts";
+import { inOrder, takePending, takePendingOfHolder } from "./followups.ts";
 import { SIGNAL_CHANNEL } from "./notifications.ts";
 import { announce, applyTransition } from "./runs.ts";
 import { enqueueWebhooks, webhookEndpoints } from "./webhooks.ts";
@@ -124,17 +124,19 @@ export async function startAgent(
   const capped = events.map((e) => capEventData(e.data));
   const at = iso(Date.now());
   return db.tx(async (tx) => {
-    // The start and the events it carries: one statement (its execution comes back for the follow-ups).
-    const row = await tx.row(`${STARTING_INSERT} SELECT execution, before FROM numbered`, [
-      runId,
-      at,
-      workerId,
-      events.map((e) => e.type),
-      capped.map((c) => c.json),
+    // The start and the events it carries in one statement, which locks the run; the follow-ups taken
+    // after it, in the same round trip.
+    const [started, taken] = await tx.together([
+      [
+        `${STARTING_INSERT} SELECT before FROM numbered`,
+        [runId, at, workerId, events.map((e) => e.type), capped.map((c) => c.json)],
+      ],
+      takePendingOfHolder(runId, workerId),
     ]);
+    const row = started![0];
     if (!row) return undefined;
     if (events.length > 0) tx.signal("event_appended", runId, Number(row.before) + events.length);
-    return takePending(tx, runId, Number(row.execution));
+    return inOrder(taken!);
   });
 }
 
@@ -167,14 +169,19 @@ export async function finishExecution(
   events: readonly NewRunEvent[] = [],
 ): Promise<{ run?: RunRecord; pending: FollowupRecord[] }> {
   return db.tx(async (tx): Promise<{ run?: RunRecord; pending: FollowupRecord[] }> => {
-    // The lock holds off a follow-up (it locks the run too) until this execution has ended or taken it.
-    const owner = await tx.row(
-      "SELECT * FROM runs WHERE id = $1 AND worker_id = $2 AND state = 'INPROGRESS' FOR UPDATE",
-      [runId, workerId],
-    );
+    // The lock holds off a follow-up (it locks the run too) until this execution has ended or taken it;
+    // the follow-ups already waiting are taken after it, in the same round trip.
+    const [owners, taken] = await tx.together([
+      [
+        "SELECT * FROM runs WHERE id = $1 AND worker_id = $2 AND state = 'INPROGRESS' FOR UPDATE",
+        [runId, workerId],
+      ],
+      takePendingOfHolder(runId, workerId),
+    ]);
+    const owner = owners![0];
     if (!owner) return { pending: [] };
     const locked = toRun(owner);
-    const pending = await takePending(tx, runId, locked.execution);
+    const pending = inOrder(taken!);
     if (pending.length > 0) {
       const written = await insertEvents(tx, runId, events, iso(Date.now()), workerId);
       const last = written?.at(-1);
@@ -183,8 +190,9 @@ export async function finishExecution(
     }
     // The events go ahead of the state event, in the transition's statement.
     const run = await applyTransition(tx, runId, trigger, patch, workerId, locked, events);
+    // Nothing waits for the checkpoint's removal: it goes with the COMMIT.
     if (run && run.state !== "BLOCKED")
-      await tx.changes("DELETE FROM run_checkpoints WHERE run_id = $1", [runId]);
+      tx.afterwards("DELETE FROM run_checkpoints WHERE run_id = $1", [runId]);
     if (run) announce(tx, run);
     return { ...(run ? { run } : {}), pending };
   });
