@@ -1,9 +1,9 @@
 import { createWriteStream } from "node:fs";
-import { mkdir, realpath, rm, writeFile } from "node:fs/promises";
+import { rm } from "node:fs/promises";
 import { pipeline } from "node:stream/promises";
 import type { Logger } from "pino";
 import type { Sandbox } from "../sandbox/sandbox.ts";
-import { bundlePath, checkpointScratchPath, mirrorPath } from "../workspace/workspace.ts";
+import { bundlePath, mirrorPath } from "../workspace/workspace.ts";
 import { HARDENED_CONFIG, type HostGitResult, hostGit, reason, text } from "./host-git.ts";
 import { type RemotePolicy, remoteAccess } from "./remote-access.ts";
 import type { DeliveryTarget } from "./repository-checkout.ts";
@@ -15,16 +15,15 @@ import type { DeliveryTarget } from "./repository-checkout.ts";
  * parent the workspace's HEAD (so local commits travel with it), its second the checkpoint before it (so
  * a recorded checkpoint stays reachable whoever moved the ref since). The commit is made inside the
  * sandbox with a temporary index, as delivery commits (the agent's git config and hooks run nothing in
- * Dispatch's process; its index and branch are untouched), in a scratch repository of Dispatch's so that
- * its objects are not charged to the agent's quota, streamed out as a bundle into the private mirror and
- * pushed from there with Dispatch's token, which the sandbox never sees.
+ * Dispatch's process; its index and branch are untouched), streamed out as a bundle into the private
+ * mirror and pushed from there with Dispatch's token, which the sandbox never sees.
  */
 
 const LOCAL_TIMEOUT_MS = 5 * 60 * 1000;
 const REMOTE_TIMEOUT_MS = 10 * 60 * 1000;
 /** The largest bundle taken out of a workspace for a checkpoint. */
 const MAX_BUNDLE_BYTES = 2 * 1024 * 1024 * 1024;
-/** In the scratch repository and the mirror: the latest checkpoint commit (keeps it from gc, and bundles it). */
+/** In the workspace and the mirror: the latest checkpoint commit (keeps it from git gc, and bundles it). */
 const LOCAL_REF = "refs/dispatch/checkpoint";
 const AUTHOR = ["GIT_AUTHOR_NAME=Dispatch", "GIT_AUTHOR_EMAIL=dispatch@localhost"];
 
@@ -60,111 +59,96 @@ export type RefSave =
   | { ok: false; reason: string; notRepository?: boolean };
 
 export async function saveCheckpointRef(ctx: SaveRefContext): Promise<RefSave> {
+  const made = await commitInSandbox(ctx);
+  if (!made.ok) return made;
+  if (made.unchanged) return { ok: true, sha: made.sha, bundleBytes: 0, unchanged: true };
   const mirror = mirrorPath(ctx.workspace);
-  const scratch = checkpointScratchPath(ctx.workspace);
-  try {
-    await makeScratch(scratch);
-    const made = await commitAndBundle(ctx, mirror, scratch);
-    if (!made.ok || made.unchanged) return made;
-    const fetched = text(await hostGit(["rev-parse", "--verify", "--quiet", LOCAL_REF], { gitDir: mirror }));
-    if (fetched !== made.sha) return { ok: false, reason: "the bundle did not hold the checkpoint's commit" };
-    const pushed = await pushRef(ctx, mirror, made.sha);
-    if (!pushed.ok) return pushed;
-    return made;
-  } finally {
-    await rm(scratch, { recursive: true, force: true });
-  }
+  const present = async (sha: string) =>
+    (await hostGit(["cat-file", "-e", `${sha}^{commit}`], { gitDir: mirror })).ok;
+  // Only what the mirror has may be left out of the bundle: its fetch needs every prerequisite.
+  const known = made.exclude.filter((sha, i, all) => all.indexOf(sha) === i);
+  const exclude: string[] = [];
+  for (const sha of known) if (await present(sha)) exclude.push(sha);
+  const bundled = await bundleIntoMirror(ctx, mirror, exclude);
+  if (!bundled.ok) return bundled;
+  const fetched = text(await hostGit(["rev-parse", "--verify", "--quiet", LOCAL_REF], { gitDir: mirror }));
+  if (fetched !== made.sha) return { ok: false, reason: "the bundle did not hold the checkpoint's commit" };
+  const pushed = await pushRef(ctx, mirror, made.sha);
+  if (!pushed.ok) return pushed;
+  return { ok: true, sha: made.sha, bundleBytes: bundled.bytes, unchanged: false };
 }
 
-/**
- * An empty bare repository of Dispatch's for the checkpoint's commit (workspace.ts's
- * checkpointScratchPath): made by hand, as git recognises one (HEAD, objects, refs), so no git runs here.
- */
-async function makeScratch(scratch: string): Promise<void> {
-  await rm(scratch, { recursive: true, force: true });
-  await mkdir(`${scratch}/objects/info`, { recursive: true, mode: 0o700 });
-  await mkdir(`${scratch}/refs`, { mode: 0o700 });
-  await writeFile(`${scratch}/HEAD`, "ref: refs/heads/main\n", { mode: 0o600 });
-}
+type Made =
+  | { ok: true; sha: string; unchanged: boolean; exclude: string[] }
+  | { ok: false; reason: string; notRepository?: boolean };
 
-/**
- * Commits the working tree inside the sandbox and streams a bundle of that commit into the mirror, in
- * one sandboxed process. The commit is made in Dispatch's scratch repository (its git directory, the
- * workspace as its work tree, a copy of the agent's index whose stat data spares hashing the files that
- * did not change), so its objects land there and not in the agent's `.git/objects`. No config of the
- * agent's is read (not the repository's, not a global one in its HOME): nothing it wrote (a filter, a
- * hook) runs while the scratch repository is writable. Its ignore rules still apply: its `.gitignore`
- * files and `info/exclude`.
- */
-async function commitAndBundle(
-  ctx: SaveRefContext,
-  mirror: string,
-  scratch: string,
-): Promise<
-  | { ok: true; sha: string; bundleBytes: number; unchanged: boolean }
-  | { ok: false; reason: string; notRepository?: boolean }
-> {
+async function commitInSandbox(ctx: SaveRefContext): Promise<Made> {
+  const mirror = mirrorPath(ctx.workspace);
   const delivered = text(
     await hostGit(["rev-parse", "--verify", "--quiet", "refs/dispatch/delivered"], { gitDir: mirror }),
   ).replace(/[^0-9a-f]/g, "");
-  const prev = ctx.expected && /^[0-9a-f]{40,64}$/.test(ctx.expected) ? ctx.expected : "";
-  // Only what the mirror has may be left out of the bundle: its fetch needs every prerequisite.
-  const exclude: string[] = [];
-  for (const sha of new Set([prev, delivered].filter(Boolean))) {
-    if ((await hostGit(["cat-file", "-e", `${sha}^{commit}`], { gitDir: mirror })).ok) exclude.push(sha);
-  }
-  const real = await Promise.all([realpath(scratch), realpath(`${mirror}/objects`)]).catch(() => undefined);
-  if (!real) return { ok: false, reason: "the run's mirror of its repository is missing" };
-  const [realScratch, mirrorObjects] = real;
   const git = ["git", ...HARDENED_CONFIG, "-c", "safe.directory=*"].map(shellQuote).join(" ");
+  const prev = ctx.expected && /^[0-9a-f]{40,64}$/.test(ctx.expected) ? ctx.expected : "";
   const script = [
     "set -e",
     `g() { ${git} "$@"; }`,
     `if ! g rev-parse --git-dir >/dev/null 2>&1; then echo "dispatch: the workspace is no git repository" >&2; exit 3; fi`,
     `head=$(g rev-parse --verify --quiet 'HEAD^{commit}') || { echo "dispatch: HEAD names no commit" >&2; exit 3; }`,
-    "top=$(g rev-parse --show-toplevel)",
-    "objects=$(g rev-parse --path-format=absolute --git-path objects)",
-    "index=$(g rev-parse --path-format=absolute --git-path index)",
-    "excludes=$(g rev-parse --path-format=absolute --git-path info/exclude)",
-    // From here on the scratch repository, reading the workspace's objects and the mirror's.
-    `printf '%s\n' "$objects" ${shellQuote(mirrorObjects)} > ${shellQuote(`${realScratch}/objects/info/alternates`)}`,
-    `export GIT_DIR=${shellQuote(realScratch)} GIT_WORK_TREE="$top" GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null`,
-    `cd "$top"`,
-    `d() { g -c core.excludesFile="$excludes" "$@"; }`,
     `prev=${prev}`,
-    `if [ -n "$prev" ] && ! d cat-file -e "$prev^{commit}" 2>/dev/null; then prev=; fi`,
+    `if [ -n "$prev" ] && ! g cat-file -e "$prev^{commit}" 2>/dev/null; then prev=; fi`,
+    // A copy of the agent's index: its stat data spares hashing the files that did not change.
     `idx=$(mktemp)`,
     `trap 'rm -f "$idx" "$idx.lock"' EXIT`,
+    `index=$(g rev-parse --git-path index)`,
     `if [ -f "$index" ]; then cp "$index" "$idx"; else rm -f "$idx"; fi`,
     `export GIT_INDEX_FILE="$idx"`,
-    `[ -f "$idx" ] || d read-tree "$head"`,
-    // An index this repository cannot read (one split off into the agent's git directory): from HEAD.
-    `d add --all 2>/dev/null || { rm -f "$idx" "$idx.lock"; d read-tree "$head"; d add --all; }`,
-    "tree=$(d write-tree)",
-    `if [ -n "$prev" ] && [ "$(d rev-parse "$prev^{tree}")" = "$tree" ] && [ "$(d rev-parse "$prev^1")" = "$head" ]; then`,
-    `  echo "dispatch-checkpoint $prev unchanged" >&2; exit 0`,
+    `[ -f "$idx" ] || g read-tree "$head"`,
+    "g add --all",
+    "tree=$(g write-tree)",
+    `if [ -n "$prev" ] && [ "$(g rev-parse "$prev^{tree}")" = "$tree" ] && [ "$(g rev-parse "$prev^1")" = "$head" ]; then`,
+    `  echo "dispatch-checkpoint $prev unchanged"; exit 0`,
     "fi",
     `set -- -p "$head"; [ -z "$prev" ] || set -- "$@" -p "$prev"`,
-    `commit=$(${AUTHOR.join(" ")} GIT_COMMITTER_NAME=Dispatch GIT_COMMITTER_EMAIL=dispatch@localhost d commit-tree "$tree" "$@" -m ${shellQuote(`Checkpoint of run ${ctx.runId}`)})`,
-    `d update-ref ${LOCAL_REF} "$commit"`,
-    `echo "dispatch-checkpoint $commit" >&2`,
-    `exec ${git} bundle create --quiet - ${LOCAL_REF} ${exclude.map((sha) => `^${sha}`).join(" ")}`,
+    `commit=$(${AUTHOR.join(" ")} GIT_COMMITTER_NAME=Dispatch GIT_COMMITTER_EMAIL=dispatch@localhost g commit-tree "$tree" "$@" -m ${shellQuote(`Checkpoint of run ${ctx.runId}`)})`,
+    `g update-ref ${LOCAL_REF} "$commit"`,
+    `echo "dispatch-checkpoint $commit"`,
+    `for sha in $prev ${delivered}; do if g cat-file -e "$sha^{commit}" 2>/dev/null; then echo "dispatch-exclude $sha"; fi; done`,
   ].join("\n");
-  const bundle = bundlePath(ctx.workspace, "checkpoint");
-  const proc = ctx.sandbox.start(["sh", "-c", script], {
+  const result = await ctx.sandbox.exec(script, {
+    timeoutMs: LOCAL_TIMEOUT_MS,
     signal: ctx.signal,
-    mounts: [
-      { path: realScratch, writable: true },
-      { path: mirrorObjects, writable: false },
-    ],
+    outputLimit: 16 * 1024,
   });
-  const timer = setTimeout(() => void proc.stop(), LOCAL_TIMEOUT_MS);
+  const found = /dispatch-checkpoint ([0-9a-f]{40,64})( unchanged)?/.exec(result.output);
+  if (result.exitCode !== 0 || !found) {
+    const why = result.output.trim().split("\n").slice(-3).join("; ") || `exit ${result.exitCode}`;
+    return {
+      ok: false,
+      reason: `committing the working tree failed: ${why}`,
+      ...(result.exitCode === 3 ? { notRepository: true } : {}),
+    };
+  }
+  const exclude = [...result.output.matchAll(/dispatch-exclude ([0-9a-f]{40,64})/g)].map((m) => m[1]!);
+  return { ok: true, sha: found[1]!, unchanged: !!found[2], exclude };
+}
+
+/** Streams a bundle of the checkpoint commit out of the sandbox and fetches it into the mirror. */
+async function bundleIntoMirror(
+  ctx: SaveRefContext,
+  mirror: string,
+  exclude: string[],
+): Promise<{ ok: true; bytes: number } | { ok: false; reason: string }> {
+  const bundle = bundlePath(ctx.workspace, "checkpoint");
+  const argv = ["git", ...HARDENED_CONFIG, "-c", "safe.directory=*", "bundle", "create", "--quiet", "-"];
+  const proc = ctx.sandbox.start([...argv, LOCAL_REF, ...exclude.map((sha) => `^${sha}`)], {
+    signal: ctx.signal,
+  });
   const limit = Math.min(MAX_BUNDLE_BYTES, ctx.quotaLeftBytes ?? Number.POSITIVE_INFINITY);
   let size = 0;
   let stderr = "";
   proc.child.stderr.setEncoding("utf8");
   proc.child.stderr.on("data", (c: string) => {
-    stderr = (stderr + c).slice(-16 * 1024);
+    stderr = (stderr + c).slice(-2000);
   });
   proc.child.stdout.on("data", (c: Buffer) => {
     size += c.length;
@@ -179,27 +163,17 @@ async function commitAndBundle(
         reason: `the workspace's changes take more than the ${Math.floor(limit / 2 ** 20)} MB left of its disk quota`,
       };
     }
-    const found = /dispatch-checkpoint ([0-9a-f]{40,64})( unchanged)?/.exec(stderr);
-    if (exit.code !== 0 || !found) {
-      const why = stderr.trim().split("\n").slice(-3).join("; ") || `exit ${exit.code ?? exit.signal}`;
-      return {
-        ok: false,
-        reason: found
-          ? `bundling the checkpoint failed: ${why}`
-          : `committing the working tree failed: ${why}`,
-        ...(exit.code === 3 ? { notRepository: true } : {}),
-      };
+    if (exit.code !== 0) {
+      const why = stderr.trim().split("\n").slice(-2).join("; ") || `exit ${exit.code ?? exit.signal}`;
+      return { ok: false, reason: `bundling the checkpoint failed: ${why}` };
     }
-    const sha = found[1]!;
-    if (found[2]) return { ok: true, sha, bundleBytes: 0, unchanged: true };
     const fetch = await hostGit(["fetch", "--quiet", "--no-tags", bundle, `+${LOCAL_REF}:${LOCAL_REF}`], {
       gitDir: mirror,
       timeoutMs: LOCAL_TIMEOUT_MS,
     });
     if (!fetch.ok) return { ok: false, reason: `reading the checkpoint's bundle failed: ${reason(fetch)}` };
-    return { ok: true, sha, bundleBytes: size, unchanged: false };
+    return { ok: true, bytes: size };
   } finally {
-    clearTimeout(timer);
     await rm(bundle, { force: true });
   }
 }

@@ -40,8 +40,7 @@ export interface DiskUsage {
  * Everything a run holds on disk, all of it counted against its quota: its workspace, an external agent's
  * private area (its HOME), delivery's mirror with the commits it received, and the sandbox's /tmp. All of
  * them lie next to each other in the workspaces directory. Not the bundle on its way into the mirror
- * (workspace.ts's bundlePath): Dispatch's copy, capped at what is left of the quota on its own; nor the
- * scratch repository a checkpoint commits in (checkpointScratchPath), which no agent's sandbox shows.
+ * (workspace.ts's bundlePath): Dispatch's copy, capped at what is left of the quota on its own.
  */
 export function runDiskPaths(workspace: string): string[] {
   return [

@@ -39,18 +39,6 @@ export function bundlePath(workspace: string, purpose: "incoming" | "checkpoint"
   return `${deliveryArea(workspace)}/${purpose}.bundle`;
 }
 
-/**
- * Where a checkpoint's commit is made (checkpoint-ref.ts): a bare repository of Dispatch's whose objects
- * are the commit, its tree and the blobs of the files the agent had not committed, reading everything
- * else from the workspace's and the mirror's objects (alternates). Not the agent's `.git/objects`, where
- * each uncommitted file was counted twice against the quota (as a file and as an object); not counted
- * (runDiskPaths): made empty for each checkpoint, written only by the checkpoint's own commands (the
- * agent's sandboxes never see it) and removed once its bundle is in the mirror (docs/runtime.md#workspace).
- */
-export function checkpointScratchPath(workspace: string): string {
-  return `${deliveryArea(workspace)}/checkpoint.git`;
-}
-
 /** Delivery's private area beside the workspace: the mirror and the bundles on their way into it. */
 function deliveryArea(workspace: string): string {
   return `${workspace}.delivery`;

@@ -1,5 +1,4 @@
 import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,14 +12,14 @@ import { probeBwrap } from "../../src/sandbox/bwrap-sandbox.ts";
 import type { Sandbox } from "../../src/sandbox/sandbox.ts";
 import { createSandboxProvider, type SandboxProvider } from "../../src/sandbox/sandbox-provider.ts";
 import { measureDiskUsage, runDiskPaths } from "../../src/workspace/disk-quota.ts";
-import { checkpointScratchPath, mirrorPath, prepareWorkspace } from "../../src/workspace/workspace.ts";
+import { prepareWorkspace } from "../../src/workspace/workspace.ts";
 import { GitHttpServer } from "../support/git-http-server.ts";
 import { GitRemotes } from "../support/git-remotes.ts";
 
 /**
  * What the disk quota counts of a run's checkpoints and delivery (docs/runtime.md#workspace): the agent's
- * work, and the one copy of it in delivery's mirror; never the checkpoint's commit in the agent's
- * `.git/objects`, nor the same commits taken out of the workspace a second time for the delivery. A run
+ * work, and the one copy of it in delivery's mirror; never the same commits taken out of the workspace a
+ * second time for the delivery. A run
  * with a repository in a real sandbox, its checkout, checkpoints and delivery against a git server over
  * smart HTTP, each step's quota left measured as the executor measures it.
  */
@@ -174,32 +173,5 @@ describe.skipIf(!bwrap)("the disk quota, checkpoints and delivery", () => {
       { encoding: "utf8" },
     );
     expect(Number(size)).toBe(8 * MB);
-  });
-
-  it("charges a checkpoint of uncommitted files to the mirror's copy only, not the agent's .git", async () => {
-    const ws = await checkedOut("run-quota-uncommitted", 64 * MB);
-    await ws.sh("head -c 6M /dev/urandom > data.bin");
-    const agentRoots = runDiskPaths(ws.workspace).filter((root) => root !== mirrorPath(ws.workspace));
-    const before = await ws.used(agentRoots);
-    const first = await ws.checkpoint();
-    expect(first.bundleBytes).toBeGreaterThan(6 * MB);
-    // The commit of the working tree added no object to the workspace: only its files are counted there.
-    expect((await ws.used(agentRoots)) - before).toBeLessThan(64 * 1024);
-    expect(existsSync(checkpointScratchPath(ws.workspace))).toBe(false);
-
-    // The next checkpoint finds the one before it (in the mirror) and carries on its chain.
-    await ws.sh("echo more > more.txt");
-    const second = await ws.checkpoint();
-    expect(second.unchanged).toBe(false);
-    expect(second.bundleBytes).toBeLessThan(64 * 1024);
-    const mirror = mirrorPath(ws.workspace);
-    const parent = execFileSync("git", ["--git-dir", mirror, "rev-parse", `${second.sha}^2`], {
-      encoding: "utf8",
-    }).trim();
-    expect(parent).toBe(first.sha);
-    expect((await ws.used(agentRoots)) - before).toBeLessThan(64 * 1024);
-    // Nothing changed since: the checkpoint stands, found in the mirror.
-    const third = await ws.checkpoint();
-    expect(third).toMatchObject({ unchanged: true, sha: second.sha });
   });
 });
