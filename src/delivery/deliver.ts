@@ -1,5 +1,5 @@
 import { createWriteStream } from "node:fs";
-import { rm } from "node:fs/promises";
+import { realpath, rm } from "node:fs/promises";
 import { pipeline } from "node:stream/promises";
 import pRetry, { AbortError } from "p-retry";
 import type { Logger } from "pino";
@@ -183,6 +183,7 @@ async function fetchFromWorkspace(
   signal: AbortSignal,
 ): Promise<DeliveryOutcome | undefined> {
   const bundle = bundlePath(ctx.workspace, "incoming");
+  const checkpoint = await mirrorCheckpoint(mirror);
   const proc = ctx.sandbox.start(
     [
       "git",
@@ -195,8 +196,17 @@ async function fetchFromWorkspace(
       "-",
       "HEAD",
       `^${delivered}`,
+      ...(checkpoint ? [`^${checkpoint.sha}`] : []),
     ],
-    { signal },
+    {
+      signal,
+      ...(checkpoint
+        ? {
+            env: { GIT_ALTERNATE_OBJECT_DIRECTORIES: gitQuote(checkpoint.objects) },
+            mounts: [{ path: checkpoint.objects, writable: false }],
+          }
+        : {}),
+    },
   );
   const limit = Math.min(MAX_BUNDLE_BYTES, ctx.quotaLeftBytes ?? Number.POSITIVE_INFINITY);
   let size = 0;
@@ -237,6 +247,28 @@ async function fetchFromWorkspace(
   } finally {
     await rm(bundle, { force: true });
   }
+}
+
+/**
+ * The run's latest checkpoint commit where the mirror holds it (checkpoint-ref.ts), and the mirror's
+ * objects: the bundle of new commits leaves out what the checkpoint already brought into the mirror,
+ * reading it from the mirror's objects (shown read-only to that one command), so the commits are not
+ * taken out a second time beside the mirror's copy, which the quota counts (docs/runtime.md#workspace).
+ */
+async function mirrorCheckpoint(mirror: string): Promise<{ sha: string; objects: string } | undefined> {
+  const sha = text(
+    await hostGit(["rev-parse", "--verify", "--quiet", "refs/dispatch/checkpoint^{commit}"], {
+      gitDir: mirror,
+    }),
+  );
+  if (!/^[0-9a-f]{40,64}$/.test(sha)) return undefined;
+  const objects = await realpath(`${mirror}/objects`).catch(() => undefined);
+  return objects ? { sha, objects } : undefined;
+}
+
+/** A path as GIT_ALTERNATE_OBJECT_DIRECTORIES takes it: quoted, as a colon would separate two. */
+function gitQuote(path: string): string {
+  return `"${path.replace(/["\\]/g, "\\$&")}"`;
 }
 
 /** Whether an earlier execution already pushed work (then "no new changes" is still a delivered run). */
