@@ -98,7 +98,12 @@ export class Authenticator {
     if (!header) return undefined;
     const cached = this.cache.get(header);
     if (!cached || cached.until <= now || cached.mark !== this.store.keyRevocationMark()) return undefined;
-    if (!this.store.keyRevocationMarkExact && !keyCheckedByWrite && req.method !== "GET" && req.method !== "HEAD") {
+    if (
+      !this.store.keyRevocationMarkExact &&
+      !keyCheckedByWrite &&
+      req.method !== "GET" &&
+      req.method !== "HEAD"
+    ) {
       return undefined;
     }
     return cached.caller;

@@ -189,7 +189,9 @@ describe.skipIf(Boolean(missing))("PostgreSQL replicas: two stores on one databa
         createdAt: new Date().toISOString(),
       });
       const withEndpoint = run(newId());
-      expect((await a.createRun(withEndpoint, undefined, [], { liveKeyId: key.id })).kind).toBe("key_revoked");
+      expect((await a.createRun(withEndpoint, undefined, [], { liveKeyId: key.id })).kind).toBe(
+        "key_revoked",
+      );
 
       for (const refused of [plain, idempotent, withEndpoint]) {
         expect(await b.getRun("t1", refused.id)).toBeUndefined();
