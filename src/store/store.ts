@@ -134,11 +134,7 @@ export interface Store extends IdempotencyRecords {
    * Inserts a QUEUED run with its attachments, or with `idempotency` returns the remembered response of an
    * earlier equal request. `traceparent`: the creating request's span, which its executions link to;
    * `audit`: the creation's audit entry. Both go in with the run (not on a replay): one commit per create.
-   * `liveKeyId`: the API key of the request creating it. Where keyRevocationMark is not exact (PostgreSQL)
-   * the run is written only while that key is live, checked by the create's own statement (`key_revoked`
-   * otherwise, nothing written), so that authentication need not look the key up again first; where it is
-   * exact (SQLite) authentication has already checked the key and this is not read.
-   */
+   * `liveKeyId`: the request's key; PostgreSQL writes only while it is live (else `key_revoked`). */
   createRun(
     run: RunRecord,
     idempotency?: IdempotencyClaim,
