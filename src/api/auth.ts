@@ -18,12 +18,23 @@ declare module "fastify" {
      * open event stream asks this while it lasts.
      */
     reauthenticate(req: FastifyRequest): Promise<Caller>;
+    /**
+     * Authenticates a request's key as one whose write does not check the key itself: on PostgreSQL it is
+     * looked up in the store. A route with keyCheckedByWrite asks this before a write that is not its own
+     * (a create that continues a conversation is a follow-up).
+     */
+    authenticateWrite(req: FastifyRequest): Promise<Caller>;
   }
   interface FastifyContextConfig {
     /** Route needs an API key (everything under /api/v1 but the OpenAPI document). */
     auth?: boolean;
     /** Route needs an admin key (team administration such as agent identities). */
     admin?: boolean;
+    /**
+     * The route's write checks its API key itself, in the statement that writes (a create hands
+     * `liveKeyId` to the store's createRun): a cached caller is enough to reach it on PostgreSQL too.
+     */
+    keyCheckedByWrite?: boolean;
   }
 }
 
@@ -34,6 +45,13 @@ export type ApiKeyLookup = Pick<
 >;
 
 const CACHE_TTL_MS = 5_000;
+
+/** The answer to a key that is unknown or revoked, whether authentication or the write found it so. */
+export function keyRefused(): ApiError {
+  return new ApiError("authentication_required", "unknown or revoked API key", {
+    "www-authenticate": 'Bearer error="invalid_token"',
+  });
+}
 const CACHE_MAX = 10_000;
 
 /**
@@ -48,7 +66,9 @@ const CACHE_MAX = 10_000;
  *   revocation arrives as a notification just after its commit; there a request that changes something
  *   is always checked against the store, so a revoked key changes nothing once its revocation has
  *   committed, and reads follow within the notification's delay — and are not cached while notifications
- *   cannot arrive.
+ *   cannot arrive. A route whose write checks the key itself (keyCheckedByWrite: the create, whose
+ *   statement inserts only while the key is live) is let through with a cached caller, which saves the
+ *   create a round trip and keeps the rule: the store refuses the write of a revoked key.
  *
  * The cache is keyed by the Authorization header as sent, so a hit costs one map lookup and reading the
  * mark (about a microsecond): neither the header's pattern nor the key's SHA-256 is computed again. It
@@ -69,16 +89,31 @@ export class Authenticator {
   }
 
   /** The caller of a header seen within CACHE_TTL_MS, without waiting; undefined when a lookup is needed. */
-  cached(req: FastifyRequest, now = Date.now()): Caller | undefined {
+  cached(
+    req: FastifyRequest,
+    now = Date.now(),
+    keyCheckedByWrite = req.routeOptions.config.keyCheckedByWrite === true,
+  ): Caller | undefined {
     const header = req.headers.authorization;
     if (!header) return undefined;
     const cached = this.cache.get(header);
     if (!cached || cached.until <= now || cached.mark !== this.store.keyRevocationMark()) return undefined;
-    if (!this.store.keyRevocationMarkExact && req.method !== "GET" && req.method !== "HEAD") return undefined;
+    if (
+      !this.store.keyRevocationMarkExact &&
+      !keyCheckedByWrite &&
+      req.method !== "GET" &&
+      req.method !== "HEAD"
+    ) {
+      return undefined;
+    }
     return cached.caller;
   }
 
-  async authenticate(req: FastifyRequest): Promise<Caller> {
+  /** `keyCheckedByWrite` false: as a write that does not check the key itself, whatever the route says. */
+  async authenticate(
+    req: FastifyRequest,
+    keyCheckedByWrite = req.routeOptions.config.keyCheckedByWrite === true,
+  ): Promise<Caller> {
     const header = req.headers.authorization;
     if (!header) {
       throw new ApiError("authentication_required", "send Authorization: Bearer <api key>", {
@@ -86,7 +121,7 @@ export class Authenticator {
       });
     }
     const now = Date.now();
-    const hit = this.cached(req, now);
+    const hit = this.cached(req, now, keyCheckedByWrite);
     if (hit) return hit;
     const match = /^Bearer\s+(\S+)$/i.exec(header);
     if (!match || !API_KEY_PATTERN.test(match[1]!)) {
@@ -105,9 +140,7 @@ export class Authenticator {
     const caller = await this.store.findCallerByKeyHash(hashApiKey(match[1]!));
     if (!caller) {
       this.cache.delete(header);
-      throw new ApiError("authentication_required", "unknown or revoked API key", {
-        "www-authenticate": 'Bearer error="invalid_token"',
-      });
+      throw keyRefused();
     }
     if (mark === undefined || revocations !== this.revocations) return caller;
     if (this.cache.size >= CACHE_MAX) this.cache.clear();

@@ -97,7 +97,7 @@ export function route<const O extends Operation>(
   app: FastifyInstance,
   op: O,
   handler: Handler<O>,
-  options: { bodyLimit?: number } = {},
+  options: { bodyLimit?: number; keyCheckedByWrite?: boolean } = {},
 ): void {
   const { body, query } = op;
   const bracketed = query
@@ -119,8 +119,12 @@ export function route<const O extends Operation>(
   app.route<{ Params: PathParams<O["path"]> }>({
     method: op.method,
     url: `/api/v1${op.path.replace(/\{(\w+)\}/g, ":$1")}`,
-    config: { auth: op.access === "key" || op.access === "admin", admin: op.access === "admin" },
-    ...options,
+    config: {
+      auth: op.access === "key" || op.access === "admin",
+      admin: op.access === "admin",
+      keyCheckedByWrite: options.keyCheckedByWrite === true,
+    },
+    ...(options.bodyLimit !== undefined ? { bodyLimit: options.bodyLimit } : {}),
     // Async, as every route's handler: a refusal thrown while reading the input becomes its problem answer.
     handler: async (req, reply) =>
       inRequestSpan(req, () =>

@@ -57,6 +57,8 @@ export interface RequestContext {
   rawBody?: unknown;
   /** The run this create starts again ("Retry"): audited as a retry of it. */
   retryOf?: string;
+  /** The API key of the request, which the store checks is live where it writes the run (Store.createRun). */
+  liveKeyId?: string;
 }
 
 export interface CreateRunResult {
@@ -212,7 +214,11 @@ export class RunService {
       traceparent: activeTraceparent(),
       // Stored with the run, in its transaction: a replayed create records nothing again.
       audit: this.audit.entry(ctx, ctx.retryOf ? "run.retried" : "run.created", run.id, details),
+      ...(ctx.liveKeyId ? { liveKeyId: ctx.liveKeyId } : {}),
     });
+    if (result.kind === "key_revoked") {
+      throw new RunError("authentication_required", "unknown or revoked API key");
+    }
     return this.unwrap(result, () => respond(run)) as ReturnType<typeof respond>;
   }
 

@@ -134,13 +134,13 @@ export interface Store extends IdempotencyRecords {
    * Inserts a QUEUED run with its attachments, or with `idempotency` returns the remembered response of an
    * earlier equal request. `traceparent`: the creating request's span, which its executions link to;
    * `audit`: the creation's audit entry. Both go in with the run (not on a replay): one commit per create.
-   */
+   * `liveKeyId`: the request's key; PostgreSQL writes only while it is live (else `key_revoked`). */
   createRun(
     run: RunRecord,
     idempotency?: IdempotencyClaim,
     attachments?: readonly NewAttachment[],
-    also?: { traceparent?: string; audit?: NewAuditEvent },
-  ): Promise<IdempotentResult<RunRecord>>;
+    also?: { traceparent?: string; audit?: NewAuditEvent; liveKeyId?: string },
+  ): Promise<IdempotentResult<RunRecord> | { kind: "key_revoked" }>;
   getRun(teamId: string, runId: string): Promise<RunRecord | undefined>;
   getRunBySession(sessionId: string): Promise<RunRecord | undefined>;
   /**

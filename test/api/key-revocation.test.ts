@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PostgresStore } from "../../src/store/postgres/postgres-store.ts";
 import { startTestDispatch, type TestDispatch } from "../support/dispatch.ts";
 import { type PostgresCluster, postgresUnavailable, startPostgres } from "../support/postgres.ts";
 import {
@@ -130,5 +131,84 @@ describe.skipIf(missing)("a key revoked on one replica, on one PostgreSQL databa
     await dispatchCli(["keys", "revoke", admin.slice(0, 10)], env);
     expect(await signedIn(browser)).toBe(false);
     expect(await call(b.url, admin, "GET")).toBe(401);
+  });
+});
+
+describe.skipIf(missing)("creates on PostgreSQL, whose key is checked by the create's own statement", () => {
+  let cluster: PostgresCluster;
+  let databaseUrl: string;
+  let t: TestDispatch;
+  /** Another connection to the same database, as another replica or the CLI would have. */
+  let elsewhere: PostgresStore;
+
+  beforeAll(async () => {
+    cluster = await startPostgres();
+    databaseUrl = await cluster.createDatabase();
+    t = await startTestDispatch({ DATABASE_URL: databaseUrl, DISPATCH_MAX_CONCURRENT_RUNS: "0" });
+    elsewhere = new PostgresStore(databaseUrl);
+  }, 120_000);
+
+  afterAll(async () => {
+    await elsewhere?.close();
+    await t?.stop();
+    await cluster?.stop();
+  }, 60_000);
+
+  it("a key revoked at another connection creates nothing once its revocation committed", async () => {
+    const member = await t.newKey("team_default");
+    const before = await t.api("GET", "/api/v1/agent/runs?limit=100");
+    // The server knows the key (its cache holds it) and has created with it.
+    const first = await t.api(
+      "POST",
+      "/api/v1/agent/runs",
+      { prompt: "before" },
+      { authorization: `Bearer ${member}` },
+    );
+    expect(first.status, first.text).toBe(200);
+
+    expect(await elsewhere.revokeApiKey(member.slice(0, 10), new Date().toISOString())).toBeDefined();
+    const refused = await t.api(
+      "POST",
+      "/api/v1/agent/runs",
+      { prompt: "after the revocation" },
+      { authorization: `Bearer ${member}` },
+    );
+    expect(refused.status, refused.text).toBe(401);
+    expect(refused.headers.get("www-authenticate")).toBe('Bearer error="invalid_token"');
+    const continued = await t.api(
+      "POST",
+      "/api/v1/agent/runs",
+      { prompt: "and again", conversation_id: first.body.run_id },
+      { authorization: `Bearer ${member}` },
+    );
+    expect(continued.status, continued.text).toBe(401);
+
+    const after = await t.api("GET", "/api/v1/agent/runs?limit=100");
+    expect(after.body.runs.length).toBe(before.body.runs.length + 1);
+    const { events } = await t.dispatch.store.listAuditEvents("team_default", { limit: 100 });
+    expect(events.filter((e) => e.action === "run.created").map((e) => e.target)).toEqual([
+      first.body.run_id,
+    ]);
+  });
+
+  it("creates sent at once each get their own run, first event and audit entry, exactly once", async () => {
+    const key = await t.newKey("team_default");
+    const prompts = Array.from({ length: 16 }, (_, i) => `together ${i}`);
+    const answers = await Promise.all(
+      prompts.map((prompt) =>
+        t.api("POST", "/api/v1/agent/runs", { prompt }, { authorization: `Bearer ${key}` }),
+      ),
+    );
+    for (const answer of answers) expect(answer.status, answer.text).toBe(200);
+    const ids = answers.map((a) => a.body.run_id as string);
+    expect(new Set(ids).size).toBe(prompts.length);
+    for (const [i, id] of ids.entries()) {
+      expect((await t.dispatch.store.getRun("team_default", id))?.prompt).toBe(prompts[i]);
+      const events = await t.dispatch.store.listEvents(id, 0, 10);
+      expect(events.map((e) => [e.seq, e.type])).toEqual([[1, "state"]]);
+    }
+    const { events } = await t.dispatch.store.listAuditEvents("team_default", { limit: 100 });
+    const audited = events.filter((e) => e.action === "run.created" && ids.includes(e.target!));
+    expect(audited.map((e) => e.target).sort()).toEqual([...ids].sort());
   });
 });

@@ -136,6 +136,73 @@ describe.skipIf(Boolean(missing))("PostgreSQL replicas: two stores on one databa
     });
   });
 
+  it("a create by a key revoked on B writes nothing on A once the revocation committed, in every path", async () => {
+    await replicas(async (a, b) => {
+      await a.ensurePrincipal({ id: "u1", teamId: "t1", type: "user", displayName: "U One", email: null });
+      const key = {
+        id: "key-1",
+        principalId: "u1",
+        name: "ci",
+        role: "member" as const,
+        hash: "h1",
+        prefix: "dsp_ab",
+        createdAt: new Date().toISOString(),
+      };
+      await a.insertApiKey(key);
+      const audit = (target: string) => ({
+        teamId: "t1",
+        at: new Date().toISOString(),
+        actor: "u1",
+        actorName: "U One",
+        action: "run.created" as const,
+        target,
+        details: {},
+      });
+      const live = run(newId());
+      const created = await a.createRun(live, undefined, [], { audit: audit(live.id), liveKeyId: key.id });
+      expect(created.kind).toBe("created");
+
+      expect(await b.revokeApiKey(key.id, new Date().toISOString())).toBeDefined();
+      // No notification awaited: A may not have heard of the revocation, its statement sees it anyway.
+      const plain = run(newId());
+      expect(await a.createRun(plain, undefined, [], { audit: audit(plain.id), liveKeyId: key.id })).toEqual({
+        kind: "key_revoked",
+      });
+      const claim = {
+        principalId: "u1",
+        key: "idem-1",
+        requestHash: "x",
+        respond: () => ({}),
+        notBefore: "2000-01-01T00:00:00.000Z",
+      };
+      const idempotent = run(newId());
+      expect((await a.createRun(idempotent, claim, [], { liveKeyId: key.id })).kind).toBe("key_revoked");
+      // An endpoint taking run.created sends the create to its transaction, which checks the key too.
+      await a.createWebhookEndpoint({
+        id: "wh_0000000000000001",
+        teamId: "t1",
+        url: "https://hooks.example/run",
+        events: ["run.created"],
+        description: null,
+        secret: "whsec_c2VjcmV0",
+        createdBy: "u1",
+        createdAt: new Date().toISOString(),
+      });
+      const withEndpoint = run(newId());
+      expect((await a.createRun(withEndpoint, undefined, [], { liveKeyId: key.id })).kind).toBe(
+        "key_revoked",
+      );
+
+      for (const refused of [plain, idempotent, withEndpoint]) {
+        expect(await b.getRun("t1", refused.id)).toBeUndefined();
+      }
+      const { events } = await b.listAuditEvents("t1", { limit: 10 });
+      expect(events.map((e) => e.target)).toEqual([live.id]);
+      // Without a key to check (a surface of this process), the create is as before.
+      expect((await a.createRun(run(newId()))).kind).toBe("created");
+    });
+  });
+
   it("a store hears its own signals once, not again through LISTEN", async () => {
     await replicas(async (a, b) => {
       const created = await a.createRun(run(newId()));

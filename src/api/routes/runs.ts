@@ -4,6 +4,7 @@ import { attachmentBodyLimit } from "../../model/attachment.ts";
 import { RunError } from "../../model/errors.ts";
 import { toRunItem } from "../../runs/run-item.ts";
 import type { RunService } from "../../runs/run-service.ts";
+import { keyRefused } from "../auth.ts";
 import { resumeAfter, streamRunEvents, wantsEventStream } from "../event-stream.ts";
 import { listInputOf } from "../list-runs-query.ts";
 import { json, operation, route } from "../operation.ts";
@@ -167,20 +168,26 @@ export async function runRoutes(app: FastifyInstance, opts: RunRoutesOptions): P
   const { runService, publicUrl } = opts;
   // Only the routes that take attachments admit bodies this large; every other route keeps LIMITS.bodyBytes.
   const withAttachments = { bodyLimit: attachmentBodyLimit(LIMITS.bodyBytes) };
+  // The create's statement writes only while the request's key is live (liveKeyId below): on PostgreSQL
+  // that saves looking the key up again before it (src/api/auth.ts).
+  const createOptions = { ...withAttachments, keyCheckedByWrite: true };
 
   const ops = runOperations;
 
   const create = async (req: FastifyRequest, body: z.output<typeof CreateRunRequestSchema>) => {
     const { on_behalf_of: behalf, ...fields } = body;
+    // A continued conversation is a follow-up, whose write does not check the key: look it up as for any write.
+    if (body.conversation_id != null) req.caller = await req.server.authenticateWrite(req);
     // The Warp Platform API's form: a user id or email, for admin and agent identities' keys.
     const named = typeof behalf === "string" ? await runService.onBehalfOf(req.caller!, behalf) : undefined;
     // Dispatch's: only an admin key (an integration fronting this service) may say whom a run is for.
     const extension =
       behalf && typeof behalf === "object" && req.caller!.key.role === "admin" ? behalf : undefined;
     const creator = named ?? extension?.creator;
-    return runService.create(
+    const created = runService.create(
       {
         caller: req.caller!,
+        liveKeyId: req.caller!.key.id,
         idempotencyKey: idempotencyKey(req),
         rawBody: req.body,
         ...(creator ? { creator } : {}),
@@ -189,9 +196,13 @@ export async function runRoutes(app: FastifyInstance, opts: RunRoutesOptions): P
       },
       fields as Parameters<typeof runService.create>[1],
     );
+    // Refused by the store's check of the key (liveKeyId): answered as authentication would have.
+    return created.catch((err: unknown) => {
+      throw err instanceof RunError && err.code === "authentication_required" ? keyRefused() : err;
+    });
   };
-  route(app, ops.createRun, (req, _reply, { body }) => create(req, body), withAttachments);
-  route(app, ops.createRunAlias, (req, _reply, { body }) => create(req, body), withAttachments);
+  route(app, ops.createRun, (req, _reply, { body }) => create(req, body), createOptions);
+  route(app, ops.createRunAlias, (req, _reply, { body }) => create(req, body), createOptions);
 
   route(app, ops.listRuns, async (req, _reply, { query }) => {
     const page = await runService.list(req.caller!, listInputOf(query, LIMITS.listDefault));

@@ -32,6 +32,15 @@ export async function insertApiKey(db: Database, k: NewApiKey): Promise<ApiKeyRe
   return toApiKey(row!);
 }
 
+/**
+ * Whether the key `$<param>` is live as findCallerByKeyHash would find it: not revoked, its principal not
+ * deleted. A condition for a statement that writes only for a live key (a create: run-create.ts).
+ */
+export function keyIsLiveCondition(param: number): string {
+  return `EXISTS (SELECT 1 FROM api_keys k JOIN principals p ON p.id = k.principal_id
+    WHERE k.id = $${param} AND k.revoked_at IS NULL AND p.deleted_at IS NULL)`;
+}
+
 export async function findCallerByKeyHash(db: Database, hash: string): Promise<Caller | undefined> {
   const row = await db.row(
     `SELECT k.*, p.team_id AS p_team_id, p.type AS p_type, p.display_name AS p_display_name, p.email AS p_email,

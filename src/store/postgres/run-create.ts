@@ -4,6 +4,7 @@ import type { RunRecord } from "../../model/run.ts";
 import { createdRun } from "../created-run.ts";
 import { foldCase } from "../fold-case.ts";
 import type { IdempotencyClaim, IdempotentResult } from "../store.ts";
+import { keyIsLiveCondition } from "./api-keys.ts";
 import { insertAttachments } from "./attachments.ts";
 import { appendAuditEvent } from "./audit.ts";
 import type { Database, Tx } from "./database.ts";
@@ -18,6 +19,12 @@ import { enqueueWebhooks, webhookEndpoints } from "./webhooks.ts";
  * endpoint taking run.created, whose delivery must be written in the same transaction: then the create
  * runs as a transaction. The record returned is built from what was inserted (createdRun): the statement
  * returns only the new row's id and team (`RETURNING *` had the driver parse 45 columns per create).
+ *
+ * With `liveKeyId` (the creating request's API key, which authentication did not look up again: src/api/auth.ts)
+ * the key is checked where the run is written: the plain create's statement inserts only while the key is
+ * live, and the transaction checks it before anything else. A revocation committed before that statement
+ * began is seen by it (READ COMMITTED takes each statement's snapshot at its start), so a revoked key
+ * changes nothing once its revocation has committed (SECURITY.md), in the create's one round trip.
  */
 
 const COLUMNS = `id, team_id, title, prompt, state, created_at, updated_at, queued_at, started_at, finished_at,
@@ -33,8 +40,8 @@ const VALUES = `$1, $2, $3, $4, 'QUEUED', $5, $6, $5, NULL, NULL, 0, NULL, 1, $7
 /** The created event (webhook run.created), as transition() words a state event. */
 const CREATED_EVENT = { state: "QUEUED", previous: null };
 
-function insertRunStatement(guard: string, tail: string): string {
-  return `WITH created AS (
+function insertRunStatement(guard: string, tail: string, head = ""): string {
+  return `WITH ${head} created AS (
       INSERT INTO runs (${COLUMNS}) SELECT ${VALUES} ${guard} RETURNING id, team_id
     ), search AS (
       INSERT INTO run_search_text (run_id, title, prompt) SELECT id, $28, $29 FROM created
@@ -43,21 +50,28 @@ function insertRunStatement(guard: string, tail: string): string {
     )${tail}`;
 }
 
-const ALONE_GUARD = `WHERE NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.team_id = $2 AND e.events::jsonb ? 'run.created')`;
-const NOTIFIED = `notified AS (SELECT pg_notify($31, $32) FROM created)`;
-const ALONE_ANSWER = `SELECT created.id, (SELECT count(*) FROM notified) AS notified FROM created`;
+/** $31: the key to check, or NULL for none; the statement answers whether it is live even when it inserted nothing. */
+const LIVE_KEY = `live_key AS (SELECT $31::text IS NULL OR ${keyIsLiveCondition(31)} AS live),`;
+const ALONE_GUARD = `WHERE (SELECT live FROM live_key)
+  AND NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.team_id = $2 AND e.events::jsonb ? 'run.created')`;
+const NOTIFIED = `notified AS (SELECT pg_notify($32, $33) FROM created)`;
+const ALONE_ANSWER = `SELECT (SELECT live FROM live_key) AS live, (SELECT id FROM created) AS id,
+  (SELECT count(*) FROM notified) AS notified`;
 
-/** Alone: only when no endpoint of the team takes run.created; the notification goes with it. */
-const INSERT_ALONE = insertRunStatement(ALONE_GUARD, `, ${NOTIFIED} ${ALONE_ANSWER}`);
+/** Alone: only when the key is live and no endpoint of the team takes run.created; the notification goes with it. */
+const INSERT_ALONE = insertRunStatement(ALONE_GUARD, `, ${NOTIFIED} ${ALONE_ANSWER}`, LIVE_KEY);
 
-/** Alone with its audit entry ($33–$39), written only if the run is (docs/api.md, the audit log). */
+/** Alone with its audit entry ($34–$40), written only if the run is (docs/api.md, the audit log). */
 const INSERT_ALONE_AUDITED = insertRunStatement(
   ALONE_GUARD,
   `, ${NOTIFIED}, audited AS (
       INSERT INTO audit_events (team_id, at, actor, actor_name, action, target, details)
-      SELECT $33, $34, $35, $36, $37, $38, $39 FROM created
+      SELECT $34, $35, $36, $37, $38, $39, $40 FROM created
     ) ${ALONE_ANSWER}`,
+  LIVE_KEY,
 );
+
+const KEY_IS_LIVE = `SELECT ${keyIsLiveCondition(1)} AS live`;
 
 /** In a transaction: the team's endpoints come back with the run, for the webhook's delivery. */
 const INSERT_IN_TX = insertRunStatement(
@@ -73,25 +87,31 @@ export async function createRun(
   run: RunRecord,
   idem?: IdempotencyClaim,
   attachments: readonly NewAttachment[] = [],
-  also: { traceparent?: string; audit?: NewAuditEvent } = {},
-): Promise<IdempotentResult<RunRecord>> {
+  also: { traceparent?: string; audit?: NewAuditEvent; liveKeyId?: string } = {},
+): Promise<IdempotentResult<RunRecord> | { kind: "key_revoked" }> {
   const { traceparent, audit } = also;
+  let keyToCheck = also.liveKeyId;
   if (!idem && attachments.length === 0 && !traceparent) {
-    const row = await db.row(audit ? INSERT_ALONE_AUDITED : INSERT_ALONE, [
+    const row = (await db.row(audit ? INSERT_ALONE_AUDITED : INSERT_ALONE, [
       ...insertValues(run),
+      keyToCheck ?? null,
       ...db.notification([
         ["run_changed", run.id],
         ["run_queued", run.id],
       ]),
       ...(audit ? auditValues(audit) : []),
-    ]);
-    if (row) {
+    ]))!;
+    if (!row.live) return { kind: "key_revoked" };
+    // Checked: the transaction below (an endpoint takes run.created) need not check it again.
+    keyToCheck = undefined;
+    if (row.id !== null) {
       db.announceHere(["run_changed", run.id]);
       db.announceHere(["run_queued", run.id]);
       return { kind: "created", value: createdRun(run), response: undefined };
     }
   }
-  return db.tx(async (tx): Promise<IdempotentResult<RunRecord>> => {
+  return db.tx(async (tx): Promise<IdempotentResult<RunRecord> | { kind: "key_revoked" }> => {
+    if (keyToCheck && !(await tx.row(KEY_IS_LIVE, [keyToCheck]))!.live) return { kind: "key_revoked" };
     if (idem) {
       const seen = await checkIdempotency(tx, idem);
       if (seen) return seen;
