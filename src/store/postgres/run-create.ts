@@ -9,6 +9,7 @@ import { insertAttachments } from "./attachments.ts";
 import { appendAuditEvent } from "./audit.ts";
 import type { Database, Tx } from "./database.ts";
 import { checkIdempotency, rememberResponse } from "./idempotency.ts";
+import { type BatchStatements, createInBatch } from "./run-create-batch.ts";
 import { recordRunTrace } from "./run-traces.ts";
 import { enqueueWebhooks, webhookEndpoints } from "./webhooks.ts";
 
@@ -25,6 +26,9 @@ import { enqueueWebhooks, webhookEndpoints } from "./webhooks.ts";
  * live, and the transaction checks it before anything else. A revocation committed before that statement
  * began is seen by it (READ COMMITTED takes each statement's snapshot at its start), so a revoked key
  * changes nothing once its revocation has committed (SECURITY.md), in the create's one round trip.
+ *
+ * Plain creates that arrive in the same event-loop turn are one statement, a multi-row form of the same
+ * one with each row guarded on its own (run-create-batch.ts): one round trip and one commit for all of them.
  */
 
 const COLUMNS = `id, team_id, title, prompt, state, created_at, updated_at, queued_at, started_at, finished_at,
@@ -71,6 +75,51 @@ const INSERT_ALONE_AUDITED = insertRunStatement(
   LIVE_KEY,
 );
 
+/** A parameter of the single statement as the batch's statement reads it from its row `i.v` (a JSON array). */
+function batchParam(n: number): string {
+  // artifacts and metadata are json columns; ->> gives text, which PostgreSQL casts to json only explicitly.
+  return `(i.v->>${n - 1})${n === 19 || n === 27 ? "::json" : ""}`;
+}
+
+const fromBatch = (sql: string) => sql.replace(/\$(\d+)/g, (_, n: string) => batchParam(Number(n)));
+
+/**
+ * The plain creates of one turn in one statement (run-create-batch.ts): `$1` is a JSON array with one array
+ * per create holding its single statement's parameters. Each create is guarded as alone (its key live, no
+ * endpoint of its team taking run.created) and answered by its ordinal.
+ */
+function insertBatchStatement(audited: boolean): string {
+  return `WITH checked AS (
+      SELECT i.ord, i.v, ${fromBatch(`$31::text IS NULL OR ${keyIsLiveCondition(31)}`)} AS live,
+        NOT EXISTS (SELECT 1 FROM webhook_endpoints e
+          WHERE e.team_id = ${batchParam(2)} AND e.events::jsonb ? 'run.created') AS plain
+      FROM json_array_elements($1::json) WITH ORDINALITY AS i(v, ord)
+    ), created AS (
+      INSERT INTO runs (${COLUMNS}) SELECT ${fromBatch(VALUES)} FROM checked i WHERE i.live AND i.plain
+      RETURNING id
+    ), inserted AS (
+      SELECT i.v FROM checked i JOIN created c ON c.id = ${batchParam(1)}
+    ), search AS (
+      INSERT INTO run_search_text (run_id, title, prompt) SELECT ${fromBatch("$1, $28, $29")} FROM inserted i
+    ), event AS (
+      INSERT INTO run_events (run_id, seq, at, type, data) SELECT ${fromBatch("$1, 1, $5, 'state', $30")} FROM inserted i
+    ), notified AS (
+      SELECT pg_notify(${fromBatch("$32, $33")}) FROM inserted i
+    )${
+      audited
+        ? `, audited AS (
+      INSERT INTO audit_events (team_id, at, actor, actor_name, action, target, details)
+      SELECT ${fromBatch("$34, $35, $36, $37, $38, $39, $40")} FROM inserted i
+    )`
+        : ""
+    }
+    SELECT i.ord, i.live, c.id IS NOT NULL AS inserted, (SELECT count(*) FROM notified) AS notified
+      FROM checked i LEFT JOIN created c ON c.id = ${batchParam(1)}`;
+}
+
+const PLAIN: BatchStatements = { alone: INSERT_ALONE, batch: insertBatchStatement(false) };
+const PLAIN_AUDITED: BatchStatements = { alone: INSERT_ALONE_AUDITED, batch: insertBatchStatement(true) };
+
 const KEY_IS_LIVE = `SELECT ${keyIsLiveCondition(1)} AS live`;
 
 /** In a transaction: the team's endpoints come back with the run, for the webhook's delivery. */
@@ -92,19 +141,21 @@ export async function createRun(
   const { traceparent, audit } = also;
   let keyToCheck = also.liveKeyId;
   if (!idem && attachments.length === 0 && !traceparent) {
-    const row = (await db.row(audit ? INSERT_ALONE_AUDITED : INSERT_ALONE, [
-      ...insertValues(run),
-      keyToCheck ?? null,
-      ...db.notification([
-        ["run_changed", run.id],
-        ["run_queued", run.id],
-      ]),
-      ...(audit ? auditValues(audit) : []),
-    ]))!;
-    if (!row.live) return { kind: "key_revoked" };
+    const answer = await createInBatch(db, audit ? PLAIN_AUDITED : PLAIN, {
+      values: [
+        ...insertValues(run),
+        keyToCheck ?? null,
+        ...db.notification([
+          ["run_changed", run.id],
+          ["run_queued", run.id],
+        ]),
+        ...(audit ? auditValues(audit) : []),
+      ],
+    });
+    if (!answer.live) return { kind: "key_revoked" };
     // Checked: the transaction below (an endpoint takes run.created) need not check it again.
     keyToCheck = undefined;
-    if (row.id !== null) {
+    if (answer.inserted) {
       db.announceHere(["run_changed", run.id]);
       db.announceHere(["run_queued", run.id]);
       return { kind: "created", value: createdRun(run), response: undefined };
