@@ -75,13 +75,16 @@ const INSERT_ALONE_AUDITED = insertRunStatement(
   LIVE_KEY,
 );
 
-/** A parameter of the single statement as the batch's statement reads it from its row `i.v` (a JSON array). */
+/** A parameter of the single statement as the batch's statement reads it: column `pN` of its row `i`. */
 function batchParam(n: number): string {
-  // artifacts and metadata are json columns; ->> gives text, which PostgreSQL casts to json only explicitly.
-  return `(i.v->>${n - 1})${n === 19 || n === 27 ? "::json" : ""}`;
+  // artifacts and metadata are json columns; the row's columns are text, cast to json only explicitly.
+  return `i.p${n}${n === 19 || n === 27 ? "::json" : ""}`;
 }
 
 const fromBatch = (sql: string) => sql.replace(/\$(\d+)/g, (_, n: string) => batchParam(Number(n)));
+
+/** Each create's parameters taken out of its JSON array once, as text columns p1–p40 (jsonb: direct access). */
+const BATCH_COLUMNS = Array.from({ length: 40 }, (_, i) => `e.v->>${i} AS p${i + 1}`).join(", ");
 
 /**
  * The plain creates of one turn in one statement (run-create-batch.ts): `$1` is a JSON array with one array
@@ -89,16 +92,18 @@ const fromBatch = (sql: string) => sql.replace(/\$(\d+)/g, (_, n: string) => bat
  * endpoint of its team taking run.created) and answered by its ordinal.
  */
 function insertBatchStatement(audited: boolean): string {
-  return `WITH checked AS (
-      SELECT i.ord, i.v, ${fromBatch(`$31::text IS NULL OR ${keyIsLiveCondition(31)}`)} AS live,
+  return `WITH input AS (
+      SELECT e.ord, ${BATCH_COLUMNS} FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e(v, ord)
+    ), checked AS (
+      SELECT i.*, ${fromBatch(`$31::text IS NULL OR ${keyIsLiveCondition(31)}`)} AS live,
         NOT EXISTS (SELECT 1 FROM webhook_endpoints e
           WHERE e.team_id = ${batchParam(2)} AND e.events::jsonb ? 'run.created') AS plain
-      FROM json_array_elements($1::json) WITH ORDINALITY AS i(v, ord)
+      FROM input i
     ), created AS (
       INSERT INTO runs (${COLUMNS}) SELECT ${fromBatch(VALUES)} FROM checked i WHERE i.live AND i.plain
       RETURNING id
     ), inserted AS (
-      SELECT i.v FROM checked i JOIN created c ON c.id = ${batchParam(1)}
+      SELECT i.* FROM checked i WHERE i.p1 IN (SELECT id FROM created)
     ), search AS (
       INSERT INTO run_search_text (run_id, title, prompt) SELECT ${fromBatch("$1, $28, $29")} FROM inserted i
     ), event AS (
@@ -114,7 +119,7 @@ function insertBatchStatement(audited: boolean): string {
         : ""
     }
     SELECT i.ord, i.live, c.id IS NOT NULL AS inserted, (SELECT count(*) FROM notified) AS notified
-      FROM checked i LEFT JOIN created c ON c.id = ${batchParam(1)}`;
+      FROM checked i LEFT JOIN created c ON c.id = i.p1`;
 }
 
 const PLAIN: BatchStatements = { alone: INSERT_ALONE, batch: insertBatchStatement(false) };
