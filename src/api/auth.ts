@@ -24,6 +24,12 @@ declare module "fastify" {
      * (a create that continues a conversation is a follow-up).
      */
     authenticateWrite(req: FastifyRequest): Promise<Caller>;
+    /**
+     * The answer to a write the store refused because the request's key is no longer live
+     * (keyCheckedByWrite): the key's cached caller is forgotten, as a refused lookup forgets it, so the
+     * next request with it is refused too instead of waiting for the revocation's notification.
+     */
+    refuseRevokedKey(req: FastifyRequest): ApiError;
   }
   interface FastifyContextConfig {
     /** Route needs an API key (everything under /api/v1 but the OpenAPI document). */
@@ -47,7 +53,7 @@ export type ApiKeyLookup = Pick<
 const CACHE_TTL_MS = 5_000;
 
 /** The answer to a key that is unknown or revoked, whether authentication or the write found it so. */
-export function keyRefused(): ApiError {
+function keyRefused(): ApiError {
   return new ApiError("authentication_required", "unknown or revoked API key", {
     "www-authenticate": 'Bearer error="invalid_token"',
   });
@@ -107,6 +113,12 @@ export class Authenticator {
       return undefined;
     }
     return cached.caller;
+  }
+
+  /** A write found the request's key revoked: forget its caller and answer as authentication would. */
+  refused(req: FastifyRequest): ApiError {
+    if (req.headers.authorization) this.cache.delete(req.headers.authorization);
+    return keyRefused();
   }
 
   /** `keyCheckedByWrite` false: as a write that does not check the key itself, whatever the route says. */

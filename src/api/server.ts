@@ -119,6 +119,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   const authenticator = new Authenticator(deps.apiKeys);
   app.decorate("reauthenticate", (req: FastifyRequest) => authenticator.authenticate(req));
   app.decorate("authenticateWrite", (req: FastifyRequest) => authenticator.authenticate(req, false));
+  app.decorate("refuseRevokedKey", (req: FastifyRequest) => authenticator.refused(req));
   /** What the caller may not do on this route and request (rate limit, role); undefined when allowed. */
   const refusal = (req: FastifyRequest, caller: Caller): ApiError | undefined => {
     req.caller = caller;

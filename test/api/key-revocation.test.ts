@@ -175,6 +175,11 @@ describe.skipIf(missing)("creates on PostgreSQL, whose key is checked by the cre
     );
     expect(refused.status, refused.text).toBe(401);
     expect(refused.headers.get("www-authenticate")).toBe('Bearer error="invalid_token"');
+    // The refused create forgot the key's cached caller: a read right after is refused too.
+    const read = await t.api("GET", "/api/v1/agent/runs?limit=1", undefined, {
+      authorization: `Bearer ${member}`,
+    });
+    expect(read.status, read.text).toBe(401);
     const continued = await t.api(
       "POST",
       "/api/v1/agent/runs",

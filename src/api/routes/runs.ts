@@ -4,7 +4,6 @@ import { attachmentBodyLimit } from "../../model/attachment.ts";
 import { RunError } from "../../model/errors.ts";
 import { toRunItem } from "../../runs/run-item.ts";
 import type { RunService } from "../../runs/run-service.ts";
-import { keyRefused } from "../auth.ts";
 import { resumeAfter, streamRunEvents, wantsEventStream } from "../event-stream.ts";
 import { listInputOf } from "../list-runs-query.ts";
 import { json, operation, route } from "../operation.ts";
@@ -198,7 +197,9 @@ export async function runRoutes(app: FastifyInstance, opts: RunRoutesOptions): P
     );
     // Refused by the store's check of the key (liveKeyId): answered as authentication would have.
     return created.catch((err: unknown) => {
-      throw err instanceof RunError && err.code === "authentication_required" ? keyRefused() : err;
+      throw err instanceof RunError && err.code === "authentication_required"
+        ? req.server.refuseRevokedKey(req)
+        : err;
     });
   };
   route(app, ops.createRun, (req, _reply, { body }) => create(req, body), createOptions);
