@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RunItemSchema } from "../../src/api/schemas/runs.ts";
 import { createApiKey } from "../../src/auth/bootstrap.ts";
-import { startTestDispatch, type TestDispatch, waitForState } from "../support/dispatch.ts";
+import { startTestDispatch, type TestDispatch, waitFor, waitForState } from "../support/dispatch.ts";
 
 /**
  * The Warp Platform API's run fields and filters (docs/api.md): root_run_id, submitted_prompt, executor,
@@ -199,7 +199,10 @@ describe("the follow-up answer", () => {
         message: "$ echo held",
       });
       expect(followup.body).toEqual({ followup_id: expect.any(String), outcome: "queue_pending" });
-      await writeFile(join(started.dataDir, "workspaces", id, "go"), "");
+      // INPROGRESS comes with the claim; the workspace the setup waits in is made just after it.
+      await waitFor(() => writeFile(join(started.dataDir, "workspaces", id, "go"), "").then(() => true), {
+        what: "the run's workspace, to let its setup go on",
+      });
       expect((await waitForState(started, id, ["SUCCEEDED", "FAILED", "ERROR"])).state).toBe("SUCCEEDED");
       const events = (await started.api("GET", `/api/v1/agent/runs/${id}/events?limit=1000`)).body.events;
       // The agent ran it: its output is in the transcript, not only the follow-up itself.
