@@ -1,19 +1,31 @@
-import { Counter, Gauge, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { RUN_STATES } from "../model/run-state.ts";
 import { OUTBOX_STATES, type Store } from "../store/store.ts";
-import { HttpMetrics } from "./http-metrics.ts";
 
 /** Prometheus metrics served at /metrics. Run gauges are read from the store at scrape time. */
 export class Metrics {
   readonly registry = new Registry();
-  /** Requests served and their latency, by route (http-metrics.ts). */
-  readonly http = new HttpMetrics(this.registry);
+  readonly httpRequests: Counter<"method" | "route" | "status">;
+  readonly httpDuration: Histogram<"method" | "route">;
   /** Notifier deliveries by message kind and outcome (sent, retry, rate_limited, dead). */
   readonly notifierDeliveries: Counter<"kind" | "outcome">;
   /** Webhook delivery attempts by outcome (succeeded, retry, failed). */
   readonly webhookDeliveries: Counter<"outcome">;
 
   constructor(store: Pick<Store, "countRunsByState" | "countOutboxByState">) {
+    this.httpRequests = new Counter({
+      name: "dispatch_http_requests_total",
+      help: "HTTP requests served, by route and status.",
+      labelNames: ["method", "route", "status"],
+      registers: [this.registry],
+    });
+    this.httpDuration = new Histogram({
+      name: "dispatch_http_request_duration_seconds",
+      help: "HTTP request latency.",
+      labelNames: ["method", "route"],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [this.registry],
+    });
     const byState = new Gauge({
       name: "dispatch_runs",
       help: "Runs by state.",

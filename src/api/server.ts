@@ -21,7 +21,7 @@ export interface ServerDeps {
   apiKeys: ApiKeyLookup;
   /** Tells a storage fault (a concurrent change won, the database is down) from a bug. */
   runService: Pick<RunService, "classifyError">;
-  metrics: Pick<Metrics, "http">;
+  metrics: Pick<Metrics, "httpRequests" | "httpDuration">;
   logger: Logger;
   rateLimit: { perMinute: number; burst: number };
   /**
@@ -163,7 +163,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     authenticator.authenticate(req).then((caller) => done(refusal(req, caller)), done);
   });
 
-  const metrics = deps.metrics.http;
+  const recordMetrics = metricsRecorder(deps.metrics);
   const accessLog = deps.accessLog ?? "errors";
   let served = 0;
   const logAccess = (req: FastifyRequest, status: number, ms: number) => {
@@ -183,7 +183,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   // Not async: nothing here waits, and a promise per request is measurable on the GET path.
   app.addHook("onResponse", (req, reply, done) => {
     const ms = reply.elapsedTime;
-    metrics.record(req.method, req.routeOptions.url ?? "unmatched", reply.statusCode, ms / 1000);
+    recordMetrics(req.method, req.routeOptions.url ?? "unmatched", reply.statusCode, ms);
     endRequestSpan(req, reply.statusCode);
     logAccess(req, reply.statusCode, ms);
     done();
@@ -243,4 +243,36 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   }
 
   return app;
+}
+
+/**
+ * Counts and times a request. The children of each (route, method, status) are kept, in maps keyed by
+ * the values themselves: prom-client would otherwise build and hash the label set twice per request, and
+ * a string key per request was measurable too.
+ */
+function metricsRecorder(metrics: Pick<Metrics, "httpRequests" | "httpDuration">) {
+  type RouteMetrics = {
+    timer: { observe(value: number): void };
+    counters: Map<number, { inc(): void }>;
+  };
+  const byRoute = new Map<string, Map<string, RouteMetrics>>();
+  return (method: string, route: string, status: number, ms: number) => {
+    let byMethod = byRoute.get(route);
+    if (!byMethod) {
+      byMethod = new Map();
+      byRoute.set(route, byMethod);
+    }
+    let recorded = byMethod.get(method);
+    if (!recorded) {
+      recorded = { timer: metrics.httpDuration.labels({ method, route }), counters: new Map() };
+      byMethod.set(method, recorded);
+    }
+    let counter = recorded.counters.get(status);
+    if (!counter) {
+      counter = metrics.httpRequests.labels({ method, route, status: String(status) });
+      recorded.counters.set(status, counter);
+    }
+    counter.inc();
+    recorded.timer.observe(ms / 1000);
+  };
 }
