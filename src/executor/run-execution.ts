@@ -19,6 +19,7 @@ import { prepareWorkspace } from "../workspace/workspace.ts";
 import { BudgetGate } from "./budget-gate.ts";
 import { ExecutionCheckpoints } from "./execution-checkpoints.ts";
 import { ExecutionDelivery } from "./execution-delivery.ts";
+import { outcomeTransition } from "./execution-outcome.ts";
 import { traceExecution } from "./execution-trace.ts";
 import { ExecutionTranscript, RunMovedError } from "./execution-transcript.ts";
 import { recordPlan } from "./plan-approval.ts";
@@ -518,29 +519,7 @@ export class RunExecution {
     fault?: unknown,
     waitFor?: StatusMessage,
   ): Promise<string[]> {
-    const patch: RunPatch = {};
-    let trigger: "succeed" | "fail" | "error" | "block";
-    if (waitFor) {
-      trigger = "block";
-      patch.statusMessage = waitFor;
-    } else if (!outcome) {
-      trigger = "error";
-      patch.statusMessage = {
-        message: `Internal fault while running the agent: ${fault instanceof Error ? fault.message : String(fault)}`,
-        error_code: "internal_error",
-        retryable: true,
-      };
-    } else if (outcome.status === "succeeded") {
-      trigger = "succeed";
-      if (outcome.message) patch.statusMessage = { message: outcome.message };
-    } else {
-      trigger = "fail";
-      patch.statusMessage = {
-        message: outcome.message,
-        error_code: outcome.errorCode ?? "agent_failed",
-        retryable: false,
-      };
-    }
+    const { trigger, patch } = outcomeTransition(outcome, fault, waitFor);
     if (outcome?.usage) patch.requestUsage = this.withCost(outcome.usage);
     // The turn's last words go with its end: one commit.
     const events = await this.transcript.forCommit();

@@ -30,6 +30,7 @@ import type {
 } from "../model/web-session.ts";
 import type { WebhookDelivery, WebhookEndpoint } from "../model/webhook.ts";
 import type { StoreActivity } from "./activity.ts";
+import type { ExecutorRecords } from "./executor-records.ts";
 import type { StoreSignals } from "./signals.ts";
 import type {
   ArtifactFile,
@@ -47,7 +48,6 @@ import type {
   NewApiKey,
   NewArtifactFile,
   NewInboundDelivery,
-  NewRunCheckpoint,
   NewRunEvent,
   NotifierCursor,
   NotifierState,
@@ -55,7 +55,6 @@ import type {
   OutboxRow,
   OutboxState,
   ProgressRange,
-  RunCheckpoint,
   RunListQuery,
   RunPatch,
   RunProgress,
@@ -77,7 +76,7 @@ export * from "./store-types.ts";
  * transaction (or one compare-and-set statement), so callers never see half of a change. Methods are
  * async so that networked backends (PostgreSQL) implement the same interface as the embedded SQLite one.
  */
-export interface Store extends IdempotencyRecords {
+export interface Store extends IdempotencyRecords, ExecutorRecords {
   readonly kind: string;
   /** Published after a change commits; the executor and event streams wait on these instead of polling. */
   readonly signals: StoreSignals;
@@ -187,93 +186,6 @@ export interface Store extends IdempotencyRecords {
     patch: RunPatch,
     idempotency?: IdempotencyClaim,
   ): Promise<IdempotentResult<RunRecord> | { kind: "refused"; state: RunState } | undefined>;
-
-  // Executor
-  /** Marks the oldest QUEUED run INPROGRESS for this worker with a lease. */
-  claimNextRun(workerId: string, leaseMs: number): Promise<RunRecord | undefined>;
-  /** Extends the lease; false when the worker no longer owns the run (cancelled, recovered). */
-  renewLease(runId: string, workerId: string, leaseMs: number): Promise<boolean>;
-  /**
-   * Marks the execution's agent as started, appends `events` (what the agent starts from: the prompt, a
-   * resume note, notes of the preparation) and hands it every follow-up waiting so far, in one step:
-   * undefined (nothing written) when the worker no longer owns the run.
-   */
-  startAgent(
-    runId: string,
-    workerId: string,
-    events?: readonly NewRunEvent[],
-  ): Promise<FollowupRecord[] | undefined>;
-  /**
-   * Appends `events` (the end of the agent's turn: its answer), then ends the current execution with
-   * `trigger` unless live follow-ups are still waiting: then the run stays as it is and they are returned
-   * (marked delivered) so the agent continues with them. This closes the race in which a follow-up
-   * accepted as `live_session` would otherwise be lost by a finishing worker. All in one step, only while
-   * the worker holds the run (nothing is written otherwise). An execution that ends the run (any trigger
-   * but `block`) drops the run's checkpoint with it: a checkpoint only serves a run in progress.
-   */
-  finishExecution(
-    runId: string,
-    workerId: string,
-    trigger: "succeed" | "fail" | "error" | "block",
-    patch: RunPatch,
-    events?: readonly NewRunEvent[],
-  ): Promise<{ run?: RunRecord; pending: FollowupRecord[] }>;
-  /**
-   * Sets the run's token usage whatever its state: a cancelled or lost execution still consumed tokens
-   * (the finishing transition records it otherwise). With `workerId`, only while that worker holds the
-   * run or after it ended (never on a run another worker holds now).
-   */
-  recordUsage(runId: string, usage: RunRecord["requestUsage"], workerId?: string): Promise<void>;
-  /**
-   * Records a skill resolved at execution time (a remote repo) on the run this worker holds: the run's
-   * agent_config (with the skill's base prompt and name) and agent_skill. False when it lost the run.
-   */
-  recordSkill(
-    runId: string,
-    workerId: string,
-    agentConfig: RunRecord["agentConfig"],
-    agentSkill: NonNullable<RunRecord["agentSkill"]>,
-  ): Promise<boolean>;
-  /**
-   * Hands the run this worker holds back, still INPROGRESS, for another worker to resume from its checkpoint
-   * (the worker is shutting down): no worker, `resuming: "shutdown"`, and a `log` event with `message`.
-   * False when the worker no longer holds the run.
-   */
-  handBackRun(runId: string, workerId: string, message: string): Promise<boolean>;
-  /**
-   * Runs whose lease has expired (docs/architecture.md, "Runs survive their worker"): re-queued once if the
-   * agent had not started; else handed back for another worker to resume (`resuming: "worker_lost"`), at
-   * most `maxResumes` times per execution (default 3), and then ERROR `worker_lost`. Returns the runs it changed.
-   */
-  recoverExpiredLeases(maxResumes?: number): Promise<RunRecord[]>;
-  /**
-   * Runs BLOCKED since before `blockedBefore` (nobody answered them in time) end CANCELLED with
-   * `statusMessage`. Returns the runs it ended.
-   */
-  cancelUnansweredRuns(
-    blockedBefore: string,
-    statusMessage: (run: RunRecord) => NonNullable<RunRecord["statusMessage"]>,
-  ): Promise<RunRecord[]>;
-
-  /**
-   * Records the agent_config of the run this worker holds (what delivery resolved: the base branch).
-   * False when it lost the run.
-   */
-  recordAgentConfig(runId: string, workerId: string, agentConfig: RunRecord["agentConfig"]): Promise<boolean>;
-  /** Records what the run this worker holds keeps of its budget (model/budget.ts). False when it lost the run. */
-  recordBudget(runId: string, workerId: string, budget: NonNullable<RunRecord["budget"]>): Promise<boolean>;
-
-  // Checkpoints (docs/runtime.md#checkpoints): the latest of each run, from which another worker resumes it
-  /**
-   * Replaces the run's checkpoint (recorded with the run's current execution) only while `workerId`
-   * holds the run INPROGRESS, checked in the same statement: false otherwise, so a stale worker never
-   * overwrites the checkpoint of a run that moved on.
-   */
-  saveCheckpoint(runId: string, workerId: string, checkpoint: NewRunCheckpoint): Promise<boolean>;
-  loadCheckpoint(runId: string): Promise<RunCheckpoint | undefined>;
-  deleteCheckpoint(runId: string): Promise<void>;
-  /** Drops the checkpoints of runs that finished before `finishedBefore` (retention, with their workspaces). */
-  pruneCheckpoints(finishedBefore: string): Promise<number>;
 
   // Artifacts
   /**
