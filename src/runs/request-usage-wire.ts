@@ -21,24 +21,35 @@ function usageTypeOf(modelId: string): "byok" | "custom_endpoint" {
  * gateway does not see, and a breakdown that leaves them out would be wrong, not partial.
  */
 export function wireRequestUsage(usage: RequestUsage, harnessKey: string | undefined) {
-  const { models, ...totals } = usage;
-  const entries = Object.entries(models ?? {});
-  const costed = entries.every(([, m]) => m.cost) && harnessKey === "builtin";
-  return {
-    ...totals,
-    ...(totals.inference_cost !== undefined ? { inference_cost_usd: totals.inference_cost } : {}),
-    ...(entries.length
-      ? {
-          model_token_usage: entries.map(([modelId, m]) => ({
-            model_id: modelId,
-            total_tokens: m.input_tokens + m.output_tokens,
-            usage_type: usageTypeOf(modelId),
-            tokens_by_category: { [CATEGORY]: m.input_tokens + m.output_tokens },
-          })),
-        }
-      : {}),
-    ...(entries.length && costed ? { usage_by_category: { [CATEGORY]: byCategory(entries) } } : {}),
-  };
+  // The optional keys are added one by one, in the wire's order, only when present (as in toRunItem):
+  // a conditional spread made and copied a temporary object for each, on every run of every list page.
+  const { models, ...wire }: RequestUsage & WireUsageExtras = usage;
+  if (wire.inference_cost !== undefined) wire.inference_cost_usd = wire.inference_cost;
+  if (!models) return wire;
+  const entries = Object.entries(models);
+  if (entries.length === 0) return wire;
+  wire.model_token_usage = entries.map(([modelId, m]) => ({
+    model_id: modelId,
+    total_tokens: m.input_tokens + m.output_tokens,
+    usage_type: usageTypeOf(modelId),
+    tokens_by_category: { [CATEGORY]: m.input_tokens + m.output_tokens },
+  }));
+  if (harnessKey === "builtin" && entries.every(([, m]) => m.cost)) {
+    wire.usage_by_category = { [CATEGORY]: byCategory(entries) };
+  }
+  return wire;
+}
+
+/** What the wire adds to the stored usage (wireRequestUsage). */
+interface WireUsageExtras {
+  inference_cost_usd?: number;
+  model_token_usage?: Array<{
+    model_id: string;
+    total_tokens: number;
+    usage_type: "byok" | "custom_endpoint";
+    tokens_by_category: Record<string, number>;
+  }>;
+  usage_by_category?: Record<string, ReturnType<typeof byCategory>>;
 }
 
 function byCategory(entries: Array<[string, ModelUsage]>) {

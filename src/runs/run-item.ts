@@ -55,11 +55,14 @@ export interface RunItem {
  * function's cost on every GET of a run and every run of a list page.
  */
 export function toRunItem(run: RunRecord, publicUrl: string, opts: RunItemOptions = {}): RunItem {
-  const cut = (text: string) =>
-    opts.promptLimit !== undefined && text.length > opts.promptLimit ? text.slice(0, opts.promptLimit) : text;
-  const item = { run_id: run.id, task_id: run.id, title: run.title, prompt: cut(run.prompt) } as RunItem;
-  if (opts.queuedPrompts) {
-    item.submitted_prompt = cut([run.prompt, ...opts.queuedPrompts].filter((p) => p !== "").join("\n\n"));
+  const limit = opts.promptLimit;
+  const prompt = cut(run.prompt, limit);
+  const item = { run_id: run.id, task_id: run.id, title: run.title, prompt } as RunItem;
+  const queued = opts.queuedPrompts;
+  if (queued) {
+    // Most runs had no follow-up before they started: their submitted prompt is the prompt, already cut.
+    item.submitted_prompt =
+      queued.length === 0 ? prompt : cut([run.prompt, ...queued].filter((p) => p !== "").join("\n\n"), limit);
   }
   item.state = run.state;
   item.created_at = run.createdAt;
@@ -99,6 +102,11 @@ export function toRunItem(run: RunRecord, publicUrl: string, opts: RunItemOption
   item.execution_location = "REMOTE";
   if (run.budget) item.budget = wireBudget(run.budget);
   return item;
+}
+
+/** `text` cut to `limit` characters (UTF-16 code units, as String.slice counts), when there is a limit. */
+function cut(text: string, limit: number | undefined): string {
+  return limit !== undefined && text.length > limit ? text.slice(0, limit) : text;
 }
 
 /** A run's budget on the wire: the pending answer is the executor's business. */

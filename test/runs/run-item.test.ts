@@ -304,6 +304,57 @@ describe("toRunItem", () => {
     expect(JSON.stringify(item)).toBe(JSON.stringify(cut));
   });
 
+  it("a list item of a run without queued follow-ups: submitted_prompt is the prompt, cut alike", () => {
+    const item = toRunItem(full, "https://dispatch.example.com", { promptLimit: 10, queuedPrompts: [] });
+    expect(JSON.stringify(item)).toBe(
+      JSON.stringify({ ...fullAnswer, prompt: "Fix the fl", submitted_prompt: "Fix the fl" }),
+    );
+    const uncut = toRunItem(full, "https://dispatch.example.com", { promptLimit: 2000, queuedPrompts: [] });
+    expect(uncut.submitted_prompt).toBe(full.prompt);
+    // An empty prompt and nothing queued: an empty submitted prompt, as the joined list gave.
+    expect(toRunItem(bare, "https://dispatch.example.com", { queuedPrompts: [] }).submitted_prompt).toBe("");
+    expect(
+      toRunItem(bare, "https://dispatch.example.com", { queuedPrompts: ["only this"] }).submitted_prompt,
+    ).toBe("only this");
+  });
+
+  it("request_usage: the cost's USD key only with a cost, the breakdown only with models", () => {
+    const usage = (requestUsage: RunRecord["requestUsage"], harness?: string) =>
+      JSON.stringify(
+        toRunItem(
+          { ...bare, requestUsage, agentConfig: harness ? { harness: { type: harness } } : {} } as RunRecord,
+          "https://dispatch.example.com",
+        ).request_usage,
+      );
+    expect(usage({ input_tokens: 1, output_tokens: 2, total_tokens: 3, inference_cost: 0.5 })).toBe(
+      '{"input_tokens":1,"output_tokens":2,"total_tokens":3,"inference_cost":0.5,"inference_cost_usd":0.5}',
+    );
+    expect(usage({ input_tokens: 1, output_tokens: 2, total_tokens: 3, models: {} })).toBe(
+      '{"input_tokens":1,"output_tokens":2,"total_tokens":3}',
+    );
+    // Another harness's models: the token usage per model, no cost breakdown.
+    expect(
+      usage(
+        {
+          input_tokens: 1,
+          output_tokens: 2,
+          total_tokens: 3,
+          models: {
+            "openai-compatible/llama": {
+              input_tokens: 1,
+              cached_input_tokens: 0,
+              output_tokens: 2,
+              cost: { input: 0, cached_input: 0, output: 0 },
+            },
+          },
+        },
+        "claude",
+      ),
+    ).toBe(
+      '{"input_tokens":1,"output_tokens":2,"total_tokens":3,"model_token_usage":[{"model_id":"openai-compatible/llama","total_tokens":3,"usage_type":"custom_endpoint","tokens_by_category":{"primary_agent":3}}]}',
+    );
+  });
+
   it("a run with none: no optional key at all", () => {
     const item = toRunItem(bare, "https://dispatch.example.com");
     expect(JSON.stringify(item)).toBe(

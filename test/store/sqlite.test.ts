@@ -1,11 +1,13 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DatabaseSync } from "node:sqlite";
+import { constants, DatabaseSync } from "node:sqlite";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Database, migrate } from "../../src/store/sqlite/database.ts";
 import { listQueuedPrompts } from "../../src/store/sqlite/followups.ts";
+import { listRuns } from "../../src/store/sqlite/runs.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.ts";
+import type { RunListQuery } from "../../src/store/store.ts";
 import { storeConformance } from "./conformance/index.ts";
 
 storeConformance("sqlite", async () => {
@@ -143,6 +145,36 @@ describe("SQLite plans and journals", () => {
     try {
       // 2 is MEMORY: SQLite then keeps every savepoint (statement) journal in memory.
       expect(db.handle.prepare("PRAGMA temp_store").get()).toEqual({ temp_store: 2 });
+    } finally {
+      await db.close();
+    }
+  });
+
+  it("a list page's statement is compiled once, not again for every page", async () => {
+    const db = new Database(join(dir, "list.db"));
+    try {
+      migrate(db);
+      const pages: RunListQuery[] = [
+        { limit: 20, sortBy: "updated_at", sortOrder: "desc" },
+        { limit: 5, sortBy: "created_at", sortOrder: "asc", states: ["QUEUED"] },
+        { limit: 50, sortBy: "agent", sortOrder: "desc", after: { value: "fixer", id: "r1" } },
+      ];
+      for (const page of pages) await listRuns(db, "t1", page);
+      // SQLite asks the authorizer about every table and column a statement reads while compiling it: a
+      // page read from the cached statement asks nothing.
+      let compiled = 0;
+      db.handle.setAuthorizer(() => {
+        compiled += 1;
+        return constants.SQLITE_OK;
+      });
+      for (const page of pages) await listRuns(db, "t1", page); // setting an authorizer expires statements
+      compiled = 0;
+      for (const page of pages) {
+        await listRuns(db, "t1", page);
+        await listRuns(db, "t1", { ...page, limit: page.limit + 1 });
+      }
+      expect(compiled).toBe(0);
+      db.handle.setAuthorizer(null);
     } finally {
       await db.close();
     }
