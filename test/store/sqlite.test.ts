@@ -4,8 +4,9 @@ import { join } from "node:path";
 import { constants, DatabaseSync } from "node:sqlite";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Database, migrate } from "../../src/store/sqlite/database.ts";
+import { listEvents } from "../../src/store/sqlite/events.ts";
 import { listQueuedPrompts } from "../../src/store/sqlite/followups.ts";
-import { listRuns } from "../../src/store/sqlite/runs.ts";
+import { countActiveRuns, listRuns } from "../../src/store/sqlite/runs.ts";
 import { SqliteStore } from "../../src/store/sqlite/sqlite-store.ts";
 import type { RunListQuery } from "../../src/store/store.ts";
 import { storeConformance } from "./conformance/index.ts";
@@ -150,7 +151,7 @@ describe("SQLite plans and journals", () => {
     }
   });
 
-  it("a list page's statement is compiled once, not again for every page", async () => {
+  it("a statement with a LIMIT (list page, transcript page, active count) is compiled once, not again for every call", async () => {
     const db = new Database(join(dir, "list.db"));
     try {
       migrate(db);
@@ -173,6 +174,15 @@ describe("SQLite plans and journals", () => {
         await listRuns(db, "t1", page);
         await listRuns(db, "t1", { ...page, limit: page.limit + 1 });
       }
+      expect(compiled).toBe(0);
+      // The same for the other statements with a LIMIT on a hot path: a transcript page (every event
+      // stream's catch-up) and the count of active runs (every create).
+      await listEvents(db, "r1", 0, 10);
+      await countActiveRuns(db, 100);
+      expect(compiled).toBeGreaterThan(0); // compiled once each
+      compiled = 0;
+      for (const limit of [10, 11, 12]) await listEvents(db, "r1", 0, limit);
+      for (const upTo of [100, 101, 102]) await countActiveRuns(db, upTo);
       expect(compiled).toBe(0);
       db.handle.setAuthorizer(null);
     } finally {

@@ -39,7 +39,7 @@ export async function listAuditEvents(
   }
   // One cached statement per combination of filters: a bounded set, since values are bound.
   const rows = db
-    .sql(`SELECT * FROM audit_events WHERE ${where.join(" AND ")} ORDER BY id DESC LIMIT ?`)
+    .sql(`SELECT * FROM audit_events WHERE ${where.join(" AND ")} ORDER BY id DESC LIMIT (SELECT ?)`)
     .all(...params, q.limit + 1) as Row[];
   return { events: rows.slice(0, q.limit).map(toAuditEvent), hasMore: rows.length > q.limit };
 }

@@ -100,6 +100,10 @@ export class Database {
    * The prepared statement for `text`, prepared once and cached. With `arrays`, its rows come back as
    * arrays of values in column order: node:sqlite builds a row object property by property, which on a
    * wide table such as runs cost more than the query itself.
+   *
+   * A LIMIT takes its parameter as `LIMIT (SELECT ?)`, never `LIMIT ?`: SQLite reads a bare LIMIT
+   * parameter while planning, which expires the cached statement whenever that parameter is bound, so
+   * it was compiled again on every call (bench/README.md, "Sixth round: list").
    */
   sql(text: string, opts: { arrays?: boolean } = {}): StatementSync {
     this.activity.statements += 1;

@@ -58,7 +58,9 @@ export async function listEvents(
   limit: number,
 ): Promise<RunEvent[]> {
   const rows = db
-    .sql("SELECT seq, at, type, data FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?")
+    .sql(
+      "SELECT seq, at, type, data FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT (SELECT ?)",
+    )
     .all(runId, after, limit) as Row[];
   return rows.map((r) => ({
     seq: Number(r.seq),

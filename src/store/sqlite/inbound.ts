@@ -63,7 +63,7 @@ export async function claimInboundDeliveries(
         `SELECT * FROM inbox_deliveries
           WHERE source = ? AND attempts < ?
             AND (lease_expires_at IS NULL OR lease_expires_at <= ?)
-          ORDER BY id LIMIT ?`,
+          ORDER BY id LIMIT (SELECT ?)`,
       )
       .all(opts.source, opts.maxAttempts, iso(now), opts.limit) as Row[];
     const until = iso(now + opts.leaseMs);
@@ -217,7 +217,7 @@ export async function listChannelBindings(
   const rows = db
     .sql(
       `SELECT * FROM thread_bindings WHERE platform = ? AND workspace = ? AND channel = ?
-        ORDER BY created_at DESC, run_id DESC LIMIT ?`,
+        ORDER BY created_at DESC, run_id DESC LIMIT (SELECT ?)`,
     )
     .all(where.platform, where.workspace, where.channel, limit) as Row[];
   return rows.map(toBinding);

@@ -142,7 +142,7 @@ export async function claimOutbox(
                               AND c.thread_key = o.thread_key AND c.card_ts IS NOT NULL)
                  OR NOT EXISTS (SELECT 1 FROM outbox q WHERE q.run_id = o.run_id AND q.thread_key = o.thread_key
                                   AND q.kind = 'card' AND q.id < o.id AND q.state IN ('pending', 'sending')))
-          ORDER BY o.not_before, o.id LIMIT ?`,
+          ORDER BY o.not_before, o.id LIMIT (SELECT ?)`,
       )
       .all(nowIso, nowIso, JSON.stringify(exclude), opts.limit) as Row[];
     const claimed: OutboxRow[] = [];

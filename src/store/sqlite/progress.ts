@@ -24,7 +24,9 @@ export async function listRunsByProgress(db: Database, range: ProgressRange): Pr
     params.push(range.cursor.lastEventAt, range.cursor.runId);
   }
   const rows = db
-    .sql(`SELECT id, last_event_at FROM runs WHERE ${where.join(" AND ")} ORDER BY last_event_at, id LIMIT ?`)
+    .sql(
+      `SELECT id, last_event_at FROM runs WHERE ${where.join(" AND ")} ORDER BY last_event_at, id LIMIT (SELECT ?)`,
+    )
     .all(...params, range.limit) as Row[];
   return rows.map((r) => ({ runId: String(r.id), lastEventAt: String(r.last_event_at) }));
 }

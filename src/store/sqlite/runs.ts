@@ -137,7 +137,7 @@ export async function findRunsByUrl(db: Database, teamId: string, url: string): 
       `SELECT ${RUN_COLUMNS} FROM runs WHERE team_id = ? AND (trigger_url = ?
          OR substr(trigger_url, 1, length(?)) = ? OR substr(trigger_url, 1, length(?)) = ?
          OR EXISTS (SELECT 1 FROM json_each(artifacts) WHERE json_extract(value, '$.data.url') = ?))
-       ORDER BY created_at DESC, id DESC LIMIT ?`,
+       ORDER BY created_at DESC, id DESC LIMIT (SELECT ?)`,
       { arrays: true },
     )
     .all(
@@ -291,9 +291,8 @@ export async function listRuns(
   const order =
     q.sortBy === "agent" ? `${column} IS NULL, ${column} ${dir}, id ${dir}` : `${column} ${dir}, id ${dir}`;
   // One cached statement per combination of filters in use: a bounded set, since values are bound.
-  // `LIMIT (SELECT ?)`, not `LIMIT ?`: SQLite (3.53) reads a bare LIMIT parameter while planning, which
-  // marks the statement to be compiled again whenever that parameter is bound — on every page, a third
-  // of the page's read (bench/README.md, "Sixth round: list"). The plans are the same without it.
+  // `LIMIT (SELECT ?)`, as everywhere (Database.sql): a bare LIMIT parameter had this statement compiled
+  // again on every page, a third of the page's read. The plans are the same.
   const rows = db
     .sql(`SELECT ${RUN_COLUMNS} FROM runs WHERE ${where.join(" AND ")} ORDER BY ${order} LIMIT (SELECT ?)`, {
       arrays: true,
@@ -326,8 +325,8 @@ export async function countRunsByState(
 }
 
 /** Each state through its own partial index (runs_queued, runs_leases): no index covers both (migration 028). */
-const COUNT_ACTIVE = `SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE state = 'QUEUED' LIMIT ?1))
-  + (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE state = 'INPROGRESS' LIMIT ?1)) AS n`;
+const COUNT_ACTIVE = `SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE state = 'QUEUED' LIMIT (SELECT ?1)))
+  + (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE state = 'INPROGRESS' LIMIT (SELECT ?1))) AS n`;
 
 export async function countActiveRuns(db: Database, upTo: number): Promise<number> {
   const row = db.sql(COUNT_ACTIVE).get(upTo) as Row;

@@ -106,7 +106,9 @@ export async function listWebhookDeliveries(
 ): Promise<{ deliveries: WebhookDelivery[]; hasMore: boolean } | undefined> {
   if (!(await getWebhookEndpoint(db, teamId, endpointId))) return undefined;
   const rows = db
-    .sql("SELECT * FROM webhook_deliveries WHERE endpoint_id = ? AND id < ? ORDER BY id DESC LIMIT ?")
+    .sql(
+      "SELECT * FROM webhook_deliveries WHERE endpoint_id = ? AND id < ? ORDER BY id DESC LIMIT (SELECT ?)",
+    )
     .all(endpointId, page.before ?? Number.MAX_SAFE_INTEGER, page.limit + 1) as Row[];
   return {
     deliveries: rows.slice(0, page.limit).map(toWebhookDelivery),
@@ -173,7 +175,7 @@ export async function claimWebhookDeliveries(
             AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p
                              WHERE p.endpoint_id = d.endpoint_id AND p.run_id = d.run_id AND p.id < d.id
                                AND p.state IN ('pending', 'sending'))
-          ORDER BY d.next_attempt_at, d.id LIMIT ?`,
+          ORDER BY d.next_attempt_at, d.id LIMIT (SELECT ?)`,
       )
       .all(nowIso, nowIso, opts.limit) as Row[];
     return due.map((row) => {
