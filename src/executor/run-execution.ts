@@ -325,8 +325,14 @@ export class RunExecution {
       // startAgent hands over every follow-up committed before it: the harness's first look finds none
       // waiting unless one is signalled after this line.
       this.followupHint = false;
+      // The run's attachments are listed beside the start (on another connection), not at the harness's
+      // first look, where the run would wait for them. That list misses no follow-up's attachments only
+      // if the start took none (one committed after the list was read would be among those taken).
+      const listed = store.listAttachments(run.teamId, run.id);
+      listed.catch(() => {}); // a failed list fails the harness's first look, if it looks
       const waiting = await store.startAgent(run.id, workerId, await this.transcript.forCommit(opening));
       if (!waiting) return;
+      let attachmentsListed = waiting.length === 0 ? listed : undefined;
       const given = moved
         ? await inputBeforeMove(store, run)
         : { input: [...prompt, ...waiting.map((f) => f.message)], modes: waiting.map((f) => f.mode) };
@@ -355,7 +361,12 @@ export class RunExecution {
                 await this.transcript.flush();
                 return readTranscript(this.deps.store, this.run.id);
               },
-              attachments: () => readAttachments(this.deps.store, this.run),
+              attachments: () => {
+                // Later looks read again: a follow-up taken since may have brought attachments.
+                const list = attachmentsListed;
+                attachmentsListed = undefined;
+                return readAttachments(this.deps.store, this.run, list);
+              },
               ...(this.cost ? { cost: this.cost } : {}),
               log: this.deps.log.child({ runId: run.id }),
             }));
