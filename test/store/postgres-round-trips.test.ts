@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { v7 as uuidv7 } from "uuid";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { RunRecord } from "../../src/model/run.ts";
+import { Database, migrate } from "../../src/store/postgres/database.ts";
 import { PostgresStore } from "../../src/store/postgres/postgres-store.ts";
 import type { NewRunEvent } from "../../src/store/store.ts";
 import { type PostgresCluster, postgresUnavailable, startPostgres } from "../support/postgres.ts";
@@ -154,5 +155,34 @@ describe.skipIf(Boolean(missing))("a run's start and end on PostgreSQL", () => {
       ["run.state_changed", run.id], // the claim
     ]);
     expect(await store.loadCheckpoint(run.id)).toBeUndefined();
+  });
+});
+
+describe.skipIf(Boolean(missing))("a transaction written in one round trip (Database.transaction)", () => {
+  it("commits all of its statements, or none when one fails, and the connection serves the next", async () => {
+    const db = new Database(await cluster.createDatabase(), { poolSize: 1 });
+    try {
+      await migrate(db);
+      const team = (id: string): [string, unknown[]] => [
+        "INSERT INTO teams (id, name, created_at) VALUES ($1, $2, $3)",
+        [id, id, new Date().toISOString()],
+      ];
+      const teams = async () => (await db.rows("SELECT id FROM teams ORDER BY id")).map((r) => r.id);
+      const before = { ...db.activity };
+      await db.transaction([team("a"), team("b")]);
+      expect({
+        roundTrips: db.activity.statements - before.statements,
+        commits: db.activity.commits - before.commits,
+      }).toEqual({ roundTrips: 1, commits: 1 });
+      // The second statement breaks the primary key: the first is not kept either.
+      await expect(db.transaction([team("c"), team("a")])).rejects.toMatchObject({ code: "23505" });
+      // Its first statement failing, the second is not run on its own.
+      await expect(db.transaction([team("a"), team("d")])).rejects.toMatchObject({ code: "23505" });
+      expect(await teams()).toEqual(["a", "b"]);
+      await db.transaction([team("e")]);
+      expect(await teams()).toEqual(["a", "b", "e"]);
+    } finally {
+      await db.close();
+    }
   });
 });
