@@ -4,6 +4,7 @@ import type { EnvironmentSettings } from "../config-file.ts";
 import type { PullRequestHost } from "../delivery/pull-request-host.ts";
 import type { RemotePolicy } from "../delivery/remote-access.ts";
 import type { HarnessContext, HarnessOutcome, HarnessRegistry } from "../harnesses/harness.ts";
+import type { AttachmentInfo } from "../model/attachment.ts";
 import type { PriceTable } from "../model/pricing.ts";
 import type { RequestUsage, RunEventType, RunRecord, StatusMessage } from "../model/run.ts";
 import { executionMode } from "../model/run-mode.ts";
@@ -88,6 +89,8 @@ export class RunExecution {
   private readonly deps: ExecutionDeps;
   private readonly log: Logger;
   private followupHint = true;
+  /** The attachments' list read beside the start, for the harness's first look until a follow-up is taken. */
+  private attachmentsListed: Promise<AttachmentInfo[]> | undefined;
   private readonly delivery: ExecutionDelivery;
   /** Set by drain(): the run is handed back at the end of the agent's current step. */
   private draining = false;
@@ -325,8 +328,14 @@ export class RunExecution {
       // startAgent hands over every follow-up committed before it: the harness's first look finds none
       // waiting unless one is signalled after this line.
       this.followupHint = false;
+      // The run's attachments are listed beside the start (on another connection), not at the harness's
+      // first look, where the run would wait for them. That list misses no follow-up's attachments only
+      // if the start took none (one committed after the list was read would be among those taken).
+      const listed = store.listAttachments(run.teamId, run.id);
+      listed.catch(() => {}); // a failed list fails the harness's first look, if it looks
       const waiting = await store.startAgent(run.id, workerId, await this.transcript.forCommit(opening));
       if (!waiting) return;
+      this.attachmentsListed = waiting.length === 0 ? listed : undefined;
       const given = moved
         ? await inputBeforeMove(store, run)
         : { input: [...prompt, ...waiting.map((f) => f.message)], modes: waiting.map((f) => f.mode) };
@@ -355,7 +364,12 @@ export class RunExecution {
                 await this.transcript.flush();
                 return readTranscript(this.deps.store, this.run.id);
               },
-              attachments: () => readAttachments(this.deps.store, this.run),
+              attachments: () => {
+                // Later looks read again: a follow-up taken since may have brought attachments.
+                const list = this.attachmentsListed;
+                this.attachmentsListed = undefined;
+                return readAttachments(this.deps.store, this.run, list);
+              },
               ...(this.cost ? { cost: this.cost } : {}),
               log: this.deps.log.child({ runId: run.id }),
             }));
@@ -426,6 +440,7 @@ export class RunExecution {
         if (pending.length === 0) return;
         // Follow-ups arrived as the agent finished: the same execution continues with them.
         this.checkpoints?.start();
+        this.attachmentsListed = undefined;
         input = pending;
       }
     } finally {
@@ -507,6 +522,7 @@ export class RunExecution {
       this.run.execution,
       this.deps.workerId,
     );
+    if (taken.length > 0) this.attachmentsListed = undefined;
     return taken.map((f) => f.message);
   }
 

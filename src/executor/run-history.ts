@@ -1,6 +1,6 @@
 import { type BranchClaim, claimExistingBranch } from "../delivery/branch-ownership.ts";
 import type { PullRequestHost } from "../delivery/pull-request-host.ts";
-import type { AttachmentContent } from "../model/attachment.ts";
+import type { AttachmentContent, AttachmentInfo } from "../model/attachment.ts";
 import type { RunEvent, RunRecord } from "../model/run.ts";
 import type { Store } from "../store/store.ts";
 
@@ -14,12 +14,13 @@ export async function readTranscript(store: Pick<Store, "listEvents">, runId: st
   }
 }
 
-/** The run's image attachments with their bytes, for the harness. */
+/** The run's image attachments with their bytes, for the harness; `listed`: their list, read already. */
 export async function readAttachments(
   store: Pick<Store, "listAttachments" | "readAttachmentContent">,
   run: Pick<RunRecord, "id" | "teamId">,
+  listed?: Promise<AttachmentInfo[]>,
 ): Promise<AttachmentContent[]> {
-  const list = await store.listAttachments(run.teamId, run.id);
+  const list = await (listed ?? store.listAttachments(run.teamId, run.id));
   const out: AttachmentContent[] = [];
   for (const a of list) {
     const content = await store.readAttachmentContent(run.teamId, a.id);

@@ -65,7 +65,11 @@ export class Tx implements Sql {
   /** Whether BEGIN has been sent. */
   begun = false;
   /** Statements whose answers nobody waits for: they go out with the COMMIT (`afterwards`). */
-  readonly deferred: Array<{ text: string; query: pg.QueryConfig }> = [];
+  readonly deferred: Array<{
+    text: string;
+    query: pg.QueryConfig;
+    check?: (result: pg.QueryResult) => void;
+  }> = [];
   private readonly client: pg.PoolClient;
   private readonly activity: StoreActivity;
 
@@ -91,9 +95,11 @@ export class Tx implements Sql {
   /**
    * A statement whose answer the transaction does not need: written with the COMMIT, after every other
    * statement of it. If it fails, nothing of the transaction is committed and the commit fails with it.
+   * `check` sees its answer once committed, and throws if it is not what the caller counted on (a
+   * statement written so that it changes nothing at all unless its answer is right).
    */
-  afterwards(text: string, values: unknown[] = []): void {
-    this.deferred.push({ text, query: prepared(text, values) });
+  afterwards(text: string, values: unknown[] = [], check?: (result: pg.QueryResult) => void): void {
+    this.deferred.push({ text, query: prepared(text, values), ...(check ? { check } : {}) });
   }
 
   /** Counts a statement's round trip and what it changed. */
@@ -148,17 +154,23 @@ export async function pipelined(
   client: pg.PoolClient,
   queries: Array<string | pg.QueryConfig>,
 ): Promise<pg.QueryResult[]> {
+  return Promise.all(written(client, queries));
+}
+
+/** Writes `queries` to the connection in one write (see pipelined); their answers, each on its own. */
+function written(
+  client: pg.PoolClient,
+  queries: Array<string | pg.QueryConfig>,
+): Array<Promise<pg.QueryResult>> {
   // Corked, the queries leave in one write rather than one each.
   // (A pool's client is a pg.Client; its type leaves the connection out.)
   const stream = (client as unknown as pg.Client).connection.stream;
   stream.cork();
-  let sent: Array<Promise<pg.QueryResult>>;
   try {
-    sent = queries.map((q) => client.query(q));
+    return queries.map((q) => client.query(q));
   } finally {
     stream.uncork();
   }
-  return Promise.all(sent);
 }
 
 /**
@@ -259,7 +271,10 @@ export class Database implements Sql {
         const results = await pipelined(client, [...queries, `${notify.join("")}COMMIT`]);
         tx.begun = false;
         const answers = results.slice(queries.length - deferred.length, queries.length);
-        for (const [i, d] of deferred.entries()) tx.answered(d.text, answers[i]!);
+        for (const [i, d] of deferred.entries()) {
+          tx.answered(d.text, answers[i]!);
+          d.check?.(answers[i]!);
+        }
         if (tx.wrote) this.activity.commits += 1;
         for (const note of tx.notes) emitNote(this.signals, note);
         return value;
@@ -272,6 +287,44 @@ export class Database implements Sql {
         throw err;
       } finally {
         // A connection that failed mid-transaction is discarded rather than handed to the next caller.
+        release(broken || lost());
+      }
+    }
+  }
+
+  /**
+   * A transaction whose statements need nothing from each other's answers: BEGIN, `statements` and COMMIT
+   * in one write, one round trip. Each runs after the one before it (its own snapshot, the locks the
+   * earlier ones took held). All or nothing: when one fails, those after it fail and the COMMIT answers
+   * ROLLBACK (without an error, so every answer is checked). A statement that must notify other stores
+   * does so in its SQL (pg_notify, delivered only if it commits; `notification`), and the caller
+   * announces to this store's own listeners after the answer. A deadlock or serialization failure is
+   * retried as `tx` retries it.
+   */
+  async transaction(statements: Array<[text: string, values: unknown[]]>): Promise<Row[][]> {
+    for (let attempt = 1; ; attempt++) {
+      const { client, lost, release } = await this.checkout();
+      let broken = false;
+      try {
+        const queries = statements.map(([text, values]) => prepared(text, values));
+        const answers = await Promise.allSettled(written(client, ["BEGIN", ...queries, "COMMIT"]));
+        this.activity.statements += 1;
+        const failed = answers.find((a) => a.status === "rejected");
+        if (failed) {
+          const err = failed.reason;
+          broken = classifyError(err) === "unavailable" || answers[0]!.status === "rejected";
+          if (attempt < 4 && isRetryable(err)) continue;
+          throw err;
+        }
+        const results = answers.map((a) => (a as PromiseFulfilledResult<pg.QueryResult>).value);
+        if (results.at(-1)!.command !== "COMMIT") throw new Error("the transaction was rolled back");
+        const changed = results
+          .slice(1, -1)
+          .some((result, i) => WRITES.test(statements[i]![0]) && (result.rowCount ?? 0) > 0);
+        if (changed) this.activity.commits += 1;
+        return results.slice(1, -1).map((result) => result.rows);
+      } finally {
+        // Once BEGIN failed, the statements after it ran on their own: the connection is not trusted again.
         release(broken || lost());
       }
     }

@@ -1,14 +1,16 @@
 import type { FollowupRecord, ResumeReason, RunRecord } from "../../model/run.ts";
 import { DEFAULT_MAX_RESUMES, resumesExhausted, workerLostEvent } from "../../model/run-resume.ts";
+import { canApply } from "../../model/run-state.ts";
 import { webhookEventOf } from "../../model/webhook.ts";
 import { capEventData } from "../event-cap.ts";
 import { iso, toRun } from "../rows.ts";
 import type { NewRunEvent, RunPatch } from "../store.ts";
+import { endpointsTaking } from "../webhook-rows.ts";
 import type { Database, Tx } from "./database.ts";
 import { endpointsOf, insertEvent, insertEvents, numberedInsert } from "./events.ts";
 import { inOrder, takePending, takePendingOfHolder } from "./followups.ts";
 import { SIGNAL_CHANNEL } from "./notifications.ts";
-import { announce, applyTransition } from "./runs.ts";
+import { announce, applyTransition, transitionWithCommit, transitionWrite } from "./runs.ts";
 import { enqueueWebhooks, webhookEndpoints } from "./webhooks.ts";
 
 /**
@@ -99,7 +101,10 @@ export async function claimNextRun(
 }
 
 /** The agent's start: the run marked started, with the events it carries numbered and inserted. */
-const STARTING_INSERT = numberedInsert("agent_started = 1, ");
+const STARTING_ALONE = `${numberedInsert("agent_started = 1, ")}, notified AS (
+    SELECT pg_notify($6, $7) FROM (SELECT 1 FROM inserted LIMIT 1) one
+  )
+  SELECT before, (SELECT count(*) FROM notified) AS notified FROM numbered`;
 
 export async function renewLease(
   db: Database,
@@ -122,22 +127,28 @@ export async function startAgent(
 ): Promise<FollowupRecord[] | undefined> {
   if (events.some((e) => webhookEventOf(e.type, e.data))) return startReported(db, runId, workerId, events);
   const capped = events.map((e) => capEventData(e.data));
-  const at = iso(Date.now());
-  return db.tx(async (tx) => {
-    // The start and the events it carries in one statement, which locks the run; the follow-ups taken
-    // after it, in the same round trip.
-    const [started, taken] = await tx.together([
+  // The start and the events it carries in one statement, which locks the run and notifies other stores
+  // of the events; the follow-ups taken after it in the same transaction, fenced by itself. Nothing in
+  // between is decided here, so BEGIN, both and COMMIT go in one write: one round trip. A follow-up added
+  // meanwhile (it locks the run too) committed before the start, and is taken, or waits for its commit.
+  const [started, taken] = await db.transaction([
+    [
+      STARTING_ALONE,
       [
-        `${STARTING_INSERT} SELECT before FROM numbered`,
-        [runId, at, workerId, events.map((e) => e.type), capped.map((c) => c.json)],
+        runId,
+        iso(Date.now()),
+        workerId,
+        events.map((e) => e.type),
+        capped.map((c) => c.json),
+        ...db.notification([["event_appended", runId, -1]]),
       ],
-      takePendingOfHolder(runId, workerId),
-    ]);
-    const row = started![0];
-    if (!row) return undefined;
-    if (events.length > 0) tx.signal("event_appended", runId, Number(row.before) + events.length);
-    return inOrder(taken!);
-  });
+    ],
+    takePendingOfHolder(runId, workerId),
+  ]);
+  const row = started![0];
+  if (!row) return undefined;
+  if (events.length > 0) db.announceHere(["event_appended", runId, Number(row.before) + events.length]);
+  return inOrder(taken!);
 }
 
 /** A start whose events a webhook reports: their deliveries are written in its transaction. */
@@ -170,16 +181,18 @@ export async function finishExecution(
 ): Promise<{ run?: RunRecord; pending: FollowupRecord[] }> {
   return db.tx(async (tx): Promise<{ run?: RunRecord; pending: FollowupRecord[] }> => {
     // The lock holds off a follow-up (it locks the run too) until this execution has ended or taken it;
-    // the follow-ups already waiting are taken after it, in the same round trip.
+    // the follow-ups already waiting are taken after it, in the same round trip, and the team's webhook
+    // endpoints come with the run: they decide whether the end can go with the COMMIT.
     const [owners, taken] = await tx.together([
       [
-        "SELECT * FROM runs WHERE id = $1 AND worker_id = $2 AND state = 'INPROGRESS' FOR UPDATE",
+        `SELECT runs.*, ${endpointsOf("runs.team_id")} AS endpoints FROM runs
+          WHERE id = $1 AND worker_id = $2 AND state = 'INPROGRESS' FOR UPDATE`,
         [runId, workerId],
       ],
       takePendingOfHolder(runId, workerId),
     ]);
-    const owner = owners![0];
-    if (!owner) return { pending: [] };
+    if (!owners![0]) return { pending: [] };
+    const { endpoints, ...owner } = owners![0];
     const locked = toRun(owner);
     const pending = inOrder(taken!);
     if (pending.length > 0) {
@@ -188,13 +201,31 @@ export async function finishExecution(
       if (last) tx.signal("event_appended", runId, last.seq);
       return { pending };
     }
+    if (!canApply(trigger, locked.state)) return { pending };
     // The events go ahead of the state event, in the transition's statement.
-    const run = await applyTransition(tx, runId, trigger, patch, workerId, locked, events);
-    // Nothing waits for the checkpoint's removal: it goes with the COMMIT.
-    if (run && run.state !== "BLOCKED")
-      tx.afterwards("DELETE FROM run_checkpoints WHERE run_id = $1", [runId]);
+    const write = transitionWrite(locked, trigger, patch, events, Date.now());
+    const dropCheckpoint = write.sets.state !== "BLOCKED";
+    let run: RunRecord | undefined;
+    if (reported(write.events, webhookEndpoints(endpoints))) {
+      // Its deliveries are written in the transaction, from the transition's answer.
+      run = await applyTransition(tx, runId, trigger, patch, workerId, locked, events);
+      // Nothing waits for the checkpoint's removal: it goes with the COMMIT.
+      if (run && dropCheckpoint) tx.afterwards("DELETE FROM run_checkpoints WHERE run_id = $1", [runId]);
+    } else {
+      // Nothing to decide after it: the end, the checkpoint's removal, the signals and COMMIT in one write.
+      run = transitionWithCommit(tx, owner, write, { dropCheckpoint });
+    }
     if (run) announce(tx, run);
     return { ...(run ? { run } : {}), pending };
+  });
+}
+
+/** Whether a webhook of the team (`endpoints`) reports one of `events`. */
+function reported(events: readonly NewRunEvent[], endpoints: ReturnType<typeof webhookEndpoints>): boolean {
+  if (endpoints.length === 0) return false;
+  return events.some((e) => {
+    const event = webhookEventOf(e.type, e.data);
+    return event !== undefined && endpointsTaking(endpoints, event.type).length > 0;
   });
 }
 

@@ -5,10 +5,10 @@ import { wireStatusMessage } from "../../model/status-reason.ts";
 import { capEventData } from "../event-cap.ts";
 import { foldCase } from "../fold-case.ts";
 import { iso, toRun } from "../rows.ts";
-import { transitionColumns } from "../run-columns.ts";
+import { type ColumnValue, transitionColumns } from "../run-columns.ts";
 import { URL_MATCHES_MAX } from "../run-steering.ts";
 import type { IdempotencyClaim, IdempotentResult, NewRunEvent, RunListQuery, RunPatch } from "../store.ts";
-import type { Database, Sql, Tx } from "./database.ts";
+import type { Database, Row, Sql, Tx } from "./database.ts";
 import { endpointsOf, enqueueReported, writtenEvents } from "./events.ts";
 import { checkIdempotency, rememberResponse } from "./idempotency.ts";
 
@@ -291,10 +291,37 @@ export async function applyTransition(
   }
   if (!run || !canApply(trigger, run.state)) return undefined;
   if (workerId !== undefined && run.workerId !== workerId) return undefined;
-  const now = Date.now();
-  const nowIso = iso(now);
+  const write = transitionWrite(run, trigger, patch, before, Date.now());
+  const [text, values] = transitionStatement(
+    runId,
+    write,
+    "RETURNING *",
+    `SELECT changed.*, ${endpointsOf("changed.team_id")} AS endpoints FROM changed`,
+  );
+  const row = await tx.row(text, values);
+  if (!row) return undefined;
+  const first = Number(row.last_event_seq) - write.events.length + 1;
+  await enqueueReported(tx, runId, writtenEvents(write.events, write.capped, first, write.at), row.endpoints);
+  return toRun(row);
+}
+
+/** What a transition writes: the columns it sets, and its events (those ahead of it, then its `state` event). */
+export interface TransitionWrite {
+  from: RunState;
+  sets: Record<string, ColumnValue>;
+  events: NewRunEvent[];
+  capped: Array<ReturnType<typeof capEventData>>;
+  at: string;
+}
+
+export function transitionWrite(
+  run: RunRecord,
+  trigger: Trigger,
+  patch: RunPatch,
+  before: readonly NewRunEvent[],
+  now: number,
+): TransitionWrite {
   const sets = transitionColumns(run, trigger, patch, now);
-  const columns = Object.keys(sets);
   // The status message the run has after the change: the patch's, none when the trigger clears it, else as it was.
   const statusMessage =
     patch.statusMessage !== undefined
@@ -315,34 +342,82 @@ export async function applyTransition(
       },
     },
   ];
-  const capped = events.map((e) => capEventData(e.data));
+  return { from: run.state, sets, events, capped: events.map((e) => capEventData(e.data)), at: iso(now) };
+}
+
+/**
+ * The transition as one statement: the change, only if the run is still in the state it was read in,
+ * `returning` what the change returns, and its events numbered after the run's last; `more` is further
+ * CTEs that act on the run `changed` (nothing if it did not change), `tail` the statement's answer.
+ */
+function transitionStatement(
+  runId: string,
+  write: TransitionWrite,
+  returning: string,
+  tail: string,
+  more = "",
+): [string, unknown[]] {
+  const columns = Object.keys(write.sets);
   const n = columns.length;
   const [id, state, types, data, at] = [n + 1, n + 2, n + 3, n + 4, n + 5].map((i) => `$${i}`);
-  const row = await tx.row(
+  return [
     `WITH changed AS (
        UPDATE runs SET ${columns.map((c, i) => `${c} = $${i + 1}`).join(", ")},
            last_event_seq = last_event_seq + cardinality(${types}::text[]),
            last_event_at = GREATEST(last_event_at, ${at})
-        WHERE id = ${id} AND state = ${state} RETURNING *
+        WHERE id = ${id} AND state = ${state} ${returning}
      ), inserted AS (
        INSERT INTO run_events (run_id, seq, at, type, data)
        SELECT changed.id, changed.last_event_seq - cardinality(${types}::text[]) + e.n, ${at}, e.type, e.data
          FROM changed, unnest(${types}::text[], ${data}::text[]) WITH ORDINALITY AS e(type, data, n)
-     )
-     SELECT changed.*, ${endpointsOf("changed.team_id")} AS endpoints FROM changed`,
+     )${more}
+     ${tail}`,
     [
-      ...columns.map((c) => sets[c]),
+      ...columns.map((c) => write.sets[c]),
       runId,
-      run.state,
-      events.map((e) => e.type),
-      capped.map((c) => c.json),
-      nowIso,
+      write.from,
+      write.events.map((e) => e.type),
+      write.capped.map((c) => c.json),
+      write.at,
     ],
+  ];
+}
+
+/**
+ * The transition of a run this transaction has locked (`locked`, its row as read), written with the
+ * COMMIT (Tx.afterwards) rather than waited for: for a change no webhook reports, which nothing else in
+ * the transaction depends on. The lock holds the run in the state it was read in, so the change is
+ * certain; the run after it is the locked row with the columns set (what RETURNING * would answer,
+ * test/store/conformance/execution-writes.ts compares it with a read), and `dropCheckpoint` removes the
+ * run's stored checkpoint in the same statement. Should the change not happen after all, the statement
+ * writes nothing and the transaction fails once committed.
+ */
+export function transitionWithCommit(
+  tx: Tx,
+  locked: Row,
+  write: TransitionWrite,
+  opts: { dropCheckpoint: boolean },
+): RunRecord {
+  const runId = String(locked.id);
+  const dropped = opts.dropCheckpoint
+    ? `, dropped AS (DELETE FROM run_checkpoints WHERE run_id = (SELECT id FROM changed))`
+    : "";
+  const [text, values] = transitionStatement(
+    runId,
+    write,
+    "RETURNING id, last_event_seq",
+    "SELECT count(*) AS changed FROM changed",
+    dropped,
   );
-  if (!row) return undefined;
-  const first = Number(row.last_event_seq) - events.length + 1;
-  await enqueueReported(tx, runId, writtenEvents(events, capped, first, nowIso), row.endpoints);
-  return toRun(row);
+  tx.afterwards(text, values, (result) => {
+    if (Number(result.rows[0]?.changed) !== 1) throw new Error(`run ${runId} changed while it was locked`);
+  });
+  const lastEventAt = locked.last_event_at === null || String(locked.last_event_at) < write.at;
+  return toRun({
+    ...locked,
+    ...write.sets,
+    ...(lastEventAt ? { last_event_at: write.at } : {}),
+  });
 }
 
 export async function touch(tx: Tx, runId: string, at: string): Promise<RunRecord> {
