@@ -425,6 +425,8 @@ export function applyTransition(
     },
     nowIso,
   );
+  // The state event moved the run's last progress as the row now holds it (NEXT_SEQ's max).
+  if ((updated.lastEventAt ?? "") < nowIso) updated.lastEventAt = nowIso;
   return updated;
 }
 
