@@ -79,22 +79,24 @@ export class RunCheckpoints {
   async save(signal: AbortSignal = new AbortController().signal): Promise<CheckpointSaved> {
     const started = performance.now();
     const { store, run, workerId } = this.opts;
-    // Asked first, so a stale worker does not even push (the store's fenced write is what guarantees it).
-    if (!(await this.holdsRun()))
-      return signal.aborted ? ENDED : this.skipped("the run is no longer this worker's");
     const { root, names } = await this.directories();
-    // Nothing of the workspace or the agent's area changed since the last checkpoint: it stands as it is,
-    // and neither the sandbox, the remote nor the store is asked anything.
     const repository = this.pushableRepository();
     // A repository's checkpoint is its tree and HEAD's commits: the objects and the local ref the commit in
     // the sandbox writes (checkpoint-ref.ts) are not changes of the workspace.
     const git = `${names[0]}/.git`;
     const listing = await listTree(root, names, repository ? [`${git}/objects`, `${git}/refs/dispatch`] : []);
+    // The store is asked whether this worker still holds the run only where its answer decides something:
+    // most runs' first step's checkpoint ends here, their execution having ended during the listing.
     if (signal.aborted) return ENDED;
+    // Nothing of the workspace or the agent's area changed since the last checkpoint: it stands as it is
+    // (for the worker that still holds the run), and neither the sandbox nor the remote is asked anything.
     if (listing.settled && listing.digest === this.lastDigest) {
+      if (!(await this.holdsRun())) return this.lost(signal);
       const ms = Math.round(performance.now() - started);
       return { saved: true, bytes: 0, ms, unchanged: true, ...(this.lastRef ? { ref: this.lastRef } : {}) };
     }
+    // A stale worker does not even push; without a repository the store's fenced write below refuses it.
+    if (repository && !(await this.holdsRun())) return this.lost(signal);
     const limitBytes = this.limitBytes();
     let refSha: string | null = null;
     let bundleBytes = 0;
@@ -141,7 +143,7 @@ export class RunCheckpoints {
       refSha,
       snapshot: snapshot.archive,
     });
-    if (!saved) return signal.aborted ? ENDED : this.skipped("the run is no longer this worker's");
+    if (!saved) return this.lost(signal);
     if (refSha) this.lastRef = refSha;
     // What was saved was read after the listing: an equal settled listing later means the same content.
     this.lastDigest = listing.settled ? listing.digest : undefined;
@@ -255,6 +257,11 @@ export class RunCheckpoints {
     const { run, workerId } = this.opts;
     const current = await this.opts.store.getRun(run.teamId, run.id);
     return current?.state === "INPROGRESS" && current.workerId === workerId;
+  }
+
+  /** The run is no longer this worker's: quietly when its execution here has ended. */
+  private lost(signal: AbortSignal): CheckpointSaved {
+    return signal.aborted ? ENDED : this.skipped("the run is no longer this worker's");
   }
 
   private skipped(reason: string): CheckpointSaved {
