@@ -27,7 +27,7 @@ export interface CheckpointRepository {
 }
 
 export interface RunCheckpointsOptions {
-  store: Pick<Store, "saveCheckpoint" | "loadCheckpoint" | "deleteCheckpoint" | "getRun">;
+  store: Pick<Store, "saveCheckpoint" | "loadCheckpoint" | "deleteCheckpoint" | "holdsRun">;
   workerId: string;
   run: RunRecord;
   /** The run's workspace (workspace.ts's prepareWorkspace). */
@@ -85,18 +85,18 @@ export class RunCheckpoints {
     // the sandbox writes (checkpoint-ref.ts) are not changes of the workspace.
     const git = `${names[0]}/.git`;
     const listing = await listTree(root, names, repository ? [`${git}/objects`, `${git}/refs/dispatch`] : []);
-    // The store is asked whether this worker still holds the run only where its answer decides something:
-    // most runs' first step's checkpoint ends here, their execution having ended during the listing.
+    // The listing before the store is asked anything: a step's checkpoint races the execution's end, which
+    // most often comes during the listing (then nothing is asked).
     if (signal.aborted) return ENDED;
-    // Nothing of the workspace or the agent's area changed since the last checkpoint: it stands as it is
-    // (for the worker that still holds the run), and neither the sandbox nor the remote is asked anything.
+    // Asked before anything is written, so a stale worker does not even push (the store's fenced write is
+    // what guarantees it) nor report its unchanged checkpoint as standing.
+    if (!(await this.holdsRun())) return this.lost(signal);
+    // Nothing of the workspace or the agent's area changed since the last checkpoint: it stands as it is,
+    // and neither the sandbox, the remote nor the store is asked anything more.
     if (listing.settled && listing.digest === this.lastDigest) {
-      if (!(await this.holdsRun())) return this.lost(signal);
       const ms = Math.round(performance.now() - started);
       return { saved: true, bytes: 0, ms, unchanged: true, ...(this.lastRef ? { ref: this.lastRef } : {}) };
     }
-    // A stale worker does not even push; without a repository the store's fenced write below refuses it.
-    if (repository && !(await this.holdsRun())) return this.lost(signal);
     const limitBytes = this.limitBytes();
     let refSha: string | null = null;
     let bundleBytes = 0;
@@ -253,10 +253,8 @@ export class RunCheckpoints {
     return { quotaLeftBytes: Math.max(0, quota - used.bytes) };
   }
 
-  private async holdsRun(): Promise<boolean> {
-    const { run, workerId } = this.opts;
-    const current = await this.opts.store.getRun(run.teamId, run.id);
-    return current?.state === "INPROGRESS" && current.workerId === workerId;
+  private holdsRun(): Promise<boolean> {
+    return this.opts.store.holdsRun(this.opts.run.id, this.opts.workerId);
   }
 
   /** The run is no longer this worker's: quietly when its execution here has ended. */

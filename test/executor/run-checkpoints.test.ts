@@ -329,13 +329,13 @@ describe("run checkpoints", () => {
     expect(await readFile(join(b.workspace, "src", "edit.txt"), "utf8")).toBe("again\n");
   });
 
-  it("asks the store nothing but its fenced write for a run without a repository, and nothing once the execution ended", async () => {
+  it("asks the store whether it holds the run after the listing, nothing once the execution ended", async () => {
     const run = await claimed();
     const a = await worker("worker-a", run);
     const asked: string[] = [];
     const counted = new RunCheckpoints({
       store: {
-        getRun: (...args) => (asked.push("getRun"), store.getRun(...args)),
+        holdsRun: (...args) => (asked.push("holdsRun"), store.holdsRun(...args)),
         saveCheckpoint: (...args) => (asked.push("saveCheckpoint"), store.saveCheckpoint(...args)),
         loadCheckpoint: (...args) => (asked.push("loadCheckpoint"), store.loadCheckpoint(...args)),
         deleteCheckpoint: (...args) => (asked.push("deleteCheckpoint"), store.deleteCheckpoint(...args)),
@@ -347,20 +347,20 @@ describe("run checkpoints", () => {
     });
     await a.sh("echo draft > notes.md");
     expect(await counted.save()).toMatchObject({ saved: true });
-    expect(asked).toEqual(["saveCheckpoint"]);
+    expect(asked).toEqual(["holdsRun", "saveCheckpoint"]);
 
     // The execution ended while the step's checkpoint was under way: given up quietly, the store not asked.
     await a.sh("echo more >> notes.md");
     const ended = new AbortController();
     ended.abort();
     expect(await counted.save(ended.signal)).toEqual({ saved: false, reason: "the execution ended" });
-    expect(asked).toEqual(["saveCheckpoint"]);
+    expect(asked).toEqual(["holdsRun", "saveCheckpoint"]);
 
-    // Moved to another worker: the stale one's change is refused by the fenced write, the checkpoint kept.
+    // Moved to another worker: the stale one snapshots nothing, the checkpoint is kept.
     const before = await store.loadCheckpoint(run.id);
     await moveRun(run, "worker-b");
     expect(await counted.save()).toEqual({ saved: false, reason: "the run is no longer this worker's" });
-    expect(asked).toEqual(["saveCheckpoint", "saveCheckpoint"]);
+    expect(asked).toEqual(["holdsRun", "saveCheckpoint", "holdsRun"]);
     expect(await store.loadCheckpoint(run.id)).toEqual(before);
   });
 
