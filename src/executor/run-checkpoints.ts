@@ -79,18 +79,17 @@ export class RunCheckpoints {
   async save(signal: AbortSignal = new AbortController().signal): Promise<CheckpointSaved> {
     const started = performance.now();
     const { store, run, workerId } = this.opts;
+    // Asked first, so a stale worker does not even push (the store's fenced write is what guarantees it).
+    // Asked after the listing instead, a step's checkpoint that the end of the execution would overtake
+    // more often got as far as its snapshot and write (bench/README.md, "Sixth round").
+    if (!(await this.holdsRun())) return this.lost(signal);
     const { root, names } = await this.directories();
     const repository = this.pushableRepository();
     // A repository's checkpoint is its tree and HEAD's commits: the objects and the local ref the commit in
     // the sandbox writes (checkpoint-ref.ts) are not changes of the workspace.
     const git = `${names[0]}/.git`;
     const listing = await listTree(root, names, repository ? [`${git}/objects`, `${git}/refs/dispatch`] : []);
-    // The listing before the store is asked anything: a step's checkpoint races the execution's end, which
-    // most often comes during the listing (then nothing is asked).
     if (signal.aborted) return ENDED;
-    // Asked before anything is written, so a stale worker does not even push (the store's fenced write is
-    // what guarantees it) nor report its unchanged checkpoint as standing.
-    if (!(await this.holdsRun())) return this.lost(signal);
     // Nothing of the workspace or the agent's area changed since the last checkpoint: it stands as it is,
     // and neither the sandbox, the remote nor the store is asked anything more.
     if (listing.settled && listing.digest === this.lastDigest) {

@@ -329,7 +329,7 @@ describe("run checkpoints", () => {
     expect(await readFile(join(b.workspace, "src", "edit.txt"), "utf8")).toBe("again\n");
   });
 
-  it("asks the store whether it holds the run after the listing, nothing once the execution ended", async () => {
+  it("asks the store one boolean before a checkpoint, and a stale worker snapshots nothing", async () => {
     const run = await claimed();
     const a = await worker("worker-a", run);
     const asked: string[] = [];
@@ -349,18 +349,18 @@ describe("run checkpoints", () => {
     expect(await counted.save()).toMatchObject({ saved: true });
     expect(asked).toEqual(["holdsRun", "saveCheckpoint"]);
 
-    // The execution ended while the step's checkpoint was under way: given up quietly, the store not asked.
+    // The execution ended while the step's checkpoint was under way: given up quietly, nothing written.
     await a.sh("echo more >> notes.md");
     const ended = new AbortController();
     ended.abort();
     expect(await counted.save(ended.signal)).toEqual({ saved: false, reason: "the execution ended" });
-    expect(asked).toEqual(["holdsRun", "saveCheckpoint"]);
+    expect(asked).toEqual(["holdsRun", "saveCheckpoint", "holdsRun"]);
 
     // Moved to another worker: the stale one snapshots nothing, the checkpoint is kept.
     const before = await store.loadCheckpoint(run.id);
     await moveRun(run, "worker-b");
     expect(await counted.save()).toEqual({ saved: false, reason: "the run is no longer this worker's" });
-    expect(asked).toEqual(["holdsRun", "saveCheckpoint", "holdsRun"]);
+    expect(asked).toEqual(["holdsRun", "saveCheckpoint", "holdsRun", "holdsRun"]);
     expect(await store.loadCheckpoint(run.id)).toEqual(before);
   });
 
