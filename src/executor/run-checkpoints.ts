@@ -34,6 +34,7 @@ export interface RunCheckpointsOptions {
   workspace: string;
   /** DISPATCH_RUN_DISK_QUOTA_MB: the most a checkpoint holds; MAX_SNAPSHOT_BYTES without one. */
   diskQuota?: DiskQuota;
+  /** The execution's logger, which binds the run's id. */
   log: Logger;
   /** For a run with a repository whose delivery may push: its workspace goes to the hidden ref. */
   repository?: CheckpointRepository;
@@ -72,7 +73,7 @@ export class RunCheckpoints {
 
   constructor(opts: RunCheckpointsOptions) {
     this.opts = opts;
-    this.log = opts.log.child({ component: "checkpoints", runId: opts.run.id });
+    this.log = opts.log.child({ component: "checkpoints" });
   }
 
   /** `signal`: the execution ended; a save under way stops at its next phase, quietly (nothing to save for). */

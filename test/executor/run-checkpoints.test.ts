@@ -335,10 +335,22 @@ describe("run checkpoints", () => {
     const asked: string[] = [];
     const counted = new RunCheckpoints({
       store: {
-        holdsRun: (...args) => (asked.push("holdsRun"), store.holdsRun(...args)),
-        saveCheckpoint: (...args) => (asked.push("saveCheckpoint"), store.saveCheckpoint(...args)),
-        loadCheckpoint: (...args) => (asked.push("loadCheckpoint"), store.loadCheckpoint(...args)),
-        deleteCheckpoint: (...args) => (asked.push("deleteCheckpoint"), store.deleteCheckpoint(...args)),
+        holdsRun: (...args) => {
+          asked.push("holdsRun");
+          return store.holdsRun(...args);
+        },
+        saveCheckpoint: (...args) => {
+          asked.push("saveCheckpoint");
+          return store.saveCheckpoint(...args);
+        },
+        loadCheckpoint: (...args) => {
+          asked.push("loadCheckpoint");
+          return store.loadCheckpoint(...args);
+        },
+        deleteCheckpoint: (...args) => {
+          asked.push("deleteCheckpoint");
+          return store.deleteCheckpoint(...args);
+        },
       },
       workerId: "worker-a",
       run,
