@@ -34,10 +34,15 @@ export class CheckpointSchedule {
 
   /** No more checkpoints (the execution ended here); a save under way stops early. */
   async stop(): Promise<void> {
+    this.end();
+    await this.running;
+  }
+
+  /** As stop(), without waiting for a save under way to return. */
+  end(): void {
     this.stopped = true;
     clearInterval(this.timer);
     this.ended.abort();
-    await this.running;
   }
 
   private request(): void {

@@ -121,6 +121,15 @@ export class ExecutionCheckpoints {
     await schedule?.flush();
   }
 
+  /**
+   * The execution ended the run, and the store dropped its checkpoint with it: a save under way gives up
+   * at its next phase now, not when the execution has closed its sandbox and stops (`stop`). A step's
+   * checkpoint that the end of the run overtook otherwise went on to its snapshot and fenced write.
+   */
+  runEnded(): void {
+    this.schedule?.end();
+  }
+
   /** The last checkpoint, with the step that just ended, before the run moves to another worker. */
   async handOver(): Promise<void> {
     await this.schedule?.flush();

@@ -27,13 +27,14 @@ export interface CheckpointRepository {
 }
 
 export interface RunCheckpointsOptions {
-  store: Pick<Store, "saveCheckpoint" | "loadCheckpoint" | "deleteCheckpoint" | "getRun">;
+  store: Pick<Store, "saveCheckpoint" | "loadCheckpoint" | "deleteCheckpoint" | "holdsRun">;
   workerId: string;
   run: RunRecord;
   /** The run's workspace (workspace.ts's prepareWorkspace). */
   workspace: string;
   /** DISPATCH_RUN_DISK_QUOTA_MB: the most a checkpoint holds; MAX_SNAPSHOT_BYTES without one. */
   diskQuota?: DiskQuota;
+  /** The execution's logger, which binds the run's id. */
   log: Logger;
   /** For a run with a repository whose delivery may push: its workspace goes to the hidden ref. */
   repository?: CheckpointRepository;
@@ -72,7 +73,7 @@ export class RunCheckpoints {
 
   constructor(opts: RunCheckpointsOptions) {
     this.opts = opts;
-    this.log = opts.log.child({ component: "checkpoints", runId: opts.run.id });
+    this.log = opts.log.child({ component: "checkpoints" });
   }
 
   /** `signal`: the execution ended; a save under way stops at its next phase, quietly (nothing to save for). */
@@ -80,17 +81,18 @@ export class RunCheckpoints {
     const started = performance.now();
     const { store, run, workerId } = this.opts;
     // Asked first, so a stale worker does not even push (the store's fenced write is what guarantees it).
-    if (!(await this.holdsRun()))
-      return signal.aborted ? ENDED : this.skipped("the run is no longer this worker's");
+    // Asked after the listing instead, a step's checkpoint that the end of the execution would overtake
+    // more often got as far as its snapshot and write (bench/README.md, "Sixth round").
+    if (!(await this.holdsRun())) return this.lost(signal);
     const { root, names } = await this.directories();
-    // Nothing of the workspace or the agent's area changed since the last checkpoint: it stands as it is,
-    // and neither the sandbox, the remote nor the store is asked anything.
     const repository = this.pushableRepository();
     // A repository's checkpoint is its tree and HEAD's commits: the objects and the local ref the commit in
     // the sandbox writes (checkpoint-ref.ts) are not changes of the workspace.
     const git = `${names[0]}/.git`;
     const listing = await listTree(root, names, repository ? [`${git}/objects`, `${git}/refs/dispatch`] : []);
     if (signal.aborted) return ENDED;
+    // Nothing of the workspace or the agent's area changed since the last checkpoint: it stands as it is,
+    // and neither the sandbox, the remote nor the store is asked anything more.
     if (listing.settled && listing.digest === this.lastDigest) {
       const ms = Math.round(performance.now() - started);
       return { saved: true, bytes: 0, ms, unchanged: true, ...(this.lastRef ? { ref: this.lastRef } : {}) };
@@ -141,7 +143,7 @@ export class RunCheckpoints {
       refSha,
       snapshot: snapshot.archive,
     });
-    if (!saved) return signal.aborted ? ENDED : this.skipped("the run is no longer this worker's");
+    if (!saved) return this.lost(signal);
     if (refSha) this.lastRef = refSha;
     // What was saved was read after the listing: an equal settled listing later means the same content.
     this.lastDigest = listing.settled ? listing.digest : undefined;
@@ -251,10 +253,13 @@ export class RunCheckpoints {
     return { quotaLeftBytes: Math.max(0, quota - used.bytes) };
   }
 
-  private async holdsRun(): Promise<boolean> {
-    const { run, workerId } = this.opts;
-    const current = await this.opts.store.getRun(run.teamId, run.id);
-    return current?.state === "INPROGRESS" && current.workerId === workerId;
+  private holdsRun(): Promise<boolean> {
+    return this.opts.store.holdsRun(this.opts.run.id, this.opts.workerId);
+  }
+
+  /** The run is no longer this worker's: quietly when its execution here has ended. */
+  private lost(signal: AbortSignal): CheckpointSaved {
+    return signal.aborted ? ENDED : this.skipped("the run is no longer this worker's");
   }
 
   private skipped(reason: string): CheckpointSaved {

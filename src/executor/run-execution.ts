@@ -543,6 +543,7 @@ export class RunExecution {
     const result = await store.finishExecution(this.run.id, workerId, trigger, patch, events);
     if (result.run?.state === "BLOCKED") this.blocked = true;
     else if (result.run) this.ended = this.finished = true;
+    if (this.finished) this.checkpoints?.runEnded();
     else if (result.pending.length > 0)
       this.transcript.written(events); // the agent goes on: a checkpoint
     // Refused (cancelled, not yet seen here, or lost): the words are kept as any write after a cancel is.

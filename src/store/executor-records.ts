@@ -89,6 +89,11 @@ export interface ExecutorRecords {
    * overwrites the checkpoint of a run that moved on.
    */
   saveCheckpoint(runId: string, workerId: string, checkpoint: NewRunCheckpoint): Promise<boolean>;
+  /**
+   * Whether `workerId` holds the run INPROGRESS now: what a checkpoint asks before it pushes or reports an
+   * unchanged checkpoint as standing (one boolean, not the run's row).
+   */
+  holdsRun(runId: string, workerId: string): Promise<boolean>;
   loadCheckpoint(runId: string): Promise<RunCheckpoint | undefined>;
   deleteCheckpoint(runId: string): Promise<void>;
   /** Drops the checkpoints of runs that finished before `finishedBefore` (retention, with their workspaces). */

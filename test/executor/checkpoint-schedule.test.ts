@@ -29,6 +29,18 @@ describe("the checkpoint schedule", () => {
     expect(signals).toHaveLength(1);
   });
 
+  it("tells a save under way at once when the run ended, before anyone waits for it", async () => {
+    const { signals, save } = savesUntilEnded();
+    const schedule = new CheckpointSchedule(save, 60_000);
+    schedule.stepEnded();
+    schedule.end();
+    expect(signals).toHaveLength(1);
+    expect(signals[0]!.aborted).toBe(true);
+    schedule.stepEnded();
+    await schedule.stop();
+    expect(signals).toHaveLength(1);
+  });
+
   it("lets the last save before a hand-over run to its end", async () => {
     const seen: boolean[] = [];
     const schedule = new CheckpointSchedule(async (signal) => {

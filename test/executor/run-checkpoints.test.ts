@@ -329,6 +329,53 @@ describe("run checkpoints", () => {
     expect(await readFile(join(b.workspace, "src", "edit.txt"), "utf8")).toBe("again\n");
   });
 
+  it("asks the store one boolean before a checkpoint, and a stale worker snapshots nothing", async () => {
+    const run = await claimed();
+    const a = await worker("worker-a", run);
+    const asked: string[] = [];
+    const counted = new RunCheckpoints({
+      store: {
+        holdsRun: (...args) => {
+          asked.push("holdsRun");
+          return store.holdsRun(...args);
+        },
+        saveCheckpoint: (...args) => {
+          asked.push("saveCheckpoint");
+          return store.saveCheckpoint(...args);
+        },
+        loadCheckpoint: (...args) => {
+          asked.push("loadCheckpoint");
+          return store.loadCheckpoint(...args);
+        },
+        deleteCheckpoint: (...args) => {
+          asked.push("deleteCheckpoint");
+          return store.deleteCheckpoint(...args);
+        },
+      },
+      workerId: "worker-a",
+      run,
+      workspace: a.workspace,
+      log,
+    });
+    await a.sh("echo draft > notes.md");
+    expect(await counted.save()).toMatchObject({ saved: true });
+    expect(asked).toEqual(["holdsRun", "saveCheckpoint"]);
+
+    // The execution ended while the step's checkpoint was under way: given up quietly, nothing written.
+    await a.sh("echo more >> notes.md");
+    const ended = new AbortController();
+    ended.abort();
+    expect(await counted.save(ended.signal)).toEqual({ saved: false, reason: "the execution ended" });
+    expect(asked).toEqual(["holdsRun", "saveCheckpoint", "holdsRun"]);
+
+    // Moved to another worker: the stale one snapshots nothing, the checkpoint is kept.
+    const before = await store.loadCheckpoint(run.id);
+    await moveRun(run, "worker-b");
+    expect(await counted.save()).toEqual({ saved: false, reason: "the run is no longer this worker's" });
+    expect(asked).toEqual(["holdsRun", "saveCheckpoint", "holdsRun", "holdsRun"]);
+    expect(await store.loadCheckpoint(run.id)).toEqual(before);
+  });
+
   it("restores nothing for a run without a checkpoint", async () => {
     const run = await claimed();
     const a = await worker("worker-a", run);

@@ -35,6 +35,14 @@ export async function saveCheckpoint(
   return changed === 1;
 }
 
+export async function holdsRun(db: Database, runId: string, workerId: string): Promise<boolean> {
+  const row = await db.row(
+    "SELECT 1 AS held FROM runs WHERE id = $1 AND worker_id = $2 AND state = 'INPROGRESS'",
+    [runId, workerId],
+  );
+  return row !== undefined;
+}
+
 export async function loadCheckpoint(db: Database, runId: string): Promise<RunCheckpoint | undefined> {
   const row = await db.row(
     `SELECT run_id, execution, taken_at, worker_id, size_bytes, ref_sha, snapshot

@@ -65,6 +65,7 @@ const statements: Statements<Database> = {
   recordAgentConfig: artifacts.recordAgentConfig,
   recordBudget: artifacts.recordBudget,
   saveCheckpoint: checkpoints.saveCheckpoint,
+  holdsRun: checkpoints.holdsRun,
   loadCheckpoint: checkpoints.loadCheckpoint,
   deleteCheckpoint: checkpoints.deleteCheckpoint,
   pruneCheckpoints: checkpoints.pruneCheckpoints,

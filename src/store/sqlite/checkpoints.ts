@@ -38,6 +38,13 @@ export async function saveCheckpoint(
   );
 }
 
+export async function holdsRun(db: Database, runId: string, workerId: string): Promise<boolean> {
+  const row = db
+    .sql("SELECT 1 AS held FROM runs WHERE id = ? AND worker_id = ? AND state = 'INPROGRESS'")
+    .get(runId, workerId);
+  return row !== undefined;
+}
+
 export async function loadCheckpoint(db: Database, runId: string): Promise<RunCheckpoint | undefined> {
   const row = db
     .sql(

@@ -41,6 +41,8 @@ export function checkpointsConformance(t: StoreSuite): void {
       const mine = checkpoint();
       expect(await t.store.saveCheckpoint(run.id, W, mine)).toBe(true);
       expect(await t.store.saveCheckpoint(run.id, "someone-else", checkpoint())).toBe(false);
+      expect(await t.store.holdsRun(run.id, W)).toBe(true);
+      expect(await t.store.holdsRun(run.id, "someone-else")).toBe(false);
 
       // The lease expires and another worker takes the run over.
       await waitPast(2);
@@ -48,6 +50,8 @@ export function checkpointsConformance(t: StoreSuite): void {
       expect((await t.store.claimNextRun("worker-b", 60_000))?.id).toBe(run.id);
       const theirs = checkpoint({ refSha: "fedcba9876543210fedcba9876543210fedcba98" });
       expect(await t.store.saveCheckpoint(run.id, W, checkpoint())).toBe(false);
+      expect(await t.store.holdsRun(run.id, W)).toBe(false);
+      expect(await t.store.holdsRun(run.id, "worker-b")).toBe(true);
       expect(await t.store.saveCheckpoint(run.id, "worker-b", theirs)).toBe(true);
       expect(await t.store.saveCheckpoint(run.id, W, checkpoint())).toBe(false);
       expect(await t.store.loadCheckpoint(run.id)).toMatchObject({
@@ -58,6 +62,7 @@ export function checkpointsConformance(t: StoreSuite): void {
 
       // A finished run takes no checkpoint, not even from the worker that finished it.
       await t.store.transition(run.id, "succeed", {}, { workerId: "worker-b" });
+      expect(await t.store.holdsRun(run.id, "worker-b")).toBe(false);
       expect(await t.store.saveCheckpoint(run.id, "worker-b", checkpoint())).toBe(false);
       expect((await t.store.loadCheckpoint(run.id))?.takenAt).toBe(theirs.takenAt);
     });
