@@ -48,6 +48,11 @@ export class Executor {
   private readonly log: Logger;
   private readonly active = new Set<RunExecution>();
   /**
+   * The executions holding a slot. A run's slot is free once its end is committed (RunExecution.slotFree):
+   * the next run is claimed while the last one's sandbox is still being released, not after.
+   */
+  private readonly occupying = new Set<RunExecution>();
+  /**
    * Each run's latest execution in this process, until it has ended. A run cancelled and followed up at
    * once is claimed again while its last execution is still stopping: the next one starts only after it,
    * since both would use the same workspace and the same cgroup.
@@ -67,7 +72,7 @@ export class Executor {
   }
 
   get activeRuns(): number {
-    return this.active.size + this.waiting;
+    return this.occupying.size + this.waiting;
   }
 
   async start(): Promise<void> {
@@ -190,6 +195,11 @@ export class Executor {
           : {}),
       });
       this.active.add(execution);
+      this.occupying.add(execution);
+      void Promise.race([execution.slotFree, execution.done]).then(() => {
+        this.occupying.delete(execution);
+        void this.fill();
+      });
       await execution.done;
       this.active.delete(execution);
     })().catch((err) => this.log.error({ err, runId: run.id }, "execution could not start"));

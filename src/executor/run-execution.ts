@@ -85,6 +85,13 @@ export type StopReason = "cancelled" | "lease_lost" | "shutdown" | "disk_quota" 
 export class RunExecution {
   readonly run: RunRecord;
   readonly done: Promise<void>;
+  /**
+   * Settled once this execution has ended its run in the store (finished, or waiting for a person): the
+   * run no longer needs its slot while its sandbox is released. An execution that ends otherwise frees it
+   * with `done`.
+   */
+  readonly slotFree: Promise<void>;
+  private freeSlot: () => void = () => {};
   private readonly controller = new AbortController();
   private readonly deps: ExecutionDeps;
   private readonly log: Logger;
@@ -149,6 +156,9 @@ export class RunExecution {
       log: this.log,
       emit: (type, data) => this.emit(type, data),
       failBeforeStart: (message, errorCode) => this.failBeforeStart(message, errorCode),
+    });
+    this.slotFree = new Promise((resolve) => {
+      this.freeSlot = resolve;
     });
     this.done = traceExecution(run, deps.store, () => this.execute()).catch((err) => {
       this.log.error({ err }, "execution crashed");
@@ -217,19 +227,9 @@ export class RunExecution {
       const harness = this.deps.harnesses.get(type);
       if (!harness) {
         const available = this.deps.harnesses.types().join(", ");
-        this.ended = true;
-        await this.transcript.flush();
-        await store.transition(
-          run.id,
-          "fail",
-          {
-            statusMessage: {
-              message: `harness "${type}" is not available on this server (available: ${available}); create the run with config.harness.type set to one of them`,
-              error_code: "harness_unavailable",
-              retryable: false,
-            },
-          },
-          { workerId },
+        await this.failBeforeStart(
+          `harness "${type}" is not available on this server (available: ${available}); create the run with config.harness.type set to one of them`,
+          "harness_unavailable",
         );
         return;
       }
@@ -541,10 +541,12 @@ export class RunExecution {
     const events = await this.transcript.forCommit();
     const { store, workerId } = this.deps;
     const result = await store.finishExecution(this.run.id, workerId, trigger, patch, events);
+    if (result.run) this.freeSlot();
     if (result.run?.state === "BLOCKED") this.blocked = true;
-    else if (result.run) this.ended = this.finished = true;
-    if (this.finished) this.checkpoints?.runEnded();
-    else if (result.pending.length > 0)
+    else if (result.run) {
+      this.ended = this.finished = true;
+      this.checkpoints?.runEnded();
+    } else if (result.pending.length > 0)
       this.transcript.written(events); // the agent goes on: a checkpoint
     // Refused (cancelled, not yet seen here, or lost): the words are kept as any write after a cancel is.
     else await this.transcript.rewrite(events);

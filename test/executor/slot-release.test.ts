@@ -1,0 +1,101 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pino from "pino";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { Executor } from "../../src/executor/executor.ts";
+import { HarnessRegistry } from "../../src/harnesses/harness.ts";
+import { ScriptedHarness } from "../../src/harnesses/scripted.ts";
+import type { RunRecord } from "../../src/model/run.ts";
+import { createSandboxProvider, type SandboxProvider } from "../../src/sandbox/sandbox-provider.ts";
+import { SqliteStore } from "../../src/store/sqlite/sqlite-store.ts";
+import { storeSuite } from "../store/conformance/suite.ts";
+import { waitFor } from "../support/dispatch.ts";
+
+/**
+ * A run's executor slot is free once its end is committed: the next run is claimed while the last one's
+ * sandbox is still being released (its processes ended, its cgroup removed), not after.
+ */
+describe("executor slots", () => {
+  let dir: string;
+  let store: SqliteStore;
+  let executor: Executor | undefined;
+  let openRelease: () => void = () => {};
+
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), "dispatch-slots-"));
+    store = new SqliteStore(join(dir, "dispatch.db"));
+    await store.migrate();
+    await store.ensureTeam({ id: "t1", name: "Team one" });
+  });
+  afterEach(async () => {
+    openRelease();
+    await executor?.stop(0);
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("claims the next run as soon as the last one has ended, while its sandbox is still being released", async () => {
+    const log = pino({ level: "silent" });
+    const real = await createSandboxProvider({
+      mode: "none",
+      hide: [],
+      limits: { memoryBytes: 512 * 2 ** 20, pidsMax: 512 },
+      log,
+    });
+    // Each sandbox's release waits until the test lets it go, as a slow one (many processes, a busy disk) would.
+    const release = new Promise<void>((resolve) => {
+      openRelease = resolve;
+    });
+    let closesStarted = 0;
+    let closesDone = 0;
+    const sandboxes: SandboxProvider = {
+      kind: real.kind,
+      warning: real.warning,
+      limits: real.limits,
+      released: () => real.released(),
+      async create(opts) {
+        const sandbox = await real.create(opts);
+        return Object.assign(Object.create(sandbox), {
+          close: async () => {
+            closesStarted += 1;
+            await release;
+            await sandbox.close?.();
+            closesDone += 1;
+          },
+        });
+      },
+    };
+    const t = storeSuite(() => store);
+    const first = await t.create({ prompt: "$ echo first" });
+    const second = await t.create({ prompt: "$ echo second" });
+
+    executor = new Executor({
+      store,
+      harnesses: new HarnessRegistry().register(new ScriptedHarness()),
+      dataDir: dir,
+      slots: 1,
+      leaseMs: 60_000,
+      pollIntervalMs: 60_000,
+      log,
+      sandboxes,
+    });
+    await executor.start();
+
+    const state = async (run: RunRecord) => (await store.getRun("t1", run.id))?.state;
+    // Both runs end while the first one's sandbox is still held: one slot served them one after the other.
+    await waitFor(async () => (await state(second)) === "SUCCEEDED", {
+      timeoutMs: 20_000,
+      what: "both runs ended",
+    });
+    expect(await state(first)).toBe("SUCCEEDED");
+    expect(closesStarted).toBe(2);
+    expect(closesDone).toBe(0);
+    const [a, b] = [await store.getRun("t1", first.id), await store.getRun("t1", second.id)];
+    // Never two at once: the second started once the first had ended.
+    expect(Date.parse(b!.startedAt!)).toBeGreaterThanOrEqual(Date.parse(a!.finishedAt!));
+
+    openRelease();
+    await waitFor(async () => closesDone === 2, { timeoutMs: 20_000, what: "both sandboxes released" });
+  });
+});
