@@ -1,14 +1,24 @@
 /**
+ * How long after a step ends its checkpoint waits for the execution to go on. A turn whose last step it
+ * was ends within a few milliseconds (its last words and the end's commit), and an ended run needs no
+ * checkpoint (its end drops it); an agent that goes on spends far longer on its next step (a model call)
+ * than this.
+ */
+export const STEP_SETTLE_MS = 25;
+
+/**
  * When a run's checkpoint is taken (docs/architecture.md, "Runs survive their worker"): after every agent
- * step, and at least every interval while the agent works. One save at a time: steps that end while one
- * runs are covered by one more save after it, not by one each. Once the execution has ended here, a save
- * under way is told to give up (its signal): the run's end dropped the checkpoint, and the store would
- * refuse the write anyway.
+ * step (STEP_SETTLE_MS after it), and at least every interval while the agent works. One save at a time:
+ * steps that end while one runs are covered by one more save after it, not by one each. Once the execution
+ * has ended here, a save under way is told to give up (its signal): the run's end dropped the checkpoint,
+ * and the store would refuse the write anyway.
  */
 export class CheckpointSchedule {
   private readonly save: (signal: AbortSignal) => Promise<void>;
   private readonly ended = new AbortController();
   private readonly timer: NodeJS.Timeout;
+  /** The save after the last step, while it settles. */
+  private settling: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private again = false;
   private stopped = false;
@@ -19,15 +29,21 @@ export class CheckpointSchedule {
     this.timer.unref();
   }
 
-  /** An agent step ended. */
+  /** An agent step ended: a save once it has settled (one for the steps that end meanwhile). */
   stepEnded(): void {
-    this.request();
+    if (this.stopped || this.settling) return;
+    this.settling = setTimeout(() => {
+      this.settling = undefined;
+      this.request();
+    }, STEP_SETTLE_MS);
+    this.settling.unref();
   }
 
   /** Takes one more checkpoint after any under way (the last one before the run moves). */
   async flush(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
+    clearTimeout(this.settling);
     await this.running;
     await this.save(this.ended.signal);
   }
@@ -42,6 +58,7 @@ export class CheckpointSchedule {
   end(): void {
     this.stopped = true;
     clearInterval(this.timer);
+    clearTimeout(this.settling);
     this.ended.abort();
   }
 

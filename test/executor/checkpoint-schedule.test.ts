@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { CheckpointSchedule } from "../../src/executor/checkpoint-schedule.ts";
+import { waitFor } from "../support/dispatch.ts";
 
 /** A save that runs until it is told the execution ended, as RunCheckpoints.save gives up at its next phase. */
 function savesUntilEnded() {
@@ -19,6 +20,7 @@ describe("the checkpoint schedule", () => {
     const { signals, save } = savesUntilEnded();
     const schedule = new CheckpointSchedule(save, 60_000);
     schedule.stepEnded();
+    await waitFor(() => signals.length === 1, { what: "the step's save to start" });
     schedule.stepEnded(); // covered by one more save after the first, never started: the execution ends
     expect(signals).toHaveLength(1);
     expect(signals[0]!.aborted).toBe(false);
@@ -33,6 +35,7 @@ describe("the checkpoint schedule", () => {
     const { signals, save } = savesUntilEnded();
     const schedule = new CheckpointSchedule(save, 60_000);
     schedule.stepEnded();
+    await waitFor(() => signals.length === 1, { what: "the step's save to start" });
     schedule.end();
     expect(signals).toHaveLength(1);
     expect(signals[0]!.aborted).toBe(true);
@@ -47,7 +50,30 @@ describe("the checkpoint schedule", () => {
       seen.push(signal.aborted);
     }, 60_000);
     schedule.stepEnded();
+    await waitFor(() => seen.length === 1, { what: "the step's save" });
     await schedule.flush();
     expect(seen).toEqual([false, false]);
+  });
+
+  it("takes no checkpoint of a step the execution ends right after: its end drops it", async () => {
+    const { signals, save } = savesUntilEnded();
+    const schedule = new CheckpointSchedule(save, 60_000);
+    schedule.stepEnded();
+    schedule.end(); // the turn's end, committed before the step settled
+    await schedule.stop();
+    expect(signals).toHaveLength(0);
+  });
+
+  it("saves once for the steps that end while the last one settles", async () => {
+    const saved: number[] = [];
+    let steps = 0;
+    const schedule = new CheckpointSchedule(async () => {
+      saved.push(steps);
+    }, 60_000);
+    for (steps = 1; steps <= 3; steps++) schedule.stepEnded();
+    await waitFor(() => saved.length === 1, { what: "the settled save" });
+    expect(saved).toEqual([4]);
+    await schedule.stop();
+    expect(saved).toHaveLength(1);
   });
 });
