@@ -79,11 +79,11 @@ export async function startPostgres(
         const worker = await startDispatchProcess({
           bench: "scale-pg-worker",
           nodeFlags: profileFlags("pg-worker"),
-          // info: a worker prints no curl example, so its URL (for /readyz) comes from the start-up log line.
+          // warn, as SQLite's process: the worker's URL (for /readyz) comes from its health line on stdout.
           env: env(shape, {
             DATABASE_URL: databaseUrl,
             DISPATCH_ROLES: "worker",
-            DISPATCH_LOG_LEVEL: "info",
+            DISPATCH_LOG_LEVEL: "warn",
           }),
         });
         processes.push(worker);

@@ -145,7 +145,8 @@ export async function startDispatchInProcess(opts: {
 
 /**
  * The URL `dispatch serve` listens on, from its output: the "Dispatch listening on" log line, or, when
- * the log level hides info lines, the curl example it always prints to stdout.
+ * the log level hides info lines, the curl example it always prints to stdout (the API's, or a worker's
+ * health check).
  */
 function listeningUrl(child: BenchChild): Promise<string> {
   const stdout = child.proc.stdout!;
@@ -183,7 +184,7 @@ function urlInLine(line: string): string | undefined {
     }
     return undefined;
   }
-  return /^\s*curl -s (http:\/\/\S+?)\/api\/v1\/agent\/runs\b/.exec(line)?.[1];
+  return /^\s*curl -s (http:\/\/\S+?)\/(?:api\/v1\/agent\/runs|readyz)\b/.exec(line)?.[1];
 }
 
 /** Until /readyz answers 200: listening is not yet ready to serve. */

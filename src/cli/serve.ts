@@ -64,6 +64,9 @@ export async function serve(args: string[] = []): Promise<number> {
     process.stdout.write(
       `Try it:\n  curl -s ${dispatch.url}/api/v1/agent/runs -H "Authorization: Bearer ${key}" \\\n    -H "Content-Type: application/json" -d '{"prompt": "$ echo hello from Dispatch"}'\n\n`,
     );
+  } else {
+    // Whatever the log level, say where this replica's health answers (a worker has no API to try).
+    process.stdout.write(`Ready when this answers 200:\n  curl -s ${dispatch.url}/readyz\n\n`);
   }
 
   let signals = 0;

@@ -73,6 +73,9 @@ describe("dispatch serve --role", () => {
     servers.push(worker);
     expect(worker.output()).toContain("Dispatch listening on");
     expect(worker.output()).not.toContain("Generated the admin API key");
+    // No API to try: where its health answers, whatever the log level.
+    expect(worker.output()).toContain(`curl -s ${worker.url}/readyz`);
+    expect(worker.output()).not.toContain("/api/v1/agent/runs");
     const store = new SqliteStore(join(dataDir, "dispatch.db"));
     try {
       expect(await store.countActiveApiKeys()).toBe(0);
