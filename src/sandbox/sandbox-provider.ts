@@ -1,5 +1,5 @@
 import { mkdirSync, realpathSync } from "node:fs";
-import { mkdir, realpath, rm } from "node:fs/promises";
+import { mkdir, rm } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { Logger } from "pino";
 import {
@@ -145,17 +145,9 @@ export async function createSandboxProvider(opts: SandboxProviderOptions): Promi
       while (releasing.size > 0) await Promise.all(releasing.values());
     },
     async create({ workspace, runId, agentNetwork }) {
-      // The cgroup (a mkdir per hierarchy, on the thread pool) is made while the rest is prepared.
-      const [resolved, made] = await Promise.allSettled([
-        realpath(workspace),
-        cgroups?.create(runId, opts.limits),
-      ]);
-      const cgroup = made.status === "fulfilled" ? made.value : undefined;
-      if (resolved.status === "rejected" || made.status === "rejected") {
-        await cgroup?.remove();
-        throw resolved.status === "rejected" ? resolved.reason : (made as PromiseRejectedResult).reason;
-      }
-      const real = resolved.value;
+      // Synchronous, as the cgroup's own calls (cgroups.ts): a path the kernel has cached.
+      const real = realpathSync(workspace);
+      const cgroup = await cgroups?.create(runId, opts.limits);
       if (!bwrap || !identities)
         return new PlainSandbox(real, runId, { spawner, ...(cgroup ? { cgroup } : {}) });
       const tmp = `${real}${RUN_TMP_SUFFIX}`;

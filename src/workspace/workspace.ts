@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { mkdir } from "node:fs/promises";
+import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 
 /**
@@ -12,7 +12,10 @@ export async function prepareWorkspace(
   runId: string,
 ): Promise<{ path: string; created: boolean }> {
   const path = workspacePath(dataDir, runId);
-  const created = (await mkdir(path, { recursive: true })) !== undefined;
+  // Synchronous: a directory entry (microseconds), where a call on the thread pool wakes one of its
+  // threads, which on a busy machine takes the core from this one (bench/README.md, "Sixth round: wake-ups
+  // per run").
+  const created = mkdirSync(path, { recursive: true }) !== undefined;
   return { path, created };
 }
 
