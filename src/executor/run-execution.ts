@@ -96,8 +96,8 @@ export class RunExecution {
   private readonly deps: ExecutionDeps;
   private readonly log: Logger;
   private followupHint = true;
-  /** The attachments' list read beside the start, for the harness's first look until a follow-up is taken. */
-  private attachmentsListed: Promise<AttachmentInfo[]> | undefined;
+  /** The attachments' list read with the start, for the harness's first look until a follow-up is taken. */
+  private attachmentsListed: AttachmentInfo[] | undefined;
   private readonly delivery: ExecutionDelivery;
   /** Set by drain(): the run is handed back at the end of the agent's current step. */
   private draining = false;
@@ -328,14 +328,12 @@ export class RunExecution {
       // startAgent hands over every follow-up committed before it: the harness's first look finds none
       // waiting unless one is signalled after this line.
       this.followupHint = false;
-      // The run's attachments are listed beside the start (on another connection), not at the harness's
-      // first look, where the run would wait for them. That list misses no follow-up's attachments only
-      // if the start took none (one committed after the list was read would be among those taken).
-      const listed = store.listAttachments(run.teamId, run.id);
-      listed.catch(() => {}); // a failed list fails the harness's first look, if it looks
-      const waiting = await store.startAgent(run.id, workerId, await this.transcript.forCommit(opening));
-      if (!waiting) return;
-      this.attachmentsListed = waiting.length === 0 ? listed : undefined;
+      // The start also answers the run's attachments, read after the follow-ups it took (theirs are among
+      // them): the harness's first look need not wait for a list of its own.
+      const started = await store.startAgent(run.id, workerId, await this.transcript.forCommit(opening));
+      if (!started) return;
+      const waiting = started.followups;
+      this.attachmentsListed = started.attachments;
       const given = moved
         ? await inputBeforeMove(store, run)
         : { input: [...prompt, ...waiting.map((f) => f.message)], modes: waiting.map((f) => f.mode) };

@@ -18,9 +18,9 @@ export async function readTranscript(store: Pick<Store, "listEvents">, runId: st
 export async function readAttachments(
   store: Pick<Store, "listAttachments" | "readAttachmentContent">,
   run: Pick<RunRecord, "id" | "teamId">,
-  listed?: Promise<AttachmentInfo[]>,
+  listed?: AttachmentInfo[],
 ): Promise<AttachmentContent[]> {
-  const list = await (listed ?? store.listAttachments(run.teamId, run.id));
+  const list = listed ?? (await store.listAttachments(run.teamId, run.id));
   const out: AttachmentContent[] = [];
   for (const a of list) {
     const content = await store.readAttachmentContent(run.teamId, a.id);

@@ -1,5 +1,16 @@
+import type { AttachmentInfo } from "../model/attachment.ts";
 import type { FollowupRecord, RunRecord } from "../model/run.ts";
 import type { NewRunCheckpoint, NewRunEvent, RunCheckpoint, RunPatch } from "./store-types.ts";
+
+/**
+ * What an agent starts with: the follow-ups handed to it (marked delivered, oldest first) and the run's
+ * attachments as listAttachments lists them, read in the start's step after those follow-ups were taken,
+ * so the attachments of every one of them are among them.
+ */
+export interface AgentStart {
+  followups: FollowupRecord[];
+  attachments: AttachmentInfo[];
+}
 
 /**
  * The Store's executor side (part of Store, store.ts): a worker claims a run with a lease, starts its
@@ -21,7 +32,7 @@ export interface ExecutorRecords {
     runId: string,
     workerId: string,
     events?: readonly NewRunEvent[],
-  ): Promise<FollowupRecord[] | undefined>;
+  ): Promise<AgentStart | undefined>;
   /**
    * Appends `events` (the end of the agent's turn: its answer), then ends the current execution with
    * `trigger` unless live follow-ups are still waiting: then the run stays as it is and they are returned

@@ -22,10 +22,9 @@ import { type PostgresCluster, postgresUnavailable, startPostgres } from "../sup
 const MAX_COMMITS = 6;
 /**
  * PostgreSQL round trips, start-up recovery pass and the empty claim after the run included: the start is
- * one, the end two (test/store/postgres-round-trips.test.ts), and the attachments' list one read beside
- * the start, which the run does not wait for.
+ * one, with the run's attachments' list in it, and the end two (test/store/postgres-round-trips.test.ts).
  */
-const MAX_POSTGRES_ROUND_TRIPS = 12;
+const MAX_POSTGRES_ROUND_TRIPS = 11;
 
 const missing = process.env.CI ? undefined : postgresUnavailable();
 let cluster: PostgresCluster | undefined;

@@ -5,13 +5,14 @@ import type { RunRecord } from "../../src/model/run.ts";
 import { Database, migrate } from "../../src/store/postgres/database.ts";
 import { PostgresStore } from "../../src/store/postgres/postgres-store.ts";
 import type { NewRunEvent } from "../../src/store/store.ts";
+import { newAttachment, PNG_1x1 } from "../attachments/images.ts";
 import { type PostgresCluster, postgresUnavailable, startPostgres } from "../support/postgres.ts";
 import { storeSuite, W } from "./conformance/suite.ts";
 
 /**
  * The round trips a run waits for at its start and its end on PostgreSQL (bench/README.md, "Sixth round:
  * PostgreSQL round trips"), counted by the store itself (Store.activity), and what those fewer round
- * trips still carry: the follow-ups taken, the notifications other replicas hear, the checkpoint dropped,
+ * trips still carry: the follow-ups taken and the run's attachments, the notifications other replicas hear, the checkpoint dropped,
  * the webhook deliveries written with the change, and the run answered as it is stored.
  */
 const missing = process.env.CI ? undefined : postgresUnavailable();
@@ -82,13 +83,23 @@ const checkpoint = () => ({
 });
 
 describe.skipIf(Boolean(missing))("a run's start and end on PostgreSQL", () => {
-  it("the start is one round trip: its events, the follow-ups waiting, the signal another replica hears", async () => {
+  it("the start is one round trip: its events, the follow-ups waiting, the run's attachments, the signal another replica hears", async () => {
     const { store, other } = await replicas();
-    const run = await claimed(store);
-    await store.addFollowup("t1", run.id, { id: uuidv7(), message: "also this", mode: "normal" });
+    const run = storeSuite(() => store).newRun();
+    const own = newAttachment("own.png", PNG_1x1);
+    expect((await store.createRun(run, undefined, [own])).kind).toBe("created");
+    expect((await store.claimNextRun(W, 60_000))?.id).toBe(run.id);
+    const shot = newAttachment("shot.png", PNG_1x1);
+    await store.addFollowup("t1", run.id, {
+      id: uuidv7(),
+      message: "also this",
+      mode: "normal",
+      attachments: [shot],
+    });
     const signalled = heard(other, "event_appended", run.id);
     const start = await counted(store, () => store.startAgent(run.id, W, [prompt]));
-    expect(start.value?.map((f) => f.message)).toEqual(["also this"]);
+    expect(start.value?.followups.map((f) => f.message)).toEqual(["also this"]);
+    expect(start.value?.attachments.map((a) => a.id)).toEqual([own.id, shot.id]);
     expect({ roundTrips: start.roundTrips, commits: start.commits }).toEqual({ roundTrips: 1, commits: 1 });
     await signalled;
     expect((await store.getRun("t1", run.id))?.agentStarted).toBe(true);

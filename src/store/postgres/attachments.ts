@@ -32,16 +32,26 @@ export async function insertAttachments(
 const COLUMNS = `a.id, a.run_id, a.followup_id, a.file_name, a.mime_type, a.sha256, a.created_at, b.size_bytes
   FROM run_attachments a JOIN attachment_blobs b ON b.sha256 = a.sha256`;
 
+const IN_ORDER = "ORDER BY a.created_at, a.position";
+
 export async function listAttachments(
   db: Database,
   teamId: string,
   runId: string,
 ): Promise<AttachmentInfo[]> {
-  const rows = await db.rows(
-    `SELECT ${COLUMNS} WHERE a.run_id = $1 AND a.team_id = $2 ORDER BY a.created_at, a.position`,
-    [runId, teamId],
-  );
+  const rows = await db.rows(`SELECT ${COLUMNS} WHERE a.run_id = $1 AND a.team_id = $2 ${IN_ORDER}`, [
+    runId,
+    teamId,
+  ]);
   return rows.map(toAttachment);
+}
+
+/**
+ * listAttachments of a run the caller holds, as a statement written with others in one transaction (the
+ * agent's start): no team to check, the run's attachments are its team's. `toAttachment` reads its rows.
+ */
+export function listOfRun(runId: string): [string, unknown[]] {
+  return [`SELECT ${COLUMNS} WHERE a.run_id = $1 ${IN_ORDER}`, [runId]];
 }
 
 export async function getAttachment(
@@ -66,7 +76,7 @@ export async function readAttachmentContent(
   return row ? (row.content as Buffer) : undefined;
 }
 
-function toAttachment(row: Row): AttachmentInfo {
+export function toAttachment(row: Row): AttachmentInfo {
   return {
     id: String(row.id),
     runId: String(row.run_id),

@@ -3,12 +3,14 @@ import { DEFAULT_MAX_RESUMES, resumesExhausted, workerLostEvent } from "../../mo
 import { canApply } from "../../model/run-state.ts";
 import { webhookEventOf } from "../../model/webhook.ts";
 import { capEventData } from "../event-cap.ts";
+import type { AgentStart } from "../executor-records.ts";
 import { iso, toRun } from "../rows.ts";
 import type { NewRunEvent, RunPatch } from "../store.ts";
 import { endpointsTaking } from "../webhook-rows.ts";
+import { listOfRun, toAttachment } from "./attachments.ts";
 import type { Database, Tx } from "./database.ts";
 import { endpointsOf, insertEvent, insertEvents, numberedInsert } from "./events.ts";
-import { inOrder, takePending, takePendingOfHolder } from "./followups.ts";
+import { inOrder, takePendingOfHolder } from "./followups.ts";
 import { SIGNAL_CHANNEL } from "./notifications.ts";
 import { announce, applyTransition, transitionWithCommit, transitionWrite } from "./runs.ts";
 import { enqueueWebhooks, webhookEndpoints } from "./webhooks.ts";
@@ -124,14 +126,15 @@ export async function startAgent(
   runId: string,
   workerId: string,
   events: readonly NewRunEvent[] = [],
-): Promise<FollowupRecord[] | undefined> {
+): Promise<AgentStart | undefined> {
   if (events.some((e) => webhookEventOf(e.type, e.data))) return startReported(db, runId, workerId, events);
   const capped = events.map((e) => capEventData(e.data));
   // The start and the events it carries in one statement, which locks the run and notifies other stores
-  // of the events; the follow-ups taken after it in the same transaction, fenced by itself. Nothing in
-  // between is decided here, so BEGIN, both and COMMIT go in one write: one round trip. A follow-up added
-  // meanwhile (it locks the run too) committed before the start, and is taken, or waits for its commit.
-  const [started, taken] = await db.transaction([
+  // of the events; the follow-ups taken after it in the same transaction, fenced by itself, then the
+  // run's attachments (theirs among them). Nothing in between is decided here, so BEGIN, the three and
+  // COMMIT go in one write: one round trip. A follow-up added meanwhile (it locks the run too) committed
+  // before the start, and is taken with its attachments, or waits for the commit.
+  const [started, taken, attachments] = await db.transaction([
     [
       STARTING_ALONE,
       [
@@ -144,11 +147,12 @@ export async function startAgent(
       ],
     ],
     takePendingOfHolder(runId, workerId),
+    listOfRun(runId),
   ]);
   const row = started![0];
   if (!row) return undefined;
   if (events.length > 0) db.announceHere(["event_appended", runId, Number(row.before) + events.length]);
-  return inOrder(taken!);
+  return { followups: inOrder(taken!), attachments: attachments!.map(toAttachment) };
 }
 
 /** A start whose events a webhook reports: their deliveries are written in its transaction. */
@@ -157,17 +161,18 @@ async function startReported(
   runId: string,
   workerId: string,
   events: readonly NewRunEvent[],
-): Promise<FollowupRecord[] | undefined> {
+): Promise<AgentStart | undefined> {
   return db.tx(async (tx) => {
     const row = await tx.row(
-      "UPDATE runs SET agent_started = 1 WHERE id = $1 AND worker_id = $2 AND state = 'INPROGRESS' RETURNING execution",
+      "UPDATE runs SET agent_started = 1 WHERE id = $1 AND worker_id = $2 AND state = 'INPROGRESS' RETURNING 1",
       [runId, workerId],
     );
     if (!row) return undefined;
     const written = await insertEvents(tx, runId, events, iso(Date.now()), workerId);
     const last = written?.at(-1);
     if (last) tx.signal("event_appended", runId, last.seq);
-    return takePending(tx, runId, Number(row.execution));
+    const [taken, attachments] = await tx.together([takePendingOfHolder(runId, workerId), listOfRun(runId)]);
+    return { followups: inOrder(taken!), attachments: attachments!.map(toAttachment) };
   });
 }
 

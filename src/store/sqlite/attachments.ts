@@ -30,15 +30,22 @@ export function insertAttachments(
 const COLUMNS = `a.id, a.run_id, a.followup_id, a.file_name, a.mime_type, a.sha256, a.created_at, b.size_bytes
   FROM run_attachments a JOIN attachment_blobs b ON b.sha256 = a.sha256`;
 
+const IN_ORDER = "ORDER BY a.created_at, a.position";
+
 export async function listAttachments(
   db: Database,
   teamId: string,
   runId: string,
 ): Promise<AttachmentInfo[]> {
   const rows = db
-    .sql(`SELECT ${COLUMNS} WHERE a.run_id = ? AND a.team_id = ? ORDER BY a.created_at, a.position`)
+    .sql(`SELECT ${COLUMNS} WHERE a.run_id = ? AND a.team_id = ? ${IN_ORDER}`)
     .all(runId, teamId) as Row[];
   return rows.map(toAttachment);
+}
+
+/** listAttachments of a run the caller holds, inside its step (the agent's start): its attachments are its team's. */
+export function listOfRun(db: Database, runId: string): AttachmentInfo[] {
+  return (db.sql(`SELECT ${COLUMNS} WHERE a.run_id = ? ${IN_ORDER}`).all(runId) as Row[]).map(toAttachment);
 }
 
 export async function getAttachment(

@@ -1,7 +1,9 @@
 import type { FollowupRecord, ResumeReason, RunRecord } from "../../model/run.ts";
 import { DEFAULT_MAX_RESUMES, resumesExhausted, workerLostEvent } from "../../model/run-resume.ts";
+import type { AgentStart } from "../executor-records.ts";
 import { iso } from "../rows.ts";
 import type { NewRunEvent, RunPatch } from "../store.ts";
+import { listOfRun } from "./attachments.ts";
 import type { Database } from "./database.ts";
 import { insertEvent, insertWorkerEvents } from "./events.ts";
 import { takePending } from "./followups.ts";
@@ -75,7 +77,7 @@ export async function startAgent(
   runId: string,
   workerId: string,
   events: readonly NewRunEvent[] = [],
-): Promise<FollowupRecord[] | undefined> {
+): Promise<AgentStart | undefined> {
   const result = await db.grouped(() => {
     const row = db
       .sql(
@@ -84,10 +86,12 @@ export async function startAgent(
       .get(runId, workerId) as Row | undefined;
     if (!row) return undefined;
     const written = insertWorkerEvents(db, runId, workerId, events, iso(Date.now()));
-    return { pending: takePending(db, runId, Number(row.execution)), last: written?.at(-1) };
+    // The attachments after the follow-ups taken: theirs are among them.
+    const followups = takePending(db, runId, Number(row.execution));
+    return { start: { followups, attachments: listOfRun(db, runId) }, last: written?.at(-1) };
   });
   if (result?.last) db.signals.emit("event_appended", runId, result.last.seq);
-  return result?.pending;
+  return result?.start;
 }
 
 export async function finishExecution(

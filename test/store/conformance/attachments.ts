@@ -1,7 +1,8 @@
 import { v7 as uuidv7 } from "uuid";
 import { describe, expect, it } from "vitest";
+import type { NewRunEvent } from "../../../src/store/store.ts";
 import { GIF_1x1, newAttachment, PNG_1x1 } from "../../attachments/images.ts";
-import type { StoreSuite } from "./suite.ts";
+import { type StoreSuite, W } from "./suite.ts";
 
 export function attachmentsConformance(t: StoreSuite): void {
   const { newRun, runIn } = t;
@@ -51,6 +52,44 @@ export function attachmentsConformance(t: StoreSuite): void {
       expect(events.find((e) => e.type === "followup")?.data.attachments).toEqual([
         { attachment_id: shot.id, file_name: "shot.png", mime_type: "image/png", size_bytes: PNG_1x1.length },
       ]);
+    });
+
+    // The start's events as the executor writes them, and with an event a webhook reports (another path).
+    const reported: NewRunEvent = {
+      type: "followup",
+      data: { followup_id: "f-note", message: "noted", mode: "normal", outcome: "live_session" },
+    };
+    for (const [kind, events] of [
+      ["its opening events", [{ type: "message", data: { role: "user", text: "do it" } }]],
+      ["an event a webhook reports", [reported]],
+    ] as Array<[string, NewRunEvent[]]>) {
+      it(`the agent's start (${kind}) answers the run's attachments: its create's and those of the follow-ups it takes`, async () => {
+        const run = newRun();
+        const own = newAttachment("own.png", PNG_1x1);
+        await t.store.createRun(run, undefined, [own]);
+        expect((await t.store.claimNextRun(W, 60_000))?.id).toBe(run.id);
+        const followupId = uuidv7();
+        const shot = newAttachment("shot.gif", GIF_1x1, "image/gif");
+        await t.store.addFollowup("t1", run.id, {
+          id: followupId,
+          message: "and this",
+          mode: "normal",
+          attachments: [shot],
+        });
+        expect(await t.store.startAgent(run.id, "someone-else", events)).toBeUndefined();
+        const started = await t.store.startAgent(run.id, W, events);
+        expect(started?.followups.map((f) => f.id)).toEqual([followupId]);
+        expect(started?.attachments.map((a) => [a.id, a.followupId])).toEqual([
+          [own.id, null],
+          [shot.id, followupId],
+        ]);
+        expect(started?.attachments).toEqual(await t.store.listAttachments("t1", run.id));
+      });
+    }
+
+    it("the agent's start of a run without attachments answers none", async () => {
+      const run = await runIn("INPROGRESS");
+      expect(await t.store.startAgent(run.id, W)).toEqual({ followups: [], attachments: [] });
     });
 
     it("the same bytes sent twice (two runs, or twice in one) are two attachments with equal content", async () => {

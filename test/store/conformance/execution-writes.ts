@@ -54,7 +54,7 @@ export function executionWritesConformance(t: StoreSuite): void {
         { type: "log", data: { level: "warn", phase: "sandbox", message: "no sandbox" } },
         { type: "message", data: { role: "user", text: run.prompt } },
       ]);
-      expect(taken?.map((f) => f.message)).toEqual(["also this"]);
+      expect(taken?.followups.map((f) => f.message)).toEqual(["also this"]);
       expect(await kinds(run.id)).toEqual(["state:QUEUED", "state:INPROGRESS", "followup", "log", "message"]);
       expect((await t.store.getRun("t1", run.id))?.agentStarted).toBe(true);
     });

@@ -50,7 +50,7 @@ export function followupsConformance(t: StoreSuite): void {
     it("a follow-up held for an agent that has not started is what it gets when it starts", async () => {
       const run = await runIn("INPROGRESS");
       await t.store.addFollowup("t1", run.id, { id: uuidv7(), message: "held", mode: "normal" });
-      expect((await t.store.startAgent(run.id, W))?.map((f) => f.message)).toEqual(["held"]);
+      expect((await t.store.startAgent(run.id, W))?.followups.map((f) => f.message)).toEqual(["held"]);
     });
 
     it("listQueuedPrompts: the messages added to each run's prompt before it started, oldest first", async () => {

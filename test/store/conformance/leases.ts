@@ -75,7 +75,7 @@ export function leasesConformance(t: StoreSuite): void {
     it("resumes a run whose agent had started on another worker, up to maxResumes times, then errors it", async () => {
       const run = await create();
       await t.store.claimNextRun(W, 1);
-      expect(await t.store.startAgent(run.id, W)).toEqual([]);
+      expect(await t.store.startAgent(run.id, W)).toEqual({ followups: [], attachments: [] });
       for (let resume = 1; resume <= 2; resume++) {
         await waitPast(2);
         const [recovered] = await t.store.recoverExpiredLeases(2);
@@ -179,7 +179,7 @@ export function leasesConformance(t: StoreSuite): void {
       expect(recovered).toMatchObject({ state: "QUEUED", execution: 2 });
       await t.store.claimNextRun(W, 60_000);
       const delivered = await t.store.startAgent(run.id, W);
-      expect(delivered?.map((f) => f.message)).toEqual(["more"]);
+      expect(delivered?.followups.map((f) => f.message)).toEqual(["more"]);
     });
 
     it("leaves runs with a live lease alone", async () => {
