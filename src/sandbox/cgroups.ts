@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdir, readdir, readFile, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ownerGone, selfTag } from "./process-owner.ts";
@@ -165,16 +165,14 @@ class V1Cgroups implements Cgroups {
     const pids = join(this.byController.pids, name);
     const memory = limits.memoryBytes ? join(this.byController.memory, name) : undefined;
     const dirs = memory ? [pids, memory] : [pids];
-    const made: string[] = [];
+    // Both at once: each mkdir is a round trip on the thread pool.
+    const made = await Promise.allSettled(dirs.map((dir) => mkdir(dir, { recursive: true })));
     try {
-      for (const dir of dirs) {
-        mkdirSync(dir, { recursive: true }); // kernel memory: see killAndRemove
-        made.push(dir);
-      }
+      for (const step of made) if (step.status === "rejected") throw step.reason;
       if (limits.pidsMax) writeFileSync(join(pids, "pids.max"), String(limits.pidsMax));
       if (memory) writeFileSync(join(memory, "memory.limit_in_bytes"), String(limits.memoryBytes));
     } catch {
-      await killAndRemove(made);
+      await killAndRemove(dirs.filter((_, k) => made[k]!.status === "fulfilled"));
       return undefined;
     }
     return runCgroup(dirs);
@@ -196,7 +194,7 @@ class V2Cgroups implements Cgroups {
   async create(runId: string, limits: CgroupLimits): Promise<RunCgroup | undefined> {
     const dir = join(this.parents[0]!, runCgroupName(runId));
     try {
-      mkdirSync(dir, { recursive: true }); // kernel memory: see killAndRemove
+      await mkdir(dir, { recursive: true });
       if (limits.memoryBytes) {
         writeFileSync(join(dir, "memory.max"), String(limits.memoryBytes));
         try {
@@ -263,14 +261,12 @@ async function killAndRemove(dirs: string[]): Promise<void> {
     if (left === 0) break;
     await new Promise((r) => setTimeout(r, 10 * (attempt + 1)));
   }
-  // Synchronous, as the mkdir and the limits' writes: a cgroup is kernel memory, each call takes
-  // microseconds, where a call on the thread pool wakes one of its threads, which on a busy machine takes
-  // the core from this one (bench/README.md, "Sixth round: wake-ups per run").
+  // The hierarchies at once: each rmdir is a round trip on the thread pool.
   await Promise.all(
     dirs.map(async (dir) => {
       for (let attempt = 0; attempt < 20; attempt++) {
         try {
-          rmdirSync(dir);
+          await rmdir(dir);
           return;
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
