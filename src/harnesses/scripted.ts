@@ -48,11 +48,16 @@ export class ScriptedHarness implements Harness {
         ran.push({ command, exitCode: 0 });
         continue;
       }
-      await ctx.emit("tool_call", { tool: "shell", command });
+      // The call is written while its command starts, not before: on a new worker this harness runs
+      // again the command its transcript shows no result for (commandsDone), whether or not its call was
+      // written. The result is written after the call (the transcript keeps the order).
+      const called = ctx.emit("tool_call", { tool: "shell", command });
+      called.catch(() => {}); // its failure (the run moved) is thrown below, once the command has ended
       const result = await ctx.sandbox.exec(command, {
         timeoutMs: this.commandTimeoutMs,
         signal: ctx.signal,
       });
+      await called;
       if (result.aborted) break;
       await ctx.emit("tool_result", {
         tool: "shell",
