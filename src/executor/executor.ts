@@ -63,6 +63,10 @@ export class Executor {
   private running = false;
   private filling = false;
   private fillAgain = false;
+  /** `run_queued` signals heard so far: one heard while a claim found nothing means the queue is not empty. */
+  private queuedSignals = 0;
+  /** The last claims found nothing and no run was signalled since: a freed slot claims nothing until one is. */
+  private drained = false;
   private timer: NodeJS.Timeout | undefined;
   private claims = 0;
 
@@ -80,6 +84,8 @@ export class Executor {
     await this.recover();
     this.opts.store.signals.on("run_queued", this.onQueued);
     this.timer = setInterval(() => {
+      // The backstop for a run made claimable without a signal here (a notification lost on reconnect).
+      this.drained = false;
       void this.recover().then(() => this.fill());
     }, this.opts.pollIntervalMs);
     void this.fill();
@@ -101,6 +107,8 @@ export class Executor {
   }
 
   private readonly onQueued = () => {
+    this.queuedSignals += 1;
+    this.drained = false;
     void this.fill();
   };
 
@@ -134,10 +142,11 @@ export class Executor {
     try {
       do {
         this.fillAgain = false;
-        while (this.running && this.activeRuns < this.opts.slots) {
+        while (this.running && !this.drained && this.activeRuns < this.opts.slots) {
           // One claim per free slot, all at once: on SQLite they share one group commit (one sync) instead
           // of a commit each in turn; on PostgreSQL SKIP LOCKED gives each its own run.
           const free = this.opts.slots - this.activeRuns;
+          const signalsBefore = this.queuedSignals;
           const claims = await Promise.allSettled(
             Array.from({ length: free }, () =>
               this.opts.store.claimNextRun(`${this.workerId}/${++this.claims}`, this.opts.leaseMs),
@@ -152,7 +161,12 @@ export class Executor {
           }
           const failed = claims.find((c) => c.status === "rejected");
           if (failed) throw failed.reason;
-          if (claimed < free) break;
+          if (claimed < free) {
+            // Nothing left to claim, and no run was signalled meanwhile: the slots freed from now on
+            // wait for the next signal (or poll) instead of each asking the store again.
+            if (this.queuedSignals === signalsBefore) this.drained = true;
+            break;
+          }
         }
       } while (this.fillAgain && this.running);
     } catch (err) {

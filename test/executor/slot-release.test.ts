@@ -89,7 +89,7 @@ describe("executor slots", () => {
       what: "both runs ended",
     });
     expect(await state(first)).toBe("SUCCEEDED");
-    expect(closesStarted).toBe(2);
+    await waitFor(() => closesStarted === 2, { what: "the second run's sandbox release to begin" });
     expect(closesDone).toBe(0);
     const [a, b] = [await store.getRun("t1", first.id), await store.getRun("t1", second.id)];
     // Never two at once: the second started once the first had ended.
@@ -97,5 +97,51 @@ describe("executor slots", () => {
 
     openRelease();
     await waitFor(async () => closesDone === 2, { timeoutMs: 20_000, what: "both sandboxes released" });
+  });
+
+  it("asks the store for a run when one was signalled, not each time a slot frees after the queue ran dry", async () => {
+    const log = pino({ level: "silent" });
+    const sandboxes = await createSandboxProvider({
+      mode: "none",
+      hide: [],
+      limits: { memoryBytes: 512 * 2 ** 20, pidsMax: 512 },
+      log,
+    });
+    let claims = 0;
+    const counted = new Proxy(store, {
+      get(target, key, receiver) {
+        if (key === "claimNextRun")
+          return (...args: Parameters<SqliteStore["claimNextRun"]>) => {
+            claims += 1;
+            return target.claimNextRun(...args);
+          };
+        const value = Reflect.get(target, key, receiver);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const t = storeSuite(() => store);
+    const first = await t.create({ prompt: "$ echo first" });
+    executor = new Executor({
+      store: counted,
+      harnesses: new HarnessRegistry().register(new ScriptedHarness()),
+      dataDir: dir,
+      slots: 4,
+      leaseMs: 60_000,
+      pollIntervalMs: 60_000, // no poll in this test: only signals wake the executor
+      log,
+      sandboxes,
+    });
+    await executor.start();
+    const state = async (run: RunRecord) => (await store.getRun("t1", run.id))?.state;
+    await waitFor(async () => (await state(first)) === "SUCCEEDED", { what: "the first run to end" });
+    await waitFor(() => executor!.activeRuns === 0, { what: "its slot to be free" });
+    // Four free slots asked once each (one found the run); its slot, freed after the queue ran dry, asked nothing.
+    expect(claims).toBe(4);
+
+    // A run created now is signalled, and claimed at once: the four free slots ask again, once.
+    const second = await t.create({ prompt: "$ echo second" });
+    await waitFor(async () => (await state(second)) === "SUCCEEDED", { what: "the second run to end" });
+    await waitFor(() => executor!.activeRuns === 0, { what: "its slot to be free" });
+    expect(claims).toBe(8);
   });
 });
