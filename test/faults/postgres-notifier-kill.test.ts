@@ -113,6 +113,31 @@ function posted(runId: string, kind: "card" | "reply"): SlackCall[] {
     .filter((c) => postedFor(c).run_id === runId && postedFor(c).kind === kind);
 }
 
+/** What the store holds of a run's reporting, for a failure's message. */
+async function whereIs(runId: string): Promise<string> {
+  const read = async (sql: string, values: unknown[] = [runId]) => (await db.query(sql, values)).rows;
+  return JSON.stringify(
+    {
+      run: await read("SELECT state, created_at, updated_at, finished_at, worker_id FROM runs WHERE id = $1"),
+      states: await read(
+        "SELECT seq, at, data FROM run_events WHERE run_id = $1 AND type = 'state' ORDER BY seq",
+      ),
+      bindings: await read("SELECT * FROM thread_bindings WHERE run_id = $1"),
+      cards: await read("SELECT * FROM notifier_cards WHERE run_id = $1"),
+      outbox: await read(
+        "SELECT kind, dedupe_key, state, attempts, last_error FROM outbox WHERE run_id = $1 ORDER BY id",
+      ),
+      cursor: await read("SELECT * FROM notifier_cursors", []),
+      slack: slack.calls
+        .filter((c) => postedFor(c).run_id === runId)
+        .map((c) => [c.method, postedFor(c).kind]),
+      logs: [n, w, n2].flatMap((p) => (p?.output() ?? "").split("\n").filter((l) => l.includes(runId))),
+    },
+    null,
+    1,
+  );
+}
+
 /** Posts Slack has received but not answered yet (held back). */
 function heldPosts(): SlackCall[] {
   return slack.calls.filter((c) => c.method === "chat.postMessage" && !(c as { ok?: boolean }).ok);
@@ -160,6 +185,13 @@ describe.skipIf(Boolean(missing))("faults: kill -9 of the notifier replica on Po
       for (const status of await Promise.all(markers.slice(half).map((m, i) => deliver(half + i, m))))
         expect(status).toBe(200);
       await runIds(markers);
+      // N has handled every delivery (each run created and its thread bound) before it dies: a delivery
+      // still in hand would wait for a replica with the api role (test/faults/inbox-recovery.test.ts), and
+      // N2 has none, so its run would report nowhere. The edge shown here is the notifier's.
+      await waitFor(
+        async () => (await db.query("SELECT count(*)::int AS n FROM inbox_deliveries")).rows[0].n === 0,
+        { timeoutMs: 60_000, intervalMs: 50, what: "N to handle every Slack delivery" },
+      );
       held = await waitFor(
         () => {
           const now = heldPosts();
@@ -210,6 +242,8 @@ describe.skipIf(Boolean(missing))("faults: kill -9 of the notifier replica on Po
       await waitFor(() => posted(id, "reply").length > 0, {
         timeoutMs: SETTLE_MS,
         what: `the reply of ${id}`,
+      }).catch(async (err) => {
+        throw new Error(`${(err as Error).message}\n${await whereIs(id)}`);
       });
     }
     await settleDeliveries(db, "after the kill", SETTLE_MS);
