@@ -9,7 +9,7 @@ import { isGitHubRepository, remoteUrl } from "../model/repository.ts";
 import type { RunEventType, RunRecord } from "../model/run.ts";
 import type { Sandbox } from "../sandbox/sandbox.ts";
 import { measureDiskUsage, runDiskPaths } from "../workspace/disk-quota.ts";
-import type { ExecutionDeps } from "./run-execution.ts";
+import type { ExecutionDeps } from "./execution-deps.ts";
 import { ownBranchClaim, readTranscript } from "./run-history.ts";
 
 /** What the execution lends its delivery: its run, its dependencies, and how it writes and fails. */

@@ -5,8 +5,9 @@ import type { HarnessRegistry } from "../harnesses/harness.ts";
 import type { RunRecord } from "../model/run.ts";
 import { DEFAULT_BLOCKED_TIMEOUT_S, unansweredStatus } from "../model/run-gates.ts";
 import { HANDED_BACK_MESSAGE } from "../model/run-resume.ts";
-import type { Store } from "../store/store.ts";
-import { type ExecutionDeps, RunExecution } from "./run-execution.ts";
+import type { NextClaim, Store } from "../store/store.ts";
+import type { ExecutionDeps } from "./execution-deps.ts";
+import { RunExecution } from "./run-execution.ts";
 
 export interface ExecutorOptions {
   store: Store;
@@ -38,8 +39,9 @@ export interface ExecutorOptions {
 
 /**
  * Claims QUEUED runs, and runs waiting to be resumed, into a fixed number of slots. It wakes at once when
- * the store signals a queued run or a slot frees (a run's end is committed; a freed slot claims nothing
- * once the queue was found empty, until the next signal), with a polling backstop for runs queued
+ * the store signals a queued run or a slot frees (a run's end is committed, with the claim of the next run
+ * for its slot in the same write; a freed slot claims nothing once the queue was found empty, until the
+ * next signal), with a polling backstop for runs queued
  * elsewhere; the same tick recovers runs whose lease expired (any node may do it). Each claim holds the
  * run under its own id (the worker's and a claim number): the id every write of the execution is fenced by.
  */
@@ -177,6 +179,16 @@ export class Executor {
     }
   }
 
+  /**
+   * The claim a run's end makes for the slot it frees, in the end's own write (one round trip less per run
+   * while runs are waiting): none once the queue was found empty (as fill(), until a run is signalled) or
+   * while stopping. Not finding one does not mark the queue empty: the claim fill() makes next does.
+   */
+  private claimWithEnd(): NextClaim | undefined {
+    if (!this.running || this.drained) return undefined;
+    return { workerId: `${this.workerId}/${++this.claims}`, leaseMs: this.opts.leaseMs };
+  }
+
   /** Starts the claimed run's execution once the run's previous one in this process (if any) has ended. */
   private launch(run: RunRecord): void {
     const previous = this.latest.get(run.id);
@@ -208,11 +220,14 @@ export class Executor {
         ...(this.opts.checkpointIntervalMs !== undefined
           ? { checkpointIntervalMs: this.opts.checkpointIntervalMs }
           : {}),
+        claimWithEnd: () => this.claimWithEnd(),
       });
       this.active.add(execution);
       this.occupying.add(execution);
-      void Promise.race([execution.slotFree, execution.done]).then(() => {
+      void Promise.race([execution.slotFree, execution.done]).then((next) => {
         this.occupying.delete(execution);
+        // The run its end claimed takes the slot at once; fill() claims for any other slot free.
+        if (next) this.launch(next);
         void this.fill();
       });
       await execution.done;

@@ -1,25 +1,20 @@
 import type { Logger } from "pino";
-import { type BudgetsSettings, NO_BUDGETS } from "../config-budgets.ts";
-import type { EnvironmentSettings } from "../config-file.ts";
-import type { PullRequestHost } from "../delivery/pull-request-host.ts";
-import type { RemotePolicy } from "../delivery/remote-access.ts";
-import type { HarnessContext, HarnessOutcome, HarnessRegistry } from "../harnesses/harness.ts";
+import { NO_BUDGETS } from "../config-budgets.ts";
+import type { HarnessContext, HarnessOutcome } from "../harnesses/harness.ts";
 import type { AttachmentInfo } from "../model/attachment.ts";
-import type { PriceTable } from "../model/pricing.ts";
 import type { RequestUsage, RunEventType, RunRecord, StatusMessage } from "../model/run.ts";
 import { executionMode } from "../model/run-mode.ts";
 import { HANDED_BACK_MESSAGE } from "../model/run-resume.ts";
 import type { Sandbox } from "../sandbox/sandbox.ts";
-import type { SandboxProvider } from "../sandbox/sandbox-provider.ts";
-import type { NewRunEvent, RunPatch, Store } from "../store/store.ts";
+import type { NewRunEvent, RunPatch } from "../store/store.ts";
 import { phase } from "../telemetry/spans.ts";
-import { type DiskQuota, DiskQuotaWatcher, diskQuotaExceeded } from "../workspace/disk-quota.ts";
+import { DiskQuotaWatcher, diskQuotaExceeded } from "../workspace/disk-quota.ts";
 import { prepareEnvironment } from "../workspace/environments.ts";
-import type { SkillResolver } from "../workspace/skills.ts";
 import { prepareWorkspace } from "../workspace/workspace.ts";
 import { BudgetGate } from "./budget-gate.ts";
 import { ExecutionCheckpoints } from "./execution-checkpoints.ts";
 import { ExecutionDelivery } from "./execution-delivery.ts";
+import type { ExecutionDeps } from "./execution-deps.ts";
 import { outcomeTransition } from "./execution-outcome.ts";
 import { traceExecution } from "./execution-trace.ts";
 import { ExecutionTranscript, RunMovedError } from "./execution-transcript.ts";
@@ -29,51 +24,6 @@ import { readAttachments, readTranscript } from "./run-history.ts";
 import { inputBeforeMove, RESUME_NOTE, resumedEvent, stepsInFlight } from "./run-resume.ts";
 import { withSkill } from "./run-skill.ts";
 import { DEFAULT_IDLE_AFTER_INTERRUPT_MS, TurnControl } from "./turn-control.ts";
-
-export interface ExecutionDeps {
-  store: Store;
-  harnesses: HarnessRegistry;
-  dataDir: string;
-  workerId: string;
-  leaseMs: number;
-  /** How often the lease is renewed and ownership re-checked (the backstop for missed signals). */
-  heartbeatMs: number;
-  /** The service's logger: the execution logs as the executor, the harness as itself. */
-  log: Logger;
-  /** Where the run's commands execute: bubblewrap, or plain subprocesses only with DISPATCH_SANDBOX=none. */
-  sandboxes: SandboxProvider;
-  /** Configured environments (dispatch.config.yaml `environments`), by id. */
-  environments?: Record<string, EnvironmentSettings>;
-  /** Resolves skills that could not be resolved when the run was created (remote repos). */
-  skills?: SkillResolver;
-  /** The most a run's workspace may hold on disk; none when absent or 0. */
-  diskQuota?: DiskQuota;
-  /** Delivery of runs that name a repository (docs/delivery.md); such runs fail when absent. */
-  delivery?: DeliveryDeps;
-  /** Prices of models (pricing.ts): a run's inference_cost; none is recorded when absent. */
-  prices?: PriceTable;
-  /** DISPATCH_MAX_COST_USD: the cost limit of a run without config.max_cost_usd; none when absent. */
-  defaultMaxCostUsd?: number;
-  /** dispatch.config.yaml `budgets:` (docs/runtime.md, "Budgets"); none when absent. */
-  budgets?: BudgetsSettings;
-  /**
-   * DISPATCH_CHECKPOINT_INTERVAL_S: the longest time between two checkpoints of a working run (one is also
-   * taken after every agent step), so that another worker can resume it. None are taken when absent.
-   */
-  checkpointIntervalMs?: number;
-}
-
-export interface DeliveryDeps {
-  /** GITHUB_SERVER_URL. */
-  serverUrl: string;
-  /** Which other remotes runs may reach (git.allowed_hosts) and how their names resolve. */
-  remotes: RemotePolicy;
-  gitAuthor: { name: string; email: string };
-  prDraft: boolean;
-  /** Tokens and pull requests (the GitHub integration); absent without GitHub credentials. */
-  pullRequests?: PullRequestHost;
-  sessionLink(run: RunRecord): string;
-}
 
 export type StopReason = "cancelled" | "lease_lost" | "shutdown" | "disk_quota" | "cost_limit";
 
@@ -87,11 +37,11 @@ export class RunExecution {
   readonly done: Promise<void>;
   /**
    * Settled once this execution has ended its run in the store (finished, or waiting for a person): the
-   * run no longer needs its slot while its sandbox is released. An execution that ends otherwise frees it
-   * with `done`.
+   * run no longer needs its slot while its sandbox is released. It settles with the next run when the end
+   * claimed one for the slot (deps.claimWithEnd). An execution that ends otherwise frees it with `done`.
    */
-  readonly slotFree: Promise<void>;
-  private freeSlot: () => void = () => {};
+  readonly slotFree: Promise<RunRecord | undefined>;
+  private freeSlot!: (next: RunRecord | undefined) => void;
   private readonly controller = new AbortController();
   private readonly deps: ExecutionDeps;
   private readonly log: Logger;
@@ -538,8 +488,15 @@ export class RunExecution {
     // The turn's last words go with its end: one commit.
     const events = await this.transcript.forCommit();
     const { store, workerId } = this.deps;
-    const result = await store.finishExecution(this.run.id, workerId, trigger, patch, events);
-    if (result.run) this.freeSlot();
+    const result = await store.finishExecution(
+      this.run.id,
+      workerId,
+      trigger,
+      patch,
+      events,
+      this.deps.claimWithEnd?.(),
+    );
+    if (result.run) this.freeSlot(result.next);
     if (result.run?.state === "BLOCKED") this.blocked = true;
     else if (result.run) {
       this.ended = this.finished = true;

@@ -12,6 +12,19 @@ export interface AgentStart {
   attachments: AttachmentInfo[];
 }
 
+/** A claim made with a run's end (finishExecution): the worker id the next run is claimed under, and its lease. */
+export interface NextClaim {
+  workerId: string;
+  leaseMs: number;
+}
+
+/** What finishExecution did: the run it ended, or the follow-ups that continue it; and the run it claimed. */
+export interface ExecutionEnd {
+  run?: RunRecord;
+  pending: FollowupRecord[];
+  next?: RunRecord;
+}
+
 /**
  * The Store's executor side (part of Store, store.ts): a worker claims a run with a lease, starts its
  * agent, finishes or hands back its execution, and keeps the run's latest checkpoint, from which another
@@ -39,7 +52,9 @@ export interface ExecutorRecords {
    * (marked delivered) so the agent continues with them. This closes the race in which a follow-up
    * accepted as `live_session` would otherwise be lost by a finishing worker. All in one step, only while
    * the worker holds the run (nothing is written otherwise). An execution that ends the run (any trigger
-   * but `block`) drops the run's checkpoint with it: a checkpoint only serves a run in progress.
+   * but `block`) drops the run's checkpoint with it: a checkpoint only serves a run in progress. With
+   * `next`, an execution that ended its run (the slot it held is free) claims the next run as claimNextRun
+   * does, in the same step: the run it claimed is `next` of the answer. No claim is made otherwise.
    */
   finishExecution(
     runId: string,
@@ -47,7 +62,8 @@ export interface ExecutorRecords {
     trigger: "succeed" | "fail" | "error" | "block",
     patch: RunPatch,
     events?: readonly NewRunEvent[],
-  ): Promise<{ run?: RunRecord; pending: FollowupRecord[] }>;
+    next?: NextClaim,
+  ): Promise<ExecutionEnd>;
   /**
    * Sets the run's token usage whatever its state: a cancelled or lost execution still consumed tokens
    * (the finishing transition records it otherwise). With `workerId`, only while that worker holds the

@@ -99,6 +99,57 @@ describe("executor slots", () => {
     await waitFor(async () => closesDone === 2, { timeoutMs: 20_000, what: "both sandboxes released" });
   });
 
+  it("fills the slot a run's end frees with the next run, claimed in the end's own write", async () => {
+    const log = pino({ level: "silent" });
+    const sandboxes = await createSandboxProvider({
+      mode: "none",
+      hide: [],
+      limits: { memoryBytes: 512 * 2 ** 20, pidsMax: 512 },
+      log,
+    });
+    let claims = 0;
+    const handedOver: string[] = [];
+    const counted = new Proxy(store, {
+      get(target, key, receiver) {
+        if (key === "claimNextRun")
+          return (...args: Parameters<SqliteStore["claimNextRun"]>) => {
+            claims += 1;
+            return target.claimNextRun(...args);
+          };
+        if (key === "finishExecution")
+          return async (...args: Parameters<SqliteStore["finishExecution"]>) => {
+            const end = await target.finishExecution(...args);
+            if (end.next) handedOver.push(end.next.id);
+            return end;
+          };
+        const value = Reflect.get(target, key, receiver);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const t = storeSuite(() => store);
+    const runs: RunRecord[] = [];
+    for (const n of ["first", "second", "third"]) runs.push(await t.create({ prompt: `$ echo ${n}` }));
+    executor = new Executor({
+      store: counted,
+      harnesses: new HarnessRegistry().register(new ScriptedHarness()),
+      dataDir: dir,
+      slots: 1,
+      leaseMs: 60_000,
+      pollIntervalMs: 60_000,
+      log,
+      sandboxes,
+    });
+    await executor.start();
+    const state = async (run: RunRecord) => (await store.getRun("t1", run.id))?.state;
+    await waitFor(async () => (await state(runs[2]!)) === "SUCCEEDED", { what: "the three runs to end" });
+    await waitFor(() => executor!.activeRuns === 0, { what: "the slot to be free" });
+    for (const run of runs) expect(await state(run)).toBe("SUCCEEDED");
+    // The first run's end claimed the second, the second's the third; the third's found nothing.
+    expect(handedOver).toEqual([runs[1]!.id, runs[2]!.id]);
+    // The slot asked on its own twice: for the first run, and once the third's end had found the queue empty.
+    expect(claims).toBe(2);
+  });
+
   it("asks the store for a run when one was signalled, not each time a slot frees after the queue ran dry", async () => {
     const log = pino({ level: "silent" });
     const sandboxes = await createSandboxProvider({

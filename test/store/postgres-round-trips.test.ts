@@ -143,6 +143,23 @@ describe.skipIf(Boolean(missing))("a run's start and end on PostgreSQL", () => {
     });
   }
 
+  it("an end that claims the next run for its slot is still two round trips and one commit", async () => {
+    const { store, other } = await replicas();
+    const run = await claimed(store);
+    await store.startAgent(run.id, W, [prompt]);
+    const waiting = await storeSuite(() => store).create();
+    const signalled = heard(other, "run_changed", waiting.id);
+    const end = await counted(store, () =>
+      store.finishExecution(run.id, W, "succeed", {}, [answer], { workerId: "worker-b/1", leaseMs: 60_000 }),
+    );
+    expect({ roundTrips: end.roundTrips, commits: end.commits }).toEqual({ roundTrips: 2, commits: 1 });
+    expect(end.value.run?.state).toBe("SUCCEEDED");
+    expect(end.value.next).toEqual(await store.getRun("t1", waiting.id));
+    expect(end.value.next?.workerId).toBe("worker-b/1");
+    // Another replica hears of the claim, as of any.
+    await signalled;
+  });
+
   it("an end a webhook reports writes its delivery with it", async () => {
     const { store } = await replicas();
     await store.createWebhookEndpoint({
@@ -158,10 +175,16 @@ describe.skipIf(Boolean(missing))("a run's start and end on PostgreSQL", () => {
     const run = await claimed(store);
     await store.startAgent(run.id, W, [prompt]);
     expect(await store.saveCheckpoint(run.id, W, checkpoint())).toBe(true);
-    const end = await store.finishExecution(run.id, W, "succeed", {}, [answer]);
+    const waiting = await storeSuite(() => store).create();
+    const next = { workerId: "worker-b/1", leaseMs: 60_000 };
+    const end = await store.finishExecution(run.id, W, "succeed", {}, [answer], next);
     expect(end.run).toEqual(await store.getRun("t1", run.id));
+    // A claim the webhook reports is not the end's to make: claimNextRun makes it, with its delivery.
+    expect(end.next).toBeUndefined();
+    expect((await store.claimNextRun(next.workerId, next.leaseMs))?.id).toBe(waiting.id);
     const deliveries = await store.listWebhookDeliveries("t1", "wh_states", { limit: 10 });
     expect(deliveries?.deliveries.map((d) => [d.eventType, d.runId])).toEqual([
+      ["run.state_changed", waiting.id], // the next run's claim
       ["run.state_changed", run.id], // the end
       ["run.state_changed", run.id], // the claim
     ]);

@@ -1,14 +1,14 @@
-import type { FollowupRecord, ResumeReason, RunRecord } from "../../model/run.ts";
+import type { ResumeReason, RunRecord } from "../../model/run.ts";
 import { DEFAULT_MAX_RESUMES, resumesExhausted, workerLostEvent } from "../../model/run-resume.ts";
 import { canApply } from "../../model/run-state.ts";
 import { webhookEventOf } from "../../model/webhook.ts";
 import { capEventData } from "../event-cap.ts";
-import type { AgentStart } from "../executor-records.ts";
+import type { AgentStart, ExecutionEnd, NextClaim } from "../executor-records.ts";
 import { iso, toRun } from "../rows.ts";
 import type { NewRunEvent, RunPatch } from "../store.ts";
 import { endpointsTaking } from "../webhook-rows.ts";
 import { listOfRun, toAttachment } from "./attachments.ts";
-import type { Database, Tx } from "./database.ts";
+import type { Database, Row, Tx } from "./database.ts";
 import { endpointsOf, insertEvent, insertEvents, numberedInsert } from "./events.ts";
 import { inOrder, takePendingOfHolder } from "./followups.ts";
 import { SIGNAL_CHANNEL } from "./notifications.ts";
@@ -80,16 +80,10 @@ export async function claimNextRun(
   workerId: string,
   leaseMs: number,
 ): Promise<RunRecord | undefined> {
-  const now = Date.now();
-  const values = [workerId, iso(now + leaseMs), iso(now), JSON.stringify(CLAIM_EVENT)];
+  const values = claimValues(workerId, leaseMs);
   const alone = await db.row(CLAIM_ALONE, [...values, SIGNAL_CHANNEL, db.origin]);
   if (!alone) return undefined;
-  if (alone.id !== null) {
-    db.announceHere(["run_changed", String(alone.id)]);
-    db.announceHere(["event_appended", String(alone.id), -1]);
-    const run = toRun(alone);
-    return alone.resumed_for !== null ? { ...run, resuming: alone.resumed_for as ResumeReason } : run;
-  }
+  if (alone.id !== null) return claimedAlone(db, alone);
   // The run's claim is one a webhook of its team reports: claimed in a transaction with its delivery.
   return db.tx(async (tx) => {
     const row = await tx.row(CLAIM_IN_TX, values);
@@ -100,6 +94,19 @@ export async function claimNextRun(
     await enqueueWebhooks(tx, run.id, "state", CLAIM_EVENT, values[2]!, webhookEndpoints(row.endpoints));
     return run;
   });
+}
+
+function claimValues(workerId: string, leaseMs: number): string[] {
+  const now = Date.now();
+  return [workerId, iso(now + leaseMs), iso(now), JSON.stringify(CLAIM_EVENT)];
+}
+
+/** The run CLAIM_ALONE claimed (its answer's row, with the run), announced here: its commit notified the others. */
+function claimedAlone(db: Database, row: Row): RunRecord {
+  db.announceHere(["run_changed", String(row.id)]);
+  db.announceHere(["event_appended", String(row.id), -1]);
+  const run = toRun(row);
+  return row.resumed_for !== null ? { ...run, resuming: row.resumed_for as ResumeReason } : run;
 }
 
 /** The agent's start: the run marked started, with the events it carries numbered and inserted. */
@@ -183,8 +190,14 @@ export async function finishExecution(
   trigger: "succeed" | "fail" | "error" | "block",
   patch: RunPatch,
   events: readonly NewRunEvent[] = [],
-): Promise<{ run?: RunRecord; pending: FollowupRecord[] }> {
-  return db.tx(async (tx): Promise<{ run?: RunRecord; pending: FollowupRecord[] }> => {
+  next?: NextClaim,
+): Promise<ExecutionEnd> {
+  // The next run's claim, answered with the COMMIT: a row with the run, or one without (its claim is one a
+  // webhook reports, left to claimNextRun's transaction), or none (nothing to claim). Should the end fail
+  // once committed (transitionWithCommit's check), a run claimed with it is requeued when its lease runs
+  // out, as is any run whose worker vanished before its agent started.
+  let claim: Row | undefined;
+  const end = await db.tx(async (tx): Promise<ExecutionEnd> => {
     // The lock holds off a follow-up (it locks the run too) until this execution has ended or taken it;
     // the follow-ups already waiting are taken after it, in the same round trip, and the team's webhook
     // endpoints come with the run: they decide whether the end can go with the COMMIT.
@@ -220,9 +233,21 @@ export async function finishExecution(
       // Nothing to decide after it: the end, the checkpoint's removal, the signals and COMMIT in one write.
       run = transitionWithCommit(tx, owner, write, { dropCheckpoint });
     }
-    if (run) announce(tx, run);
-    return { ...(run ? { run } : {}), pending };
+    if (!run) return { pending };
+    announce(tx, run);
+    // The slot the run held is free: the next run is claimed in the same write, committed with the end.
+    if (next) {
+      tx.afterwards(
+        CLAIM_ALONE,
+        [...claimValues(next.workerId, next.leaseMs), SIGNAL_CHANNEL, db.origin],
+        (r) => {
+          claim = r.rows[0];
+        },
+      );
+    }
+    return { run, pending };
   });
+  return claim?.id != null ? { ...end, next: claimedAlone(db, claim) } : end;
 }
 
 /** Whether a webhook of the team (`endpoints`) reports one of `events`. */

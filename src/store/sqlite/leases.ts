@@ -1,6 +1,6 @@
-import type { FollowupRecord, ResumeReason, RunRecord } from "../../model/run.ts";
+import type { ResumeReason, RunRecord } from "../../model/run.ts";
 import { DEFAULT_MAX_RESUMES, resumesExhausted, workerLostEvent } from "../../model/run-resume.ts";
-import type { AgentStart } from "../executor-records.ts";
+import type { AgentStart, ExecutionEnd, NextClaim } from "../executor-records.ts";
 import { iso } from "../rows.ts";
 import type { NewRunEvent, RunPatch } from "../store.ts";
 import { listOfRun } from "./attachments.ts";
@@ -101,8 +101,9 @@ export async function finishExecution(
   trigger: "succeed" | "fail" | "error" | "block",
   patch: RunPatch,
   events: readonly NewRunEvent[] = [],
-): Promise<{ run?: RunRecord; pending: FollowupRecord[] }> {
-  const result = await db.grouped((): { run?: RunRecord; pending: FollowupRecord[]; wrote: boolean } => {
+  next?: NextClaim,
+): Promise<ExecutionEnd> {
+  const result = await db.grouped((): ExecutionEnd & { wrote: boolean } => {
     const owner = db
       .sql("SELECT execution FROM runs WHERE id = ? AND worker_id = ? AND state = 'INPROGRESS'")
       .get(runId, workerId) as Row | undefined;
@@ -111,12 +112,22 @@ export async function finishExecution(
     const pending = takePending(db, runId, Number(owner.execution));
     if (pending.length > 0) return { pending, wrote };
     const run = applyTransition(db, runId, trigger, patch, workerId);
-    if (run && run.state !== "BLOCKED") db.sql("DELETE FROM run_checkpoints WHERE run_id = ?").run(runId);
-    return { run, pending, wrote };
+    if (!run) return { pending, wrote };
+    if (run.state !== "BLOCKED") db.sql("DELETE FROM run_checkpoints WHERE run_id = ?").run(runId);
+    // The slot the run held is free: the next run is claimed in the same step.
+    const claimed = next
+      ? (claimResumable(db, next.workerId, next.leaseMs) ?? claimQueued(db, next.workerId, next.leaseMs))
+      : undefined;
+    return { run, pending, wrote, ...(claimed ? { next: claimed } : {}) };
   });
   if (result.run) announce(db, result.run);
   else if (result.wrote) db.signals.emit("event_appended", runId, -1);
-  return { ...(result.run ? { run: result.run } : {}), pending: result.pending };
+  if (result.next) announce(db, result.next);
+  return {
+    ...(result.run ? { run: result.run } : {}),
+    pending: result.pending,
+    ...(result.next ? { next: result.next } : {}),
+  };
 }
 
 export async function recoverExpiredLeases(

@@ -75,6 +75,39 @@ export function executionWritesConformance(t: StoreSuite): void {
       expect(await t.store.loadCheckpoint(run.id)).toBeUndefined();
     });
 
+    it("claims the next run for the slot its end frees, in the same step; nothing while follow-ups continue the run", async () => {
+      const run = await t.runIn("INPROGRESS");
+      await t.store.startAgent(run.id, W);
+      const waiting = await t.create();
+      const next = { workerId: "worker-b/1", leaseMs: 60_000 };
+      // A worker that no longer holds the run ends nothing and claims nothing.
+      expect(await t.store.finishExecution(run.id, "someone-else", "succeed", {}, [], next)).toEqual({
+        pending: [],
+      });
+      // Follow-ups continue the run: its slot stays taken.
+      await t.store.addFollowup("t1", run.id, { id: uuidv7(), message: "one more", mode: "normal" });
+      const goOn = await t.store.finishExecution(run.id, W, "succeed", {}, [], next);
+      expect(goOn.pending).toHaveLength(1);
+      expect(goOn.next).toBeUndefined();
+      expect((await t.store.getRun("t1", waiting.id))?.state).toBe("QUEUED");
+
+      const ended = await t.store.finishExecution(run.id, W, "succeed", {}, [], next);
+      expect(ended.run?.state).toBe("SUCCEEDED");
+      expect(ended.next?.id).toBe(waiting.id);
+      expect(ended.next?.workerId).toBe("worker-b/1");
+      expect(ended.next).toEqual(await t.store.getRun("t1", waiting.id));
+      expect(await kinds(waiting.id)).toEqual(["state:QUEUED", "state:INPROGRESS"]);
+
+      // Nothing left to claim: the end claims nothing.
+      const last = await t.runIn("INPROGRESS");
+      const alone = await t.store.finishExecution(last.id, W, "succeed", {}, [], {
+        ...next,
+        workerId: "worker-b/2",
+      });
+      expect(alone.run?.state).toBe("SUCCEEDED");
+      expect(alone.next).toBeUndefined();
+    });
+
     it("with follow-ups waiting, writes the last words and hands them over, the run unchanged; a block keeps the checkpoint", async () => {
       const run = await t.runIn("INPROGRESS");
       await t.store.startAgent(run.id, W);
