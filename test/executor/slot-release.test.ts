@@ -35,14 +35,57 @@ describe("executor slots", () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it("claims the next run as soon as the last one has ended, while its sandbox is still being released", async () => {
-    const log = pino({ level: "silent" });
-    const real = await createSandboxProvider({
+  const log = pino({ level: "silent" });
+  const sandboxesOff = () =>
+    createSandboxProvider({
       mode: "none",
       hide: [],
       limits: { memoryBytes: 512 * 2 ** 20, pidsMax: 512 },
       log,
     });
+
+  /** An executor with `slots` on the test's store (or `on`, a view of it), scripted runs only, no poll. */
+  async function startExecutor(slots: number, sandboxes: SandboxProvider, on: SqliteStore = store) {
+    executor = new Executor({
+      store: on,
+      harnesses: new HarnessRegistry().register(new ScriptedHarness()),
+      dataDir: dir,
+      slots,
+      leaseMs: 60_000,
+      pollIntervalMs: 60_000, // no poll in these tests: only signals and freed slots wake the executor
+      log,
+      sandboxes,
+    });
+    await executor.start();
+  }
+
+  /** The test's store, counting the claims made on their own and noting the runs claimed by runs' ends. */
+  function counting() {
+    const seen = { claims: 0, handedOver: [] as string[] };
+    const view = new Proxy(store, {
+      get(target, key, receiver) {
+        if (key === "claimNextRun")
+          return (...args: Parameters<SqliteStore["claimNextRun"]>) => {
+            seen.claims += 1;
+            return target.claimNextRun(...args);
+          };
+        if (key === "finishExecution")
+          return async (...args: Parameters<SqliteStore["finishExecution"]>) => {
+            const end = await target.finishExecution(...args);
+            if (end.next) seen.handedOver.push(end.next.id);
+            return end;
+          };
+        const value = Reflect.get(target, key, receiver);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    return { view, seen };
+  }
+
+  const state = async (run: RunRecord) => (await store.getRun("t1", run.id))?.state;
+
+  it("claims the next run as soon as the last one has ended, while its sandbox is still being released", async () => {
+    const real = await sandboxesOff();
     // Each sandbox's release waits until the test lets it go, as a slow one (many processes, a busy disk) would.
     const release = new Promise<void>((resolve) => {
       openRelease = resolve;
@@ -70,19 +113,8 @@ describe("executor slots", () => {
     const first = await t.create({ prompt: "$ echo first" });
     const second = await t.create({ prompt: "$ echo second" });
 
-    executor = new Executor({
-      store,
-      harnesses: new HarnessRegistry().register(new ScriptedHarness()),
-      dataDir: dir,
-      slots: 1,
-      leaseMs: 60_000,
-      pollIntervalMs: 60_000,
-      log,
-      sandboxes,
-    });
-    await executor.start();
+    await startExecutor(1, sandboxes);
 
-    const state = async (run: RunRecord) => (await store.getRun("t1", run.id))?.state;
     // Both runs end while the first one's sandbox is still held: one slot served them one after the other.
     await waitFor(async () => (await state(second)) === "SUCCEEDED", {
       timeoutMs: 20_000,
@@ -100,99 +132,34 @@ describe("executor slots", () => {
   });
 
   it("fills the slot a run's end frees with the next run, claimed in the end's own write", async () => {
-    const log = pino({ level: "silent" });
-    const sandboxes = await createSandboxProvider({
-      mode: "none",
-      hide: [],
-      limits: { memoryBytes: 512 * 2 ** 20, pidsMax: 512 },
-      log,
-    });
-    let claims = 0;
-    const handedOver: string[] = [];
-    const counted = new Proxy(store, {
-      get(target, key, receiver) {
-        if (key === "claimNextRun")
-          return (...args: Parameters<SqliteStore["claimNextRun"]>) => {
-            claims += 1;
-            return target.claimNextRun(...args);
-          };
-        if (key === "finishExecution")
-          return async (...args: Parameters<SqliteStore["finishExecution"]>) => {
-            const end = await target.finishExecution(...args);
-            if (end.next) handedOver.push(end.next.id);
-            return end;
-          };
-        const value = Reflect.get(target, key, receiver);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
+    const { view, seen } = counting();
     const t = storeSuite(() => store);
     const runs: RunRecord[] = [];
     for (const n of ["first", "second", "third"]) runs.push(await t.create({ prompt: `$ echo ${n}` }));
-    executor = new Executor({
-      store: counted,
-      harnesses: new HarnessRegistry().register(new ScriptedHarness()),
-      dataDir: dir,
-      slots: 1,
-      leaseMs: 60_000,
-      pollIntervalMs: 60_000,
-      log,
-      sandboxes,
-    });
-    await executor.start();
-    const state = async (run: RunRecord) => (await store.getRun("t1", run.id))?.state;
+    await startExecutor(1, await sandboxesOff(), view);
     await waitFor(async () => (await state(runs[2]!)) === "SUCCEEDED", { what: "the three runs to end" });
     await waitFor(() => executor!.activeRuns === 0, { what: "the slot to be free" });
     for (const run of runs) expect(await state(run)).toBe("SUCCEEDED");
     // The first run's end claimed the second, the second's the third; the third's found nothing.
-    expect(handedOver).toEqual([runs[1]!.id, runs[2]!.id]);
+    expect(seen.handedOver).toEqual([runs[1]!.id, runs[2]!.id]);
     // The slot asked on its own twice: for the first run, and once the third's end had found the queue empty.
-    expect(claims).toBe(2);
+    expect(seen.claims).toBe(2);
   });
 
   it("asks the store for a run when one was signalled, not each time a slot frees after the queue ran dry", async () => {
-    const log = pino({ level: "silent" });
-    const sandboxes = await createSandboxProvider({
-      mode: "none",
-      hide: [],
-      limits: { memoryBytes: 512 * 2 ** 20, pidsMax: 512 },
-      log,
-    });
-    let claims = 0;
-    const counted = new Proxy(store, {
-      get(target, key, receiver) {
-        if (key === "claimNextRun")
-          return (...args: Parameters<SqliteStore["claimNextRun"]>) => {
-            claims += 1;
-            return target.claimNextRun(...args);
-          };
-        const value = Reflect.get(target, key, receiver);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
+    const { view, seen } = counting();
     const t = storeSuite(() => store);
     const first = await t.create({ prompt: "$ echo first" });
-    executor = new Executor({
-      store: counted,
-      harnesses: new HarnessRegistry().register(new ScriptedHarness()),
-      dataDir: dir,
-      slots: 4,
-      leaseMs: 60_000,
-      pollIntervalMs: 60_000, // no poll in this test: only signals wake the executor
-      log,
-      sandboxes,
-    });
-    await executor.start();
-    const state = async (run: RunRecord) => (await store.getRun("t1", run.id))?.state;
+    await startExecutor(4, await sandboxesOff(), view);
     await waitFor(async () => (await state(first)) === "SUCCEEDED", { what: "the first run to end" });
     await waitFor(() => executor!.activeRuns === 0, { what: "its slot to be free" });
     // Four free slots asked once each (one found the run); its slot, freed after the queue ran dry, asked nothing.
-    expect(claims).toBe(4);
+    expect(seen.claims).toBe(4);
 
     // A run created now is signalled, and claimed at once: the four free slots ask again, once.
     const second = await t.create({ prompt: "$ echo second" });
     await waitFor(async () => (await state(second)) === "SUCCEEDED", { what: "the second run to end" });
     await waitFor(() => executor!.activeRuns === 0, { what: "its slot to be free" });
-    expect(claims).toBe(8);
+    expect(seen.claims).toBe(8);
   });
 });
