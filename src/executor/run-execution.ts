@@ -488,14 +488,10 @@ export class RunExecution {
     // The turn's last words go with its end: one commit.
     const events = await this.transcript.forCommit();
     const { store, workerId } = this.deps;
-    const result = await store.finishExecution(
-      this.run.id,
-      workerId,
-      trigger,
-      patch,
-      events,
-      this.deps.claimWithEnd?.(),
-    );
+    const result = await store.finishExecution(this.run.id, workerId, trigger, patch, events, {
+      next: this.deps.claimWithEnd?.(),
+      held: this.run,
+    });
     if (result.run) this.freeSlot(result.next);
     if (result.run?.state === "BLOCKED") this.blocked = true;
     else if (result.run) {

@@ -18,6 +18,17 @@ export interface NextClaim {
   leaseMs: number;
 }
 
+/** How finishExecution may go further than the end itself. */
+export interface EndOptions {
+  /** Claim the next run for the slot the end frees. */
+  next?: NextClaim;
+  /**
+   * The run as this worker claimed it: a backend may compute the end from it instead of reading the run
+   * first, and writes it only if the run still shows what it was computed from.
+   */
+  held?: RunRecord;
+}
+
 /** What finishExecution did: the run it ended, or the follow-ups that continue it; and the run it claimed. */
 export interface ExecutionEnd {
   run?: RunRecord;
@@ -53,7 +64,7 @@ export interface ExecutorRecords {
    * accepted as `live_session` would otherwise be lost by a finishing worker. All in one step, only while
    * the worker holds the run (nothing is written otherwise). An execution that ends the run (any trigger
    * but `block`) drops the run's checkpoint with it: a checkpoint only serves a run in progress. With
-   * `next`, an execution that ended its run (the slot it held is free) claims the next run as claimNextRun
+   * `options.next`, an execution that ended its run (the slot it held is free) claims the next run as claimNextRun
    * does, in the same step: the run it claimed is `next` of the answer. No claim is made otherwise.
    */
   finishExecution(
@@ -62,7 +73,7 @@ export interface ExecutorRecords {
     trigger: "succeed" | "fail" | "error" | "block",
     patch: RunPatch,
     events?: readonly NewRunEvent[],
-    next?: NextClaim,
+    options?: EndOptions,
   ): Promise<ExecutionEnd>;
   /**
    * Sets the run's token usage whatever its state: a cancelled or lost execution still consumed tokens

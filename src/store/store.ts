@@ -69,7 +69,7 @@ import type { UsageReport, UsageReportQuery } from "./usage-report.ts";
 
 // The Store's own record types live in store-types.ts; importers keep reading them from here.
 export type { StoreActivity } from "./activity.ts";
-export type { ExecutionEnd, NextClaim } from "./executor-records.ts";
+export type { EndOptions, ExecutionEnd, NextClaim } from "./executor-records.ts";
 export * from "./store-types.ts";
 
 /**

@@ -67,10 +67,12 @@ function heard(store: PostgresStore, name: "event_appended" | "run_changed", run
   });
 }
 
+/** A new run, claimed by W: the run as W holds it. */
 async function claimed(store: PostgresStore): Promise<RunRecord> {
   const run = await storeSuite(() => store).create();
-  expect((await store.claimNextRun(W, 60_000))?.id).toBe(run.id);
-  return run;
+  const held = await store.claimNextRun(W, 60_000);
+  expect(held?.id).toBe(run.id);
+  return held!;
 }
 
 const prompt: NewRunEvent = { type: "message", data: { role: "user", text: "do it" } };
@@ -150,7 +152,9 @@ describe.skipIf(Boolean(missing))("a run's start and end on PostgreSQL", () => {
     const waiting = await storeSuite(() => store).create();
     const signalled = heard(other, "run_changed", waiting.id);
     const end = await counted(store, () =>
-      store.finishExecution(run.id, W, "succeed", {}, [answer], { workerId: "worker-b/1", leaseMs: 60_000 }),
+      store.finishExecution(run.id, W, "succeed", {}, [answer], {
+        next: { workerId: "worker-b/1", leaseMs: 60_000 },
+      }),
     );
     expect({ roundTrips: end.roundTrips, commits: end.commits }).toEqual({ roundTrips: 2, commits: 1 });
     expect(end.value.run?.state).toBe("SUCCEEDED");
@@ -158,6 +162,56 @@ describe.skipIf(Boolean(missing))("a run's start and end on PostgreSQL", () => {
     expect(end.value.next?.workerId).toBe("worker-b/1");
     // Another replica hears of the claim, as of any.
     await signalled;
+  });
+
+  it("an end computed from the run as its worker holds it is one round trip, with the next run's claim", async () => {
+    const { store, other } = await replicas();
+    const run = await claimed(store);
+    await store.startAgent(run.id, W, [prompt]);
+    expect(await store.saveCheckpoint(run.id, W, checkpoint())).toBe(true);
+    const waiting = await storeSuite(() => store).create();
+    const ended = heard(other, "run_changed", run.id);
+    const claim = heard(other, "run_changed", waiting.id);
+    const next = { workerId: "worker-b/1", leaseMs: 60_000 };
+    const end = await counted(store, () =>
+      store.finishExecution(run.id, W, "succeed", {}, [answer], { next, held: run }),
+    );
+    expect({ roundTrips: end.roundTrips, commits: end.commits }).toEqual({ roundTrips: 1, commits: 1 });
+    expect(end.value.run?.state).toBe("SUCCEEDED");
+    expect(end.value.run).toEqual(await store.getRun("t1", run.id));
+    expect(end.value.next).toEqual(await store.getRun("t1", waiting.id));
+    expect(end.value.next?.workerId).toBe("worker-b/1");
+    await ended;
+    await claim;
+    const events = await store.listEvents(run.id, 0, 100);
+    expect(events.slice(-2).map((e) => e.type)).toEqual(["message", "state"]);
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    expect(await store.loadCheckpoint(run.id)).toBeUndefined();
+    // The same end as written from the locked row (the run time counts the execution's time).
+    expect(end.value.run?.runTimeMs).toBeGreaterThanOrEqual(0);
+    expect(end.value.run?.finishedAt).toBe(end.value.run?.updatedAt);
+  });
+
+  it("an end computed from a copy the run no longer matches is decided on the locked row", async () => {
+    const { store } = await replicas();
+    const run = await claimed(store);
+    await store.startAgent(run.id, W, [prompt]);
+    // The copy says the execution started at another time than the run does.
+    const stale = { ...run, executionStartedAt: "2000-01-01T00:00:00.000Z" };
+    const waiting = await storeSuite(() => store).create();
+    const end = await counted(store, () =>
+      store.finishExecution(run.id, W, "succeed", {}, [answer], {
+        next: { workerId: "worker-b/1", leaseMs: 60_000 },
+        held: stale,
+      }),
+    );
+    expect(end.roundTrips).toBe(3);
+    expect(end.value.run).toEqual(await store.getRun("t1", run.id));
+    // Its run time is the run's, not the copy's 26 years.
+    expect(end.value.run!.runTimeMs).toBeLessThan(60_000);
+    expect(end.value.next?.id).toBe(waiting.id);
+    const events = await store.listEvents(run.id, 0, 100);
+    expect(events.slice(-2).map((e) => e.type)).toEqual(["message", "state"]);
   });
 
   it("an end a webhook reports writes its delivery with it", async () => {
@@ -177,7 +231,8 @@ describe.skipIf(Boolean(missing))("a run's start and end on PostgreSQL", () => {
     expect(await store.saveCheckpoint(run.id, W, checkpoint())).toBe(true);
     const waiting = await storeSuite(() => store).create();
     const next = { workerId: "worker-b/1", leaseMs: 60_000 };
-    const end = await store.finishExecution(run.id, W, "succeed", {}, [answer], next);
+    // The run as held does not decide an end a webhook reports: the locked row does.
+    const end = await store.finishExecution(run.id, W, "succeed", {}, [answer], { next, held: run });
     expect(end.run).toEqual(await store.getRun("t1", run.id));
     // A claim the webhook reports is not the end's to make: claimNextRun makes it, with its delivery.
     expect(end.next).toBeUndefined();

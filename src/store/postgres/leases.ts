@@ -3,7 +3,7 @@ import { DEFAULT_MAX_RESUMES, resumesExhausted, workerLostEvent } from "../../mo
 import { canApply } from "../../model/run-state.ts";
 import { webhookEventOf } from "../../model/webhook.ts";
 import { capEventData } from "../event-cap.ts";
-import type { AgentStart, ExecutionEnd, NextClaim } from "../executor-records.ts";
+import type { AgentStart, EndOptions, ExecutionEnd, NextClaim } from "../executor-records.ts";
 import { iso, toRun } from "../rows.ts";
 import type { NewRunEvent, RunPatch } from "../store.ts";
 import { endpointsTaking } from "../webhook-rows.ts";
@@ -12,7 +12,14 @@ import type { Database, Row, Tx } from "./database.ts";
 import { endpointsOf, insertEvent, insertEvents, numberedInsert } from "./events.ts";
 import { inOrder, takePendingOfHolder } from "./followups.ts";
 import { SIGNAL_CHANNEL } from "./notifications.ts";
-import { announce, applyTransition, transitionWithCommit, transitionWrite } from "./runs.ts";
+import {
+  announce,
+  applyTransition,
+  ENDED_SETTING,
+  heldEndStatement,
+  transitionWithCommit,
+  transitionWrite,
+} from "./runs.ts";
 import { enqueueWebhooks, webhookEndpoints } from "./webhooks.ts";
 
 /**
@@ -59,15 +66,28 @@ function claimStatement(guard: string, tail: string): string {
   )${tail}`;
 }
 
-const CLAIM_ALONE = claimStatement(
-  `AND (next.resume_reason IS NOT NULL OR NOT EXISTS (
-     SELECT 1 FROM webhook_endpoints e WHERE e.team_id = runs.team_id AND e.events::jsonb ? 'run.state_changed'))`,
-  `, notified AS (
+const CLAIM_ALONE_TAIL = `, notified AS (
     SELECT pg_notify($5, json_build_object('o', $6::text, 's', json_build_array(
       json_build_array('run_changed', id), json_build_array('event_appended', id, -1)))::text)
       FROM claimed
   )
-  SELECT (SELECT count(*) FROM notified) AS notified, claimed.* FROM next LEFT JOIN claimed ON claimed.id = next.id`,
+  SELECT (SELECT count(*) FROM notified) AS notified, claimed.* FROM next LEFT JOIN claimed ON claimed.id = next.id`;
+
+const CLAIM_ALONE = claimStatement(
+  `AND (next.resume_reason IS NOT NULL OR NOT EXISTS (
+     SELECT 1 FROM webhook_endpoints e WHERE e.team_id = runs.team_id AND e.events::jsonb ? 'run.state_changed'))`,
+  CLAIM_ALONE_TAIL,
+);
+
+/**
+ * CLAIM_ALONE behind an execution's end in the same transaction: only once the end was written
+ * (heldEndStatement marks it), so that a run is claimed only for a slot that was freed.
+ */
+const CLAIM_AFTER_END = claimStatement(
+  `AND (next.resume_reason IS NOT NULL OR NOT EXISTS (
+     SELECT 1 FROM webhook_endpoints e WHERE e.team_id = runs.team_id AND e.events::jsonb ? 'run.state_changed'))
+   AND current_setting('${ENDED_SETTING}', true) = $7`,
+  CLAIM_ALONE_TAIL,
 );
 
 const CLAIM_IN_TX = claimStatement(
@@ -190,8 +210,12 @@ export async function finishExecution(
   trigger: "succeed" | "fail" | "error" | "block",
   patch: RunPatch,
   events: readonly NewRunEvent[] = [],
-  next?: NextClaim,
+  { next, held }: EndOptions = {},
 ): Promise<ExecutionEnd> {
+  if (held) {
+    const ended = await endAsHeld(db, held, workerId, trigger, patch, events, next);
+    if (ended) return ended;
+  }
   // The next run's claim, answered with the COMMIT: a row with the run, or one without (its claim is one a
   // webhook reports, left to claimNextRun's transaction), or none (nothing to claim). Should the end fail
   // once committed (transitionWithCommit's check), a run claimed with it is requeued when its lease runs
@@ -248,6 +272,57 @@ export async function finishExecution(
     return { run, pending };
   });
   return claim?.id != null ? { ...end, next: claimedAlone(db, claim) } : end;
+}
+
+/**
+ * The end as its worker holds the run (`held`, as claimed), in one round trip: BEGIN, the run's lock, the
+ * end computed from `held` (heldEndStatement: written only if the run still shows what it was computed
+ * from, no follow-up waits and no webhook may report it), the next run's claim after it, COMMIT. The lock
+ * is a statement of its own, so that the end's own snapshot, taken once the lock is held, sees a follow-up
+ * committed just before it. Undefined when the end was not written while the worker holds the run: the
+ * caller decides on the locked row then.
+ */
+async function endAsHeld(
+  db: Database,
+  held: RunRecord,
+  workerId: string,
+  trigger: "succeed" | "fail" | "error" | "block",
+  patch: RunPatch,
+  events: readonly NewRunEvent[],
+  next: NextClaim | undefined,
+): Promise<ExecutionEnd | undefined> {
+  if (held.state !== "INPROGRESS" || !canApply(trigger, held.state)) return undefined;
+  const write = transitionWrite(held, trigger, patch, events, Date.now());
+  const notification = db.notification([
+    ["run_changed", held.id],
+    ["event_appended", held.id, -1],
+  ]);
+  const [lock, end, claim] = await db.transaction([
+    [
+      "SELECT 1 FROM runs WHERE id = $1 AND worker_id = $2 AND state = 'INPROGRESS' FOR UPDATE",
+      [held.id, workerId],
+    ],
+    heldEndStatement(held, workerId, write, notification),
+    ...(next
+      ? [
+          [
+            CLAIM_AFTER_END,
+            [...claimValues(next.workerId, next.leaseMs), SIGNAL_CHANNEL, db.origin, held.id],
+          ] as [string, unknown[]],
+        ]
+      : []),
+  ]);
+  if (!lock![0]) return { pending: [] }; // not this worker's run: nothing was written
+  const row = end![0];
+  if (!row) return undefined;
+  db.announceHere(["run_changed", held.id]);
+  db.announceHere(["event_appended", held.id, -1]);
+  const claimed = claim?.[0];
+  return {
+    run: toRun(row),
+    pending: [],
+    ...(claimed?.id != null ? { next: claimedAlone(db, claimed) } : {}),
+  };
 }
 
 /** Whether a webhook of the team (`endpoints`) reports one of `events`. */

@@ -4,7 +4,7 @@ import { canApply, RUN_STATES, type RunState, type Trigger } from "../../model/r
 import { wireStatusMessage } from "../../model/status-reason.ts";
 import { capEventData } from "../event-cap.ts";
 import { foldCase } from "../fold-case.ts";
-import { iso, toRun } from "../rows.ts";
+import { iso, json, toRun } from "../rows.ts";
 import { type ColumnValue, transitionColumns } from "../run-columns.ts";
 import { URL_MATCHES_MAX } from "../run-steering.ts";
 import type { IdempotencyClaim, IdempotentResult, NewRunEvent, RunListQuery, RunPatch } from "../store.ts";
@@ -356,16 +356,19 @@ function transitionStatement(
   returning: string,
   tail: string,
   more = "",
+  /** Further conditions of the change, given the first free parameter number, with their values. */
+  guard?: (first: number) => [string, unknown[]],
 ): [string, unknown[]] {
   const columns = Object.keys(write.sets);
   const n = columns.length;
   const [id, state, types, data, at] = [n + 1, n + 2, n + 3, n + 4, n + 5].map((i) => `$${i}`);
+  const [also, alsoValues] = guard?.(n + 6) ?? ["", []];
   return [
     `WITH changed AS (
        UPDATE runs SET ${columns.map((c, i) => `${c} = $${i + 1}`).join(", ")},
            last_event_seq = last_event_seq + cardinality(${types}::text[]),
            last_event_at = GREATEST(last_event_at, ${at})
-        WHERE id = ${id} AND state = ${state} ${returning}
+        WHERE id = ${id} AND state = ${state} ${also} ${returning}
      ), inserted AS (
        INSERT INTO run_events (run_id, seq, at, type, data)
        SELECT changed.id, changed.last_event_seq - cardinality(${types}::text[]) + e.n, ${at}, e.type, e.data
@@ -379,8 +382,51 @@ function transitionStatement(
       write.events.map((e) => e.type),
       write.capped.map((c) => c.json),
       write.at,
+      ...alsoValues,
     ],
   ];
+}
+
+/** The transaction-local setting by which a claim in the same transaction knows the end was written. */
+export const ENDED_SETTING = "dispatch.ended";
+
+/**
+ * The end of an execution computed from the run as its worker claimed it (`held`), for a write that sends
+ * it behind the run's lock without waiting for the lock's answer (leases.ts, finishExecution). It changes
+ * the run only if what the end was decided on still holds: the run is this worker's and in progress, its
+ * execution start, run time and status message are those it was computed from, no follow-up waits to be
+ * taken, and no webhook endpoint of the team may report it (its deliveries are decided on the locked row).
+ * Its events, the checkpoint's removal (unless it waits), its signal to other stores and the mark a claim
+ * after it reads (ENDED_SETTING) go with it. Answers the ended run, or no row when it did not change.
+ */
+export function heldEndStatement(
+  held: RunRecord,
+  workerId: string,
+  write: TransitionWrite,
+  notification: [channel: string, payload: string],
+): [string, unknown[]] {
+  const dropped =
+    write.sets.state === "BLOCKED"
+      ? ""
+      : `, dropped AS (DELETE FROM run_checkpoints WHERE run_id = (SELECT id FROM changed))`;
+  // The guard's four parameters come after the transition's, then the notification's two.
+  const notify = Object.keys(write.sets).length + 10;
+  return transitionStatement(
+    held.id,
+    write,
+    "RETURNING *",
+    `SELECT changed.*, (SELECT count(*) FROM notified) AS notified, (SELECT count(*) FROM marked) AS marked
+       FROM changed`,
+    `${dropped}, notified AS (SELECT pg_notify($${notify}, $${notify + 1}) FROM changed),
+     marked AS (SELECT set_config('${ENDED_SETTING}', changed.id, true) FROM changed)`,
+    (i) => [
+      `AND worker_id = $${i} AND execution_started_at IS NOT DISTINCT FROM $${i + 1}
+       AND run_time_ms = $${i + 2} AND status_message IS NOT DISTINCT FROM $${i + 3}
+       AND NOT EXISTS (SELECT 1 FROM followups f WHERE f.run_id = runs.id AND f.delivered_at IS NULL)
+       AND NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.team_id = runs.team_id)`,
+      [workerId, held.executionStartedAt, held.runTimeMs, json(held.statusMessage), ...notification],
+    ],
+  );
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { ResumeReason, RunRecord } from "../../model/run.ts";
 import { DEFAULT_MAX_RESUMES, resumesExhausted, workerLostEvent } from "../../model/run-resume.ts";
-import type { AgentStart, ExecutionEnd, NextClaim } from "../executor-records.ts";
+import type { AgentStart, EndOptions, ExecutionEnd } from "../executor-records.ts";
 import { iso } from "../rows.ts";
 import type { NewRunEvent, RunPatch } from "../store.ts";
 import { listOfRun } from "./attachments.ts";
@@ -101,7 +101,7 @@ export async function finishExecution(
   trigger: "succeed" | "fail" | "error" | "block",
   patch: RunPatch,
   events: readonly NewRunEvent[] = [],
-  next?: NextClaim,
+  { next }: EndOptions = {},
 ): Promise<ExecutionEnd> {
   const result = await db.grouped((): ExecutionEnd & { wrote: boolean } => {
     const owner = db

@@ -81,17 +81,21 @@ export function executionWritesConformance(t: StoreSuite): void {
       const waiting = await t.create();
       const next = { workerId: "worker-b/1", leaseMs: 60_000 };
       // A worker that no longer holds the run ends nothing and claims nothing.
-      expect(await t.store.finishExecution(run.id, "someone-else", "succeed", {}, [], next)).toEqual({
+      // The run as the worker holds it (claimed) lets a backend end it without reading it first.
+      const held = run;
+      expect(
+        await t.store.finishExecution(run.id, "someone-else", "succeed", {}, [], { next, held }),
+      ).toEqual({
         pending: [],
       });
       // Follow-ups continue the run: its slot stays taken.
       await t.store.addFollowup("t1", run.id, { id: uuidv7(), message: "one more", mode: "normal" });
-      const goOn = await t.store.finishExecution(run.id, W, "succeed", {}, [], next);
+      const goOn = await t.store.finishExecution(run.id, W, "succeed", {}, [], { next, held });
       expect(goOn.pending).toHaveLength(1);
       expect(goOn.next).toBeUndefined();
       expect((await t.store.getRun("t1", waiting.id))?.state).toBe("QUEUED");
 
-      const ended = await t.store.finishExecution(run.id, W, "succeed", {}, [], next);
+      const ended = await t.store.finishExecution(run.id, W, "succeed", {}, [], { next, held });
       expect(ended.run?.state).toBe("SUCCEEDED");
       expect(ended.next?.id).toBe(waiting.id);
       expect(ended.next?.workerId).toBe("worker-b/1");
@@ -101,8 +105,8 @@ export function executionWritesConformance(t: StoreSuite): void {
       // Nothing left to claim: the end claims nothing.
       const last = await t.runIn("INPROGRESS");
       const alone = await t.store.finishExecution(last.id, W, "succeed", {}, [], {
-        ...next,
-        workerId: "worker-b/2",
+        next: { ...next, workerId: "worker-b/2" },
+        held: last,
       });
       expect(alone.run?.state).toBe("SUCCEEDED");
       expect(alone.next).toBeUndefined();
