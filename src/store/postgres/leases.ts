@@ -73,20 +73,18 @@ const CLAIM_ALONE_TAIL = `, notified AS (
   )
   SELECT (SELECT count(*) FROM notified) AS notified, claimed.* FROM next LEFT JOIN claimed ON claimed.id = next.id`;
 
-const CLAIM_ALONE = claimStatement(
-  `AND (next.resume_reason IS NOT NULL OR NOT EXISTS (
-     SELECT 1 FROM webhook_endpoints e WHERE e.team_id = runs.team_id AND e.events::jsonb ? 'run.state_changed'))`,
-  CLAIM_ALONE_TAIL,
-);
+/** A claim no webhook of its team reports: a resume (no state change), or a team without such an endpoint. */
+const UNREPORTED = `AND (next.resume_reason IS NOT NULL OR NOT EXISTS (
+     SELECT 1 FROM webhook_endpoints e WHERE e.team_id = runs.team_id AND e.events::jsonb ? 'run.state_changed'))`;
+
+const CLAIM_ALONE = claimStatement(UNREPORTED, CLAIM_ALONE_TAIL);
 
 /**
  * CLAIM_ALONE behind an execution's end in the same transaction: only once the end was written
  * (heldEndStatement marks it), so that a run is claimed only for a slot that was freed.
  */
 const CLAIM_AFTER_END = claimStatement(
-  `AND (next.resume_reason IS NOT NULL OR NOT EXISTS (
-     SELECT 1 FROM webhook_endpoints e WHERE e.team_id = runs.team_id AND e.events::jsonb ? 'run.state_changed'))
-   AND current_setting('${ENDED_SETTING}', true) = $7`,
+  `${UNREPORTED} AND current_setting('${ENDED_SETTING}', true) = $7`,
   CLAIM_ALONE_TAIL,
 );
 
