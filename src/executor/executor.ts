@@ -41,9 +41,9 @@ export interface ExecutorOptions {
  * Claims QUEUED runs, and runs waiting to be resumed, into a fixed number of slots. It wakes at once when
  * the store signals a queued run or a slot frees (a run's end is committed, with the claim of the next run
  * for its slot in the same write; a freed slot claims nothing once the queue was found empty, until the
- * next signal), with a polling backstop for runs queued
- * elsewhere; the same tick recovers runs whose lease expired (any node may do it). Each claim holds the
- * run under its own id (the worker's and a claim number): the id every write of the execution is fenced by.
+ * next signal), with a polling backstop for runs queued elsewhere; the same tick recovers runs whose lease
+ * expired (any node may do it). Each claim holds the run under its own id (the worker's and a claim
+ * number): the id every write of the execution is fenced by.
  */
 export class Executor {
   readonly workerId = `${hostname()}:${process.pid}:${uuidv7().slice(-8)}`;

@@ -11,7 +11,7 @@ import { listOfRun, toAttachment } from "./attachments.ts";
 import type { Database, Row, Tx } from "./database.ts";
 import { endpointsOf, insertEvent, insertEvents, numberedInsert } from "./events.ts";
 import { inOrder, takePendingOfHolder } from "./followups.ts";
-import { SIGNAL_CHANNEL } from "./notifications.ts";
+import { SIGNAL_CHANNEL, type SignalNote } from "./notifications.ts";
 import {
   announce,
   applyTransition,
@@ -291,16 +291,17 @@ async function endAsHeld(
 ): Promise<ExecutionEnd | undefined> {
   if (held.state !== "INPROGRESS" || !canApply(trigger, held.state)) return undefined;
   const write = transitionWrite(held, trigger, patch, events, Date.now());
-  const notification = db.notification([
+  // What announce() sends for an ended run, from the statement (other stores) and from here (this one).
+  const notes: SignalNote[] = [
     ["run_changed", held.id],
     ["event_appended", held.id, -1],
-  ]);
+  ];
   const [lock, end, claim] = await db.transaction([
     [
       "SELECT 1 FROM runs WHERE id = $1 AND worker_id = $2 AND state = 'INPROGRESS' FOR UPDATE",
       [held.id, workerId],
     ],
-    heldEndStatement(held, workerId, write, notification),
+    heldEndStatement(held, workerId, write, db.notification(notes)),
     ...(next
       ? [
           [
@@ -313,8 +314,7 @@ async function endAsHeld(
   if (!lock![0]) return { pending: [] }; // not this worker's run: nothing was written
   const row = end![0];
   if (!row) return undefined;
-  db.announceHere(["run_changed", held.id]);
-  db.announceHere(["event_appended", held.id, -1]);
+  for (const note of notes) db.announceHere(note);
   const claimed = claim?.[0];
   return {
     run: toRun(row),

@@ -20,11 +20,14 @@ export async function claimNextRun(
   workerId: string,
   leaseMs: number,
 ): Promise<RunRecord | undefined> {
-  const run = await db.grouped(
-    () => claimResumable(db, workerId, leaseMs) ?? claimQueued(db, workerId, leaseMs),
-  );
+  const run = await db.grouped(() => claimNext(db, workerId, leaseMs));
   if (run) announce(db, run);
   return run;
+}
+
+/** The claim itself, in the caller's transaction. */
+function claimNext(db: Database, workerId: string, leaseMs: number): RunRecord | undefined {
+  return claimResumable(db, workerId, leaseMs) ?? claimQueued(db, workerId, leaseMs);
 }
 
 /** A run handed back by its worker (or whose worker was lost) comes first: it was already working. */
@@ -115,9 +118,7 @@ export async function finishExecution(
     if (!run) return { pending, wrote };
     if (run.state !== "BLOCKED") db.sql("DELETE FROM run_checkpoints WHERE run_id = ?").run(runId);
     // The slot the run held is free: the next run is claimed in the same step.
-    const claimed = next
-      ? (claimResumable(db, next.workerId, next.leaseMs) ?? claimQueued(db, next.workerId, next.leaseMs))
-      : undefined;
+    const claimed = next ? claimNext(db, next.workerId, next.leaseMs) : undefined;
     return { run, pending, wrote, ...(claimed ? { next: claimed } : {}) };
   });
   if (result.run) announce(db, result.run);
